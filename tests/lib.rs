@@ -1,0 +1,1 @@
+//! Integration suite of tool-contract: see the files beside this one.

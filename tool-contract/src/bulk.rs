@@ -1,0 +1,352 @@
+//! Bulk work: per-item outcomes, an honest aggregate, and retries scoped to what did not land.
+
+use std::future::Future;
+use std::time::SystemTime;
+
+use crate::classify::{self, Class, Classify};
+use crate::effect::{AutoRetry, EffectKind};
+use crate::engine::{Run, guarded, normalise, secs};
+use crate::journal::LastWord;
+use crate::key::IntentKey;
+use crate::probe::NoProbe;
+use crate::report::{Applied, Item, Outcome, Report};
+use crate::spec::{Dedupe, ToolSpec};
+use crate::task::Task;
+
+/// How an item of bulk work is named in the report.
+pub trait ItemId {
+    /// The item's name (a row number, an address); unique within one call.
+    fn item_id(&self) -> String;
+}
+
+macro_rules! item_id_by_display {
+    ($($t:ty),*) => {$(
+        impl ItemId for $t {
+            fn item_id(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+item_id_by_display!(String, &str, u16, u32, u64, usize, i32, i64);
+
+/// A probe for bulk work: given the items whose fate is unknown, say for each whether it landed.
+///
+/// Implemented for any `FnMut(IntentKey, Vec<I>) -> impl Future<Output = Vec<Item>>`: an item reported
+/// with `applied: yes` landed, `no` did not, and `unknown` (or an item left out) could not be told.
+pub trait BulkProber<I> {
+    /// Probe these items.
+    fn probe(&mut self, key: IntentKey, items: Vec<I>) -> impl Future<Output = Vec<Item>>;
+
+    /// `false` only for [`NoProbe`].
+    fn exists(&self) -> bool {
+        true
+    }
+}
+
+impl<I, F, Fut> BulkProber<I> for F
+where
+    F: FnMut(IntentKey, Vec<I>) -> Fut,
+    Fut: Future<Output = Vec<Item>>,
+{
+    fn probe(&mut self, key: IntentKey, items: Vec<I>) -> impl Future<Output = Vec<Item>> {
+        self(key, items)
+    }
+}
+
+impl<I> BulkProber<I> for NoProbe {
+    fn probe(&mut self, _key: IntentKey, _items: Vec<I>) -> impl Future<Output = Vec<Item>> {
+        std::future::ready(Vec::new())
+    }
+
+    fn exists(&self) -> bool {
+        false
+    }
+}
+
+/// Run one bulk call: each attempt gets the items still to do, and reports per item.
+///
+/// Items that landed or were refused for good are never sent again; items whose fate is unknown are
+/// probed before the next attempt; the report counts every item and never presents a partial list as
+/// complete.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::{Applied, Class, EffectKind, Item, NoProbe, Outcome, Task, ToolSpec, engine};
+///
+/// const WRITE_ROWS: ToolSpec = ToolSpec::new("write_rows", EffectKind::Create)
+///     .dedupe(tool_contract::Dedupe::Receiver);
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let task = Task::new("sheet-import", "agent", Duration::from_secs(30));
+/// let key = task.key(&WRITE_ROWS, &"sheet-1", None);
+/// let rows = vec![1u32, 2, 3];
+/// let report = engine::run_bulk(&task, &WRITE_ROWS, key, rows, |_call, rows: Vec<u32>| async move {
+///     Ok::<_, Class>(rows.iter().map(|r| match r {
+///         2 => Item::permanent(r.to_string(), "row 2 has no email"),
+///         _ => Item::ok(r.to_string()),
+///     }).collect())
+/// }, NoProbe).await;
+/// assert_eq!(report.outcome, Outcome::Permanent);
+/// assert_eq!(report.effect_applied, Applied::Partial);
+/// assert_eq!(report.message, "write_rows: 2 of 3 items done; 1 refused");
+/// # }
+/// ```
+pub async fn run_bulk<I, E, A, AF, P>(
+    task: &Task,
+    spec: &ToolSpec,
+    key: IntentKey,
+    items: Vec<I>,
+    mut attempt: A,
+    mut probe: P,
+) -> Report<()>
+where
+    I: Clone + ItemId,
+    E: Classify,
+    A: FnMut(crate::Call, Vec<I>) -> AF,
+    AF: Future<Output = Result<Vec<Item>, E>>,
+    P: BulkProber<I>,
+{
+    let mut run = Run::new(task, spec, key);
+    let side = spec.effect().has_side_effect();
+    let ids: Vec<String> = items.iter().map(ItemId::item_id).collect();
+    let mut results: Vec<Item> = ids.iter().map(|id| Item::retryable(id.clone(), "not attempted")).collect();
+    let mut to_probe: Vec<usize> = Vec::new();
+
+    if let Some(recall) = run.recall() {
+        run.attempt = recall.attempts;
+        run.attempt_id = recall.last.attempt_id.clone();
+        match recall.last_word() {
+            LastWord::Ok(Some(value)) => {
+                if let Ok(recorded) = <Vec<Item> as serde::Deserialize>::deserialize(value) {
+                    let mut report = run.bulk_report(recorded, "items");
+                    report.message =
+                        format!("{} (recorded in the attempt log; not repeated)", report.message);
+                    return report;
+                }
+            }
+            LastWord::Unfinished | LastWord::Ended(Outcome::Unknown) if side => {
+                for item in &mut results {
+                    *item = Item::unknown(item.id.clone(), "left unresolved by an earlier run");
+                }
+                to_probe = (0..results.len()).collect();
+            }
+            _ => {}
+        }
+    }
+
+    let mut made = 0u32;
+    let mut last: Option<Class> = None;
+    let mut stop: Option<Report<()>> = None;
+    loop {
+        if !to_probe.is_empty() {
+            resolve(&run, &mut probe, &items, &mut results, &to_probe).await;
+            to_probe.clear();
+        }
+        let pending: Vec<usize> =
+            (0..results.len()).filter(|&i| results[i].outcome == Outcome::Retryable).collect();
+        if pending.is_empty() {
+            break;
+        }
+        if made > 0 {
+            let class =
+                last.take().unwrap_or_else(|| Class::retryable(format!("{} items left", pending.len())));
+            if spec.effect().policy().auto_retry == AutoRetry::Never || made >= spec.attempts() {
+                break;
+            }
+            if let Some(report) = run.wait_before_retry::<()>(&class).await {
+                stop = Some(report);
+                break;
+            }
+            if spec.effect() == EffectKind::Money {
+                if let Some(report) = run.approve::<()>(&class).await {
+                    stop = Some(report);
+                    break;
+                }
+            }
+        }
+        let left = task.remaining();
+        if left < spec.floor() {
+            stop = Some(run.refused(left));
+            break;
+        }
+        run.attempt += 1;
+        made += 1;
+        run.attempt_id = format!("{}-a{}", task.id(), run.attempt);
+        let started = SystemTime::now();
+        if let Err(err) = run.log_start(left, started).await {
+            if side {
+                stop = Some(run.report(Outcome::Retryable, Applied::No, format!("{err}; not started"), None));
+                break;
+            }
+        }
+        let batch: Vec<I> = pending.iter().map(|&i| items[i].clone()).collect();
+        let limit =
+            if side && probe.exists() { left.saturating_sub(spec.reserve()).max(spec.floor()) } else { left };
+        let call = run.call(limit);
+        let whole = match tokio::time::timeout(limit, guarded(|| attempt(call, batch))).await {
+            Ok(Ok(Ok(reported))) => {
+                merge(spec.effect(), &mut results, &pending, reported);
+                None
+            }
+            Ok(Ok(Err(err))) => Some(normalise(spec.effect(), err.classify())),
+            Ok(Err(panic)) if side => Some(Class::unknown(format!("the tool panicked mid-batch ({panic})"))),
+            Ok(Err(panic)) => Some(Class::permanent(format!("the tool panicked ({panic})"))),
+            Err(_) => {
+                Some(classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit))))
+            }
+        };
+        if let Some(class) = &whole {
+            for &i in &pending {
+                results[i] = Item {
+                    id: results[i].id.clone(),
+                    outcome: class.outcome(),
+                    applied: class.effect(),
+                    reason: Some(class.message().to_owned()),
+                };
+            }
+        }
+        let summary = summarise(&run, results.clone(), "items");
+        let value = (summary.outcome == Outcome::Ok).then(|| serde_json::to_value(&results).ok()).flatten();
+        run.log_end(left, started, summary.outcome, summary.effect_applied, None, &summary.message, value)
+            .await;
+        last = whole;
+        if side {
+            to_probe = pending.iter().copied().filter(|&i| results[i].outcome == Outcome::Unknown).collect();
+            if !probe.exists()
+                && spec.effect() == EffectKind::Create
+                && spec.deduplication() == Dedupe::Receiver
+            {
+                // The receiver deduplicates by the key: an unknown item is simply sent again.
+                for &i in &to_probe {
+                    results[i].outcome = Outcome::Retryable;
+                }
+                to_probe.clear();
+            }
+        }
+    }
+
+    let mut report = summarise(&run, results, "items");
+    if let Some(stopped) = stop {
+        report.message = format!("{}; {}", report.message, stopped.message);
+        report.retry_after_s = stopped.retry_after_s;
+        report.deadline_left_s = stopped.deadline_left_s;
+    }
+    report
+}
+
+/// Fold one attempt's per-item answers into the results; an item the tool left out is not done.
+fn merge(kind: EffectKind, results: &mut [Item], pending: &[usize], reported: Vec<Item>) {
+    let mut answered = vec![false; results.len()];
+    for item in reported {
+        if let Some(&i) = pending.iter().find(|&&i| results[i].id == item.id && !answered[i]) {
+            answered[i] = true;
+            let item = if kind.has_side_effect() { item } else { read_item(item) };
+            results[i] = item;
+        }
+    }
+    for &i in pending {
+        if !answered[i] {
+            let id = results[i].id.clone();
+            results[i] = if kind.has_side_effect() {
+                Item::unknown(id, "the tool did not report this item")
+            } else {
+                Item::retryable(id, "the tool did not report this item")
+            };
+        }
+    }
+}
+
+fn read_item(mut item: Item) -> Item {
+    item.applied = Applied::No;
+    if item.outcome == Outcome::Unknown {
+        item.outcome = Outcome::Retryable;
+    }
+    item
+}
+
+/// Ask the probe about unknown items; items it cannot answer for stay unknown.
+async fn resolve<I: Clone + ItemId, P: BulkProber<I>>(
+    run: &Run<'_>,
+    probe: &mut P,
+    items: &[I],
+    results: &mut [Item],
+    unknown: &[usize],
+) {
+    if !probe.exists() {
+        return;
+    }
+    let left = run.task.remaining();
+    if left.is_zero() {
+        return;
+    }
+    let asked: Vec<I> = unknown.iter().map(|&i| items[i].clone()).collect();
+    let verdicts = match tokio::time::timeout(left, guarded(|| probe.probe(run.key, asked))).await {
+        Ok(Ok(verdicts)) => verdicts,
+        Ok(Err(panic)) => {
+            for &i in unknown {
+                results[i].reason = Some(format!("the probe panicked: {panic}"));
+            }
+            return;
+        }
+        Err(_) => {
+            for &i in unknown {
+                results[i].reason = Some(format!("the probe timed out after {}", secs(left)));
+            }
+            return;
+        }
+    };
+    for verdict in verdicts {
+        let Some(&i) = unknown.iter().find(|&&i| results[i].id == verdict.id) else { continue };
+        match verdict.applied {
+            Applied::Yes => results[i] = Item::ok(verdict.id),
+            Applied::No => {
+                results[i] = Item::retryable(verdict.id, "the probe found it did not land");
+            }
+            Applied::Unknown | Applied::Partial => {
+                results[i].reason =
+                    Some(verdict.reason.unwrap_or_else(|| "the probe could not tell".to_owned()));
+            }
+        }
+    }
+}
+
+/// The aggregate of per-item results: outcome, effect, a counted message, escalation of the unknown.
+pub(crate) fn summarise(run: &Run<'_>, items: Vec<Item>, noun: &str) -> Report<()> {
+    let count = |o: Outcome| items.iter().filter(|i| i.outcome == o).count();
+    let (ok, refused, retry, unknown) =
+        (count(Outcome::Ok), count(Outcome::Permanent), count(Outcome::Retryable), count(Outcome::Unknown));
+    let yes = items.iter().filter(|i| i.applied == Applied::Yes).count();
+    let maybe = items.iter().filter(|i| i.applied == Applied::Unknown).count();
+    let total = items.len();
+    let applied = if !run.spec.effect().has_side_effect() {
+        Applied::No
+    } else if yes == total && total > 0 {
+        Applied::Yes
+    } else if yes == 0 && maybe == 0 {
+        Applied::No
+    } else if yes == 0 {
+        Applied::Unknown
+    } else {
+        Applied::Partial
+    };
+    let outcome = if unknown > 0 {
+        Outcome::Unknown
+    } else if retry > 0 {
+        Outcome::Retryable
+    } else if refused > 0 {
+        Outcome::Permanent
+    } else {
+        Outcome::Ok
+    };
+    let mut message = format!("{}: {ok} of {total} {noun} done", run.spec.name());
+    for (n, what) in [(refused, "refused"), (unknown, "unresolved"), (retry, "not applied, retryable")] {
+        if n > 0 {
+            message.push_str(&format!("; {n} {what}"));
+        }
+    }
+    let mut report = run.report::<()>(outcome, applied, message, None);
+    report.value = (outcome == Outcome::Ok).then_some(());
+    report.items = items;
+    report
+}

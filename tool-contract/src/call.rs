@@ -1,0 +1,59 @@
+//! The call context a tool's body sees during one attempt.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::key::IntentKey;
+
+/// What the body of a tool can know about the attempt it runs in.
+///
+/// Send [`Call::key`] downstream as the `Idempotency-Key` header so the receiver can deduplicate.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub(crate) task_id: Arc<str>,
+    pub(crate) key: IntentKey,
+    pub(crate) attempt: u32,
+    pub(crate) attempt_id: Arc<str>,
+    pub(crate) deadline: Instant,
+}
+
+impl Call {
+    /// A call context for driving a tool body by hand (tests, adapters).
+    pub fn new(task_id: &str, key: IntentKey, attempt: u32, budget: Duration) -> Call {
+        let now = Instant::now();
+        Call {
+            task_id: task_id.into(),
+            key,
+            attempt,
+            attempt_id: format!("{task_id}-a{attempt}").into(),
+            deadline: now.checked_add(budget).unwrap_or(now),
+        }
+    }
+
+    /// The intent key, the same on every attempt of the intent.
+    pub fn key(&self) -> IntentKey {
+        self.key
+    }
+
+    /// The attempt number, from 1; it continues across restarts when the task has an attempt log.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// `{task}-a{attempt}`.
+    pub fn attempt_id(&self) -> &str {
+        &self.attempt_id
+    }
+
+    /// The task this attempt works for.
+    pub fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    /// How long this attempt may still run before it is cancelled.
+    pub fn budget_left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+}

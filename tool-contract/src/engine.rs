@@ -1,0 +1,538 @@
+//! The attempt engine: budget check, attempt under the remaining budget, classification, probe, policy.
+//!
+//! [`run`] is what the `#[tool]` attribute calls; it is public so a tool can be written by hand.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::task::Poll;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::call::Call;
+use crate::classify::{self, Class, Classify};
+use crate::effect::{AutoRetry, EffectKind};
+use crate::journal::{Durability, LastWord, Phase, Record, rfc3339};
+use crate::key::IntentKey;
+use crate::probe::{Probe, ProbeMark, Prober};
+use crate::report::{Applied, Item, Outcome, Report};
+use crate::spec::{Dedupe, ToolSpec};
+use crate::task::{Approval, ApprovalRequest, Escalation, Task};
+
+pub use crate::bulk::run_bulk;
+
+/// Run one call of a tool to its report.
+///
+/// `attempt` is called once per attempt with that attempt's [`Call`]; `probe` is asked whether an earlier
+/// attempt landed before any second attempt of a side-effecting tool. The order is always probe, decide,
+/// act; the rules per effect kind are in [`EffectKind::policy`].
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::{Class, EffectKind, NoProbe, Outcome, Task, ToolSpec, engine};
+///
+/// const PRICE: ToolSpec = ToolSpec::new("read_price", EffectKind::Read);
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let task = Task::new("ord-7741", "agent", Duration::from_secs(10));
+/// let key = task.key(&PRICE, &"sku-1", None);
+/// let report = engine::run(&task, &PRICE, key, |_call| async { Ok::<u32, Class>(1299) }, NoProbe).await;
+/// assert_eq!(report.outcome, Outcome::Ok);
+/// assert_eq!(report.value, Some(1299));
+/// # }
+/// ```
+pub async fn run<T, E, A, AF, P>(
+    task: &Task,
+    spec: &ToolSpec,
+    key: IntentKey,
+    mut attempt: A,
+    mut probe: P,
+) -> Report<T>
+where
+    T: Serialize + DeserializeOwned,
+    E: Classify,
+    A: FnMut(Call) -> AF,
+    AF: Future<Output = Result<T, E>>,
+    P: Prober<T>,
+{
+    let mut run = Run::new(task, spec, key);
+    let side = spec.effect().has_side_effect();
+    let mut last: Option<Class> = None;
+
+    if let Some(recall) = run.recall() {
+        run.attempt = recall.attempts;
+        run.attempt_id = recall.last.attempt_id.clone();
+        match recall.last_word() {
+            LastWord::Ok(value) => {
+                let replayed = value.map(|v| T::deserialize(v));
+                match replayed {
+                    Some(Ok(value)) => return run.replayed(value),
+                    _ if side => {
+                        last = Some(Class::unknown(format!(
+                            "attempt {} is recorded ok but its value is not in the log",
+                            run.attempt_id
+                        )));
+                    }
+                    _ => {}
+                }
+            }
+            LastWord::Unfinished if side => {
+                last = Some(Class::unknown(format!(
+                    "attempt {} started in an earlier run and never finished",
+                    run.attempt_id
+                )));
+            }
+            LastWord::Ended(Outcome::Unknown) if side => {
+                last = Some(Class::unknown(format!(
+                    "attempt {} ended unknown in an earlier run",
+                    run.attempt_id
+                )));
+            }
+            _ => {}
+        }
+    }
+
+    let mut made = 0u32;
+    loop {
+        if let Some(mut class) = last.take() {
+            if side && must_probe(spec, &class, probe.exists()) {
+                if !probe.exists() {
+                    return run.without_probe(class);
+                }
+                match run.probe(&mut probe).await {
+                    Probe::Landed(value) => return run.landed(value, &class),
+                    Probe::Failed(why) => return run.probe_failed(class, &why),
+                    Probe::NotLanded => class = resolved_not_landed(class),
+                }
+            }
+            match spec.effect().policy().auto_retry {
+                AutoRetry::Never => {
+                    return run.report(class.outcome(), class.effect(), stopped(spec, class.message()), None);
+                }
+                _ if class.effect() != Applied::No && !(spec.effect() == EffectKind::Create) => {
+                    // Unresolved and not a kind that may repeat itself with the same key.
+                    return run.unresolved(class.message());
+                }
+                _ => {}
+            }
+            if made >= spec.attempts() {
+                let msg = format!("{}; gave up after {made} attempts", class.message());
+                return run.report(class.outcome(), class.effect(), msg, class.wait());
+            }
+            if let Some(report) = run.wait_before_retry(&class).await {
+                return report;
+            }
+            if spec.effect() == EffectKind::Money {
+                if let Some(report) = run.approve(&class).await {
+                    return report;
+                }
+            }
+        }
+
+        let left = task.remaining();
+        if left < spec.floor() {
+            return run.refused(left);
+        }
+        run.attempt += 1;
+        made += 1;
+        run.attempt_id = format!("{}-a{}", task.id(), run.attempt);
+        let started = SystemTime::now();
+        if let Err(err) = run.log_start(left, started).await {
+            if side {
+                let msg = format!("{err}; the attempt was not started");
+                return run.report(Outcome::Retryable, Applied::No, msg, None);
+            }
+        }
+        let limit =
+            if side && probe.exists() { left.saturating_sub(spec.reserve()).max(spec.floor()) } else { left };
+        let call = run.call(limit);
+        let class = match tokio::time::timeout(limit, guarded(|| attempt(call))).await {
+            Ok(Ok(Ok(value))) => return run.succeeded(value, left, started).await,
+            Ok(Ok(Err(err))) => normalise(spec.effect(), err.classify()),
+            Ok(Err(panic)) if side => {
+                Class::unknown(format!("the tool panicked mid-call ({panic}); the effect may have landed"))
+            }
+            Ok(Err(panic)) => {
+                Class::permanent(format!("the tool panicked ({panic}); this is a bug in the tool"))
+            }
+            Err(_) => classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit))),
+        };
+        run.log_end(left, started, class.outcome(), class.effect(), None, class.message(), None).await;
+        if class.outcome() == Outcome::Permanent {
+            return run.report(class.outcome(), class.effect(), class.message().to_owned(), None);
+        }
+        last = Some(class);
+    }
+}
+
+/// Whether the kind and the failure call for a probe before anything else.
+pub(crate) fn must_probe(spec: &ToolSpec, class: &Class, has_probe: bool) -> bool {
+    match spec.effect() {
+        EffectKind::Read => false,
+        EffectKind::Create => {
+            has_probe || (spec.deduplication() == Dedupe::Probe && class.effect() != Applied::No)
+        }
+        EffectKind::Send | EffectKind::Money => true,
+        EffectKind::Destructive => class.effect() != Applied::No,
+    }
+}
+
+fn resolved_not_landed(class: Class) -> Class {
+    if class.outcome() == Outcome::Unknown {
+        let mut resolved = Class::retryable(format!("{}; the probe found it did not land", class.message()));
+        if let Some(wait) = class.wait() {
+            resolved = resolved.retry_after(wait);
+        }
+        resolved
+    } else {
+        class.with_effect(Applied::No)
+    }
+}
+
+fn stopped(spec: &ToolSpec, why: &str) -> String {
+    format!("{why}; {} calls are never retried automatically: check the state and call again", spec.effect())
+}
+
+/// A read has no effect: whatever its error says, nothing was applied and a retry is harmless.
+pub(crate) fn normalise(kind: EffectKind, class: Class) -> Class {
+    if kind.has_side_effect() || class.effect() == Applied::No && class.outcome() != Outcome::Unknown {
+        return class;
+    }
+    let mut read = if class.outcome() == Outcome::Permanent {
+        Class::permanent(class.message())
+    } else {
+        Class::retryable(class.message())
+    };
+    if let Some(wait) = class.wait() {
+        read = read.retry_after(wait);
+    }
+    read
+}
+
+pub(crate) fn secs(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+/// Run `start` and the future it returns, turning a panic in either into an `Err` with its message.
+pub(crate) async fn guarded<F: Future>(start: impl FnOnce() -> F) -> Result<F::Output, String> {
+    let fut = std::panic::catch_unwind(AssertUnwindSafe(start)).map_err(panic_message)?;
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(move |cx| {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => Poll::Ready(Err(panic_message(payload))),
+        }
+    })
+    .await
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}
+
+/// The state of one call, shared by the single and the bulk engine.
+pub(crate) struct Run<'a> {
+    pub(crate) task: &'a Task,
+    pub(crate) spec: &'a ToolSpec,
+    pub(crate) key: IntentKey,
+    pub(crate) attempt: u32,
+    pub(crate) attempt_id: String,
+}
+
+impl<'a> Run<'a> {
+    pub(crate) fn new(task: &'a Task, spec: &'a ToolSpec, key: IntentKey) -> Self {
+        Run { task, spec, key, attempt: 0, attempt_id: String::new() }
+    }
+
+    pub(crate) fn recall(&self) -> Option<crate::journal::Recall> {
+        self.task.journal_ref().and_then(|j| j.recall(&self.key))
+    }
+
+    pub(crate) fn call(&self, limit: Duration) -> Call {
+        let now = tokio::time::Instant::now();
+        Call {
+            task_id: self.task.id_arc(),
+            key: self.key,
+            attempt: self.attempt,
+            attempt_id: self.attempt_id.as_str().into(),
+            deadline: now.checked_add(limit).unwrap_or(now),
+        }
+    }
+
+    fn record(&self, phase: Phase, left: Duration, started: SystemTime) -> Record {
+        Record {
+            phase,
+            task: self.task.id().to_owned(),
+            call: self.spec.name().to_owned(),
+            intent_key: self.key,
+            attempt: self.attempt,
+            attempt_id: self.attempt_id.clone(),
+            started: rfc3339(started),
+            budget_left_s: left.as_secs(),
+            outcome: None,
+            effect_applied: None,
+            probe: None,
+            message: None,
+            value: None,
+        }
+    }
+
+    pub(crate) async fn log_start(
+        &self,
+        left: Duration,
+        started: SystemTime,
+    ) -> Result<(), crate::JournalError> {
+        let Some(journal) = self.task.journal_ref() else { return Ok(()) };
+        let durability =
+            if self.spec.effect().has_side_effect() { Durability::Synced } else { Durability::Buffered };
+        journal.append(&self.record(Phase::Start, left, started), durability).await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn log_end(
+        &self,
+        left: Duration,
+        started: SystemTime,
+        outcome: Outcome,
+        applied: Applied,
+        probe: Option<ProbeMark>,
+        message: &str,
+        value: Option<serde_json::Value>,
+    ) {
+        let Some(journal) = self.task.journal_ref() else { return };
+        let mut record = self.record(Phase::End, left, started);
+        record.outcome = Some(outcome);
+        record.effect_applied = Some(applied);
+        record.probe = probe;
+        record.message = Some(message.to_owned());
+        record.value = value;
+        // Losing an end record is safe: the attempt then reads as unfinished and is probed next time.
+        let _ = journal.append(&record, Durability::Buffered).await;
+    }
+
+    pub(crate) fn report<T>(
+        &self,
+        outcome: Outcome,
+        applied: Applied,
+        message: String,
+        wait: Option<Duration>,
+    ) -> Report<T> {
+        let mut message = message;
+        if outcome == Outcome::Unknown {
+            message = self.escalate(message);
+        }
+        Report {
+            outcome,
+            effect_applied: applied,
+            attempt_id: self.attempt_id.clone(),
+            idempotency_key: self.key,
+            retry_after_s: wait.map(ceil_secs),
+            deadline_left_s: self.task.remaining().as_secs(),
+            message,
+            value: None,
+            items: Vec::new(),
+        }
+    }
+
+    /// Hand the call to the task's escalation sink; the message says where it went.
+    fn escalate(&self, message: String) -> String {
+        match self.task.escalation() {
+            Some(sink) => {
+                sink.escalate(Escalation {
+                    task: self.task.id().to_owned(),
+                    call: self.spec.name().to_owned(),
+                    key: self.key,
+                    attempt_id: self.attempt_id.clone(),
+                    reason: message.clone(),
+                });
+                format!("{message}; escalated")
+            }
+            None => format!("{message}; no escalation sink is configured: resolve it by reading the world"),
+        }
+    }
+
+    fn ok<T>(&self, value: T, applied: Applied, message: String) -> Report<T> {
+        Report {
+            outcome: Outcome::Ok,
+            effect_applied: applied,
+            attempt_id: self.attempt_id.clone(),
+            idempotency_key: self.key,
+            retry_after_s: None,
+            deadline_left_s: self.task.remaining().as_secs(),
+            message,
+            value: Some(value),
+            items: Vec::new(),
+        }
+    }
+
+    fn applied_on_ok(&self) -> Applied {
+        if self.spec.effect().has_side_effect() { Applied::Yes } else { Applied::No }
+    }
+
+    async fn succeeded<T: Serialize>(&self, value: T, left: Duration, started: SystemTime) -> Report<T> {
+        let message = format!("{} done on attempt {}", self.spec.name(), self.attempt);
+        if self.task.journal_ref().is_some() {
+            let json = serde_json::to_value(&value).ok();
+            self.log_end(left, started, Outcome::Ok, self.applied_on_ok(), None, &message, json).await;
+        }
+        self.ok(value, self.applied_on_ok(), message)
+    }
+
+    fn replayed<T>(&self, value: T) -> Report<T> {
+        let message = format!(
+            "{} already done by attempt {} (recorded in the attempt log); not repeated",
+            self.spec.name(),
+            self.attempt_id
+        );
+        self.ok(value, self.applied_on_ok(), message)
+    }
+
+    pub(crate) fn refused<T>(&self, left: Duration) -> Report<T> {
+        let mut report = self.report(
+            Outcome::Retryable,
+            Applied::No,
+            format!(
+                "budget spent: {} left, {} needs at least {} to start; not started",
+                secs(left),
+                self.spec.name(),
+                secs(self.spec.floor())
+            ),
+            None,
+        );
+        report.deadline_left_s = 0;
+        report
+    }
+
+    fn landed<T: Serialize>(&self, value: T, class: &Class) -> Report<T> {
+        let message = format!(
+            "{}; the probe found attempt {} landed, so it was not repeated",
+            class.message(),
+            self.attempt_id
+        );
+        self.ok(value, Applied::Yes, message)
+    }
+
+    fn without_probe<T>(&self, class: Class) -> Report<T> {
+        if class.effect() == Applied::No {
+            let msg =
+                format!("{}; not retried: {} has no probe to check first", class.message(), self.spec.name());
+            self.report(class.outcome(), Applied::No, msg, class.wait())
+        } else {
+            self.unresolved(&format!("{}; {} has no probe to resolve it", class.message(), self.spec.name()))
+        }
+    }
+
+    fn probe_failed<T>(&self, class: Class, why: &str) -> Report<T> {
+        if class.effect() == Applied::No {
+            let msg =
+                format!("{}; not retried: the probe before a second attempt failed ({why})", class.message());
+            self.report(class.outcome(), Applied::No, msg, class.wait())
+        } else {
+            self.unresolved(&format!("{}; the probe could not tell ({why})", class.message()))
+        }
+    }
+
+    pub(crate) fn unresolved<T>(&self, why: &str) -> Report<T> {
+        self.report(Outcome::Unknown, Applied::Unknown, why.to_owned(), None)
+    }
+
+    /// Run the probe under the budget left and log its verdict against the attempt it resolves.
+    async fn probe<T: Serialize, P: Prober<T>>(&self, probe: &mut P) -> Probe<T> {
+        let left = self.task.remaining();
+        let started = SystemTime::now();
+        let verdict = if left.is_zero() {
+            Probe::Failed("no budget left to run it".to_owned())
+        } else {
+            match tokio::time::timeout(left, guarded(|| probe.probe(self.key))).await {
+                Ok(Ok(verdict)) => verdict,
+                Ok(Err(panic)) => Probe::Failed(format!("the probe panicked: {panic}")),
+                Err(_) => Probe::Failed(format!("the probe timed out after {}", secs(left))),
+            }
+        };
+        let (outcome, applied, msg, value) = match &verdict {
+            Probe::Landed(v) => {
+                (Outcome::Ok, Applied::Yes, "probe: landed".to_owned(), serde_json::to_value(v).ok())
+            }
+            Probe::NotLanded => (Outcome::Retryable, Applied::No, "probe: not landed".to_owned(), None),
+            Probe::Failed(why) => (Outcome::Unknown, Applied::Unknown, format!("probe failed: {why}"), None),
+        };
+        self.log_end(left, started, outcome, applied, Some(verdict.mark()), &msg, value).await;
+        verdict
+    }
+
+    /// Wait out Retry-After and backoff inside the budget; a report when the budget cannot hold them.
+    pub(crate) async fn wait_before_retry<T>(&self, class: &Class) -> Option<Report<T>> {
+        let left = self.task.remaining();
+        let floor = self.spec.floor();
+        if let Some(asked) = class.wait() {
+            if asked.saturating_add(floor) > left {
+                let msg = format!(
+                    "{}; the service asked to wait {}, longer than the {} left: not retried",
+                    class.message(),
+                    secs(asked),
+                    secs(left)
+                );
+                let mut report = self.report(class.outcome(), class.effect(), msg, Some(asked));
+                report.deadline_left_s = 0;
+                return Some(report);
+            }
+        }
+        let seed = u64::from_le_bytes(self.key.as_bytes()[..8].try_into().unwrap_or([0; 8]));
+        let backoff = self.spec.waits().wait(self.attempt.max(1), seed);
+        let wait = class.wait().map_or(backoff, |asked| asked.max(backoff));
+        if wait.saturating_add(floor) > left || left < floor {
+            let msg = format!(
+                "{}; not retried: {} left cannot hold the next wait and attempt",
+                class.message(),
+                secs(left)
+            );
+            let mut report = self.report(class.outcome(), class.effect(), msg, class.wait());
+            report.deadline_left_s = 0;
+            return Some(report);
+        }
+        tokio::time::sleep(wait).await;
+        None
+    }
+
+    /// Ask the approver before a second attempt of a `money` call.
+    pub(crate) async fn approve<T>(&self, class: &Class) -> Option<Report<T>> {
+        let Some(approver) = self.task.approver_ref() else {
+            let msg = format!(
+                "{}; a second attempt of a money call needs an approver and none is configured",
+                class.message()
+            );
+            let report = self.report(class.outcome(), class.effect(), self.escalate(msg), class.wait());
+            return Some(report);
+        };
+        let request = ApprovalRequest {
+            task: self.task.id().to_owned(),
+            call: self.spec.name().to_owned(),
+            key: self.key,
+            next_attempt: self.attempt + 1,
+            history: class.message().to_owned(),
+        };
+        match approver.approve(&request).await {
+            Approval::Approved => None,
+            Approval::Denied(why) => {
+                let msg = format!("{}; the approver refused a second attempt: {why}", class.message());
+                Some(self.report(Outcome::Permanent, Applied::No, msg, None))
+            }
+        }
+    }
+
+    pub(crate) fn bulk_report(&self, items: Vec<Item>, noun: &str) -> Report<()> {
+        crate::bulk::summarise(self, items, noun)
+    }
+}
+
+fn ceil_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}

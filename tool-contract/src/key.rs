@@ -1,0 +1,247 @@
+//! The intent key: one identity per intended act, derived from the intent and never from the payload.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sha2::{Digest, Sha256};
+
+/// The parts of an intent that name one act in the world.
+///
+/// `task_id` is the durable identity of the work (the order the user asked for), not the run and not the
+/// retry loop; `verb` is what is done (a tool's name by default); `target` names the object acted on;
+/// `slot` separates acts that are genuinely repeated inside one task (reminder #1, reminder #2).
+///
+/// ```
+/// use tool_contract::Intent;
+///
+/// let key = Intent::new("ord-7741", "agent:billing", "charge_card", "card-42").key();
+/// assert_eq!(key.to_string().len(), 32);
+/// // The same intent gives the same key, whatever the payload of the call.
+/// assert_eq!(key, Intent::new("ord-7741", "agent:billing", "charge_card", "card-42").key());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Intent<'a> {
+    /// The durable identity of the work.
+    pub task_id: &'a str,
+    /// Who acts: the agent or user the task runs for.
+    pub actor: &'a str,
+    /// What is done; the tool's name unless the tool says otherwise.
+    pub verb: &'a str,
+    /// The object acted on; empty when the act has no natural target.
+    pub target: &'a str,
+    /// Separates genuinely repeated acts in one task; `None` hashes as an empty slot.
+    pub slot: Option<&'a str>,
+}
+
+impl<'a> Intent<'a> {
+    /// An intent with no slot.
+    pub fn new(task_id: &'a str, actor: &'a str, verb: &'a str, target: &'a str) -> Self {
+        Intent { task_id, actor, verb, target, slot: None }
+    }
+
+    /// The same intent with a slot, for an act repeated on purpose inside one task.
+    pub fn slot(mut self, slot: &'a str) -> Self {
+        self.slot = Some(slot);
+        self
+    }
+
+    /// `hex(sha256("{task_id}|{actor}|{verb}|{target}|{slot}"))[..32]`.
+    pub fn key(&self) -> IntentKey {
+        IntentKey::derive(
+            self.task_id,
+            self.actor,
+            self.verb,
+            &self.target,
+            self.slot.as_ref().map(|s| s as &dyn fmt::Display),
+        )
+    }
+}
+
+/// The first 128 bits of the intent's SHA-256, shown as 32 lowercase hex characters.
+///
+/// Any language derives the same key from the same five parts, so an agent written in Python can find its
+/// intent in this crate's attempt log:
+///
+/// ```text
+/// hashlib.sha256(f"{task}|{actor}|{verb}|{target}|{slot}".encode()).hexdigest()[:32]
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IntentKey([u8; 16]);
+
+impl IntentKey {
+    /// Derive a key, writing every part straight into the hasher.
+    ///
+    /// `target` and `slot` take anything that displays, so a tool's typed argument (a thread id, an
+    /// order number) becomes part of the key without being formatted into a `String` first.
+    pub fn derive(
+        task_id: &str,
+        actor: &str,
+        verb: &str,
+        target: &dyn fmt::Display,
+        slot: Option<&dyn fmt::Display>,
+    ) -> IntentKey {
+        let mut hasher = HashWriter(Sha256::new());
+        hasher.0.update(task_id.as_bytes());
+        hasher.0.update(b"|");
+        hasher.0.update(actor.as_bytes());
+        hasher.0.update(b"|");
+        hasher.0.update(verb.as_bytes());
+        hasher.0.update(b"|");
+        // Writing into a hasher cannot fail; a Display impl that errors leaves its partial output hashed,
+        // which is still deterministic.
+        let _ = fmt::write(&mut hasher, format_args!("{target}"));
+        hasher.0.update(b"|");
+        if let Some(slot) = slot {
+            let _ = fmt::write(&mut hasher, format_args!("{slot}"));
+        }
+        let digest = hasher.0.finalize();
+        let mut key = [0u8; 16];
+        key.copy_from_slice(&digest[..16]);
+        IntentKey(key)
+    }
+
+    /// The raw 16 bytes.
+    pub fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+
+    /// Parse the 32-character hex form, as printed by `Display` and stored in the attempt log.
+    pub fn parse(hex: &str) -> Result<IntentKey, KeyParseError> {
+        let bytes = hex.as_bytes();
+        if bytes.len() != 32 {
+            return Err(KeyParseError { len: bytes.len() });
+        }
+        let mut key = [0u8; 16];
+        for (i, pair) in bytes.chunks_exact(2).enumerate() {
+            let hi = nibble(pair[0]).ok_or(KeyParseError { len: bytes.len() })?;
+            let lo = nibble(pair[1]).ok_or(KeyParseError { len: bytes.len() })?;
+            key[i] = hi << 4 | lo;
+        }
+        Ok(IntentKey(key))
+    }
+
+    /// The 32 hex characters, without allocating.
+    pub fn hex(&self) -> [u8; 32] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 32];
+        for (i, b) in self.0.iter().enumerate() {
+            out[2 * i] = DIGITS[usize::from(b >> 4)];
+            out[2 * i + 1] = DIGITS[usize::from(b & 0xf)];
+        }
+        out
+    }
+}
+
+fn nibble(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    }
+}
+
+/// A string that is not a 32-character lowercase hex intent key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("an intent key is 32 lowercase hex characters; got {len} characters that do not form one")]
+pub struct KeyParseError {
+    len: usize,
+}
+
+struct HashWriter(Sha256);
+
+impl fmt::Write for HashWriter {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.update(s.as_bytes());
+        Ok(())
+    }
+}
+
+impl fmt::Display for IntentKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hex = self.hex();
+        // The digits are ASCII by construction.
+        f.write_str(std::str::from_utf8(&hex).map_err(|_| fmt::Error)?)
+    }
+}
+
+impl fmt::Debug for IntentKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IntentKey({self})")
+    }
+}
+
+impl Serialize for IntentKey {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let hex = self.hex();
+        serializer.serialize_str(std::str::from_utf8(&hex).map_err(serde::ser::Error::custom)?)
+    }
+}
+
+impl<'de> Deserialize<'de> for IntentKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        IntentKey::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Each expected value was computed outside Rust, with Python:
+    // hashlib.sha256("<task>|<actor>|<verb>|<target>|<slot>".encode("utf-8")).hexdigest()[:32]
+    #[test]
+    fn matches_vectors_computed_independently() {
+        let cases = [
+            (
+                Intent::new("ord-7741", "agent:billing", "charge_card", "card-42"),
+                "e7196e5fd13c36a04d6b298b6cfad716",
+            ),
+            (Intent::new("t", "a", "v", "x"), "2a10c976278b0669c8bbcd4ef3603e88"),
+            (Intent::new("t", "a", "v", "x").slot("0"), "8472f1266fdc0420ab17bdb28ac58629"),
+            (
+                Intent::new("tâche-1", "agent", "post_notice", "fil de discussion ünïcödé ✉"),
+                "f0cf4ae7e337e5cf6c8673176d2bc076",
+            ),
+            (Intent::new("", "", "", ""), "45ca31c3315a5978f40438aab46040d7"),
+            (
+                Intent::new("ord-7741", "agent", "post_notice", "thread-9").slot("reminder-2"),
+                "d2435055ab551b06f04cc6bbd6ea9bc3",
+            ),
+        ];
+        for (intent, expected) in cases {
+            assert_eq!(intent.key().to_string(), expected, "{intent:?}");
+        }
+    }
+
+    #[test]
+    fn empty_slot_differs_from_slot_zero() {
+        let none = Intent::new("t", "a", "v", "x").key();
+        assert_ne!(none, Intent::new("t", "a", "v", "x").slot("0").key());
+        assert_eq!(none, Intent::new("t", "a", "v", "x").slot("").key());
+    }
+
+    #[test]
+    fn typed_target_hashes_like_its_display_form() {
+        struct ThreadId(u32);
+        impl fmt::Display for ThreadId {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "thread-{}", self.0)
+            }
+        }
+        let typed = IntentKey::derive("ord-7741", "agent", "post_notice", &ThreadId(9), Some(&"reminder-2"));
+        assert_eq!(typed.to_string(), "d2435055ab551b06f04cc6bbd6ea9bc3");
+    }
+
+    #[test]
+    fn parses_its_own_display_and_rejects_garbage() {
+        let key = Intent::new("t", "a", "v", "x").key();
+        assert_eq!(IntentKey::parse(&key.to_string()), Ok(key));
+        assert!(IntentKey::parse("2A10C976278B0669C8BBCD4EF3603E88").is_err());
+        assert!(IntentKey::parse("2a10").is_err());
+        assert!(IntentKey::parse("zz10c976278b0669c8bbcd4ef3603e88").is_err());
+        let json = serde_json::to_string(&key).unwrap();
+        assert_eq!(json, "\"2a10c976278b0669c8bbcd4ef3603e88\"");
+        assert_eq!(serde_json::from_str::<IntentKey>(&json).unwrap(), key);
+    }
+}

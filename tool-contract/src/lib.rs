@@ -1,0 +1,75 @@
+//! Tools for AI agents that fail in a way the caller can act on.
+//!
+//! An agent that reads "failed" cannot tell three situations apart: the call never reached the service
+//! (a retry is free), the service refused (a retry fails again), or the effect landed and the answer was
+//! lost (a retry repeats it: two messages sent, a card charged twice). Every tool built with this crate
+//! returns one closed contract, a [`Report`], that keeps those apart:
+//!
+//! - [`Outcome`]: `ok`, `retryable`, `permanent` or `unknown`;
+//! - [`Applied`]: whether the effect landed, `yes`, `no`, `unknown` or `partial`, separately;
+//! - the attempt id, the [`IntentKey`] sent downstream as the idempotency key, the service's
+//!   `Retry-After`, the task's budget left, one line for the model, and per-item results for bulk work.
+//!
+//! The [`engine`] runs each call under the task's one deadline budget, classifies failures
+//! ([`Classify`]), probes before any second attempt of a side effect ([`Probe`]), and applies the retry
+//! policy of the tool's [`EffectKind`].
+//!
+//! ```
+//! use std::time::Duration;
+//! use tool_contract::{Applied, Class, EffectKind, Outcome, Probe, Task, ToolSpec, engine};
+//!
+//! const POST_NOTICE: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send)
+//!     .deadline_floor(Duration::from_secs(2));
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let task = Task::new("ord-7741", "agent:support", Duration::from_secs(30));
+//! let key = task.key(&POST_NOTICE, &"thread-9", None);
+//! let report = engine::run(
+//!     &task,
+//!     &POST_NOTICE,
+//!     key,
+//!     // The attempt: the connection drops after the notice was sent.
+//!     |_call| async { Err::<u64, _>(Class::unknown("connection reset after the request was sent")) },
+//!     // The probe: a read of the thread finds the notice carrying this key.
+//!     |_key| async { Probe::Landed(4411u64) },
+//! )
+//! .await;
+//! assert_eq!(report.outcome, Outcome::Ok);
+//! assert_eq!(report.effect_applied, Applied::Yes);
+//! assert_eq!(report.value, Some(4411));
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+pub mod bulk;
+pub mod call;
+pub mod classify;
+pub mod effect;
+pub mod engine;
+pub mod journal;
+pub mod key;
+pub mod probe;
+pub mod report;
+pub mod spec;
+pub mod task;
+
+pub use bulk::{BulkProber, ItemId};
+pub use call::Call;
+pub use classify::{Body, Class, Classify, HttpReply, RetryAfter};
+pub use effect::EffectKind;
+pub use engine::run;
+pub use journal::{Durability, Journal, JournalError, MemoryJournal, Record};
+pub use key::{Intent, IntentKey};
+pub use probe::{NoProbe, Probe, Prober};
+pub use report::{Applied, Item, Outcome, Report};
+pub use spec::{Backoff, Dedupe, Jitter, ToolSpec};
+pub use task::{Approval, ApprovalRequest, Approve, Escalate, Escalation, EscalationQueue, Task};
+
+/// Not public API: the paths the `#[tool]` attribute's generated code uses.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::bulk::run_bulk;
+    pub use crate::engine::run;
+    pub use crate::{Call, Dedupe, EffectKind, IntentKey, Item, NoProbe, Probe, Report, Task, ToolSpec};
+    pub use core::time::Duration;
+}

@@ -1,0 +1,208 @@
+//! What the engine needs to know of a tool: its name, effect kind, floor and retry settings.
+
+use std::time::Duration;
+
+use crate::effect::EffectKind;
+
+/// Who deduplicates a `create`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dedupe {
+    /// Nobody but the probe and the attempt log.
+    Probe,
+    /// The receiver honours the idempotency key; a retry with the same key is safe without a probe.
+    Receiver,
+}
+
+/// Exponential backoff between attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// The first wait's ceiling.
+    pub base: Duration,
+    /// The largest wait.
+    pub max: Duration,
+    /// Whether each wait is drawn uniformly from zero to its ceiling ("full jitter").
+    pub jitter: Jitter,
+}
+
+/// Whether waits are randomised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Jitter {
+    /// Draw each wait from `0..=ceiling`, so retrying callers spread out.
+    Full,
+    /// Wait exactly the ceiling (deterministic; for tests and for services that ask for it).
+    None,
+}
+
+impl Backoff {
+    /// 200 ms doubling to 5 s, full jitter.
+    pub const DEFAULT: Backoff =
+        Backoff { base: Duration::from_millis(200), max: Duration::from_secs(5), jitter: Jitter::Full };
+
+    /// The wait after failed attempt number `failed` (1-based) of the intent `seed`.
+    ///
+    /// The jitter is drawn from the intent key and the attempt number: callers with different intents
+    /// spread out, and one intent's schedule can be replayed exactly.
+    pub fn wait(&self, failed: u32, seed: u64) -> Duration {
+        let shift = failed.saturating_sub(1).min(20);
+        let ceiling = self.base.saturating_mul(1 << shift).min(self.max);
+        match self.jitter {
+            Jitter::None => ceiling,
+            Jitter::Full => {
+                let draw = splitmix64(seed ^ u64::from(failed).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
+                Duration::from_nanos(if nanos == 0 { 0 } else { draw % (nanos + 1) })
+            }
+        }
+    }
+}
+
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// A tool's static description: what the `#[tool]` attribute writes, or what a hand-written tool builds.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::{EffectKind, ToolSpec};
+///
+/// const POST_NOTICE: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send)
+///     .deadline_floor(Duration::from_secs(2));
+/// assert_eq!(POST_NOTICE.name(), "post_notice");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolSpec {
+    name: &'static str,
+    verb: &'static str,
+    effect: EffectKind,
+    floor: Duration,
+    probe_reserve: Option<Duration>,
+    max_attempts: u32,
+    backoff: Backoff,
+    dedupe: Dedupe,
+}
+
+impl ToolSpec {
+    /// A tool named `name` of kind `effect`: no floor, three attempts at most, default backoff.
+    pub const fn new(name: &'static str, effect: EffectKind) -> ToolSpec {
+        ToolSpec {
+            name,
+            verb: name,
+            effect,
+            floor: Duration::ZERO,
+            probe_reserve: None,
+            max_attempts: 3,
+            backoff: Backoff::DEFAULT,
+            dedupe: Dedupe::Probe,
+        }
+    }
+
+    /// The verb in the intent key, when it should differ from the tool's name.
+    pub const fn verb(mut self, verb: &'static str) -> ToolSpec {
+        self.verb = verb;
+        self
+    }
+
+    /// No attempt starts with less budget left than this.
+    pub const fn deadline_floor(mut self, floor: Duration) -> ToolSpec {
+        self.floor = floor;
+        self
+    }
+
+    /// How much of the budget a side-effecting attempt keeps back for its probe (default: the floor).
+    pub const fn probe_reserve(mut self, reserve: Duration) -> ToolSpec {
+        self.probe_reserve = Some(reserve);
+        self
+    }
+
+    /// The most attempts one call makes (at least one).
+    pub const fn max_attempts(mut self, attempts: u32) -> ToolSpec {
+        self.max_attempts = if attempts == 0 { 1 } else { attempts };
+        self
+    }
+
+    /// The waits between attempts.
+    pub const fn backoff(mut self, backoff: Backoff) -> ToolSpec {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Who deduplicates a `create`.
+    pub const fn dedupe(mut self, dedupe: Dedupe) -> ToolSpec {
+        self.dedupe = dedupe;
+        self
+    }
+
+    /// The tool's name, as the log and the report name it.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The verb of its intent key.
+    pub const fn verb_name(&self) -> &'static str {
+        self.verb
+    }
+
+    /// Its effect kind.
+    pub const fn effect(&self) -> EffectKind {
+        self.effect
+    }
+
+    /// Its deadline floor.
+    pub const fn floor(&self) -> Duration {
+        self.floor
+    }
+
+    /// The budget kept back for the probe.
+    pub const fn reserve(&self) -> Duration {
+        match self.probe_reserve {
+            Some(reserve) => reserve,
+            None => self.floor,
+        }
+    }
+
+    /// The most attempts one call makes.
+    pub const fn attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// Its backoff.
+    pub const fn waits(&self) -> Backoff {
+        self.backoff
+    }
+
+    /// Who deduplicates a `create`.
+    pub const fn deduplication(&self) -> Dedupe {
+        self.dedupe
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_its_max() {
+        let b = Backoff {
+            base: Duration::from_millis(100),
+            max: Duration::from_millis(1000),
+            jitter: Jitter::None,
+        };
+        let waits: Vec<_> = (1..=6).map(|n| b.wait(n, 7).as_millis()).collect();
+        assert_eq!(waits, [100, 200, 400, 800, 1000, 1000]);
+        assert_eq!(b.wait(u32::MAX, 7), Duration::from_millis(1000));
+    }
+
+    #[test]
+    fn full_jitter_stays_under_the_ceiling_and_spreads() {
+        let b = Backoff { jitter: Jitter::Full, ..Backoff::DEFAULT };
+        let draws: Vec<_> = (0..64u64).map(|seed| b.wait(3, seed)).collect();
+        assert!(draws.iter().all(|d| *d <= Duration::from_millis(800)));
+        let distinct: std::collections::HashSet<_> = draws.iter().collect();
+        assert!(distinct.len() > 60, "jitter should spread callers: {distinct:?}");
+        assert_eq!(b.wait(3, 11), b.wait(3, 11));
+    }
+}

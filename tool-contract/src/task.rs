@@ -1,0 +1,241 @@
+//! The task: the durable unit of work, its one deadline budget, and who hears about what it cannot resolve.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::journal::Journal;
+use crate::key::IntentKey;
+
+/// A boxed future, for the object-safe traits of this crate.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One piece of work an agent does for someone: its identity, its actor, one wall-clock budget, and the
+/// people or systems that hear about what it cannot resolve alone.
+///
+/// The budget is read from tokio's clock, so tests run it on a paused clock.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::Task;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let task = Task::new("ord-7741", "agent:billing", Duration::from_secs(30));
+/// assert!(task.remaining() <= Duration::from_secs(30));
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Task {
+    id: Arc<str>,
+    actor: Arc<str>,
+    deadline: Instant,
+    escalation: Option<Arc<dyn Escalate>>,
+    approver: Option<Arc<dyn Approve>>,
+    journal: Option<Arc<dyn Journal>>,
+}
+
+impl Task {
+    /// A task whose budget starts now and lasts `budget`.
+    pub fn new(id: impl Into<Arc<str>>, actor: impl Into<Arc<str>>, budget: Duration) -> Task {
+        let now = Instant::now();
+        Task {
+            id: id.into(),
+            actor: actor.into(),
+            deadline: now.checked_add(budget).unwrap_or(now + Duration::from_secs(86400 * 365 * 30)),
+            escalation: None,
+            approver: None,
+            journal: None,
+        }
+    }
+
+    /// Where unresolved outcomes go (an operator queue, a ticket, a log).
+    pub fn escalate_to(mut self, sink: impl Escalate + 'static) -> Task {
+        self.escalation = Some(Arc::new(sink));
+        self
+    }
+
+    /// Who says yes or no before a second attempt of a `money` tool.
+    pub fn approver(mut self, approver: impl Approve + 'static) -> Task {
+        self.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// The attempt log every call of this task writes ahead.
+    pub fn journal(mut self, journal: Arc<dyn Journal>) -> Task {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// The durable identity of the work.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Who the task acts for.
+    pub fn actor(&self) -> &str {
+        &self.actor
+    }
+
+    /// The intent key of a call of `spec` on `target` (and `slot`) in this task.
+    pub fn key(
+        &self,
+        spec: &crate::ToolSpec,
+        target: &dyn fmt::Display,
+        slot: Option<&dyn fmt::Display>,
+    ) -> IntentKey {
+        IntentKey::derive(&self.id, &self.actor, spec.verb_name(), target, slot)
+    }
+
+    pub(crate) fn id_arc(&self) -> Arc<str> {
+        Arc::clone(&self.id)
+    }
+
+    /// When the budget runs out.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// The budget left now.
+    pub fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    pub(crate) fn escalation(&self) -> Option<&dyn Escalate> {
+        self.escalation.as_deref()
+    }
+
+    pub(crate) fn approver_ref(&self) -> Option<&dyn Approve> {
+        self.approver.as_deref()
+    }
+
+    pub(crate) fn journal_ref(&self) -> Option<&dyn Journal> {
+        self.journal.as_deref()
+    }
+}
+
+impl fmt::Debug for Task {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Task")
+            .field("id", &self.id)
+            .field("actor", &self.actor)
+            .field("remaining", &self.remaining())
+            .field("escalation", &self.escalation.is_some())
+            .field("approver", &self.approver.is_some())
+            .field("journal", &self.journal.is_some())
+            .finish()
+    }
+}
+
+/// What the engine could not resolve alone and hands to a person or a queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Escalation {
+    /// The task's id.
+    pub task: String,
+    /// The tool's name.
+    pub call: String,
+    /// The intent at stake.
+    pub key: IntentKey,
+    /// The last attempt.
+    pub attempt_id: String,
+    /// Why it is escalated.
+    pub reason: String,
+}
+
+/// A sink for escalations.
+pub trait Escalate: Send + Sync {
+    /// Hand over one unresolved call. Must not block for long: queue it.
+    fn escalate(&self, escalation: Escalation);
+}
+
+impl<F: Fn(Escalation) + Send + Sync> Escalate for F {
+    fn escalate(&self, escalation: Escalation) {
+        self(escalation)
+    }
+}
+
+/// An in-memory escalation queue: keeps every escalation for the caller to read.
+#[derive(Debug, Clone, Default)]
+pub struct EscalationQueue(Arc<Mutex<Vec<Escalation>>>);
+
+impl EscalationQueue {
+    /// An empty queue.
+    pub fn new() -> EscalationQueue {
+        EscalationQueue::default()
+    }
+
+    /// Everything escalated so far.
+    pub fn drain(&self) -> Vec<Escalation> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// How many escalations wait.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// No escalation waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Escalate for EscalationQueue {
+    fn escalate(&self, escalation: Escalation) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(escalation);
+    }
+}
+
+/// What an approver is asked before a second attempt of a `money` call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRequest {
+    /// The task's id.
+    pub task: String,
+    /// The tool's name.
+    pub call: String,
+    /// The intent at stake.
+    pub key: IntentKey,
+    /// The attempt about to start.
+    pub next_attempt: u32,
+    /// What happened so far, in one line.
+    pub history: String,
+}
+
+/// An approver's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Go ahead with the second attempt.
+    Approved,
+    /// Do not; the reason is reported.
+    Denied(String),
+}
+
+/// Says yes or no to a second attempt of a `money` call.
+pub trait Approve: Send + Sync {
+    /// Decide on one request.
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn remaining_follows_the_paused_clock() {
+        let task = Task::new("t", "a", Duration::from_secs(30));
+        assert_eq!(task.remaining(), Duration::from_secs(30));
+        tokio::time::advance(Duration::from_secs(12)).await;
+        assert_eq!(task.remaining(), Duration::from_secs(18));
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert_eq!(task.remaining(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_absurd_budget_does_not_overflow() {
+        let task = Task::new("t", "a", Duration::MAX);
+        assert!(task.remaining() > Duration::from_secs(86400 * 365));
+    }
+}
