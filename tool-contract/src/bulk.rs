@@ -170,9 +170,8 @@ where
             stop = Some(run.refused(left));
             break;
         }
-        run.attempt += 1;
         made += 1;
-        run.attempt_id = format!("{}-a{}", task.id(), run.attempt);
+        run.next_attempt();
         let started = SystemTime::now();
         if let Err(err) = run.log_start(left, started).await {
             if side {

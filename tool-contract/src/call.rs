@@ -27,7 +27,7 @@ impl Call {
             task_id: task_id.into(),
             key,
             attempt,
-            attempt_id: format!("{task_id}-a{attempt}").into(),
+            attempt_id: crate::engine::attempt_id(task_id, &key, attempt).into(),
             deadline: now.checked_add(budget).unwrap_or(now),
         }
     }
@@ -42,7 +42,7 @@ impl Call {
         self.attempt
     }
 
-    /// `{task}-a{attempt}`.
+    /// `{task}-{first 8 hex of the key}-a{attempt}`: unique across the intents of a task.
     pub fn attempt_id(&self) -> &str {
         &self.attempt_id
     }

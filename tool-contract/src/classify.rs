@@ -199,9 +199,9 @@ pub fn http_at(kind: EffectKind, reply: HttpReply<'_>, now: SystemTime, cap: Dur
         }
         (_, Body::PermanentError(msg)) => Class::permanent(format!("{status}: {msg}")),
         (408 | 429 | 503, _) => Class::retryable(format!("{status} {}; nothing was applied", reason(status))),
-        (409, _) if kind.has_side_effect() => Class::unknown(format!(
-            "409: a request with the same key is still in flight; retry later with the same key"
-        )),
+        (409, _) if kind.has_side_effect() => Class::unknown(
+            "409: a request with the same key is still in flight; retry later with the same key",
+        ),
         (409, _) => Class::retryable("409: a request with the same key is still in flight"),
         (500 | 502 | 504, _) if kind.has_side_effect() => Class::unknown(format!(
             "{status} {}; the request may have been processed behind the gateway",

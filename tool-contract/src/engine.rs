@@ -134,9 +134,8 @@ where
         if left < spec.floor() {
             return run.refused(left);
         }
-        run.attempt += 1;
         made += 1;
-        run.attempt_id = format!("{}-a{}", task.id(), run.attempt);
+        run.next_attempt();
         let started = SystemTime::now();
         if let Err(err) = run.log_start(left, started).await {
             if side {
@@ -250,6 +249,12 @@ pub(crate) struct Run<'a> {
 impl<'a> Run<'a> {
     pub(crate) fn new(task: &'a Task, spec: &'a ToolSpec, key: IntentKey) -> Self {
         Run { task, spec, key, attempt: 0, attempt_id: String::new() }
+    }
+
+    /// Number the next attempt: `{task}-{first 8 hex of the key}-a{n}`, unique across the task's intents.
+    pub(crate) fn next_attempt(&mut self) {
+        self.attempt += 1;
+        self.attempt_id = attempt_id(self.task.id(), &self.key, self.attempt);
     }
 
     pub(crate) fn recall(&self) -> Option<crate::journal::Recall> {
@@ -531,6 +536,12 @@ impl<'a> Run<'a> {
     pub(crate) fn bulk_report(&self, items: Vec<Item>, noun: &str) -> Report<()> {
         crate::bulk::summarise(self, items, noun)
     }
+}
+
+/// `{task}-{first 8 hex of the key}-a{n}`.
+pub(crate) fn attempt_id(task: &str, key: &IntentKey, attempt: u32) -> String {
+    let hex = key.hex();
+    format!("{task}-{}-a{attempt}", String::from_utf8_lossy(&hex[..8]))
 }
 
 fn ceil_secs(d: Duration) -> u64 {

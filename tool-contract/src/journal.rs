@@ -34,7 +34,7 @@ pub struct Record {
     pub intent_key: IntentKey,
     /// The attempt number, from 1, continuing across restarts.
     pub attempt: u32,
-    /// `{task}-a{attempt}`.
+    /// `{task}-{first 8 hex of the key}-a{attempt}`.
     pub attempt_id: String,
     /// When the attempt started, RFC 3339 UTC.
     pub started: String,

@@ -139,7 +139,8 @@ pub struct Report<T> {
     pub outcome: Outcome,
     /// Whether the world changed.
     pub effect_applied: Applied,
-    /// The attempt this report speaks for (`{task}-a{n}`); empty when no attempt was started.
+    /// The attempt this report speaks for (`{task}-{first 8 hex of the key}-a{n}`); empty when no
+    /// attempt was started.
     pub attempt_id: String,
     /// The intent key the attempts carried downstream.
     pub idempotency_key: IntentKey,
