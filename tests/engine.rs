@@ -555,3 +555,89 @@ async fn bulk_never_presents_a_partial_list_as_complete() {
         report.message
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_unfinished_attempt_in_the_log_is_probed_before_anything_else() {
+    use tool_contract::journal::{Durability, Journal, Phase, Record};
+    let spec = spec("post_notice", EffectKind::Send);
+    let journal = Arc::new(MemoryJournal::new());
+    let task = task(30).journal(journal.clone());
+    let key = task.key(&spec, &"thread-9", None);
+    // What a process killed mid-call leaves behind: a start record with no end.
+    let start = Record {
+        phase: Phase::Start,
+        task: "ord-7741".into(),
+        call: "post_notice".into(),
+        intent_key: key,
+        attempt: 1,
+        attempt_id: attempt_id(key, 1),
+        started: "2026-11-30T05:12:04Z".into(),
+        budget_left_s: 30,
+        outcome: None,
+        effect_applied: None,
+        probe: None,
+        message: None,
+        value: None,
+    };
+    journal.append(&start, Durability::Synced).await.unwrap();
+    for (verdict, calls_expected, final_attempt) in [(Probe::NotLanded, 1, 2), (Probe::Landed(7u64), 0, 1)] {
+        let journal = Arc::new(MemoryJournal::new());
+        journal.append(&start, Durability::Synced).await.unwrap();
+        let task = task.clone().journal(journal.clone());
+        let calls = Calls::new();
+        let order = std::sync::Mutex::new(Vec::new());
+        let report = engine::run(
+            &task,
+            &spec,
+            key,
+            |_| {
+                calls.hit();
+                order.lock().unwrap().push("attempt");
+                async { Ok::<u64, Class>(7) }
+            },
+            |_| {
+                order.lock().unwrap().push("probe");
+                let verdict = verdict.clone();
+                async move { verdict }
+            },
+        )
+        .await;
+        assert_eq!(report.outcome, Outcome::Ok);
+        assert_eq!(calls.count(), calls_expected);
+        assert_eq!(order.lock().unwrap()[0], "probe");
+        assert_eq!(report.attempt_id, attempt_id(key, final_attempt), "attempt numbers continue");
+        let probed = journal.records().iter().filter(|r| r.probe.is_some()).count();
+        assert_eq!(probed, 1, "the probe's verdict is logged");
+        // Started time of the start record is kept; the clock did not move for backoff.
+        assert_eq!(Instant::now() - calls.start, Duration::ZERO);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn bulk_stops_at_the_floor_and_keeps_the_remaining_items_retryable() {
+    let spec = spec("write_rows", EffectKind::Create)
+        .deadline_floor(Duration::from_secs(5))
+        .dedupe(Dedupe::Receiver);
+    let task = task(6);
+    let report = engine::run_bulk(
+        &task,
+        &spec,
+        task.key(&spec, &"sheet", None),
+        vec![1u32, 2],
+        |_, rows: Vec<u32>| async move {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            Ok::<_, Class>(
+                rows.iter()
+                    .map(|r| if *r == 1 { Item::ok("1") } else { Item::retryable("2", "429") })
+                    .collect(),
+            )
+        },
+        NoProbe,
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Retryable);
+    assert_eq!(report.effect_applied, Applied::Partial);
+    assert_eq!(report.deadline_left_s, 0);
+    assert!(report.message.contains("1 of 2 items done"), "{}", report.message);
+    assert!(report.message.contains("not retried"), "{}", report.message);
+}

@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use crate::classify::{self, Class, Classify};
 use crate::effect::{AutoRetry, EffectKind};
-use crate::engine::{Run, guarded, normalise, secs};
+use crate::engine::{Run, Stop, guarded, normalise, secs};
 use crate::journal::LastWord;
 use crate::key::IntentKey;
 use crate::probe::NoProbe;
@@ -137,7 +137,7 @@ where
 
     let mut made = 0u32;
     let mut last: Option<Class> = None;
-    let mut stop: Option<Report<()>> = None;
+    let mut stop: Option<Stop> = None;
     loop {
         if !to_probe.is_empty() {
             resolve(&run, &mut probe, &items, &mut results, &to_probe).await;
@@ -154,20 +154,20 @@ where
             if spec.effect().policy().auto_retry == AutoRetry::Never || made >= spec.attempts() {
                 break;
             }
-            if let Some(report) = run.wait_before_retry::<()>(&class).await {
-                stop = Some(report);
+            if let Err(why) = run.wait_before_retry(&class).await {
+                stop = Some(why);
                 break;
             }
             if spec.effect() == EffectKind::Money {
-                if let Some(report) = run.approve::<()>(&class).await {
-                    stop = Some(report);
+                if let Err(why) = run.approve(&class).await {
+                    stop = Some(why);
                     break;
                 }
             }
         }
         let left = task.remaining();
         if left < spec.floor() {
-            stop = Some(run.refused(left));
+            stop = Some(run.refusal(left));
             break;
         }
         made += 1;
@@ -175,7 +175,14 @@ where
         let started = SystemTime::now();
         if let Err(err) = run.log_start(left, started).await {
             if side {
-                stop = Some(run.report(Outcome::Retryable, Applied::No, format!("{err}; not started"), None));
+                let message = format!("{err}; not started");
+                stop = Some(Stop {
+                    outcome: Outcome::Retryable,
+                    applied: Applied::No,
+                    message,
+                    wait: None,
+                    out_of_budget: false,
+                });
                 break;
             }
         }
@@ -226,10 +233,13 @@ where
     }
 
     let mut report = summarise(&run, results, "items");
-    if let Some(stopped) = stop {
-        report.message = format!("{}; {}", report.message, stopped.message);
-        report.retry_after_s = stopped.retry_after_s;
-        report.deadline_left_s = stopped.deadline_left_s;
+    if let Some(stop) = stop {
+        // The items carry the outcome; the stop adds why the rest was not tried again.
+        report.message = format!("{}; {}", report.message, stop.message);
+        report.retry_after_s = stop.wait.map(|w| w.as_secs() + u64::from(w.subsec_nanos() > 0));
+        if stop.out_of_budget {
+            report.deadline_left_s = 0;
+        }
     }
     report
 }

@@ -120,19 +120,22 @@ where
                 let msg = format!("{}; gave up after {made} attempts", class.message());
                 return run.report(class.outcome(), class.effect(), msg, class.wait());
             }
-            if let Some(report) = run.wait_before_retry(&class).await {
-                return report;
+            // A call resumed from the log has no earlier attempt of its own to back off from.
+            if made > 0 {
+                if let Err(stop) = run.wait_before_retry(&class).await {
+                    return run.stopped(stop);
+                }
             }
             if spec.effect() == EffectKind::Money {
-                if let Some(report) = run.approve(&class).await {
-                    return report;
+                if let Err(stop) = run.approve(&class).await {
+                    return run.stopped(stop);
                 }
             }
         }
 
         let left = task.remaining();
         if left < spec.floor() {
-            return run.refused(left);
+            return run.stopped(run.refusal(left));
         }
         made += 1;
         run.next_attempt();
@@ -234,6 +237,22 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
         s.clone()
     } else {
         "panic with a non-string payload".to_owned()
+    }
+}
+
+/// Why the engine stopped before another attempt.
+pub(crate) struct Stop {
+    pub(crate) outcome: Outcome,
+    pub(crate) applied: Applied,
+    pub(crate) message: String,
+    pub(crate) wait: Option<Duration>,
+    /// The budget cannot hold another attempt: the report says `deadline_left_s: 0`.
+    pub(crate) out_of_budget: bool,
+}
+
+impl Stop {
+    fn out_of_budget(class: &Class, message: String, wait: Option<Duration>) -> Stop {
+        Stop { outcome: class.outcome(), applied: class.effect(), message, wait, out_of_budget: true }
     }
 }
 
@@ -400,20 +419,15 @@ impl<'a> Run<'a> {
         self.ok(value, self.applied_on_ok(), message)
     }
 
-    pub(crate) fn refused<T>(&self, left: Duration) -> Report<T> {
-        let mut report = self.report(
-            Outcome::Retryable,
-            Applied::No,
-            format!(
-                "budget spent: {} left, {} needs at least {} to start; not started",
-                secs(left),
-                self.spec.name(),
-                secs(self.spec.floor())
-            ),
-            None,
+    /// Why an attempt may not start with `left` of the budget.
+    pub(crate) fn refusal(&self, left: Duration) -> Stop {
+        let message = format!(
+            "budget spent: {} left, {} needs at least {} to start; not started",
+            secs(left),
+            self.spec.name(),
+            secs(self.spec.floor())
         );
-        report.deadline_left_s = 0;
-        report
+        Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None, out_of_budget: true }
     }
 
     fn landed<T: Serialize>(&self, value: T, class: &Class) -> Report<T> {
@@ -473,49 +487,50 @@ impl<'a> Run<'a> {
         verdict
     }
 
-    /// Wait out Retry-After and backoff inside the budget; a report when the budget cannot hold them.
-    pub(crate) async fn wait_before_retry<T>(&self, class: &Class) -> Option<Report<T>> {
+    /// Wait out Retry-After and backoff inside the budget, or say why the budget cannot hold them.
+    pub(crate) async fn wait_before_retry(&self, class: &Class) -> Result<(), Stop> {
         let left = self.task.remaining();
         let floor = self.spec.floor();
         if let Some(asked) = class.wait() {
             if asked.saturating_add(floor) > left {
-                let msg = format!(
+                let message = format!(
                     "{}; the service asked to wait {}, longer than the {} left: not retried",
                     class.message(),
                     secs(asked),
                     secs(left)
                 );
-                let mut report = self.report(class.outcome(), class.effect(), msg, Some(asked));
-                report.deadline_left_s = 0;
-                return Some(report);
+                return Err(Stop::out_of_budget(class, message, Some(asked)));
             }
         }
         let seed = u64::from_le_bytes(self.key.as_bytes()[..8].try_into().unwrap_or([0; 8]));
         let backoff = self.spec.waits().wait(self.attempt.max(1), seed);
         let wait = class.wait().map_or(backoff, |asked| asked.max(backoff));
         if wait.saturating_add(floor) > left || left < floor {
-            let msg = format!(
+            let message = format!(
                 "{}; not retried: {} left cannot hold the next wait and attempt",
                 class.message(),
                 secs(left)
             );
-            let mut report = self.report(class.outcome(), class.effect(), msg, class.wait());
-            report.deadline_left_s = 0;
-            return Some(report);
+            return Err(Stop::out_of_budget(class, message, class.wait()));
         }
         tokio::time::sleep(wait).await;
-        None
+        Ok(())
     }
 
     /// Ask the approver before a second attempt of a `money` call.
-    pub(crate) async fn approve<T>(&self, class: &Class) -> Option<Report<T>> {
+    pub(crate) async fn approve(&self, class: &Class) -> Result<(), Stop> {
         let Some(approver) = self.task.approver_ref() else {
-            let msg = format!(
+            let message = self.escalate(format!(
                 "{}; a second attempt of a money call needs an approver and none is configured",
                 class.message()
-            );
-            let report = self.report(class.outcome(), class.effect(), self.escalate(msg), class.wait());
-            return Some(report);
+            ));
+            return Err(Stop {
+                outcome: class.outcome(),
+                applied: class.effect(),
+                message,
+                wait: class.wait(),
+                out_of_budget: false,
+            });
         };
         let request = ApprovalRequest {
             task: self.task.id().to_owned(),
@@ -525,12 +540,24 @@ impl<'a> Run<'a> {
             history: class.message().to_owned(),
         };
         match approver.approve(&request).await {
-            Approval::Approved => None,
-            Approval::Denied(why) => {
-                let msg = format!("{}; the approver refused a second attempt: {why}", class.message());
-                Some(self.report(Outcome::Permanent, Applied::No, msg, None))
-            }
+            Approval::Approved => Ok(()),
+            Approval::Denied(why) => Err(Stop {
+                outcome: Outcome::Permanent,
+                applied: Applied::No,
+                message: format!("{}; the approver refused a second attempt: {why}", class.message()),
+                wait: None,
+                out_of_budget: false,
+            }),
         }
+    }
+
+    /// The report of a call the engine stopped before another attempt.
+    pub(crate) fn stopped<T>(&self, stop: Stop) -> Report<T> {
+        let mut report = self.report(stop.outcome, stop.applied, stop.message, stop.wait);
+        if stop.out_of_budget {
+            report.deadline_left_s = 0;
+        }
+        report
     }
 
     pub(crate) fn bulk_report(&self, items: Vec<Item>, noun: &str) -> Report<()> {
