@@ -112,6 +112,8 @@ where
     let ids: Vec<String> = items.iter().map(ItemId::item_id).collect();
     let mut results: Vec<Item> = ids.iter().map(|id| Item::retryable(id.clone(), "not attempted")).collect();
     let mut to_probe: Vec<usize> = Vec::new();
+    // Items an earlier attempt may have applied, not since cleared by a probe.
+    let mut maybe = vec![false; results.len()];
 
     if let Some(recall) = run.recall() {
         run.attempt = recall.attempts;
@@ -130,6 +132,7 @@ where
                     *item = Item::unknown(item.id.clone(), "left unresolved by an earlier run");
                 }
                 to_probe = (0..results.len()).collect();
+                maybe = vec![true; results.len()];
             }
             _ => {}
         }
@@ -141,6 +144,9 @@ where
     loop {
         if !to_probe.is_empty() {
             resolve(&run, &mut probe, &items, &mut results, &to_probe).await;
+            for &i in &to_probe {
+                maybe[i] = results[i].applied == Applied::Unknown;
+            }
             to_probe.clear();
         }
         let pending: Vec<usize> =
@@ -212,7 +218,10 @@ where
                 };
             }
         }
-        let summary = summarise(&run, results.clone(), "items");
+        for (i, item) in results.iter().enumerate() {
+            maybe[i] |= item.applied == Applied::Unknown;
+        }
+        let summary = summarise(&run, honest(&results, &maybe), "items");
         let value = (summary.outcome == Outcome::Ok).then(|| serde_json::to_value(&results).ok()).flatten();
         run.log_end(left, started, summary.outcome, summary.effect_applied, None, &summary.message, value)
             .await;
@@ -232,7 +241,7 @@ where
         }
     }
 
-    let mut report = summarise(&run, results, "items");
+    let mut report = summarise(&run, honest(&results, &maybe), "items");
     if let Some(stop) = stop {
         // The items carry the outcome; the stop adds why the rest was not tried again.
         report.message = format!("{}; {}", report.message, stop.message);
@@ -242,6 +251,21 @@ where
         }
     }
     report
+}
+
+/// The items as reported: one that an earlier attempt may have applied is never `no`.
+fn honest(results: &[Item], maybe: &[bool]) -> Vec<Item> {
+    results
+        .iter()
+        .zip(maybe)
+        .map(|(item, &maybe)| {
+            let mut item = item.clone();
+            if maybe && item.applied == Applied::No {
+                item.applied = Applied::Unknown;
+            }
+            item
+        })
+        .collect()
 }
 
 /// Fold one attempt's per-item answers into the results; an item the tool left out is not done.

@@ -120,6 +120,11 @@ impl fmt::Display for Class {
 ///     }
 /// }
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool error: implement `Classify` for it",
+    label = "a tool's error type must say what the failure means for the caller",
+    note = "`Classify::classify` maps the error to retryable, permanent or unknown; or return `Result<T, Class>`"
+)]
 pub trait Classify {
     /// Classify this error.
     fn classify(&self) -> Class;

@@ -91,6 +91,7 @@ where
             }
             _ => {}
         }
+        run.maybe_applied = last.is_some();
     }
 
     let mut made = 0u32;
@@ -103,12 +104,20 @@ where
                 match run.probe(&mut probe).await {
                     Probe::Landed(value) => return run.landed(value, &class),
                     Probe::Failed(why) => return run.probe_failed(class, &why),
-                    Probe::NotLanded => class = resolved_not_landed(class),
+                    Probe::NotLanded => {
+                        run.maybe_applied = false;
+                        class = resolved_not_landed(class);
+                    }
                 }
             }
             match spec.effect().policy().auto_retry {
                 AutoRetry::Never => {
-                    return run.report(class.outcome(), class.effect(), stopped(spec, class.message()), None);
+                    return run.report(
+                        class.outcome(),
+                        class.effect(),
+                        stopped(spec, class.message()),
+                        class.wait(),
+                    );
                 }
                 _ if class.effect() != Applied::No && !(spec.effect() == EffectKind::Create) => {
                     // Unresolved and not a kind that may repeat itself with the same key.
@@ -164,6 +173,7 @@ where
         if class.outcome() == Outcome::Permanent {
             return run.report(class.outcome(), class.effect(), class.message().to_owned(), None);
         }
+        run.maybe_applied |= class.effect() != Applied::No;
         last = Some(class);
     }
 }
@@ -263,11 +273,14 @@ pub(crate) struct Run<'a> {
     pub(crate) key: IntentKey,
     pub(crate) attempt: u32,
     pub(crate) attempt_id: String,
+    /// An earlier attempt of this call may have applied its effect and no probe has said otherwise;
+    /// a later attempt that applied nothing does not make the call's effect `no`.
+    pub(crate) maybe_applied: bool,
 }
 
 impl<'a> Run<'a> {
     pub(crate) fn new(task: &'a Task, spec: &'a ToolSpec, key: IntentKey) -> Self {
-        Run { task, spec, key, attempt: 0, attempt_id: String::new() }
+        Run { task, spec, key, attempt: 0, attempt_id: String::new(), maybe_applied: false }
     }
 
     /// Number the next attempt: `{task}-{first 8 hex of the key}-a{n}`, unique across the task's intents.
@@ -353,6 +366,12 @@ impl<'a> Run<'a> {
         if outcome == Outcome::Unknown {
             message = self.escalate(message);
         }
+        let applied = if self.maybe_applied && applied == Applied::No {
+            message.push_str("; an earlier attempt may have landed");
+            Applied::Unknown
+        } else {
+            applied
+        };
         Report {
             outcome,
             effect_applied: applied,

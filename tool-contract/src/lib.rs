@@ -50,20 +50,25 @@ pub mod journal;
 pub mod key;
 pub mod probe;
 pub mod report;
+#[cfg(feature = "reqwest")]
+pub mod reqwest;
 pub mod spec;
 pub mod task;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use bulk::{BulkProber, ItemId};
 pub use call::Call;
 pub use classify::{Body, Class, Classify, HttpReply, RetryAfter};
 pub use effect::EffectKind;
 pub use engine::run;
-pub use journal::{Durability, Journal, JournalError, MemoryJournal, Record};
+pub use journal::{Durability, FileJournal, Journal, JournalError, MemoryJournal, Record};
 pub use key::{Intent, IntentKey};
 pub use probe::{NoProbe, Probe, Prober};
 pub use report::{Applied, Item, Outcome, Report};
 pub use spec::{Backoff, Dedupe, Jitter, ToolSpec};
 pub use task::{Approval, ApprovalRequest, Approve, Escalate, Escalation, EscalationQueue, Task};
+pub use tool_contract_macros::tool;
 
 /// Not public API: the paths the `#[tool]` attribute's generated code uses.
 #[doc(hidden)]
@@ -72,4 +77,19 @@ pub mod __private {
     pub use crate::engine::run;
     pub use crate::{Call, Dedupe, EffectKind, IntentKey, Item, NoProbe, Probe, Report, Task, ToolSpec};
     pub use core::time::Duration;
+
+    /// A tool argument: each attempt gets its own copy, made by [`arg`].
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not `Clone`, and a tool gives each attempt its own copy of its arguments",
+        label = "copied for each attempt",
+        note = "derive or implement `Clone` for `{Self}`, or take the argument by reference"
+    )]
+    pub trait Arg: Clone {}
+
+    impl<T: Clone> Arg for T {}
+
+    /// One attempt's copy of an argument.
+    pub fn arg<T: Arg>(value: &T) -> T {
+        value.clone()
+    }
 }

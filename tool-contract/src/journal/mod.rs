@@ -1,7 +1,24 @@
-//! The write-ahead attempt log: the store trait and an in-memory store.
+//! The write-ahead attempt log: the store trait, the embedded file store and an in-memory store.
+//!
+//! One record is written before each attempt (`phase: "start"`) and one after it (`phase: "end"`, the
+//! same `attempt_id`); a probe's verdict is an end record of the attempt it resolves. The on-disk form
+//! is JSON Lines, one [`Record`] per line, in the field order of [`Record`]:
+//!
+//! ```text
+//! {"phase":"start","task":"ord-7741","call":"post_notice","intent_key":"dc01d768811bf9208c02586c4f3e82c2","attempt":1,"attempt_id":"ord-7741-dc01d768-a1","started":"2026-11-30T05:12:04Z","budget_left_s":42,"outcome":null,"effect_applied":null,"probe":null,"message":null}
+//! {"phase":"end","task":"ord-7741","call":"post_notice","intent_key":"dc01d768811bf9208c02586c4f3e82c2","attempt":1,"attempt_id":"ord-7741-dc01d768-a1","started":"2026-11-30T05:12:04Z","budget_left_s":42,"outcome":"ok","effect_applied":"yes","probe":null,"message":"post_notice done on attempt 1","value":4411}
+//! ```
+//!
+//! Every store folds records into an index by intent key with [`index_record`]; what a store knows of
+//! one intent is a [`Recall`], and its [`LastWord`] decides what the engine does next: a recorded `ok`
+//! is replayed, an unfinished or `unknown` attempt is probed before anything else.
+//!
+//! - [`FileJournal`]: the embedded default, one append-only file with group commit ([`mod@file`]).
+//! - [`MemoryJournal`]: for tests.
+//! - A shared, multi-machine backend implements [`Journal`] the same way.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::hash_map::Entry;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -10,6 +27,12 @@ use crate::key::IntentKey;
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome};
 use crate::task::BoxFuture;
+
+pub mod file;
+mod memory;
+
+pub use file::{Compaction, FileJournal, JournalStats, LogContents, Warning, read_log};
+pub use memory::MemoryJournal;
 
 /// Whether a record is a promise made before an attempt or the account given after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,7 +81,8 @@ pub struct Record {
 pub enum Durability {
     /// On stable storage before the future resolves (side-effecting starts).
     Synced,
-    /// Written, riding the next sync (reads, end records).
+    /// Handed to the operating system before the future resolves, riding the next sync (reads, end
+    /// records): a killed process does not lose it, a crashed machine may.
     Buffered,
 }
 
@@ -83,6 +107,19 @@ pub enum LastWord<'a> {
 }
 
 impl Recall {
+    /// What the log knows of an intent after its first record.
+    pub fn from_record(record: Record) -> Recall {
+        Recall { attempts: record.attempt, last: record }
+    }
+
+    /// Fold the intent's next record in, by the rule of [`index_record`].
+    pub fn update(&mut self, record: &Record) {
+        if supersedes(record.attempt, self.attempts) {
+            self.last = record.clone();
+        }
+        self.attempts = self.attempts.max(record.attempt);
+    }
+
     /// The intent's last word.
     pub fn last_word(&self) -> LastWord<'_> {
         match (self.last.phase, self.last.outcome) {
@@ -100,16 +137,53 @@ impl Recall {
 
 /// An error of the attempt log's storage.
 #[derive(Debug, thiserror::Error)]
-#[error("attempt log: {0}")]
-pub struct JournalError(#[from] pub std::io::Error);
+#[non_exhaustive]
+pub enum JournalError {
+    /// Reading or writing the store failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done, naming the log (`cannot open /var/lib/agent/attempts.log`).
+        context: String,
+        /// The error of the operating system.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store holds something that is not an attempt log; it was left untouched.
+    #[error("{log} is not an attempt log ({why}); it was left untouched")]
+    NotALog {
+        /// The log's name (a path for the file store).
+        log: String,
+        /// What was found instead.
+        why: String,
+    },
+    /// The store refuses records: an earlier write or sync failed, so what reached stable storage is
+    /// no longer known.
+    #[error("attempt log {log}: {why}; no record is accepted after a failed write or sync")]
+    Failed {
+        /// The log's name (a path for the file store).
+        log: String,
+        /// The failure.
+        why: String,
+    },
+}
+
+impl From<std::io::Error> for JournalError {
+    fn from(source: std::io::Error) -> Self {
+        JournalError::Io { context: "attempt log".to_owned(), source }
+    }
+}
 
 /// A store for the attempt log.
 ///
-/// The embedded default is one append-only file; [`MemoryJournal`] serves tests. A shared backend for
-/// several machines implements the same trait.
+/// The embedded default is one append-only file ([`FileJournal`]); [`MemoryJournal`] serves tests. A
+/// shared backend for several machines implements the same trait: nothing here assumes a file.
+///
+/// Records of one store are ordered: [`Journal::recall`] reflects every append made before it, and a
+/// store folds its records with [`index_record`].
 pub trait Journal: Send + Sync {
     /// Append one record. With [`Durability::Synced`] the future resolves only once the record is on
-    /// stable storage.
+    /// stable storage; with [`Durability::Buffered`] once it is out of the process (a crash of the
+    /// process no longer loses it; a crash of the machine may).
     fn append<'a>(
         &'a self,
         record: &'a Record,
@@ -123,70 +197,44 @@ pub trait Journal: Send + Sync {
     fn unresolved(&self) -> Vec<Recall>;
 }
 
-/// An attempt log held in memory, for tests and for processes that accept losing it.
-#[derive(Debug, Default)]
-pub struct MemoryJournal {
-    state: Mutex<MemoryState>,
-}
-
-#[derive(Debug, Default)]
-struct MemoryState {
-    records: Vec<Record>,
-    index: HashMap<IntentKey, Recall>,
-}
-
-impl MemoryJournal {
-    /// An empty log.
-    pub fn new() -> MemoryJournal {
-        MemoryJournal::default()
-    }
-
-    /// Every record, in the order appended.
-    pub fn records(&self) -> Vec<Record> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).records.clone()
-    }
-}
-
 /// Fold one record into an index of intents: the shared rule of every store.
+///
+/// Records are folded in log order. The highest attempt number is kept, and the last record of the
+/// highest attempt is the intent's last word: an end record for an older attempt (a late completion)
+/// does not hide a newer start.
 pub fn index_record(index: &mut HashMap<IntentKey, Recall>, record: &Record) {
-    match index.get_mut(&record.intent_key) {
-        Some(recall) => {
-            recall.attempts = recall.attempts.max(record.attempt);
-            // An end record for an older attempt (a late completion) does not hide a newer start.
-            if record.attempt >= recall.last.attempt {
-                recall.last = record.clone();
-            }
-        }
-        None => {
-            index.insert(record.intent_key, Recall { attempts: record.attempt, last: record.clone() });
+    match index.entry(record.intent_key) {
+        Entry::Occupied(entry) => entry.into_mut().update(record),
+        Entry::Vacant(entry) => {
+            entry.insert(Recall::from_record(record.clone()));
         }
     }
 }
 
-impl Journal for MemoryJournal {
-    fn append<'a>(
-        &'a self,
-        record: &'a Record,
-        _durability: Durability,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        index_record(&mut state.index, record);
-        state.records.push(record.clone());
-        Box::pin(std::future::ready(Ok(())))
-    }
+/// The rule every index follows: a record of attempt `attempt` becomes the intent's last word when its
+/// attempt is at least the highest one seen so far (`kept`). So the last word is the last record of the
+/// highest attempt, and an end record for an older attempt (a late completion) does not hide a newer
+/// start.
+pub(crate) fn supersedes(attempt: u32, kept: u32) -> bool {
+    attempt >= kept
+}
 
-    fn recall(&self, key: &IntentKey) -> Option<Recall> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).index.get(key).cloned()
-    }
+/// The unresolved intents of an index, oldest first: the escalation queue.
+pub(crate) fn unresolved_of(index: &HashMap<IntentKey, Recall>) -> Vec<Recall> {
+    sort_unresolved(index.values().filter(|r| r.is_unresolved()).cloned().collect())
+}
 
-    fn unresolved(&self) -> Vec<Recall> {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut open: Vec<Recall> = state.index.values().filter(|r| r.is_unresolved()).cloned().collect();
-        open.sort_by(|a, b| {
-            a.last.started.cmp(&b.last.started).then(a.last.attempt_id.cmp(&b.last.attempt_id))
-        });
-        open
-    }
+/// Oldest first, by start time, then task, attempt and key.
+pub(crate) fn sort_unresolved(mut open: Vec<Recall>) -> Vec<Recall> {
+    open.sort_by(|a, b| {
+        (&a.last.started, &a.last.task, a.last.attempt, a.last.intent_key).cmp(&(
+            &b.last.started,
+            &b.last.task,
+            b.last.attempt,
+            b.last.intent_key,
+        ))
+    });
+    open
 }
 
 /// Format a wall-clock time as RFC 3339 UTC with whole seconds (`2026-11-30T05:12:04Z`).

@@ -1,0 +1,19 @@
+use tool_contract::{Call, Class, IntentKey, Probe, tool};
+
+pub struct Draft {
+    pub text: String,
+}
+
+pub async fn notice_landed(thread: &String, draft: &Draft, key: IntentKey) -> Probe<u64> {
+    let _ = (thread, draft, key);
+    Probe::NotLanded
+}
+
+// Each attempt gets its own copy of the arguments, and `Draft` is not `Clone`.
+#[tool(effect = "send", probe = notice_landed, target = thread)]
+pub async fn post_notice(call: &Call, thread: String, draft: Draft) -> Result<u64, Class> {
+    let _ = (call, draft.text);
+    Ok(1)
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use tool_contract::{Call, tool};
+
+// The error type says nothing the engine can classify.
+#[tool(effect = "read", target = sku)]
+pub async fn read_price(call: &Call, sku: String) -> Result<u64, String> {
+    let _ = call;
+    Err(format!("no price for {sku}"))
+}
+
+fn main() {}

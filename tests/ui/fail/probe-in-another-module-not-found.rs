@@ -1,0 +1,19 @@
+use tool_contract::{Call, Class, tool};
+
+mod probes {
+    use tool_contract::{IntentKey, Probe};
+
+    pub async fn notice_landed(thread: &String, text: &String, key: IntentKey) -> Probe<u64> {
+        let _ = (thread, text, key);
+        Probe::NotLanded
+    }
+}
+
+// The probe lives in `probes`; it is named without its module.
+#[tool(effect = "send", probe = notice_landed, target = thread)]
+pub async fn post_notice(call: &Call, thread: String, text: String) -> Result<u64, Class> {
+    let _ = (call, text);
+    Ok(1)
+}
+
+fn main() {}

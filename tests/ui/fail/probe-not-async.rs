@@ -1,0 +1,14 @@
+use tool_contract::{Call, Class, IntentKey, Probe, tool};
+
+pub fn notice_landed(thread: &String, text: &String, key: IntentKey) -> Probe<u64> {
+    let _ = (thread, text, key);
+    Probe::NotLanded
+}
+
+#[tool(effect = "send", probe = notice_landed, target = thread)]
+pub async fn post_notice(call: &Call, thread: String, text: String) -> Result<u64, Class> {
+    let _ = (call, text);
+    Ok(1)
+}
+
+fn main() {}

@@ -1,0 +1,13 @@
+use tool_contract::{Call, IntentKey, Probe, tool};
+
+pub async fn notice_landed(thread: &String, text: &String, key: IntentKey) -> Probe<u64> {
+    let _ = (thread, text, key);
+    Probe::NotLanded
+}
+
+#[tool(effect = "send", probe = notice_landed)]
+pub async fn post_notice(call: &Call, thread: String, text: String) {
+    let _ = (call, thread, text);
+}
+
+fn main() {}

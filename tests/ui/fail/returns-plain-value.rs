@@ -1,0 +1,9 @@
+use tool_contract::{Call, tool};
+
+#[tool(effect = "read")]
+pub async fn read_price(call: &Call, sku: String) -> u64 {
+    let _ = (call, sku);
+    1299
+}
+
+fn main() {}

@@ -1,0 +1,14 @@
+use tool_contract::{Call, Class, IntentKey, Probe, tool};
+
+pub async fn notice_landed(thread: &String, text: &String, key: IntentKey) -> Probe<u64> {
+    let _ = (thread, text, key);
+    Probe::NotLanded
+}
+
+#[tool(effect = "send", probe = notice_landed, target = call)]
+pub async fn post_notice(call: &Call, thread: String, text: String) -> Result<u64, Class> {
+    let _ = (call, thread, text);
+    Ok(1)
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use tool_contract::{Call, Class, tool};
+
+#[tool(effect = "read", target = sku)]
+pub async fn read_price(call: &Call, sku: String, again: &Call) -> Result<u64, Class> {
+    let _ = (call, sku, again);
+    Ok(1299)
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use tool_contract::{Call, Class, tool};
+
+#[tool(effect = "create", dedupe = "server")]
+pub async fn create_order(call: &Call, sku: String) -> Result<u64, Class> {
+    let _ = (call, sku);
+    Ok(1)
+}
+
+fn main() {}

@@ -1,0 +1,39 @@
+//! Borrowed arguments: a named lifetime and an elided one. Each attempt copies the reference, not the data.
+
+use std::time::Duration;
+
+use tool_contract::{Call, Class, Outcome, Task, tool};
+
+/// Count the words of a document section.
+#[tool(effect = "read", target = doc)]
+pub async fn count_words<'a>(call: &Call, doc: &'a str, section: &str) -> Result<usize, Class> {
+    let _ = call;
+    Ok(doc.split_whitespace().count() + section.len())
+}
+
+/// The same tool in a `&self` method with its own lifetime.
+pub struct Library<'d> {
+    /// The only document.
+    pub doc: &'d str,
+}
+
+impl<'d> Library<'d> {
+    /// Count the words of the document whose title is `title`.
+    #[tool(effect = "read", target = title)]
+    pub async fn words<'t>(&self, title: &'t str) -> Result<usize, Class> {
+        let _ = title;
+        Ok(self.doc.split_whitespace().count())
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let task = Task::new("doc-1", "agent", Duration::from_secs(5));
+    let text = String::from("one two three");
+    let report = count_words(&task, &text, "").await;
+    assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(3)));
+
+    let library = Library { doc: &text };
+    let title = String::from("intro");
+    assert_eq!(library.words(&task, &title).await.value, Some(3));
+}

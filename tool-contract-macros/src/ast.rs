@@ -1,0 +1,201 @@
+//! The typed model of one tool: the function's parts sorted by role, each kept as the syn node it came
+//! from so that errors and generated code carry the author's spans.
+
+use proc_macro2::Span;
+use syn::{
+    FnArg, GenericArgument, Ident, ItemFn, Pat, PatType, PathArguments, Receiver, ReturnType, Type, TypePath,
+};
+
+use crate::attr::{Args, Given};
+
+pub struct Tool<'a> {
+    pub func: &'a ItemFn,
+    pub args: Args,
+    pub receiver: Option<&'a Receiver>,
+    /// Parameters typed `Call` (by reference, as the author should write them, or not).
+    pub contexts: Vec<Context<'a>>,
+    /// Every other parameter, in order.
+    pub params: Vec<Param<'a>>,
+    pub output: Output<'a>,
+}
+
+/// The call-context parameter: `call: &Call`.
+pub struct Context<'a> {
+    pub arg: &'a PatType,
+    /// `&Call`, the one form that works: each attempt owns its `Call` and lends it to the body.
+    pub by_shared_ref: bool,
+}
+
+pub struct Param<'a> {
+    pub arg: &'a PatType,
+    /// The name, when the pattern is a plain name (`thread`, `mut text`).
+    pub ident: Option<&'a Ident>,
+    /// Position among the parameters other than the receiver and the call context.
+    pub index: usize,
+}
+
+pub enum Output<'a> {
+    /// No `->`.
+    Missing,
+    /// `Result<T, E>`, or an alias written `Result<T>`.
+    Result { ty: &'a Type, value: &'a Type },
+    /// Anything else.
+    Other(&'a Type),
+}
+
+impl<'a> Tool<'a> {
+    pub fn new(args: Args, func: &'a ItemFn) -> Self {
+        let mut receiver = None;
+        let mut contexts = Vec::new();
+        let mut params = Vec::new();
+        for input in &func.sig.inputs {
+            match input {
+                FnArg::Receiver(r) => receiver = Some(r),
+                FnArg::Typed(arg) => match call_context(&arg.ty) {
+                    Some(by_shared_ref) => contexts.push(Context { arg, by_shared_ref }),
+                    None => {
+                        let ident = match &*arg.pat {
+                            Pat::Ident(pat) if pat.subpat.is_none() && pat.by_ref.is_none() => {
+                                Some(&pat.ident)
+                            }
+                            _ => None,
+                        };
+                        params.push(Param { arg, ident, index: params.len() });
+                    }
+                },
+            }
+        }
+        let output = match &func.sig.output {
+            ReturnType::Default => Output::Missing,
+            ReturnType::Type(_, ty) => match result_value(ty) {
+                Some(value) => Output::Result { ty, value },
+                None => Output::Other(ty),
+            },
+        };
+        Tool { func, args, receiver, contexts, params, output }
+    }
+
+    pub fn name(&self) -> &Ident {
+        &self.func.sig.ident
+    }
+
+    /// The parameter a `target`, `slot` or `bulk` key names, if it names one.
+    pub fn param(&self, given: &Given<Ident>) -> Option<&Param<'a>> {
+        let name = given.parsed.as_ref()?;
+        self.params.iter().find(|param| param.ident == Some(name))
+    }
+
+    /// The parameter a `target` or `slot` key names, unless it is the bulk items: the intent key never
+    /// depends on the payload.
+    pub fn key_part<'g>(&self, given: Option<&'g Given<Ident>>) -> Option<(&'g Given<Ident>, &Param<'a>)> {
+        let given = given?;
+        let param = self.param(given)?;
+        let bulk = self.args.bulk.as_ref().and_then(|bulk| self.param(bulk));
+        match bulk {
+            Some(bulk) if bulk.index == param.index => None,
+            _ => Some((given, param)),
+        }
+    }
+
+    /// The parameter holding the bulk items, when `bulk` names a `Vec` and the tool returns
+    /// `Result<Vec<Item>, E>`.
+    pub fn bulk(&self) -> Option<&Param<'a>> {
+        let param = self.param(self.args.bulk.as_ref()?)?;
+        vec_item(&param.arg.ty)?;
+        self.returns_items().then_some(param)
+    }
+
+    /// Whether the tool returns `Result<Vec<Item>, E>`, as a bulk tool does.
+    pub fn returns_items(&self) -> bool {
+        let Output::Result { value, .. } = self.output else { return false };
+        match vec_item(value) {
+            Some(Type::Path(TypePath { qself: None, path })) => {
+                path.segments.last().is_some_and(|last| last.ident == "Item")
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the value type says nothing an agent can act on: `bool`, `Option<bool>`.
+    pub fn value_is_bool(&self) -> bool {
+        let ty = match self.output {
+            Output::Missing => return false,
+            Output::Result { value, .. } => value,
+            Output::Other(ty) => ty,
+        };
+        is_bool(ty) || option_value(ty).is_some_and(is_bool)
+    }
+
+    /// Whether the receiver is `&self`, the one receiver a tool can have: every attempt borrows it again.
+    pub fn receiver_is_shared_ref(&self) -> bool {
+        self.receiver
+            .is_none_or(|r| r.reference.is_some() && r.mutability.is_none() && r.colon_token.is_none())
+    }
+}
+
+impl Param<'_> {
+    /// The parameter's name in the wrapper: the author's when there is one.
+    pub fn name(&self) -> Ident {
+        match self.ident {
+            Some(ident) => ident.clone(),
+            None => Ident::new(&format!("__arg{}", self.index), Span::mixed_site()),
+        }
+    }
+}
+
+/// `Some(true)` for `&Call`, `Some(false)` for `Call` in any other form, `None` for anything else.
+fn call_context(ty: &Type) -> Option<bool> {
+    let (inner, shared_ref) = match ty {
+        Type::Reference(r) => (&*r.elem, r.mutability.is_none()),
+        other => (other, false),
+    };
+    match inner {
+        Type::Path(TypePath { qself: None, path }) => {
+            let last = path.segments.last()?;
+            (last.ident == "Call" && last.arguments.is_none()).then_some(shared_ref)
+        }
+        _ => None,
+    }
+}
+
+/// `T` of `Result<T, E>` or `Result<T>`.
+fn result_value(ty: &Type) -> Option<&Type> {
+    generic_args("Result", ty)?.next()
+}
+
+/// `I` of `Vec<I>`.
+pub fn vec_item(ty: &Type) -> Option<&Type> {
+    generic_args("Vec", ty)?.next()
+}
+
+/// `T` of `Option<T>`.
+pub fn option_value(ty: &Type) -> Option<&Type> {
+    generic_args("Option", ty)?.next()
+}
+
+fn generic_args<'t>(name: &str, ty: &'t Type) -> Option<impl Iterator<Item = &'t Type>> {
+    let Type::Path(TypePath { qself: None, path }) = ty else {
+        return None;
+    };
+    let last = path.segments.last()?;
+    if last.ident != name {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    Some(args.args.iter().filter_map(|arg| match arg {
+        GenericArgument::Type(ty) => Some(ty),
+        _ => None,
+    }))
+}
+
+/// Whether `ty` is `bool`, however it is parenthesised.
+pub fn is_bool(ty: &Type) -> bool {
+    match ty {
+        Type::Path(TypePath { qself: None, path }) => path.is_ident("bool"),
+        Type::Paren(inner) => is_bool(&inner.elem),
+        Type::Group(inner) => is_bool(&inner.elem),
+        _ => false,
+    }
+}

@@ -1,0 +1,493 @@
+//! `#[tool(key = value, ...)]`, parsed in one pass: every key is a constant below, every value is
+//! checked where it was written, and a key given twice is caught in [`Setting::set`].
+
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
+use quote::{ToTokens, quote};
+use syn::parse::Parser;
+use syn::{Expr, ExprLit, ExprPath, Ident, Lit, LitStr, Path, Token};
+
+use crate::ctxt::Ctxt;
+
+/// One key of the attribute, with an example of its use for messages.
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub struct Key {
+    pub name: &'static str,
+    pub example: &'static str,
+}
+
+pub const EFFECT: Key = Key { name: "effect", example: "effect = \"send\"" };
+pub const PROBE: Key = Key { name: "probe", example: "probe = notice_landed" };
+pub const DEADLINE_FLOOR: Key = Key { name: "deadline_floor", example: "deadline_floor = \"2s\"" };
+pub const TARGET: Key = Key { name: "target", example: "target = thread" };
+pub const SLOT: Key = Key { name: "slot", example: "slot = reminder" };
+pub const VERB: Key = Key { name: "verb", example: "verb = \"post_notice\"" };
+pub const DEDUPE: Key = Key { name: "dedupe", example: "dedupe = \"receiver\"" };
+pub const BULK: Key = Key { name: "bulk", example: "bulk = rows" };
+
+const KEYS: [Key; 8] = [EFFECT, PROBE, DEADLINE_FLOOR, TARGET, SLOT, VERB, DEDUPE, BULK];
+
+/// The effect kinds, spelled as in `tool_contract::EffectKind`.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Kind {
+    Read,
+    Create,
+    Send,
+    Money,
+    Destructive,
+}
+
+impl Kind {
+    const ALL: [Kind; 5] = [Kind::Read, Kind::Create, Kind::Send, Kind::Money, Kind::Destructive];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Read => "read",
+            Kind::Create => "create",
+            Kind::Send => "send",
+            Kind::Money => "money",
+            Kind::Destructive => "destructive",
+        }
+    }
+
+    /// The variant of `tool_contract::EffectKind`.
+    pub fn variant(self) -> Ident {
+        let name = match self {
+            Kind::Read => "Read",
+            Kind::Create => "Create",
+            Kind::Send => "Send",
+            Kind::Money => "Money",
+            Kind::Destructive => "Destructive",
+        };
+        Ident::new(name, proc_macro2::Span::call_site())
+    }
+}
+
+/// One `key = value` as the author wrote it, and its meaning when the value made sense.
+pub struct Given<T> {
+    pub key: Ident,
+    pub value: Expr,
+    pub parsed: Option<T>,
+}
+
+impl<T> Given<T> {
+    /// `key = value` as written, for messages.
+    pub fn text(&self) -> String {
+        format!("{} = {}", self.key, written(&self.value))
+    }
+
+    /// The `key = value` tokens, so an error underlines all of them.
+    pub fn tokens(&self) -> TokenStream {
+        let (key, value) = (&self.key, &self.value);
+        quote!(#key = #value)
+    }
+}
+
+/// A key that may be given once.
+pub struct Setting<T> {
+    key: Key,
+    given: Option<Given<T>>,
+}
+
+impl<T> Setting<T> {
+    fn new(key: Key) -> Self {
+        Setting { key, given: None }
+    }
+
+    /// The one place that rejects a key given twice.
+    fn set(&mut self, ctxt: &Ctxt, given: Given<T>) {
+        if self.given.is_some() {
+            let message = format!("`{}` is given twice; keep one `{}`", self.key.name, self.key.name);
+            ctxt.error_spanned_by(given.tokens(), message);
+        } else {
+            self.given = Some(given);
+        }
+    }
+}
+
+/// Everything `#[tool(...)]` says. A key whose value was rejected is kept with `parsed: None`, so the
+/// rules that follow do not also report it as missing.
+pub struct Args {
+    pub effect: Option<Given<Kind>>,
+    pub probe: Option<Given<Path>>,
+    pub deadline_floor: Option<Given<u64>>,
+    pub target: Option<Given<Ident>>,
+    pub slot: Option<Given<Ident>>,
+    pub verb: Option<Given<LitStr>>,
+    pub dedupe: Option<Given<()>>,
+    pub bulk: Option<Given<Ident>>,
+    /// A syntax error stopped the parse; the keys after it were never seen.
+    pub broken: bool,
+    /// Known keys an unknown key was a near miss of: already reported, so not missing as well.
+    pub misspelled: Vec<Key>,
+    /// Everything between the parentheses, for errors about the attribute as a whole.
+    pub tokens: TokenStream,
+}
+
+pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
+    let mut effect = Setting::new(EFFECT);
+    let mut probe = Setting::new(PROBE);
+    let mut deadline_floor = Setting::new(DEADLINE_FLOOR);
+    let mut target = Setting::new(TARGET);
+    let mut slot = Setting::new(SLOT);
+    let mut verb = Setting::new(VERB);
+    let mut dedupe = Setting::new(DEDUPE);
+    let mut bulk = Setting::new(BULK);
+    let mut misspelled = Vec::new();
+
+    let parser = syn::meta::parser(|meta| {
+        let known = meta.path.get_ident().and_then(|ident| KEYS.iter().find(|key| *ident == key.name));
+        let Some(&key) = known else {
+            let close = close_key(&meta.path);
+            misspelled.extend(close);
+            ctxt.error_spanned_by(&meta.path, unknown_key(&meta.path, close));
+            return skip_value(&meta);
+        };
+        let ident = meta.path.get_ident().cloned().expect("a known key is an ident");
+        if !meta.input.peek(Token![=]) {
+            ctxt.error_spanned_by(
+                &meta.path,
+                format!("`{}` needs a value; write `{}`", key.name, key.example),
+            );
+            return skip_value(&meta);
+        }
+        let value: Expr = meta.value()?.parse()?;
+        match key {
+            EFFECT => effect.set(ctxt, parse_effect(ctxt, ident, value)),
+            PROBE => probe.set(ctxt, parse_path(ctxt, key, ident, value)),
+            DEADLINE_FLOOR => deadline_floor.set(ctxt, parse_floor(ctxt, ident, value)),
+            TARGET => target.set(ctxt, parse_param(ctxt, key, ident, value)),
+            SLOT => slot.set(ctxt, parse_param(ctxt, key, ident, value)),
+            VERB => verb.set(ctxt, parse_verb(ctxt, ident, value)),
+            DEDUPE => dedupe.set(ctxt, parse_dedupe(ctxt, ident, value)),
+            _ => bulk.set(ctxt, parse_param(ctxt, key, ident, value)),
+        }
+        Ok(())
+    });
+    let broken = match parser.parse2(args.clone()) {
+        Ok(()) => false,
+        Err(error) => {
+            ctxt.syn_error(error);
+            true
+        }
+    };
+
+    Args {
+        effect: effect.given,
+        probe: probe.given,
+        deadline_floor: deadline_floor.given,
+        target: target.given,
+        slot: slot.given,
+        verb: verb.given,
+        dedupe: dedupe.given,
+        bulk: bulk.given,
+        broken,
+        misspelled,
+        tokens: args,
+    }
+}
+
+/// Step over whatever follows a rejected key (`= value` or `(...)`), so the keys after it are still read.
+fn skip_value(meta: &syn::meta::ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        meta.value()?.parse::<Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        meta.input.parse::<TokenTree>()?;
+    }
+    Ok(())
+}
+
+/// The known key an unknown one is a near miss of, if any.
+fn close_key(path: &Path) -> Option<Key> {
+    let written = written(path);
+    KEYS.into_iter().find(|key| edit_distance(&written, key.name) <= 2)
+}
+
+fn unknown_key(path: &Path, close: Option<Key>) -> String {
+    let written = written(path);
+    match close {
+        Some(key) => format!("unknown key `{written}` in `#[tool]`; did you mean `{}`?", key.name),
+        None => {
+            let names: Vec<&str> = KEYS.iter().map(|key| key.name).collect();
+            format!("unknown key `{written}` in `#[tool]`; the keys are {}", names.join(", "))
+        }
+    }
+}
+
+fn parse_effect(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<Kind> {
+    let parsed = string(ctxt, EFFECT, &value).and_then(|lit| {
+        let text = lit.value();
+        let kind = Kind::ALL.into_iter().find(|kind| kind.as_str() == text);
+        if kind.is_none() {
+            let names: Vec<String> = Kind::ALL.iter().map(|kind| format!("\"{}\"", kind.as_str())).collect();
+            let hint = match Kind::ALL.into_iter().find(|kind| kind.as_str().eq_ignore_ascii_case(&text)) {
+                Some(kind) => format!("write `effect = \"{}\"`", kind.as_str()),
+                None => format!("use one of {}", names.join(", ")),
+            };
+            ctxt.error_spanned_by(&lit, format!("`effect = {}` is not an effect kind; {hint}", lit.token()));
+        }
+        kind
+    });
+    Given { key, value, parsed }
+}
+
+fn parse_floor(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<u64> {
+    let parsed = match &value {
+        Expr::Lit(ExprLit { lit: Lit::Int(int), .. }) => {
+            let message = format!(
+                "`deadline_floor = {int}` has no unit; write `deadline_floor = \"{}s\"` or `\"{}ms\"`",
+                int.base10_digits(),
+                int.base10_digits()
+            );
+            ctxt.error_spanned_by(&value, message);
+            None
+        }
+        _ => string(ctxt, DEADLINE_FLOOR, &value).and_then(|lit| {
+            let millis = millis(&lit.value());
+            if millis.is_none() {
+                let message = format!(
+                    "`deadline_floor = {}` is not a duration; write a whole number and a unit, like \"250ms\", \"2s\" or \"1m\"",
+                    lit.token()
+                );
+                ctxt.error_spanned_by(&lit, message);
+            }
+            millis
+        }),
+    };
+    Given { key, value, parsed }
+}
+
+/// `"250ms"`, `"2s"`, `"1m"` in milliseconds.
+fn millis(text: &str) -> Option<u64> {
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    if number.is_empty() {
+        return None;
+    }
+    let number: u64 = number.parse().ok()?;
+    let scale = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        _ => return None,
+    };
+    number.checked_mul(scale)
+}
+
+fn parse_verb(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<LitStr> {
+    let parsed = string(ctxt, VERB, &value).filter(|lit| {
+        let text = lit.value();
+        let problem = if text.is_empty() {
+            Some("is empty; name the act, or remove `verb` to use the function's name")
+        } else if text.contains('|') {
+            Some("contains `|`, which separates the parts of the intent key; choose a verb without it")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            ctxt.error_spanned_by(lit, format!("`verb = {}` {problem}", lit.token()));
+        }
+        problem.is_none()
+    });
+    Given { key, value, parsed }
+}
+
+fn parse_dedupe(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<()> {
+    let parsed = string(ctxt, DEDUPE, &value).and_then(|lit| {
+        if lit.value() == "receiver" {
+            Some(())
+        } else {
+            let message = format!(
+                "`dedupe = {}` is not a dedupe mode; the one mode is `dedupe = \"receiver\"`, for a receiver that honours the idempotency key",
+                lit.token()
+            );
+            ctxt.error_spanned_by(&lit, message);
+            None
+        }
+    });
+    Given { key, value, parsed }
+}
+
+fn parse_path(ctxt: &Ctxt, key: Key, ident: Ident, value: Expr) -> Given<Path> {
+    let parsed = match &value {
+        Expr::Path(ExprPath { qself: None, path, .. }) => Some(path.clone()),
+        Expr::Lit(ExprLit { lit: Lit::Str(lit), .. }) if lit.parse::<Path>().is_ok() => {
+            let message = format!(
+                "`{} = {}` names a function in a string; drop the quotes: `{} = {}`",
+                key.name,
+                lit.token(),
+                key.name,
+                lit.value()
+            );
+            ctxt.error_spanned_by(lit, message);
+            None
+        }
+        _ => {
+            let message =
+                format!("`{} = {}` must name an async fn, like `{}`", key.name, written(&value), key.example);
+            ctxt.error_spanned_by(&value, message);
+            None
+        }
+    };
+    Given { key: ident, value, parsed }
+}
+
+fn parse_param(ctxt: &Ctxt, key: Key, ident: Ident, value: Expr) -> Given<Ident> {
+    let parsed = match &value {
+        Expr::Path(ExprPath { qself: None, path, .. }) if path.get_ident().is_some() => {
+            path.get_ident().cloned()
+        }
+        Expr::Lit(ExprLit { lit: Lit::Str(lit), .. }) if lit.parse::<Ident>().is_ok() => {
+            let message = format!(
+                "`{} = {}` names a parameter in a string; drop the quotes: `{} = {}`",
+                key.name,
+                lit.token(),
+                key.name,
+                lit.value()
+            );
+            ctxt.error_spanned_by(lit, message);
+            None
+        }
+        _ => {
+            let message = format!(
+                "`{} = {}` must name a parameter of the function, like `{}`",
+                key.name,
+                written(&value),
+                key.example
+            );
+            ctxt.error_spanned_by(&value, message);
+            None
+        }
+    };
+    Given { key: ident, value, parsed }
+}
+
+/// A string value; an unquoted word or anything else is rejected with the quoted form to write.
+fn string(ctxt: &Ctxt, key: Key, value: &Expr) -> Option<LitStr> {
+    match value {
+        Expr::Lit(ExprLit { lit: Lit::Str(lit), .. }) => Some(lit.clone()),
+        Expr::Path(ExprPath { qself: None, path, .. }) if path.get_ident().is_some() => {
+            let word = written(path);
+            let message = format!("`{} = {word}` needs quotes; write `{} = \"{word}\"`", key.name, key.name);
+            ctxt.error_spanned_by(value, message);
+            None
+        }
+        _ => {
+            let message =
+                format!("`{} = {}` must be a string, like `{}`", key.name, written(value), key.example);
+            ctxt.error_spanned_by(value, message);
+            None
+        }
+    }
+}
+
+/// Tokens as an author would type them: `Self::landed`, not `Self :: landed`.
+pub fn written<T: ToTokens>(tokens: &T) -> String {
+    fn push(out: &mut String, stream: TokenStream) {
+        // What came last: a word (ident or literal), a lifetime's name, or punctuation.
+        let (mut word_before, mut lifetime_before, mut quote_before) = (false, false, false);
+        for tree in stream {
+            let word = matches!(tree, TokenTree::Ident(_) | TokenTree::Literal(_));
+            let punct = matches!(tree, TokenTree::Punct(_));
+            if (word && word_before && !quote_before) || (lifetime_before && !punct) {
+                out.push(' ');
+            }
+            lifetime_before = word && quote_before;
+            word_before = word;
+            quote_before = matches!(&tree, TokenTree::Punct(p) if p.as_char() == '\'');
+            match tree {
+                TokenTree::Group(group) => {
+                    let (open, close) = match group.delimiter() {
+                        Delimiter::Parenthesis => ("(", ")"),
+                        Delimiter::Brace => ("{", "}"),
+                        Delimiter::Bracket => ("[", "]"),
+                        Delimiter::None => ("", ""),
+                    };
+                    out.push_str(open);
+                    push(out, group.stream());
+                    out.push_str(close);
+                }
+                TokenTree::Punct(punct) => {
+                    out.push(punct.as_char());
+                    if punct.as_char() == ',' {
+                        out.push(' ');
+                    }
+                }
+                other => out.push_str(&other.to_string()),
+            }
+        }
+    }
+    let mut out = String::new();
+    push(&mut out, tokens.to_token_stream());
+    out
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(tokens: TokenStream) -> (Args, Vec<String>) {
+        let ctxt = Ctxt::new();
+        let args = parse(&ctxt, tokens);
+        let errors = match ctxt.check() {
+            Ok(()) => Vec::new(),
+            Err(error) => error.into_iter().map(|e| e.to_string()).collect(),
+        };
+        (args, errors)
+    }
+
+    #[test]
+    fn floors() {
+        assert_eq!(millis("250ms"), Some(250));
+        assert_eq!(millis("2s"), Some(2_000));
+        assert_eq!(millis("1m"), Some(60_000));
+        assert_eq!(millis("0s"), Some(0));
+        for bad in
+            ["", "s", "2", "2 s", "1.5s", "2h", "-1s", "99999999999999999999ms", "18446744073709551615m"]
+        {
+            assert_eq!(millis(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn writes_tokens_as_typed() {
+        let path: Path = syn::parse_quote!(Self::landed::<T>);
+        assert_eq!(written(&path), "Self::landed::<T>");
+        let ty: syn::Type = syn::parse_quote!(&'static [String]);
+        assert_eq!(written(&ty), "&'static [String]");
+        let ty: syn::Type = syn::parse_quote!(Result<Vec<Item>, Class>);
+        assert_eq!(written(&ty), "Result<Vec<Item>, Class>");
+    }
+
+    #[test]
+    fn every_mistake_is_reported_and_the_rest_still_read() {
+        let (args, errors) = args(quote!(retries = 3, effect = "send", effect = "read", target = thread));
+        assert_eq!(args.effect.and_then(|e| e.parsed), Some(Kind::Send));
+        assert_eq!(args.target.and_then(|t| t.parsed).map(|t| t.to_string()).as_deref(), Some("thread"));
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].starts_with("unknown key `retries`"));
+        assert_eq!(errors[1], "`effect` is given twice; keep one `effect`");
+    }
+
+    #[test]
+    fn near_misses_get_a_suggestion() {
+        let (_, errors) = args(quote!(efect = "send"));
+        assert_eq!(errors, ["unknown key `efect` in `#[tool]`; did you mean `effect`?"]);
+        let (_, errors) = args(quote!(effect));
+        assert_eq!(errors, ["`effect` needs a value; write `effect = \"send\"`"]);
+    }
+}

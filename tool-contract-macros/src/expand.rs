@@ -1,0 +1,223 @@
+//! The wrapper agents call: the author's `async fn`, given the task in place of the call context and
+//! returning a `Report`, its body run by the engine once per attempt.
+
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{Ident, ItemFn, Type};
+
+use crate::ast::{Output, Param, Tool};
+use crate::attr::{self, Kind};
+use crate::ctxt::Ctxt;
+use crate::valid;
+
+/// Parse, check every rule, generate; every error found is in the `Err`.
+pub fn tool(args: TokenStream, func: &ItemFn) -> syn::Result<TokenStream> {
+    let ctxt = Ctxt::new();
+    let tool = Tool::new(attr::parse(&ctxt, args), func);
+    valid::check(&ctxt, &tool);
+    ctxt.check()?;
+    Ok(wrapper(&tool).expect("a tool that follows every rule has a wrapper"))
+}
+
+/// The wrapper, built from what the attribute says as far as it makes sense (a missing effect reads as
+/// `read`, a value that did not parse as absent), so the fallback can emit it beside the errors. `None`
+/// when the function's own shape leaves nothing to wrap.
+pub fn wrapper(tool: &Tool) -> Option<TokenStream> {
+    let Output::Result { ty: output, value } = tool.output else {
+        return None;
+    };
+    if !tool.receiver_is_shared_ref() || tool.contexts.iter().any(|context| !context.by_shared_ref) {
+        return None;
+    }
+    let private = quote!(::tool_contract::__private);
+    let task = Ident::new("task", Span::mixed_site());
+    let key = Ident::new("__key", Span::mixed_site());
+    let ItemFn { attrs, vis, sig, .. } = tool.func;
+    let name = &sig.ident;
+    let (_, _, where_clause) = sig.generics.split_for_impl();
+    let generics = &sig.generics;
+    let unsafety = &sig.unsafety;
+    let receiver = tool.receiver.map(|receiver| quote!(#receiver,));
+    let bulk = tool.bulk();
+    let params = tool.params.iter().map(|param| {
+        let (name, ty) = (param.name(), &param.arg.ty);
+        quote!(#name: #ty)
+    });
+    let report = match bulk {
+        Some(_) => quote!(#private::Report<()>),
+        None => quote!(#private::Report<#value>),
+    };
+
+    let spec = spec(tool, &private);
+    let target = match tool.key_part(tool.args.target.as_ref()) {
+        Some((given, param)) => {
+            let ident = Ident::new(&param.name().to_string(), given.value.span());
+            quote_spanned!(given.value.span()=> &#ident)
+        }
+        None => quote!(&""),
+    };
+    let slot = match tool.key_part(tool.args.slot.as_ref()) {
+        Some((given, param)) => {
+            let ident = Ident::new(&param.name().to_string(), given.value.span());
+            let some = quote!(::core::option::Option::Some);
+            quote_spanned!(given.value.span()=> #some(&#ident))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+
+    let body = body(tool, output);
+    let attempt = attempt(tool, bulk, &body, &private);
+    let probe = probe(tool, bulk, &key, &private);
+    let run = match bulk {
+        Some(items) => {
+            let items = items.name();
+            quote!(#private::run_bulk(#task, &__SPEC, #key, #items, #attempt, #probe))
+        }
+        None => quote!(#private::run(#task, &__SPEC, #key, #attempt, #probe)),
+    };
+
+    Some(quote! {
+        #(#attrs)*
+        #vis async #unsafety fn #name #generics (#receiver #task: &#private::Task, #(#params),*) -> #report
+        #where_clause
+        {
+            const __SPEC: #private::ToolSpec = #spec;
+            let #key = #private::Task::key(#task, &__SPEC, #target, #slot);
+            #run.await
+        }
+    })
+}
+
+/// `ToolSpec::new(name, kind)` and the builder calls for what the attribute sets.
+fn spec(tool: &Tool, private: &TokenStream) -> TokenStream {
+    let args = &tool.args;
+    let name = tool.name().unraw().to_string();
+    let kind = args.effect.as_ref().and_then(|effect| effect.parsed).unwrap_or(Kind::Read).variant();
+    let mut spec = quote!(#private::ToolSpec::new(#name, #private::EffectKind::#kind));
+    if let Some(verb) = args.verb.as_ref().and_then(|verb| verb.parsed.as_ref()) {
+        spec.extend(quote!(.verb(#verb)));
+    }
+    if let Some(millis) = args.deadline_floor.as_ref().and_then(|floor| floor.parsed) {
+        let millis = Literal::u64_unsuffixed(millis);
+        spec.extend(quote!(.deadline_floor(#private::Duration::from_millis(#millis))));
+    }
+    if args.dedupe.as_ref().is_some_and(|dedupe| dedupe.parsed.is_some()) {
+        spec.extend(quote!(.dedupe(#private::Dedupe::Receiver)));
+    }
+    spec
+}
+
+/// The author's body in an `async move` block whose output is pinned to the declared return type, as
+/// `tracing` does, so `?`, `return` and type errors behave and point as they would without the macro.
+fn body(tool: &Tool, output: &syn::Type) -> TokenStream {
+    let call = Ident::new("__call", Span::mixed_site());
+    let context = tool.contexts.first().map(|context| {
+        let pat = &context.arg.pat;
+        // The author's type, so its import stays used, without a lifetime the local borrow cannot meet.
+        let ty = match &*context.arg.ty {
+            Type::Reference(reference) => {
+                let (and, elem) = (&reference.and_token, &reference.elem);
+                quote!(#and #elem)
+            }
+            other => quote!(#other),
+        };
+        quote!(let #pat: #ty = &#call;)
+    });
+    let fake_return = Ident::new("__ret", Span::mixed_site());
+    let anchor = quote_spanned! {output.span()=>
+        #[allow(
+            unknown_lints, unreachable_code, clippy::diverging_sub_expression, clippy::empty_loop,
+            clippy::let_unit_value, clippy::let_with_type_underscore, clippy::needless_return,
+            clippy::unreachable
+        )]
+        if false {
+            let #fake_return: #output = loop {};
+            return #fake_return;
+        }
+    };
+    let stmts = &tool.func.block.stmts;
+    quote! {
+        #context
+        #anchor
+        #(#stmts)*
+    }
+}
+
+/// `|call| { copy the arguments; async move { body } }`: each attempt owns its copies. A bulk tool's
+/// attempt gets its items as a second argument.
+fn attempt(tool: &Tool, bulk: Option<&Param>, body: &TokenStream, private: &TokenStream) -> TokenStream {
+    let call = Ident::new("__call", Span::mixed_site());
+    let items = Ident::new("__items", Span::mixed_site());
+    let copies = tool.params.iter().map(|param| {
+        let pat = &param.arg.pat;
+        if bulk.is_some_and(|bulk| bulk.index == param.index) {
+            return quote!(let #pat = #items;);
+        }
+        // Located on the argument's type, where a missing `Clone` is reported.
+        let (name, ty) = (param.name(), &param.arg.ty);
+        let at_ty = Span::call_site().located_at(ty.span());
+        let arg = quote_spanned!(at_ty=> ::tool_contract::__private::arg);
+        quote_spanned!(ty.span()=> let #pat = #arg(&#name);)
+    });
+    let items_arg = bulk.map(|bulk| {
+        let ty = &bulk.arg.ty;
+        quote!(, #items: #ty)
+    });
+    quote! {
+        |#call: #private::Call #items_arg| {
+            #(#copies)*
+            async move { #body }
+        }
+    }
+}
+
+/// `|key| { borrow the arguments; async move { probe(args.., key).await } }`, spanned on the
+/// `probe = ...` value so that a probe whose signature or value type does not fit is reported there.
+/// `NoProbe` when there is none, or when the fallback cannot trust the types it would be checked against.
+fn probe(tool: &Tool, bulk: Option<&Param>, key: &Ident, private: &TokenStream) -> TokenStream {
+    let no_probe = quote!(#private::NoProbe);
+    let Some(given) = &tool.args.probe else { return no_probe };
+    let Some(path) = &given.parsed else { return no_probe };
+    let Output::Result { value, .. } = tool.output else { return no_probe };
+    if tool.value_is_bool() || bulk.is_none() && tool.args.bulk.is_some() {
+        return no_probe;
+    }
+    let span = given.value.span();
+    let local = |name: &str| Ident::new(name, Span::mixed_site().located_at(span));
+    let (key, items, this, verdict) =
+        (local(&key.to_string()), local("__items"), local("__this"), local("__verdict"));
+    let mut borrows = Vec::new();
+    let mut args = Vec::new();
+    if tool.receiver.is_some() {
+        borrows.push(quote!(let #this = self;));
+        args.push(this);
+    }
+    for param in &tool.params {
+        if bulk.is_some_and(|bulk| bulk.index == param.index) {
+            args.push(items.clone());
+        } else {
+            let (name, borrowed) = (param.name(), local(&format!("__ref{}", param.index)));
+            borrows.push(quote!(let #borrowed = &#name;));
+            args.push(borrowed);
+        }
+    }
+    let (inputs, verdict_ty) = match bulk {
+        Some(bulk) => {
+            let ty = &bulk.arg.ty;
+            (quote!(#key: #private::IntentKey, #items: #ty), quote!(::std::vec::Vec<#private::Item>))
+        }
+        None => (quote!(#key: #private::IntentKey), quote!(#private::Probe<#value>)),
+    };
+    let call = quote_spanned!(span=> #path(#(#args,)* #key).await);
+    quote! {
+        |#inputs| {
+            #(#borrows)*
+            async move {
+                let #verdict: #verdict_ty = #call;
+                #verdict
+            }
+        }
+    }
+}

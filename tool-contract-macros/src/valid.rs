@@ -1,0 +1,248 @@
+//! Every rule a tool must follow, each reported on the tokens that break it.
+
+use proc_macro2::Span;
+
+use crate::ast::{Output, Tool, option_value, vec_item};
+use crate::attr::{BULK, DEDUPE, EFFECT, Given, Key, Kind, PROBE, SLOT, TARGET, written};
+use crate::ctxt::Ctxt;
+
+pub fn check(ctxt: &Ctxt, tool: &Tool) {
+    // The attribute's rules first, then the function's, roughly in the order an author reads them.
+    check_effect(ctxt, tool);
+    check_named(ctxt, tool, TARGET, tool.args.target.as_ref());
+    check_named(ctxt, tool, SLOT, tool.args.slot.as_ref());
+    check_bulk(ctxt, tool);
+    check_async(ctxt, tool);
+    check_receiver(ctxt, tool);
+    check_contexts(ctxt, tool);
+    check_output(ctxt, tool);
+}
+
+fn check_async(ctxt: &Ctxt, tool: &Tool) {
+    let sig = &tool.func.sig;
+    if sig.asyncness.is_none() {
+        let message = format!(
+            "`#[tool]` goes on an `async fn`, and `{}` is not async; write `async fn {}`",
+            sig.ident, sig.ident
+        );
+        ctxt.error_spanned_by(sig.fn_token, message);
+    }
+}
+
+fn check_receiver(ctxt: &Ctxt, tool: &Tool) {
+    let Some(receiver) = tool.receiver else { return };
+    if !tool.receiver_is_shared_ref() {
+        let message = format!(
+            "a tool method takes `&self`, not `{}`: every attempt borrows `self` again; keep mutable state behind a lock",
+            written(receiver)
+        );
+        ctxt.error_spanned_by(receiver, message);
+    }
+}
+
+fn check_contexts(ctxt: &Ctxt, tool: &Tool) {
+    for (i, context) in tool.contexts.iter().enumerate() {
+        let pat = written(&context.arg.pat);
+        if i > 0 {
+            let message =
+                format!("`{pat}` is a second call context; one `&Call` parameter is enough, remove this one");
+            ctxt.error_spanned_by(context.arg, message);
+        } else if !context.by_shared_ref {
+            let message = format!(
+                "the call context is lent to the body; take it by shared reference: `{pat}: &Call`, not `{}`",
+                written(&context.arg.ty)
+            );
+            ctxt.error_spanned_by(&context.arg.ty, message);
+        }
+    }
+}
+
+const TELLS_NOTHING: &str = "tells the agent nothing it can act on; return what the tool did or found (the id of \
+                             what it created or sent, the value it read) and let the report say whether it landed";
+
+fn check_output(ctxt: &Ctxt, tool: &Tool) {
+    match tool.output {
+        Output::Missing => {
+            let message = format!(
+                "`{}` returns nothing; a tool returns `Result<T, E>`: add `-> Result<T, E>`, with the value it produced and an error type that implements `Classify`",
+                tool.name()
+            );
+            ctxt.error_spanned_by(tool.name(), message);
+        }
+        Output::Result { ty, .. } => {
+            if tool.value_is_bool() {
+                ctxt.error_spanned_by(ty, format!("`{}` {TELLS_NOTHING}", written(ty)));
+            }
+        }
+        Output::Other(ty) => {
+            if tool.value_is_bool() {
+                ctxt.error_spanned_by(ty, format!("`{}` {TELLS_NOTHING}", written(ty)));
+            } else {
+                let value = written(option_value(ty).unwrap_or(ty));
+                let message = format!(
+                    "a tool returns `Result<T, E>`, not `{}`; return `Result<{value}, E>` with an error type that implements `Classify`",
+                    written(ty)
+                );
+                ctxt.error_spanned_by(ty, message);
+            }
+        }
+    }
+}
+
+fn check_effect(ctxt: &Ctxt, tool: &Tool) {
+    let args = &tool.args;
+    let Some(effect) = &args.effect else {
+        if !args.broken && !args.misspelled.contains(&EFFECT) {
+            let message = "`#[tool]` needs an effect; add `effect = \"read\"`, `\"create\"`, `\"send\"`, `\"money\"` or `\"destructive\"`";
+            if args.tokens.is_empty() {
+                ctxt.error_at(Span::call_site(), message);
+            } else {
+                ctxt.error_spanned_by(&args.tokens, message);
+            }
+        }
+        return;
+    };
+    let Some(kind) = effect.parsed else {
+        return;
+    };
+
+    let probe_misspelled = args.misspelled.contains(&PROBE);
+    match (&args.probe, kind) {
+        (Some(probe), Kind::Read) => {
+            let message = format!(
+                "`{}` is pointless on `effect = \"read\"`: a read changes nothing, so there is nothing to look for; remove it",
+                probe.text()
+            );
+            ctxt.error_spanned_by(probe.tokens(), message);
+        }
+        (None, _) if probe_misspelled => {}
+        (None, Kind::Create) if args.dedupe.is_none() && !args.misspelled.contains(&DEDUPE) => {
+            let message = "`effect = \"create\"` needs a probe; add `probe = fn_name` naming a read that finds the created record by its intent key, \
+                           or `dedupe = \"receiver\"` if the receiver honours the idempotency key";
+            ctxt.error_spanned_by(effect.tokens(), message);
+        }
+        (None, Kind::Send | Kind::Money | Kind::Destructive) => {
+            let what = match kind {
+                Kind::Send => "finds the sent message by its intent key",
+                Kind::Money => "finds the charge or transfer by its intent key",
+                _ => "tells whether the deletion already happened",
+            };
+            let message = format!(
+                "`effect = \"{}\"` needs a probe; add `probe = fn_name` naming a read that {what}",
+                kind.as_str()
+            );
+            ctxt.error_spanned_by(effect.tokens(), message);
+        }
+        _ => {}
+    }
+
+    let Some(dedupe) = &args.dedupe else { return };
+    if kind != Kind::Create {
+        let instead = match kind {
+            Kind::Read => "a read has nothing to deduplicate".to_owned(),
+            other => format!("a `{}` is guarded by its probe", other.as_str()),
+        };
+        let message =
+            format!("`{}` applies to `effect = \"create\"` only; {instead}: remove it", dedupe.text());
+        ctxt.error_spanned_by(dedupe.tokens(), message);
+    }
+}
+
+/// `target` and `slot` name a parameter that identifies the act, never the payload.
+fn check_named(ctxt: &Ctxt, tool: &Tool, key: Key, given: Option<&Given<syn::Ident>>) {
+    let Some(given) = given else { return };
+    if !names_a_param(ctxt, tool, key, given) {
+        return;
+    }
+    let bulk = tool.args.bulk.as_ref().and_then(|bulk| bulk.parsed.as_ref());
+    if bulk.is_some() && bulk == given.parsed.as_ref() {
+        let message = format!(
+            "`{}` names the bulk items; the intent key must not depend on the payload: name what the items are written to",
+            given.text()
+        );
+        ctxt.error_spanned_by(given.tokens(), message);
+    }
+}
+
+fn check_bulk(ctxt: &Ctxt, tool: &Tool) {
+    let Some(bulk) = &tool.args.bulk else { return };
+    if !names_a_param(ctxt, tool, BULK, bulk) {
+        return;
+    }
+    let param = tool.param(bulk).expect("checked above");
+    if vec_item(&param.arg.ty).is_none() {
+        let element = element(&param.arg.ty).map_or_else(|| "...".to_owned(), written);
+        let message = format!(
+            "`{}` names `{}: {}`; bulk items come as a `Vec`: take `{}: Vec<{element}>`",
+            bulk.text(),
+            written(&param.arg.pat),
+            written(&param.arg.ty),
+            written(&param.arg.pat)
+        );
+        ctxt.error_spanned_by(&param.arg.ty, message);
+    }
+    if let Output::Result { value, .. } = tool.output {
+        if !tool.returns_items() {
+            let message = format!(
+                "a `{}` tool returns one `Item` per item it was given: `Result<Vec<Item>, E>`, not `{}`",
+                bulk.text(),
+                written(value)
+            );
+            ctxt.error_spanned_by(value, message);
+        }
+    }
+}
+
+/// Reports a `key = name` that names no parameter; `true` when it names one.
+fn names_a_param(ctxt: &Ctxt, tool: &Tool, key: Key, given: &Given<syn::Ident>) -> bool {
+    let Some(name) = &given.parsed else { return false };
+    if tool.param(given).is_some() {
+        return true;
+    }
+    let is_context = tool.contexts.iter().any(|context| match &*context.arg.pat {
+        syn::Pat::Ident(pat) => pat.ident == *name,
+        _ => false,
+    });
+    let names: Vec<String> = tool.params.iter().filter_map(|p| p.ident).map(|i| format!("`{i}`")).collect();
+    let message = if is_context {
+        format!(
+            "`{}` names the call context; name the parameter that identifies the {}",
+            given.text(),
+            role(key)
+        )
+    } else if names.is_empty() {
+        format!(
+            "`{}` names no parameter, and `{}` has none to name; add one or remove `{}`",
+            given.text(),
+            tool.name(),
+            key.name
+        )
+    } else {
+        format!(
+            "`{}` names no parameter of `{}`; name one of {}",
+            given.text(),
+            tool.name(),
+            names.join(", ")
+        )
+    };
+    ctxt.error_spanned_by(&given.value, message);
+    false
+}
+
+fn role(key: Key) -> &'static str {
+    match key {
+        TARGET => "object acted on",
+        SLOT => "repeated act (reminder #1, #2)",
+        _ => "items",
+    }
+}
+
+/// `T` of `&[T]`, `[T; N]`, `&Vec<T>`: what a bulk parameter should hold in its `Vec`.
+fn element(ty: &syn::Type) -> Option<&syn::Type> {
+    match ty {
+        syn::Type::Reference(reference) => element(&reference.elem),
+        syn::Type::Slice(slice) => Some(&slice.elem),
+        syn::Type::Array(array) => Some(&array.elem),
+        other => vec_item(other),
+    }
+}

@@ -1,0 +1,1490 @@
+//! The embedded attempt log: one append-only JSON Lines file, no server.
+//!
+//! # Durability
+//!
+//! Appends are handed to two threads that own the file: a writer, which moves every record appended
+//! so far to the operating system in one `write(2)`, and a syncer, which makes what is written durable
+//! with one `fdatasync(2)`. A [`Durability::Synced`] append (the start record of a side-effecting
+//! attempt) resolves once a sync that began after its record was written has returned; a
+//! [`Durability::Buffered`] append (a read's start, every end record) resolves once its record is
+//! written, and rides the next sync. While one sync runs, the records appended meanwhile gather into
+//! the next batch, so concurrent tasks share syncs (group commit) and durability does not serialise
+//! them. The async runtime never blocks on the disk.
+//!
+//! A write or sync that fails puts the log out of service: every waiting and later append fails with
+//! [`JournalError::Failed`] (after a failed `fsync` nobody knows what reached the disk), and the engine
+//! then refuses to start side-effecting attempts rather than run them unlogged.
+//!
+//! # Recovery
+//!
+//! [`FileJournal::open`] reads the whole file and indexes it by intent key. A line that is not a record
+//! (a write cut short by a crash, a hand edit) is skipped with a [`Warning`] naming its line number,
+//! and the rest of the log is used; nothing is truncated or rewritten. When the file does not end with
+//! a newline, the next append starts with one, so a new record is never glued onto torn bytes.
+//!
+//! One process appends to a log at a time: the index of a [`FileJournal`] holds what it read at open
+//! and what it appended since. [`FileJournal::compact`] must run while no process has the log open.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use tokio::sync::oneshot;
+
+use super::{Durability, Journal, JournalError, Phase, Recall, Record, sort_unresolved, supersedes};
+use crate::key::IntentKey;
+use crate::report::Outcome;
+use crate::task::BoxFuture;
+
+/// A line of a log that is not a record: it was skipped, and the rest of the log is used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// The line's number, from 1.
+    pub line: u64,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+/// A log read whole, for inspection.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogContents {
+    /// Every readable record, in log order.
+    pub records: Vec<Record>,
+    /// The lines that were skipped.
+    pub warnings: Vec<Warning>,
+}
+
+/// Read a log whole without opening it for appends (the file is neither created nor changed).
+///
+/// Fails on a missing or unreadable file, and with [`JournalError::NotALog`] on a file that holds
+/// something else.
+pub fn read_log(path: impl AsRef<Path>) -> Result<LogContents, JournalError> {
+    let path = path.as_ref();
+    let bytes = read_path(path)?;
+    let (records, scan) = parse_all(&bytes).map_err(|why| not_a_log(path, why))?;
+    Ok(LogContents { records, warnings: scan.warnings })
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compaction {
+    /// Records before.
+    pub records_before: usize,
+    /// Records kept: those of each intent's latest attempt.
+    pub records_after: usize,
+    /// Intents in the log.
+    pub intents: usize,
+    /// Size of the file before, in bytes.
+    pub bytes_before: u64,
+    /// Size of the file after, in bytes.
+    pub bytes_after: u64,
+    /// Unreadable lines of the old file, which the new one does not carry.
+    pub dropped: Vec<Warning>,
+}
+
+/// Counters of a [`FileJournal`] since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JournalStats {
+    /// Records read when the log was opened.
+    pub records_read: u64,
+    /// Records appended since.
+    pub appended: u64,
+    /// Batches handed to the operating system (`write(2)`).
+    pub writes: u64,
+    /// `fdatasync(2)` calls: with group commit, fewer than synced appends.
+    pub syncs: u64,
+}
+
+/// The attempt log as one append-only JSON Lines file: the embedded default store.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use tool_contract::{Class, EffectKind, FileJournal, Journal, Probe, Task, ToolSpec, engine};
+///
+/// const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// # let dir = std::env::temp_dir().join(format!("tool-contract-doc-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir).unwrap();
+/// let path = dir.join("attempts.log");
+/// # let _ = std::fs::remove_file(&path);
+/// let log = Arc::new(FileJournal::open(&path).unwrap());
+/// let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+/// let key = task.key(&POST, &"thread-9", None);
+/// let first = engine::run(&task, &POST, key, |_| async { Ok::<u64, Class>(4411) }, |_| async {
+///     Probe::NotLanded
+/// })
+/// .await;
+/// assert_eq!(first.value, Some(4411));
+/// drop((task, log));
+///
+/// // A later process: the recorded `ok` is returned again, and the notice is not posted twice.
+/// let log = Arc::new(FileJournal::open(&path).unwrap());
+/// let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log);
+/// let again = engine::run(&task, &POST, key, |_| async { Ok::<u64, Class>(9999) }, |_| async {
+///     Probe::NotLanded
+/// })
+/// .await;
+/// assert_eq!(again.value, Some(4411));
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # }
+/// ```
+pub struct FileJournal {
+    shared: Arc<Shared>,
+    warnings: Vec<Warning>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+struct Shared {
+    path: PathBuf,
+    state: Mutex<State>,
+    to_writer: Condvar,
+    to_syncer: Condvar,
+}
+
+struct State {
+    index: HashMap<IntentKey, Entry>,
+    /// Records appended and not yet handed to the writer.
+    pending: Vec<u8>,
+    /// The file ends with a torn line: the next batch starts with a newline.
+    needs_newline: bool,
+    /// Sequence number of the last record appended; records `1..=written` are written, `1..=synced` on
+    /// stable storage.
+    appended: u64,
+    written: u64,
+    synced: u64,
+    write_waiters: VecDeque<Waiter>,
+    sync_waiters: VecDeque<Waiter>,
+    failed: Option<String>,
+    closing: bool,
+    writer_done: bool,
+    stats: JournalStats,
+}
+
+/// What the index keeps of one intent: its attempt count, and its last record as the line it is in the
+/// log, decoded when asked for (a compact index opens a large log fast and holds little).
+struct Entry {
+    attempts: u32,
+    phase: Phase,
+    outcome: Option<Outcome>,
+    line: Box<[u8]>,
+}
+
+impl Entry {
+    fn new(attempt: u32, phase: Phase, outcome: Option<Outcome>, line: &[u8]) -> Entry {
+        Entry { attempts: attempt, phase, outcome, line: line.into() }
+    }
+
+    /// Fold the intent's next record in, by the rule of [`super::index_record`].
+    fn update(&mut self, attempt: u32, phase: Phase, outcome: Option<Outcome>, line: &[u8]) {
+        if supersedes(attempt, self.attempts) {
+            (self.phase, self.outcome, self.line) = (phase, outcome, line.into());
+        }
+        self.attempts = self.attempts.max(attempt);
+    }
+
+    /// [`Recall::is_unresolved`], without decoding the record.
+    fn is_unresolved(&self) -> bool {
+        self.phase == Phase::Start || matches!(self.outcome, None | Some(Outcome::Unknown))
+    }
+
+    fn recall(&self, key: IntentKey) -> Recall {
+        let last = serde_json::from_slice::<Record>(&self.line).unwrap_or_else(|err| {
+            // Unreachable: the line was checked when read, or written from a record. Should it happen,
+            // the intent reads as unfinished, so the engine probes before anything else.
+            Record {
+                phase: Phase::Start,
+                task: String::new(),
+                call: String::new(),
+                intent_key: key,
+                attempt: self.attempts,
+                attempt_id: String::new(),
+                started: String::new(),
+                budget_left_s: 0,
+                outcome: None,
+                effect_applied: None,
+                probe: None,
+                message: Some(format!("the index could not decode this intent's last record: {err}")),
+                value: None,
+            }
+        });
+        Recall { attempts: self.attempts, last }
+    }
+}
+
+struct Waiter {
+    seq: u64,
+    done: oneshot::Sender<Result<(), String>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn failed(&self, why: &str) -> JournalError {
+        JournalError::Failed { log: self.path.display().to_string(), why: why.to_owned() }
+    }
+}
+
+impl State {
+    /// Put the log out of service and tell every waiter.
+    fn fail(&mut self, why: String) {
+        for waiter in self.write_waiters.drain(..).chain(self.sync_waiters.drain(..)) {
+            let _ = waiter.done.send(Err(why.clone()));
+        }
+        self.failed = Some(why);
+    }
+
+    fn release(queue: &mut VecDeque<Waiter>, upto: u64) -> Vec<Waiter> {
+        let mut done = Vec::new();
+        while queue.front().is_some_and(|w| w.seq <= upto) {
+            done.extend(queue.pop_front());
+        }
+        done
+    }
+}
+
+impl FileJournal {
+    /// Open the log at `path`, creating it (mode `0600`) when it does not exist, and index it.
+    ///
+    /// Unreadable lines are skipped and kept as [`FileJournal::warnings`]. A file that holds something
+    /// other than an attempt log is refused with [`JournalError::NotALog`] and left untouched.
+    pub fn open(path: impl AsRef<Path>) -> Result<FileJournal, JournalError> {
+        let path = path.as_ref().to_path_buf();
+        let (mut file, created) = open_or_create(&path)?;
+        let bytes =
+            read_whole(&mut file).map_err(|e| io_error(format!("cannot read {}", path.display()), e))?;
+        let (index, scan) = index_bytes(&bytes).map_err(|why| not_a_log(&path, why))?;
+        drop(bytes);
+        if created {
+            // The new file's name must survive a crash as well as its first synced record.
+            sync_dir(&path)?;
+        }
+        let syncer_file =
+            file.try_clone().map_err(|e| io_error(format!("cannot open {}", path.display()), e))?;
+        let state = State {
+            index,
+            pending: Vec::new(),
+            needs_newline: scan.torn_tail,
+            appended: 0,
+            written: 0,
+            synced: 0,
+            write_waiters: VecDeque::new(),
+            sync_waiters: VecDeque::new(),
+            failed: None,
+            closing: false,
+            writer_done: false,
+            stats: JournalStats { records_read: scan.records, ..JournalStats::default() },
+        };
+        let shared = Arc::new(Shared {
+            path,
+            state: Mutex::new(state),
+            to_writer: Condvar::new(),
+            to_syncer: Condvar::new(),
+        });
+        let mut journal = FileJournal { shared, warnings: scan.warnings, threads: Vec::with_capacity(2) };
+        // On a failure below, dropping `journal` stops the thread already started.
+        let spawn_error = |e| io_error("cannot start the attempt log's writer thread".to_owned(), e);
+        let shared = Arc::clone(&journal.shared);
+        let writer = std::thread::Builder::new()
+            .name("attempt-log-writer".to_owned())
+            .spawn(move || write_loop(&shared, file))
+            .map_err(spawn_error)?;
+        journal.threads.push(writer);
+        let shared = Arc::clone(&journal.shared);
+        let syncer = std::thread::Builder::new()
+            .name("attempt-log-syncer".to_owned())
+            .spawn(move || sync_loop(&shared, &syncer_file))
+            .map_err(spawn_error)?;
+        journal.threads.push(syncer);
+        Ok(journal)
+    }
+
+    /// The lines skipped when the log was opened (a torn last line after a crash, a hand edit).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// Counters since the log was opened.
+    pub fn stats(&self) -> JournalStats {
+        self.shared.lock().stats
+    }
+
+    /// Put every record appended so far on stable storage (a clean shutdown does it too).
+    pub async fn sync(&self) -> Result<(), JournalError> {
+        let done = {
+            let mut state = self.shared.lock();
+            if let Some(why) = &state.failed {
+                return Err(self.shared.failed(why));
+            }
+            if state.synced >= state.appended {
+                return Ok(());
+            }
+            let (done, wait) = oneshot::channel();
+            let seq = state.appended;
+            state.sync_waiters.push_back(Waiter { seq, done });
+            wait
+        };
+        self.shared.to_syncer.notify_one();
+        self.settle(done.await)
+    }
+
+    /// Rewrite the log at `path` keeping the latest state of each intent: the records of its latest
+    /// attempt (and so its attempt count and its last word), in log order.
+    ///
+    /// The new log is written beside the old one (`<log>.compacting`), synced, renamed over it, and the
+    /// directory synced: a crash at any point leaves either the old log or the new one, whole. A
+    /// `.compacting` file left by a crash is never read as the log, and the next compaction replaces it.
+    /// Run it while no process has the log open; a log that changes meanwhile is left as it was.
+    pub fn compact(path: impl AsRef<Path>) -> Result<Compaction, JournalError> {
+        let path = path.as_ref();
+        let bytes = read_path(path)?;
+        let (records, scan) = parse_all(&bytes).map_err(|why| not_a_log(path, why))?;
+        let mut latest: HashMap<IntentKey, u32> = HashMap::new();
+        for record in &records {
+            let attempt = latest.entry(record.intent_key).or_insert(record.attempt);
+            *attempt = (*attempt).max(record.attempt);
+        }
+        let kept: Vec<&Record> =
+            records.iter().filter(|r| latest.get(&r.intent_key) == Some(&r.attempt)).collect();
+
+        let temp = compaction_path(path);
+        let bytes_after = write_new_log(&temp, &kept)
+            .map_err(|e| io_error(format!("cannot write {}", temp.display()), e))?;
+        let unchanged = fs::metadata(path).map(|m| m.len() == bytes.len() as u64).unwrap_or(false);
+        if !unchanged {
+            let _ = fs::remove_file(&temp);
+            return Err(JournalError::Failed {
+                log: path.display().to_string(),
+                why:
+                    "the log changed during compaction (is a process appending to it?); it was left as it was"
+                        .to_owned(),
+            });
+        }
+        fs::rename(&temp, path)
+            .map_err(|e| io_error(format!("cannot rename {} over {}", temp.display(), path.display()), e))?;
+        sync_dir(path)?;
+        Ok(Compaction {
+            records_before: records.len(),
+            records_after: kept.len(),
+            intents: latest.len(),
+            bytes_before: bytes.len() as u64,
+            bytes_after,
+            dropped: scan.warnings,
+        })
+    }
+
+    fn enqueue(
+        &self,
+        record: &Record,
+        durability: Durability,
+    ) -> Result<oneshot::Receiver<Result<(), String>>, JournalError> {
+        let mut state = self.shared.lock();
+        if let Some(why) = &state.failed {
+            return Err(self.shared.failed(why));
+        }
+        let state = &mut *state;
+        let mark = state.pending.len();
+        if state.needs_newline {
+            state.pending.push(b'\n');
+        }
+        let from = state.pending.len();
+        if let Err(e) = serde_json::to_writer(&mut state.pending, record) {
+            state.pending.truncate(mark);
+            return Err(io_error(
+                format!("cannot encode a record for {}", self.shared.path.display()),
+                e.into(),
+            ));
+        }
+        let line = &state.pending[from..];
+        let (attempt, phase, outcome) = (record.attempt, record.phase, record.outcome);
+        match state.index.entry(record.intent_key) {
+            std::collections::hash_map::Entry::Occupied(kept) => {
+                kept.into_mut().update(attempt, phase, outcome, line);
+            }
+            std::collections::hash_map::Entry::Vacant(new) => {
+                new.insert(Entry::new(attempt, phase, outcome, line));
+            }
+        }
+        state.pending.push(b'\n');
+        state.needs_newline = false;
+        state.appended += 1;
+        state.stats.appended += 1;
+        let (done, wait) = oneshot::channel();
+        let waiter = Waiter { seq: state.appended, done };
+        match durability {
+            Durability::Buffered => state.write_waiters.push_back(waiter),
+            Durability::Synced => state.sync_waiters.push_back(waiter),
+        }
+        self.shared.to_writer.notify_one();
+        Ok(wait)
+    }
+
+    fn settle(
+        &self,
+        done: Result<Result<(), String>, oneshot::error::RecvError>,
+    ) -> Result<(), JournalError> {
+        match done {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(why)) => Err(self.shared.failed(&why)),
+            Err(_) => Err(self.shared.failed("the writer thread stopped")),
+        }
+    }
+}
+
+impl Journal for FileJournal {
+    fn append<'a>(
+        &'a self,
+        record: &'a Record,
+        durability: Durability,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        // Queued now, so records keep the order of the calls to `append`.
+        let queued = self.enqueue(record, durability);
+        Box::pin(async move { self.settle(queued?.await) })
+    }
+
+    fn recall(&self, key: &IntentKey) -> Option<Recall> {
+        let state = self.shared.lock();
+        state.index.get(key).map(|entry| entry.recall(*key))
+    }
+
+    fn unresolved(&self) -> Vec<Recall> {
+        let state = self.shared.lock();
+        sort_unresolved(
+            state.index.iter().filter(|(_, e)| e.is_unresolved()).map(|(k, e)| e.recall(*k)).collect(),
+        )
+    }
+}
+
+impl fmt::Debug for FileJournal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.shared.lock();
+        f.debug_struct("FileJournal")
+            .field("path", &self.shared.path)
+            .field("intents", &state.index.len())
+            .field("warnings", &self.warnings.len())
+            .field("failed", &state.failed)
+            .finish()
+    }
+}
+
+impl Drop for FileJournal {
+    /// Write what is pending, sync it, and stop the threads.
+    fn drop(&mut self) {
+        self.shared.lock().closing = true;
+        self.shared.to_writer.notify_one();
+        self.shared.to_syncer.notify_one();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The writer thread: hand every pending batch to the operating system.
+fn write_loop(shared: &Shared, mut file: File) {
+    let mut batch = Vec::new();
+    let mut state = shared.lock();
+    loop {
+        if state.failed.is_some() {
+            break;
+        }
+        if !state.pending.is_empty() {
+            std::mem::swap(&mut batch, &mut state.pending);
+            let upto = state.appended;
+            drop(state);
+            let result = file.write_all(&batch);
+            batch.clear();
+            state = shared.lock();
+            state.stats.writes += 1;
+            let released = match result {
+                Ok(()) => {
+                    state.written = upto;
+                    if state.sync_waiters.front().is_some_and(|w| w.seq <= upto) {
+                        shared.to_syncer.notify_one();
+                    }
+                    State::release(&mut state.write_waiters, upto)
+                }
+                Err(e) => {
+                    state.fail(format!("a write failed: {e}"));
+                    shared.to_syncer.notify_one();
+                    break;
+                }
+            };
+            drop(state);
+            for waiter in released {
+                let _ = waiter.done.send(Ok(()));
+            }
+            state = shared.lock();
+            continue;
+        }
+        if state.closing {
+            break;
+        }
+        state = shared.to_writer.wait(state).unwrap_or_else(|e| e.into_inner());
+    }
+    state.writer_done = true;
+    drop(state);
+    shared.to_syncer.notify_one();
+}
+
+/// The syncer thread: make what is written durable when someone waits for it, and once more at close.
+fn sync_loop(shared: &Shared, file: &File) {
+    let mut state = shared.lock();
+    loop {
+        if state.failed.is_some() {
+            break;
+        }
+        let waited = state.sync_waiters.front().is_some_and(|w| w.seq <= state.written);
+        let closing = state.writer_done && state.written > state.synced;
+        if waited || closing {
+            let target = state.written;
+            drop(state);
+            let result = file.sync_data();
+            state = shared.lock();
+            state.stats.syncs += 1;
+            let released = match result {
+                Ok(()) => {
+                    state.synced = target;
+                    State::release(&mut state.sync_waiters, target)
+                }
+                Err(e) => {
+                    state.fail(format!("a sync failed: {e}"));
+                    shared.to_writer.notify_one();
+                    break;
+                }
+            };
+            drop(state);
+            for waiter in released {
+                let _ = waiter.done.send(Ok(()));
+            }
+            state = shared.lock();
+            continue;
+        }
+        if state.writer_done {
+            break;
+        }
+        state = shared.to_syncer.wait(state).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// What reading a log found, besides its records.
+struct Scan {
+    warnings: Vec<Warning>,
+    torn_tail: bool,
+    records: u64,
+}
+
+/// Every record of a log serialises to a line starting with this.
+const RECORD_HEAD: &[u8] = br#"{"phase":"#;
+
+/// Below this size a log is read by one thread.
+const PARALLEL_FROM: usize = 4 << 20;
+
+/// What one piece of a log held.
+struct Piece<T> {
+    found: T,
+    warnings: Vec<Warning>,
+    records: u64,
+    looks_like_a_log: bool,
+    first_error: Option<(u64, String)>,
+}
+
+/// Read a log's bytes: every non-blank line goes to `record`, which parses it as a record and keeps
+/// what it needs in its piece's `T`, or says why it is not one. Large logs are cut at line boundaries
+/// into one piece per core, read at once; the pieces come back in log order. `Err` says why the bytes
+/// are not a log: they have content, and no line is a record or looks like the start of one.
+fn scan<'a, T: Send>(
+    bytes: &'a [u8],
+    start: impl Fn() -> T + Sync,
+    record: impl Fn(&mut T, &'a [u8]) -> Result<(), serde_json::Error> + Sync,
+) -> Result<(Vec<T>, Scan), String> {
+    let torn_tail = !bytes.is_empty() && !bytes.ends_with(b"\n");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let pieces = if bytes.len() < PARALLEL_FROM { 1 } else { cores };
+    // Cut right after a newline, so each piece holds whole lines; number each piece's first line.
+    let mut cuts = vec![(0usize, 1u64)];
+    for i in 1..pieces {
+        let (from, line) = cuts[cuts.len() - 1];
+        let aim = (bytes.len() / pieces * i).max(from);
+        if let Some(nl) = bytes[aim..].iter().position(|&b| b == b'\n') {
+            let at = aim + nl + 1;
+            if at < bytes.len() {
+                cuts.push((at, line + bytes[from..at].iter().filter(|&&b| b == b'\n').count() as u64));
+            }
+        }
+    }
+    let ends: Vec<usize> = cuts.iter().skip(1).map(|c| c.0).chain([bytes.len()]).collect();
+    let read = |(&(from, line), &to): (&(usize, u64), &usize)| {
+        let last = to == bytes.len();
+        scan_piece(&bytes[from..to], line, last && torn_tail, start(), &record)
+    };
+    let pieces: Vec<Piece<T>> = if cuts.len() == 1 {
+        cuts.iter().zip(&ends).map(read).collect()
+    } else {
+        std::thread::scope(|s| {
+            let running: Vec<_> = cuts.iter().zip(&ends).map(|cut| s.spawn(move || read(cut))).collect();
+            running
+                .into_iter()
+                .map(|r| r.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        })
+    };
+    let mut scan = Scan { warnings: Vec::new(), torn_tail, records: 0 };
+    let (mut looks_like_a_log, mut first_error) = (false, None);
+    let mut found = Vec::with_capacity(pieces.len());
+    for piece in pieces {
+        scan.warnings.extend(piece.warnings);
+        scan.records += piece.records;
+        looks_like_a_log |= piece.looks_like_a_log;
+        first_error = first_error.or(piece.first_error);
+        found.push(piece.found);
+    }
+    match first_error {
+        Some((line, err)) if scan.records == 0 && !looks_like_a_log => {
+            Err(format!("line {line} is not an attempt record: {err}"))
+        }
+        _ => Ok((found, scan)),
+    }
+}
+
+fn scan_piece<'a, T>(
+    piece: &'a [u8],
+    first_line: u64,
+    torn_tail: bool,
+    mut found: T,
+    record: &impl Fn(&mut T, &'a [u8]) -> Result<(), serde_json::Error>,
+) -> Piece<T> {
+    let mut warnings = Vec::new();
+    let (mut records, mut looks_like_a_log, mut first_error) = (0, false, None);
+    let body = piece.strip_suffix(b"\n").unwrap_or(piece);
+    let mut lines = body.split(|&b| b == b'\n').peekable();
+    let mut number = first_line - 1;
+    while let Some(line) = lines.next().filter(|_| !piece.is_empty()) {
+        number += 1;
+        let last = lines.peek().is_none();
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.first().is_none_or(u8::is_ascii_whitespace) && line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match record(&mut found, line) {
+            Ok(()) => records += 1,
+            Err(err) => {
+                let torn = last && torn_tail;
+                // A torn line may be cut inside the head itself.
+                let head = if torn { &RECORD_HEAD[..line.len().min(RECORD_HEAD.len())] } else { RECORD_HEAD };
+                looks_like_a_log |= line.starts_with(head);
+                let message = if torn {
+                    format!(
+                        "torn last line ({} bytes, no newline at the end: a write cut short), skipped",
+                        line.len()
+                    )
+                } else {
+                    format!("not a record ({}), skipped", describe(&err))
+                };
+                first_error.get_or_insert_with(|| (number, describe(&err)));
+                warnings.push(Warning { line: number, message });
+            }
+        }
+    }
+    Piece { found, warnings, records, looks_like_a_log, first_error }
+}
+
+/// Every record of a log, in order.
+fn parse_all(bytes: &[u8]) -> Result<(Vec<Record>, Scan), String> {
+    let (pieces, scan) = scan(bytes, Vec::new, |records, line| {
+        records.push(serde_json::from_slice::<Record>(line)?);
+        Ok(())
+    })?;
+    Ok((pieces.into_iter().flatten().collect(), scan))
+}
+
+/// Index a log by intent key as [`super::index_record`] folding every record in order would.
+///
+/// Every line is checked without allocating ([`RecordCheck`]); each piece of the log keeps, per
+/// intent, its highest attempt and the last line of it, and the pieces are folded in log order.
+fn index_bytes(bytes: &[u8]) -> Result<(HashMap<IntentKey, Entry>, Scan), String> {
+    type Kept<'a> = (u32, Phase, Option<Outcome>, &'a [u8]);
+    fn keep<'a>(last: &mut HashMap<IntentKey, Kept<'a>>, key: IntentKey, kept: Kept<'a>) {
+        last.entry(key)
+            .and_modify(|was| {
+                if supersedes(kept.0, was.0) {
+                    *was = kept;
+                }
+            })
+            .or_insert(kept);
+    }
+    let (pieces, scan) = scan(bytes, HashMap::new, |last, line| {
+        let check = serde_json::from_slice::<RecordCheck<'_>>(line)?;
+        keep(last, check.intent_key, (check.attempt, check.phase, check.outcome, line));
+        Ok(())
+    })?;
+    let mut pieces = pieces.into_iter();
+    let mut last = pieces.next().unwrap_or_default();
+    for piece in pieces {
+        for (key, kept) in piece {
+            keep(&mut last, key, kept);
+        }
+    }
+    let index = last
+        .into_iter()
+        .map(|(key, (attempts, phase, outcome, line))| (key, Entry::new(attempts, phase, outcome, line)))
+        .collect();
+    Ok((index, scan))
+}
+
+/// A line checked as a [`Record`] without allocating: it accepts exactly the lines `Record` accepts.
+#[derive(serde::Deserialize)]
+#[allow(dead_code)] // Each field is read to be checked; only the key and the attempt are kept.
+struct RecordCheck<'a> {
+    phase: Phase,
+    #[serde(borrow)]
+    task: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    call: std::borrow::Cow<'a, str>,
+    intent_key: IntentKey,
+    attempt: u32,
+    #[serde(borrow)]
+    attempt_id: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    started: std::borrow::Cow<'a, str>,
+    budget_left_s: u64,
+    outcome: Option<Outcome>,
+    effect_applied: Option<crate::report::Applied>,
+    probe: Option<crate::probe::ProbeMark>,
+    #[serde(borrow)]
+    message: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    value: Option<serde::de::IgnoredAny>,
+}
+
+/// A parse error of one line, placed by column (serde's "line 1" would mislead: it counts in the line).
+fn describe(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    let place = format!(" at line {} column {}", err.line(), err.column());
+    match text.strip_suffix(&place) {
+        Some(what) if err.column() > 0 => format!("{what} at column {}", err.column()),
+        Some(what) => what.to_owned(),
+        None => text,
+    }
+}
+
+/// The whole file, read into a buffer of its size.
+fn read_whole(file: &mut File) -> io::Result<Vec<u8>> {
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+fn open_or_create(path: &Path) -> Result<(File, bool), JournalError> {
+    let mut options = OpenOptions::new();
+    options.read(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.clone().create_new(true).open(path) {
+        Ok(file) => Ok((file, true)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => options
+            .open(path)
+            .map(|file| (file, false))
+            .map_err(|e| io_error(format!("cannot open {}", path.display()), e)),
+        Err(e) => Err(io_error(format!("cannot create {}", path.display()), e)),
+    }
+}
+
+/// Sync the directory holding `path`, so a created or renamed entry survives a crash.
+fn sync_dir(path: &Path) -> Result<(), JournalError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_error(format!("cannot sync the directory {}", dir.display()), e))
+}
+
+fn compaction_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".compacting");
+    path.with_file_name(name)
+}
+
+/// Write `records` as a new log at `path` (mode `0600`) and sync it; the new file's size.
+fn write_new_log(path: &Path, records: &[&Record]) -> io::Result<u64> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut out = BufWriter::with_capacity(1 << 16, options.open(path)?);
+    for record in records {
+        serde_json::to_writer(&mut out, record)?;
+        out.write_all(b"\n")?;
+    }
+    let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+    file.sync_all()?;
+    Ok(file.metadata()?.len())
+}
+
+fn read_path(path: &Path) -> Result<Vec<u8>, JournalError> {
+    File::open(path)
+        .and_then(|mut file| read_whole(&mut file))
+        .map_err(|e| io_error(format!("cannot read {}", path.display()), e))
+}
+
+fn io_error(context: String, source: io::Error) -> JournalError {
+    JournalError::Io { context, source }
+}
+
+fn not_a_log(path: &Path, why: String) -> JournalError {
+    JournalError::NotALog { log: path.display().to_string(), why }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::journal::{LastWord, Phase};
+    use crate::probe::ProbeMark;
+    use crate::report::{Applied, Outcome};
+    use crate::{Class, EffectKind, Intent, Probe, Task, ToolSpec, engine};
+
+    /// A directory of its own for one test, removed at the end.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            static NEXT: AtomicU32 = AtomicU32::new(0);
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = std::env::temp_dir().join(format!("tc-journal-{}-{n}-{name}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+
+        fn log(&self) -> PathBuf {
+            self.0.join("attempts.log")
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn key(target: &str) -> IntentKey {
+        Intent::new("ord-7741", "agent", "post_notice", target).key()
+    }
+
+    fn record(target: &str, phase: Phase, attempt: u32, outcome: Option<Outcome>) -> Record {
+        Record {
+            phase,
+            task: "ord-7741".into(),
+            call: "post_notice".into(),
+            intent_key: key(target),
+            attempt,
+            attempt_id: format!("ord-7741-a{attempt}"),
+            started: "2026-11-30T05:12:04Z".into(),
+            budget_left_s: 42,
+            outcome,
+            effect_applied: outcome.map(|o| if o == Outcome::Ok { Applied::Yes } else { Applied::Unknown }),
+            probe: None,
+            message: outcome.map(|o| format!("ended {o}")),
+            value: (outcome == Some(Outcome::Ok)).then(|| serde_json::json!(4411)),
+        }
+    }
+
+    fn line(record: &Record) -> String {
+        serde_json::to_string(record).unwrap() + "\n"
+    }
+
+    async fn append_all(log: &FileJournal, records: &[Record]) {
+        for r in records {
+            let durability = if r.phase == Phase::Start { Durability::Synced } else { Durability::Buffered };
+            log.append(r, durability).await.unwrap();
+        }
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_new_log_has_mode_0600_and_its_index_survives_a_reopen() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = Scratch::new("mode");
+        let log = FileJournal::open(dir.log()).unwrap();
+        let mode = fs::metadata(dir.log()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        append_all(
+            &log,
+            &[
+                record("a", Phase::Start, 1, None),
+                record("a", Phase::End, 1, Some(Outcome::Ok)),
+                record("b", Phase::Start, 1, None),
+            ],
+        )
+        .await;
+        drop(log);
+        let log = FileJournal::open(dir.log()).unwrap();
+        assert!(log.warnings().is_empty());
+        assert_eq!(log.stats().records_read, 3);
+        let a = log.recall(&key("a")).unwrap();
+        assert_eq!(a.last_word(), LastWord::Ok(Some(&serde_json::json!(4411))));
+        assert_eq!(log.recall(&key("b")).unwrap().last_word(), LastWord::Unfinished);
+        let open: Vec<IntentKey> = log.unresolved().iter().map(|r| r.last.intent_key).collect();
+        assert_eq!(open, [key("b")]);
+    }
+
+    #[tokio::test]
+    async fn each_append_is_in_the_file_when_it_resolves() {
+        let dir = Scratch::new("written");
+        let log = FileJournal::open(dir.log()).unwrap();
+        let start = record("a", Phase::Start, 1, None);
+        log.append(&start, Durability::Synced).await.unwrap();
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), line(&start));
+        let stats = log.stats();
+        assert_eq!((stats.appended, stats.writes, stats.syncs), (1, 1, 1));
+        // A buffered record is handed to the OS (a killed process does not lose it) but not synced.
+        let end = record("a", Phase::End, 1, Some(Outcome::Ok));
+        log.append(&end, Durability::Buffered).await.unwrap();
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), line(&start) + &line(&end));
+        assert_eq!(log.stats().syncs, 1);
+        // It rides the next sync.
+        log.sync().await.unwrap();
+        assert_eq!(log.stats().syncs, 2);
+        log.sync().await.unwrap();
+        assert_eq!(log.stats().syncs, 2, "nothing new to sync");
+    }
+
+    #[tokio::test]
+    async fn concurrent_synced_appends_share_syncs() {
+        let dir = Scratch::new("group");
+        let log = FileJournal::open(dir.log()).unwrap();
+        let records: Vec<Record> =
+            (0..500).map(|i| record(&format!("t{i}"), Phase::Start, 1, None)).collect();
+        // Every append is queued when called, so all 500 wait together.
+        let waits: Vec<_> = records.iter().map(|r| log.append(r, Durability::Synced)).collect();
+        for wait in waits {
+            wait.await.unwrap();
+        }
+        let stats = log.stats();
+        assert_eq!(stats.appended, 500);
+        // How many syncs it takes depends on how fast the disk syncs against how fast the test queues;
+        // each sync covers every record written before it began, so on any disk most appends share one.
+        assert!(stats.syncs >= 1 && stats.syncs * 2 < stats.appended, "{stats:?}");
+        drop(log);
+        let read = read_log(dir.log()).unwrap();
+        assert_eq!(read.records, records);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tasks_appending_at_once_leave_whole_lines_in_order_per_task() {
+        let dir = Scratch::new("tasks");
+        let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+        let mut tasks = Vec::new();
+        for t in 0..8 {
+            let log = Arc::clone(&log);
+            tasks.push(tokio::spawn(async move {
+                for attempt in 1..=50 {
+                    let target = format!("t{t}");
+                    log.append(&record(&target, Phase::Start, attempt, None), Durability::Synced)
+                        .await
+                        .unwrap();
+                    let end = record(&target, Phase::End, attempt, Some(Outcome::Retryable));
+                    log.append(&end, Durability::Buffered).await.unwrap();
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        drop(log);
+        let read = read_log(dir.log()).unwrap();
+        assert!(read.warnings.is_empty());
+        assert_eq!(read.records.len(), 800);
+        for t in 0..8 {
+            let target = key(&format!("t{t}"));
+            let attempts: Vec<(u32, Phase)> = read
+                .records
+                .iter()
+                .filter(|r| r.intent_key == target)
+                .map(|r| (r.attempt, r.phase))
+                .collect();
+            let expected: Vec<(u32, Phase)> =
+                (1..=50).flat_map(|a| [(a, Phase::Start), (a, Phase::End)]).collect();
+            assert_eq!(attempts, expected);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_torn_last_line_is_skipped_by_number_and_the_next_record_starts_a_new_line() {
+        let dir = Scratch::new("torn");
+        let first = record("a", Phase::Start, 1, None);
+        let torn = line(&record("b", Phase::Start, 1, None));
+        let torn = &torn[..torn.len() / 2];
+        fs::write(dir.log(), line(&first) + torn).unwrap();
+
+        let log = FileJournal::open(dir.log()).unwrap();
+        assert_eq!(log.warnings().len(), 1);
+        assert_eq!(log.warnings()[0].line, 2);
+        assert!(log.warnings()[0].message.starts_with("torn last line"), "{}", log.warnings()[0]);
+        assert_eq!(log.recall(&key("a")).unwrap().last_word(), LastWord::Unfinished);
+        assert!(log.recall(&key("b")).is_none());
+        // Opening changed nothing.
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), line(&first) + torn);
+
+        let next = record("c", Phase::Start, 1, None);
+        log.append(&next, Durability::Synced).await.unwrap();
+        drop(log);
+        // The torn bytes stay where they were, ended by a newline; the new record is a line of its own.
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), line(&first) + torn + "\n" + &line(&next));
+        let read = read_log(dir.log()).unwrap();
+        assert_eq!(read.records, [first, next]);
+        assert_eq!(read.warnings.len(), 1);
+        assert_eq!(read.warnings[0].line, 2);
+        assert!(read.warnings[0].message.starts_with("not a record"), "{}", read.warnings[0]);
+    }
+
+    #[test]
+    fn a_garbled_line_is_skipped_by_number_and_the_rest_is_used() {
+        let dir = Scratch::new("garbled");
+        let (a1, a1_end, b1) = (
+            record("a", Phase::Start, 1, None),
+            record("a", Phase::End, 1, Some(Outcome::Ok)),
+            record("b", Phase::Start, 1, None),
+        );
+        let hand_edit = line(&record("x", Phase::Start, 1, None)).replace("\"attempt\":1", "\"attempt\":one");
+        let text = line(&a1) + "\n" + &hand_edit + "not json at all\n" + &line(&a1_end) + &line(&b1);
+        fs::write(dir.log(), &text).unwrap();
+        let read = read_log(dir.log()).unwrap();
+        assert_eq!(read.records, [a1, a1_end, b1]);
+        let lines: Vec<u64> = read.warnings.iter().map(|w| w.line).collect();
+        assert_eq!(lines, [3, 4], "the blank line 2 is not a warning: {:?}", read.warnings);
+        let log = FileJournal::open(dir.log()).unwrap();
+        assert_eq!(log.warnings(), read.warnings);
+        assert!(matches!(log.recall(&key("a")).unwrap().last_word(), LastWord::Ok(_)));
+        drop(log);
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), text, "nothing is rewritten");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_log_is_refused_and_left_untouched() {
+        let dir = Scratch::new("notalog");
+        let cases: [&[u8]; 5] = [
+            b"hello world\n",
+            b"{\n  \"name\": \"config\"\n}\n",
+            b"{\"name\":\"a\"}\n{\"name\":\"b\"}\n",
+            b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR",
+            b"task,call\nord-1,post\n",
+        ];
+        for bytes in cases {
+            fs::write(dir.log(), bytes).unwrap();
+            let err = FileJournal::open(dir.log()).unwrap_err();
+            assert!(matches!(err, JournalError::NotALog { .. }), "{err}");
+            assert!(err.to_string().contains("is not an attempt log"), "{err}");
+            assert!(!err.to_string().contains('\n'), "one line: {err}");
+            assert!(matches!(read_log(dir.log()), Err(JournalError::NotALog { .. })));
+            assert!(matches!(FileJournal::compact(dir.log()), Err(JournalError::NotALog { .. })));
+            assert_eq!(fs::read(dir.log()).unwrap(), bytes);
+        }
+    }
+
+    #[test]
+    fn an_empty_file_and_a_torn_first_record_are_logs() {
+        let dir = Scratch::new("empty");
+        fs::write(dir.log(), "").unwrap();
+        assert!(FileJournal::open(dir.log()).unwrap().warnings().is_empty());
+        for torn in ["{", "{\"pha", "{\"phase\":\"start\",\"task\":\"ord-"] {
+            fs::write(dir.log(), torn).unwrap();
+            let log = FileJournal::open(dir.log()).unwrap();
+            assert_eq!(log.warnings().len(), 1, "{torn}");
+            assert_eq!(log.warnings()[0].line, 1);
+        }
+    }
+
+    #[test]
+    fn missing_and_unreadable_paths_are_errors_and_reading_creates_nothing() {
+        let dir = Scratch::new("missing");
+        let err = read_log(dir.log()).unwrap_err();
+        assert!(matches!(err, JournalError::Io { .. }), "{err}");
+        assert!(err.to_string().starts_with("cannot read "), "{err}");
+        assert!(!dir.log().exists());
+        assert!(FileJournal::compact(dir.log()).is_err());
+        assert!(!dir.log().exists());
+        let err = FileJournal::open(&dir.0).unwrap_err();
+        assert!(matches!(err, JournalError::Io { .. }), "{err}");
+        let err = FileJournal::open(dir.0.join("no-such-dir/attempts.log")).unwrap_err();
+        assert!(err.to_string().starts_with("cannot create "), "{err}");
+    }
+
+    /// A log as an earlier process left it: attempts 1 and 2 of one intent, fields in another order,
+    /// no `value` key, an unknown extra field.
+    fn older_log(outcome: &str) -> String {
+        let key = key("thread-9");
+        format!(
+            "{{\"task\":\"ord-7741\",\"phase\":\"start\",\"call\":\"post_notice\",\"intent_key\":\"{key}\",\"attempt\":1,\"attempt_id\":\"ord-7741-a1\",\"started\":\"2026-11-30T05:12:04Z\",\"budget_left_s\":42,\"outcome\":null,\"effect_applied\":null,\"probe\":null,\"message\":null}}\n\
+             {{\"phase\":\"end\",\"task\":\"ord-7741\",\"call\":\"post_notice\",\"intent_key\":\"{key}\",\"attempt\":1,\"attempt_id\":\"ord-7741-a1\",\"started\":\"2026-11-30T05:12:04Z\",\"budget_left_s\":42,\"outcome\":\"retryable\",\"effect_applied\":\"no\",\"probe\":null,\"message\":\"503\",\"host\":\"old\"}}\n\
+             {{\"phase\":\"start\",\"task\":\"ord-7741\",\"call\":\"post_notice\",\"intent_key\":\"{key}\",\"attempt\":2,\"attempt_id\":\"ord-7741-a2\",\"started\":\"2026-11-30T05:12:09Z\",\"budget_left_s\":37,\"outcome\":null,\"effect_applied\":null,\"probe\":null,\"message\":null}}\n\
+             {{\"phase\":\"end\",\"task\":\"ord-7741\",\"call\":\"post_notice\",\"intent_key\":\"{key}\",\"attempt\":2,\"attempt_id\":\"ord-7741-a2\",\"started\":\"2026-11-30T05:12:09Z\",\"budget_left_s\":37,\"outcome\":\"{outcome}\",\"effect_applied\":\"unknown\",\"probe\":null,\"message\":\"timed out\"}}\n"
+        )
+    }
+
+    #[tokio::test]
+    async fn attempt_numbers_continue_after_an_older_process() {
+        const READ: ToolSpec = ToolSpec::new("post_notice", EffectKind::Read);
+        let dir = Scratch::new("older");
+        fs::write(dir.log(), older_log("retryable")).unwrap();
+        let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+        assert!(log.warnings().is_empty());
+        let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+        let k = task.key(&READ, &"thread-9", None);
+        assert_eq!(k, key("thread-9"));
+        let report = engine::run(
+            &task,
+            &READ,
+            k,
+            |call: crate::Call| async move { Ok::<u32, Class>(call.attempt()) },
+            crate::NoProbe,
+        )
+        .await;
+        assert_eq!(report.value, Some(3));
+        assert!(report.attempt_id.ends_with("-a3"), "{}", report.attempt_id);
+        assert_eq!(log.recall(&k).unwrap().attempts, 3);
+    }
+
+    #[tokio::test]
+    async fn an_unknown_left_by_an_older_process_is_probed_before_attempt_3() {
+        const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+        let dir = Scratch::new("older-unknown");
+        fs::write(dir.log(), older_log("unknown")).unwrap();
+        let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+        assert_eq!(log.unresolved().len(), 1);
+        let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+        let k = task.key(&POST, &"thread-9", None);
+        let probes = AtomicU32::new(0);
+        let report = engine::run(
+            &task,
+            &POST,
+            k,
+            |call: crate::Call| {
+                assert_eq!(probes.load(Ordering::SeqCst), 1, "probed first");
+                async move { Ok::<u32, Class>(call.attempt()) }
+            },
+            |_| {
+                probes.fetch_add(1, Ordering::SeqCst);
+                async { Probe::NotLanded }
+            },
+        )
+        .await;
+        assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(3)));
+        drop(task);
+        drop(log);
+        let read = read_log(dir.log()).unwrap();
+        let tail: Vec<(Phase, u32, Option<ProbeMark>, Option<Outcome>)> =
+            read.records[4..].iter().map(|r| (r.phase, r.attempt, r.probe, r.outcome)).collect();
+        assert_eq!(
+            tail,
+            [
+                (Phase::End, 2, Some(ProbeMark::NotLanded), Some(Outcome::Retryable)),
+                (Phase::Start, 3, None, None),
+                (Phase::End, 3, None, Some(Outcome::Ok)),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_side_effect_starts_only_once_its_start_record_is_synced() {
+        const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+        let dir = Scratch::new("ahead");
+        let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+        let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+        let k = task.key(&POST, &"thread-9", None);
+        let (path, seen) = (dir.log(), log.clone());
+        let report = engine::run(
+            &task,
+            &POST,
+            k,
+            move |call: crate::Call| {
+                let read = read_log(&path).unwrap();
+                assert_eq!(read.records.len(), 1);
+                assert_eq!((read.records[0].phase, read.records[0].attempt), (Phase::Start, call.attempt()));
+                assert_eq!(seen.stats().syncs, 1, "synced before the call");
+                async { Ok::<u32, Class>(7) }
+            },
+            |_| async { Probe::NotLanded },
+        )
+        .await;
+        assert_eq!(report.outcome, Outcome::Ok);
+    }
+
+    #[tokio::test]
+    async fn after_a_failed_write_or_sync_no_record_is_accepted_and_no_side_effect_starts() {
+        const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+        let dir = Scratch::new("failed");
+        let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+        // What the writer or the syncer does when the operating system reports an error.
+        log.shared.lock().fail("a sync failed: Input/output error (os error 5)".to_owned());
+        let err = log.append(&record("a", Phase::Start, 1, None), Durability::Synced).await.unwrap_err();
+        assert!(matches!(err, JournalError::Failed { .. }), "{err}");
+        assert!(err.to_string().contains("no record is accepted after a failed write or sync"), "{err}");
+        assert!(log.sync().await.is_err());
+
+        let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+        let k = task.key(&POST, &"thread-9", None);
+        let report = engine::run(
+            &task,
+            &POST,
+            k,
+            |_: crate::Call| async { panic!("a side effect must not start unlogged") as Result<u32, Class> },
+            |_| async { Probe::<u32>::NotLanded },
+        )
+        .await;
+        assert_eq!((report.outcome, report.effect_applied), (Outcome::Retryable, Applied::No));
+        drop(task);
+        drop(log);
+        assert_eq!(fs::read(dir.log()).unwrap(), b"");
+    }
+
+    /// A small deterministic generator (xorshift), so the property tests need no crate.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    fn random_record(rng: &mut Rng, keys: u64) -> Record {
+        let outcomes = [None, Some(Outcome::Ok), Some(Outcome::Retryable), Some(Outcome::Unknown)];
+        let phase = if rng.below(2) == 0 { Phase::Start } else { Phase::End };
+        let mut r = record(&format!("k{}", rng.below(keys)), phase, 1 + rng.below(4) as u32, None);
+        if phase == Phase::End {
+            r.outcome = outcomes[rng.below(4) as usize];
+            r.message = Some(format!("m{} \"quoted\" é", rng.below(1000)));
+        }
+        r.started = format!("2026-11-30T05:12:{:02}Z", rng.below(60));
+        r
+    }
+
+    /// The file's index (two passes, maybe in pieces) says what folding every record in order says.
+    fn assert_same_index(log: &FileJournal, fold: &crate::MemoryJournal, keys: u64) {
+        for k in 0..keys {
+            let key = key(&format!("k{k}"));
+            assert_eq!(log.recall(&key), fold.recall(&key), "k{k}");
+        }
+        assert_eq!(log.unresolved(), fold.unresolved());
+    }
+
+    #[tokio::test]
+    async fn the_file_index_matches_the_fold_of_every_record() {
+        let dir = Scratch::new("fold");
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..200 {
+            let records: Vec<Record> = (0..rng.below(30)).map(|_| random_record(&mut rng, 3)).collect();
+            fs::write(dir.log(), records.iter().map(line).collect::<String>()).unwrap();
+            let log = FileJournal::open(dir.log()).unwrap();
+            let fold = crate::MemoryJournal::from_records(records);
+            assert_same_index(&log, &fold, 3);
+            // Appends after opening follow the same rule.
+            for _ in 0..rng.below(10) {
+                let next = random_record(&mut rng, 3);
+                log.append(&next, Durability::Buffered).await.unwrap();
+                fold.append(&next, Durability::Buffered).await.unwrap();
+            }
+            assert_same_index(&log, &fold, 3);
+        }
+    }
+
+    #[test]
+    fn a_large_log_read_in_pieces_indexes_and_numbers_lines_as_one() {
+        let dir = Scratch::new("pieces");
+        let mut rng = Rng(7);
+        let mut text = String::new();
+        let mut records = Vec::new();
+        let mut garbled = Vec::new();
+        let mut number = 0u64;
+        while text.len() < 3 * PARALLEL_FROM {
+            number += 1;
+            if rng.below(997) == 0 {
+                text.push_str("{\"phase\":\"start\",\"task\": garbled\n");
+                garbled.push(number);
+            } else {
+                let r = random_record(&mut rng, 5_000);
+                text.push_str(&line(&r));
+                records.push(r);
+            }
+        }
+        fs::write(dir.log(), &text).unwrap();
+        let log = FileJournal::open(dir.log()).unwrap();
+        let lines: Vec<u64> = log.warnings().iter().map(|w| w.line).collect();
+        assert!(garbled.len() > 3);
+        assert_eq!(lines, garbled);
+        assert_eq!(log.stats().records_read, records.len() as u64);
+        let read = read_log(dir.log()).unwrap();
+        assert_eq!(read.warnings, log.warnings());
+        assert_eq!(read.records, records);
+        let fold = crate::MemoryJournal::from_records(records);
+        assert_same_index(&log, &fold, 5_000);
+    }
+
+    #[test]
+    fn the_check_accepts_exactly_the_lines_a_record_accepts() {
+        let good = line(&record("a", Phase::End, 2, Some(Outcome::Ok)));
+        let good = good.trim_end();
+        let variants = [
+            good.to_owned(),
+            good.replace("\"value\":4411", "\"value\":{\"id\":[1,2,{\"x\":null}]}"),
+            good.replace(",\"value\":4411", ""),
+            good.replace("\"value\":4411", "\"value\":null"),
+            good.replace("ended ok", "ended \\\"ok\\\" \\u00e9 ✓"),
+            good.replace("\"probe\":null,", ""),
+            good.replace("\"probe\":null", "\"probe\":\"not_landed\""),
+            good.replace("\"probe\":null", "\"probe\":\"maybe\""),
+            good.replace("\"outcome\":\"ok\"", "\"outcome\":\"fine\""),
+            good.replace("\"attempt\":2", "\"attempt\":-2"),
+            good.replace("\"attempt\":2", "\"attempt\":4294967296"),
+            good.replace("\"budget_left_s\":42", "\"budget_left_s\":4.2"),
+            good.replace("\"task\":\"ord-7741\",", ""),
+            good.replace("\"task\":\"ord-7741\"", "\"task\":7741"),
+            good.replace("\"phase\":\"end\"", "\"phase\":\"End\""),
+            good.replace("\"call\"", "\"extra\":[true],\"call\""),
+            good.replace("\"call\":\"post_notice\"", "\"call\":\"post_notice\",\"call\":\"x\""),
+            good.replace(&key("a").to_string(), "not-a-key"),
+            good.replace(&key("a").to_string(), &key("a").to_string().to_uppercase()),
+            format!("{good} trailing"),
+            format!("  {good}  "),
+            good[..good.len() - 1].to_owned(),
+            "[]".to_owned(),
+            "null".to_owned(),
+        ];
+        let mut accepted = 0;
+        for v in &variants {
+            let record = serde_json::from_slice::<Record>(v.as_bytes()).is_ok();
+            let check = serde_json::from_slice::<RecordCheck<'_>>(v.as_bytes()).is_ok();
+            assert_eq!(record, check, "{v}");
+            accepted += usize::from(record);
+        }
+        assert_eq!(
+            accepted, 9,
+            "the good line, its value, escapes, optional and extra fields, blanks around"
+        );
+    }
+
+    fn mixed_log() -> Vec<Record> {
+        let mut probe_end = record("c", Phase::End, 1, Some(Outcome::Unknown));
+        probe_end.probe = Some(ProbeMark::Failed);
+        vec![
+            record("a", Phase::Start, 1, None),
+            record("a", Phase::End, 1, Some(Outcome::Retryable)),
+            record("b", Phase::Start, 1, None),
+            record("a", Phase::Start, 2, None),
+            record("c", Phase::Start, 1, None),
+            record("c", Phase::End, 1, Some(Outcome::Unknown)),
+            record("a", Phase::End, 2, Some(Outcome::Ok)),
+            probe_end,
+            record("d", Phase::Start, 1, None),
+            record("d", Phase::End, 1, Some(Outcome::Retryable)),
+            record("d", Phase::Start, 2, None),
+            record("d", Phase::End, 2, Some(Outcome::Retryable)),
+            record("d", Phase::Start, 3, None),
+        ]
+    }
+
+    fn index_of(path: &Path) -> Vec<(IntentKey, u32, Record)> {
+        let log = FileJournal::open(path).unwrap();
+        let state = log.shared.lock();
+        let mut all: Vec<_> = state.index.iter().map(|(k, e)| (*k, e.recall(*k))).collect();
+        all.sort_by_key(|(k, _)| *k);
+        all.into_iter().map(|(k, r)| (k, r.attempts, r.last)).collect()
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn compaction_keeps_each_intents_latest_attempt_and_the_same_index() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = Scratch::new("compact");
+        let records = mixed_log();
+        let text: String = records.iter().map(line).collect();
+        fs::write(dir.log(), text + "torn{\"phase\"").unwrap();
+        let before = index_of(&dir.log());
+        let unresolved_before = FileJournal::open(dir.log()).unwrap().unresolved();
+
+        let done = FileJournal::compact(dir.log()).unwrap();
+        assert_eq!((done.records_before, done.records_after, done.intents), (13, 7, 4));
+        assert_eq!(done.dropped.len(), 1);
+        assert_eq!(done.dropped[0].line, 14);
+        assert!(done.bytes_after < done.bytes_before);
+        assert_eq!(fs::metadata(dir.log()).unwrap().len(), done.bytes_after);
+        assert_eq!(fs::metadata(dir.log()).unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(!compaction_path(&dir.log()).exists());
+
+        let read = read_log(dir.log()).unwrap();
+        assert!(read.warnings.is_empty());
+        let kept: Vec<(IntentKey, u32, Phase)> =
+            read.records.iter().map(|r| (r.intent_key, r.attempt, r.phase)).collect();
+        assert_eq!(
+            kept,
+            [
+                (key("b"), 1, Phase::Start),
+                (key("a"), 2, Phase::Start),
+                (key("c"), 1, Phase::Start),
+                (key("c"), 1, Phase::End),
+                (key("a"), 2, Phase::End),
+                (key("c"), 1, Phase::End),
+                (key("d"), 3, Phase::Start),
+            ]
+        );
+        assert_eq!(index_of(&dir.log()), before);
+        assert_eq!(FileJournal::open(dir.log()).unwrap().unresolved(), unresolved_before);
+        // Compacting again changes nothing.
+        let again = FileJournal::compact(dir.log()).unwrap();
+        assert_eq!((again.records_before, again.records_after), (7, 7));
+    }
+
+    #[test]
+    fn a_compaction_cut_short_leaves_the_log_whole_and_its_leftover_unread() {
+        let dir = Scratch::new("compact-crash");
+        let text: String = mixed_log().iter().map(line).collect();
+        fs::write(dir.log(), &text).unwrap();
+        // What a crash in the middle of a compaction leaves: the new file half written, not renamed.
+        let leftover = compaction_path(&dir.log());
+        let new: String = mixed_log()[6..].iter().map(line).collect();
+        fs::write(&leftover, &new[..new.len() / 2]).unwrap();
+
+        let log = FileJournal::open(dir.log()).unwrap();
+        assert!(log.warnings().is_empty());
+        assert_eq!(log.stats().records_read, 13);
+        assert_eq!(log.recall(&key("d")).unwrap().attempts, 3);
+        drop(log);
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), text);
+
+        // The next compaction replaces the leftover and completes.
+        let done = FileJournal::compact(dir.log()).unwrap();
+        assert_eq!(done.records_after, 7);
+        assert!(!leftover.exists());
+        assert_eq!(read_log(dir.log()).unwrap().records.len(), 7);
+    }
+}

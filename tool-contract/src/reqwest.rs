@@ -1,0 +1,92 @@
+//! Classification of `reqwest` errors and responses (feature `reqwest`), and the intent key as the
+//! `Idempotency-Key` header.
+//!
+//! Where the failure happened decides the effect: a connection that never opened applied nothing; a
+//! request that left and got no complete answer may have applied everything.
+//!
+//! ```no_run
+//! use tool_contract::reqwest::{RequestBuilderExt, read};
+//! use tool_contract::{Body, Call, Class, EffectKind};
+//!
+//! async fn post_notice(client: &::reqwest::Client, call: &Call, url: &str) -> Result<Vec<u8>, Class> {
+//!     let sent = client.post(url).idempotency_key(call).body("hello").send().await;
+//!     read(EffectKind::Send, sent, |bytes| {
+//!         if bytes.starts_with(b"{\"error\"") { Body::PermanentError("refused".into()) } else { Body::Fine }
+//!     })
+//!     .await
+//! }
+//! ```
+
+use crate::call::Call;
+use crate::classify::{self, Body, Class, HttpReply};
+use crate::effect::EffectKind;
+
+/// Classify an error from `reqwest`.
+///
+/// - the connection never opened (`is_connect`) or the request could not be built: nothing was sent,
+///   effect `no` (`retryable` and `permanent` respectively);
+/// - a timeout, or any failure after the request may have been written (a connection closed before the
+///   response, a body cut short): `retryable` for a read, `unknown` for a side effect.
+pub fn error(kind: EffectKind, err: &::reqwest::Error) -> Class {
+    if err.is_builder() {
+        return Class::permanent(format!("request could not be built ({err}); nothing was sent"));
+    }
+    if err.is_connect() {
+        return classify::not_sent(chain(err));
+    }
+    if let Some(status) = err.status() {
+        let body = Body::Fine;
+        let reply = HttpReply { status: status.as_u16(), retry_after: None, body: &body };
+        if let Some(class) = classify::http(kind, reply) {
+            return class;
+        }
+    }
+    let what = if err.is_timeout() { format!("timed out: {}", chain(err)) } else { chain(err) };
+    classify::no_reply(kind, what)
+}
+
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Read a response to the end and classify it: `Ok(body)` only for a `2xx` whose body `check` finds
+/// fine. A `2xx` with an error in the body is classified by the body, never `ok` on the status alone.
+pub async fn read(
+    kind: EffectKind,
+    sent: Result<::reqwest::Response, ::reqwest::Error>,
+    check: impl FnOnce(&[u8]) -> Body,
+) -> Result<Vec<u8>, Class> {
+    let response = sent.map_err(|e| error(kind, &e))?;
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get(::reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let bytes = response.bytes().await.map_err(|e| error(kind, &e))?;
+    let body = if (200..300).contains(&status) { check(&bytes) } else { Body::Fine };
+    let reply = HttpReply { status, retry_after: retry_after.as_deref(), body: &body };
+    match classify::http(kind, reply) {
+        None => Ok(bytes.to_vec()),
+        Some(class) => Err(class),
+    }
+}
+
+/// Send the intent key downstream.
+pub trait RequestBuilderExt {
+    /// Set `Idempotency-Key` to the call's intent key.
+    fn idempotency_key(self, call: &Call) -> Self;
+}
+
+impl RequestBuilderExt for ::reqwest::RequestBuilder {
+    fn idempotency_key(self, call: &Call) -> Self {
+        self.header("Idempotency-Key", call.key().to_string())
+    }
+}

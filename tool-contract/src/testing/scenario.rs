@@ -1,0 +1,713 @@
+//! The six classic failures as scenarios, and a conformance runner that drives a user's tool through them.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use super::fake::{FakeService, Fault};
+use crate::classify::Body;
+use crate::effect::EffectKind;
+use crate::journal::{Durability, Journal, JournalError, MemoryJournal, Recall, Record};
+use crate::key::IntentKey;
+use crate::probe::ProbeMark;
+use crate::report::{Applied, Outcome, Report};
+use crate::task::{Approval, ApprovalRequest, Approve, BoxFuture, EscalationQueue, Task};
+
+/// One of the six classic failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scenario {
+    /// The service applies, the reply is lost: `unknown`, then a probe, then `ok`; one effect.
+    KillMidCall,
+    /// The same intent twice: one effect, two `ok` reports (by the receiver's key, and by the attempt
+    /// log when the receiver cannot deduplicate).
+    DuplicateDelivery,
+    /// `200` with an error body: classified by the body, never `ok` on the status alone.
+    ErrorBody,
+    /// The effect lands just before the budget ends: no second attempt beside the first; one effect.
+    SlowSuccess,
+    /// One item of a batch is invalid for good: per-item outcomes and a retry scoped to the rest.
+    PartialBatch,
+    /// `429`/`503` with `Retry-After`: no attempt before the header's time; a wait beyond the budget
+    /// returns `retryable` with `retry_after_s` at once.
+    RateLimit,
+}
+
+impl Scenario {
+    /// All six, in the order they are usually told.
+    pub const ALL: [Scenario; 6] = [
+        Scenario::KillMidCall,
+        Scenario::DuplicateDelivery,
+        Scenario::ErrorBody,
+        Scenario::SlowSuccess,
+        Scenario::PartialBatch,
+        Scenario::RateLimit,
+    ];
+
+    /// The kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::KillMidCall => "kill-mid-call",
+            Scenario::DuplicateDelivery => "duplicate-delivery",
+            Scenario::ErrorBody => "200-error-body",
+            Scenario::SlowSuccess => "slow-success",
+            Scenario::PartialBatch => "partial-batch",
+            Scenario::RateLimit => "rate-limit",
+        }
+    }
+}
+
+/// The clock figures of the scenarios.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// The task's budget.
+    pub budget: Duration,
+    /// Slow success: when the effect lands.
+    pub slow_apply: Duration,
+    /// Slow success: when the reply leaves the service.
+    pub slow_reply: Duration,
+    /// Rate limit: the `Retry-After` the service sends, in seconds.
+    pub retry_after_s: u64,
+}
+
+impl Timing {
+    /// The figures of the story, for tokio's paused clock: a 30 s budget, the effect landing at 29 s.
+    pub const PAUSED: Timing = Timing {
+        budget: Duration::from_secs(30),
+        slow_apply: Duration::from_secs(29),
+        slow_reply: Duration::from_millis(29_500),
+        retry_after_s: 5,
+    };
+
+    /// Shorter figures for a real clock (over real HTTP): a 6 s budget, the effect landing at 5 s.
+    pub const REAL: Timing = Timing {
+        budget: Duration::from_secs(6),
+        slow_apply: Duration::from_secs(5),
+        slow_reply: Duration::from_millis(5_500),
+        retry_after_s: 1,
+    };
+}
+
+/// What one scenario showed, against what it should show.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// The scenario's name.
+    pub scenario: &'static str,
+    /// The final report's outcome.
+    pub outcome: Outcome,
+    /// The final report's effect.
+    pub effect_applied: Applied,
+    /// Requests the service received.
+    pub attempts: u32,
+    /// The last probe verdict logged, if a probe ran.
+    pub probe: Option<ProbeMark>,
+    /// Effects the service really applied for the scenario's intent (for a scenario run several ways,
+    /// the most any one way applied).
+    pub effects_at_service: usize,
+    /// What was expected, in one line.
+    pub expected: String,
+    /// Whether every expectation held.
+    pub pass: bool,
+    /// What did not hold, or what was observed beyond the columns.
+    pub detail: String,
+}
+
+/// A single-act tool wired to the fake: given a task and the service, make one call and report.
+pub trait SingleTool {
+    /// The tool's value.
+    type Value;
+    /// Call the tool once.
+    fn call(&self, task: Task, service: FakeService) -> impl Future<Output = Report<Self::Value>>;
+}
+
+impl<F, Fut, T> SingleTool for F
+where
+    F: Fn(Task, FakeService) -> Fut,
+    Fut: Future<Output = Report<T>>,
+{
+    type Value = T;
+    fn call(&self, task: Task, service: FakeService) -> impl Future<Output = Report<T>> {
+        self(task, service)
+    }
+}
+
+/// A bulk tool wired to the fake: given a task, the service and the item ids, make one call.
+pub trait BulkTool {
+    /// Call the tool once on these items.
+    fn call(&self, task: Task, service: FakeService, items: Vec<String>) -> impl Future<Output = Report<()>>;
+}
+
+impl<F, Fut> BulkTool for F
+where
+    F: Fn(Task, FakeService, Vec<String>) -> Fut,
+    Fut: Future<Output = Report<()>>,
+{
+    fn call(&self, task: Task, service: FakeService, items: Vec<String>) -> impl Future<Output = Report<()>> {
+        self(task, service, items)
+    }
+}
+
+/// The bulk tool of a subject that has none: the partial-batch scenario is then reported as not run.
+#[derive(Debug, Clone, Copy)]
+pub struct NoBulk;
+
+impl BulkTool for NoBulk {
+    async fn call(&self, _task: Task, _service: FakeService, _items: Vec<String>) -> Report<()> {
+        unreachable_report()
+    }
+}
+
+fn unreachable_report() -> Report<()> {
+    Report {
+        outcome: Outcome::Permanent,
+        effect_applied: Applied::No,
+        attempt_id: String::new(),
+        idempotency_key: IntentKey::derive("", "", "", &"", None),
+        retry_after_s: None,
+        deadline_left_s: 0,
+        message: "no bulk tool".to_owned(),
+        value: None,
+        items: Vec::new(),
+    }
+}
+
+/// An approver that says yes, so `money` tools can show their second attempt.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApproveAll;
+
+impl Approve for ApproveAll {
+    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(std::future::ready(Approval::Approved))
+    }
+}
+
+/// Runs the six scenarios against a user's tool and says, per scenario, what was expected and what
+/// happened.
+///
+/// The subject is the user's tool wired to a [`FakeService`]: a closure that takes the task and the
+/// service, builds the tool's client on the service (in process, or over loopback HTTP) and calls the
+/// tool once. Its probe must find effects at the same service (see [`FakeService::lookup_settled`]).
+pub struct Conformance<S, B = NoBulk> {
+    kind: EffectKind,
+    receiver_dedupes: bool,
+    timing: Timing,
+    prefix: String,
+    journal: Option<Arc<dyn Journal>>,
+    single: S,
+    bulk: Option<B>,
+}
+
+impl<S: SingleTool> Conformance<S, NoBulk> {
+    /// A runner for a tool of `kind`.
+    pub fn new(kind: EffectKind, single: S) -> Self {
+        Conformance {
+            kind,
+            receiver_dedupes: false,
+            timing: Timing::PAUSED,
+            prefix: "conformance".to_owned(),
+            journal: None,
+            single,
+            bulk: None,
+        }
+    }
+}
+
+impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
+    /// The bulk tool for the partial-batch scenario.
+    pub fn bulk<B2: BulkTool>(self, bulk: B2) -> Conformance<S, B2> {
+        Conformance {
+            kind: self.kind,
+            receiver_dedupes: self.receiver_dedupes,
+            timing: self.timing,
+            prefix: self.prefix,
+            journal: self.journal,
+            single: self.single,
+            bulk: Some(bulk),
+        }
+    }
+
+    /// The tool is a `create` declared `dedupe = "receiver"`: the fake then honours the key.
+    pub fn receiver_dedupes(mut self) -> Self {
+        self.receiver_dedupes = true;
+        self
+    }
+
+    /// The clock figures (default [`Timing::PAUSED`]).
+    pub fn timing(mut self, timing: Timing) -> Self {
+        self.timing = timing;
+        self
+    }
+
+    /// Write every scenario's attempts into this log (default: a fresh in-memory log per scenario).
+    pub fn journal(mut self, journal: Arc<dyn Journal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Task ids are `{prefix}-{scenario}-{run}`, `run` counting the sub-runs of a scenario from 1.
+    pub fn task_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Run all six scenarios.
+    pub async fn run(&self) -> Vec<Verdict> {
+        let mut verdicts = Vec::with_capacity(6);
+        for scenario in Scenario::ALL {
+            verdicts.push(self.run_one(scenario).await);
+        }
+        verdicts
+    }
+
+    fn service(&self) -> FakeService {
+        let service = FakeService::new();
+        service.dedupe_by_key(self.receiver_dedupes);
+        service
+    }
+
+    fn task(&self, scenario: Scenario, run: u32, tap: &Tap) -> Task {
+        Task::new(format!("{}-{}-{run}", self.prefix, scenario.name()), "conformance", self.timing.budget)
+            .journal(Arc::new(tap.clone()))
+            .escalate_to(EscalationQueue::new())
+            .approver(ApproveAll)
+    }
+
+    fn tap(&self) -> Tap {
+        Tap::new(self.journal.clone().unwrap_or_else(|| Arc::new(MemoryJournal::new())))
+    }
+
+    /// Run one scenario.
+    pub async fn run_one(&self, scenario: Scenario) -> Verdict {
+        let side = self.kind.has_side_effect();
+        let destructive = self.kind == EffectKind::Destructive;
+        match scenario {
+            Scenario::KillMidCall => {
+                let service = self.service();
+                service.plan([Fault::DropReplyAfterApplying]);
+                let tap = self.tap();
+                let report = self.single.call(self.task(scenario, 1, &tap), service.clone()).await;
+                let mut expect = Expect::ok(1);
+                if self.receiver_dedupes {
+                    expect.attempts = Some(2);
+                } else if side {
+                    expect.probe = Some(ProbeMark::Landed);
+                } else {
+                    expect.attempts = Some(2);
+                    expect.effects = None;
+                }
+                expect.judge(
+                    scenario,
+                    self.kind,
+                    &report,
+                    &service,
+                    &tap,
+                    "unknown, probe finds it landed, ok",
+                )
+            }
+            Scenario::DuplicateDelivery => self.duplicate(scenario).await,
+            Scenario::ErrorBody => {
+                let service = self.service();
+                let body = Body::PermanentError("recipient is not allowed".to_owned());
+                service.plan([Fault::ErrorBody { status: 200, body }]);
+                let tap = self.tap();
+                let report = self.single.call(self.task(scenario, 1, &tap), service.clone()).await;
+                let expect = Expect {
+                    outcome: Outcome::Permanent,
+                    applied: Applied::No,
+                    effects: Some(0),
+                    attempts: Some(1),
+                    probe: None,
+                    retry_after_s: None,
+                };
+                expect.judge(
+                    scenario,
+                    self.kind,
+                    &report,
+                    &service,
+                    &tap,
+                    "permanent by the body, nothing applied",
+                )
+            }
+            Scenario::SlowSuccess => {
+                let service = self.service();
+                let t = self.timing;
+                service.plan([Fault::Slow { apply_after: t.slow_apply, reply_after: t.slow_reply }]);
+                let tap = self.tap();
+                let report = self.single.call(self.task(scenario, 1, &tap), service.clone()).await;
+                service.settle().await;
+                let mut expect = Expect::ok(1);
+                if !side {
+                    expect.effects = None;
+                }
+                // The reply may come inside the attempt's time (no probe) or after it (a probe that
+                // finds the effect): both are right, as long as only one attempt ever ran.
+                expect.judge_any_probe(
+                    scenario,
+                    self.kind,
+                    &report,
+                    &service,
+                    &tap,
+                    "one attempt, ok (directly, or after a probe finds it landed)",
+                )
+            }
+            Scenario::PartialBatch => self.partial_batch(scenario, destructive).await,
+            Scenario::RateLimit => self.rate_limit(scenario, destructive).await,
+        }
+    }
+
+    async fn duplicate(&self, scenario: Scenario) -> Verdict {
+        let side = self.kind.has_side_effect();
+        let mut lines = Vec::new();
+        let mut pass = true;
+        let mut last = None;
+        let mut total = (0, 0);
+        // By the receiver's key, then by the attempt log when the receiver cannot deduplicate.
+        for (run, by_receiver) in [(1, true), (2, false)] {
+            let service = FakeService::new();
+            service.dedupe_by_key(by_receiver);
+            let tap = if by_receiver { Tap::new(Arc::new(NoJournal)) } else { self.tap() };
+            let task = self.task(scenario, run, &tap);
+            let first = self.single.call(task.clone(), service.clone()).await;
+            let second = self.single.call(task, service.clone()).await;
+            let effects = service.effects(first.idempotency_key);
+            let ok = first.outcome == Outcome::Ok && second.outcome == Outcome::Ok && (!side || effects == 1);
+            pass &= ok;
+            lines.push(format!(
+                "{}: {} then {}, {} effect(s)",
+                if by_receiver { "by receiver key" } else { "by attempt log" },
+                first.outcome,
+                second.outcome,
+                effects
+            ));
+            total = (total.0 + service.requests(), total.1.max(effects));
+            last = Some((second, tap));
+        }
+        let (report, tap) = last.unwrap_or_else(|| unreachable!("the loop runs twice"));
+        Verdict {
+            scenario: scenario.name(),
+            outcome: report.outcome,
+            effect_applied: report.effect_applied,
+            attempts: total.0,
+            probe: tap.last_probe(report.idempotency_key),
+            effects_at_service: total.1,
+            expected: "two ok reports, one effect, both ways".to_owned(),
+            pass,
+            detail: lines.join("; "),
+        }
+    }
+
+    async fn partial_batch(&self, scenario: Scenario, destructive: bool) -> Verdict {
+        let Some(bulk) = &self.bulk else {
+            return Verdict {
+                scenario: scenario.name(),
+                outcome: Outcome::Permanent,
+                effect_applied: Applied::No,
+                attempts: 0,
+                probe: None,
+                effects_at_service: 0,
+                expected: "a bulk tool".to_owned(),
+                pass: false,
+                detail: "not run: the subject has no bulk tool (Conformance::bulk)".to_owned(),
+            };
+        };
+        let service = self.service();
+        let items: Vec<String> = (1..=5).map(|i| format!("row-{i}")).collect();
+        service.plan([Fault::Batch { reject: vec!["row-3".to_owned()], defer: vec!["row-5".to_owned()] }]);
+        let tap = self.tap();
+        let report = bulk.call(self.task(scenario, 1, &tap), service.clone(), items).await;
+        let (outcome, effects, attempts, done) = if destructive {
+            (Outcome::Retryable, 3, 1, "3 of 5")
+        } else {
+            (Outcome::Permanent, 4, 2, "4 of 5")
+        };
+        let expect = Expect {
+            outcome,
+            applied: Applied::Partial,
+            effects: Some(effects),
+            attempts: Some(attempts),
+            probe: None,
+            retry_after_s: None,
+        };
+        let mut verdict = expect.judge(scenario, self.kind, &report, &service, &tap, "");
+        let scoped = service.item_effects(report.idempotency_key, "row-3") == 0
+            && (1..=5).all(|i| service.item_effects(report.idempotency_key, &format!("row-{i}")) <= 1);
+        let counted = report.message.contains(done) && report.items.len() == 5;
+        verdict.pass &= scoped && counted;
+        verdict.expected = format!("{outcome}, partial, {done} done, row-3 refused, no item applied twice");
+        if !counted {
+            verdict.detail.push_str(&format!(" message `{}` or items do not count 5 rows", report.message));
+        }
+        verdict
+    }
+
+    async fn rate_limit(&self, scenario: Scenario, destructive: bool) -> Verdict {
+        let t = self.timing;
+        let mut verdicts = Vec::new();
+        // Delta-seconds, then an HTTP-date, each within the budget; then a wait the budget cannot hold.
+        let (sys0, inst0) = (SystemTime::now(), tokio::time::Instant::now());
+        let at = sys0 + Duration::from_secs(t.retry_after_s + 1);
+        // The header's own time, on tokio's clock: HTTP-dates have one-second resolution.
+        let at_instant = inst0
+            + httpdate::parse_http_date(&httpdate::fmt_http_date(at))
+                .ok()
+                .and_then(|d| d.duration_since(sys0).ok())
+                .unwrap_or_default();
+        let subruns = [
+            (1, 429, t.retry_after_s.to_string(), None),
+            (2, 503, httpdate::fmt_http_date(at), Some(at_instant)),
+        ];
+        for (run, status, header, not_before) in subruns {
+            let service = self.service();
+            service.plan([Fault::RetryAfter { status, header }]);
+            let tap = self.tap();
+            let report = self.single.call(self.task(scenario, run, &tap), service.clone()).await;
+            let mut expect = if destructive {
+                Expect {
+                    outcome: Outcome::Retryable,
+                    applied: Applied::No,
+                    effects: Some(0),
+                    attempts: Some(1),
+                    probe: None,
+                    retry_after_s: None,
+                }
+            } else {
+                Expect::ok(1)
+            };
+            if !self.kind.has_side_effect() {
+                expect.effects = None;
+            }
+            if !destructive {
+                expect.attempts = Some(2);
+            }
+            let mut verdict = expect.judge_any_probe(scenario, self.kind, &report, &service, &tap, "");
+            if let [first, second, ..] = service.arrivals()[..] {
+                // Delta-seconds count from the reply; an HTTP-date names its instant (50 ms of slack for
+                // the wall clock read on either side).
+                let earliest = not_before.map_or(first + Duration::from_secs(t.retry_after_s), |at| {
+                    at - Duration::from_millis(50)
+                });
+                if second < earliest {
+                    verdict.pass = false;
+                    verdict.detail.push_str(&format!(
+                        " second attempt {:?} before the Retry-After time",
+                        earliest - second
+                    ));
+                }
+            }
+            verdicts.push(verdict);
+        }
+        let service = self.service();
+        service.plan([Fault::RetryAfter { status: 429, header: "3600".to_owned() }]);
+        let tap = self.tap();
+        let start = tokio::time::Instant::now();
+        let report = self.single.call(self.task(scenario, 3, &tap), service.clone()).await;
+        let expect = Expect {
+            outcome: Outcome::Retryable,
+            applied: Applied::No,
+            effects: Some(0),
+            attempts: Some(1),
+            probe: None,
+            retry_after_s: Some(3600),
+        };
+        let mut beyond = expect.judge_any_probe(scenario, self.kind, &report, &service, &tap, "");
+        // Only a probe may run before giving up; no sleeping on a wait the budget cannot hold.
+        if start.elapsed() >= self.timing.budget / 2 {
+            beyond.pass = false;
+            beyond.detail.push_str(&format!(" waited {:?} before giving up", start.elapsed()));
+        }
+        verdicts.push(beyond);
+        let pass = verdicts.iter().all(|v| v.pass);
+        let detail: Vec<String> =
+            verdicts.iter().filter(|v| !v.detail.is_empty()).map(|v| v.detail.clone()).collect();
+        let mut first = verdicts.swap_remove(0);
+        first.pass = pass;
+        first.detail = detail.join(";");
+        first.expected = if destructive {
+            format!("retryable with retry_after_s {}, never retried", t.retry_after_s)
+        } else {
+            format!(
+                "second attempt no sooner than {} s; a 3600 s wait returns retryable at once",
+                t.retry_after_s
+            )
+        };
+        first
+    }
+}
+
+/// What a scenario expects of the final report and the service.
+struct Expect {
+    outcome: Outcome,
+    applied: Applied,
+    effects: Option<usize>,
+    attempts: Option<u32>,
+    probe: Option<ProbeMark>,
+    retry_after_s: Option<u64>,
+}
+
+impl Expect {
+    fn ok(effects: usize) -> Expect {
+        Expect {
+            outcome: Outcome::Ok,
+            applied: Applied::Yes,
+            effects: Some(effects),
+            attempts: Some(1),
+            probe: None,
+            retry_after_s: None,
+        }
+    }
+
+    fn judge<T>(
+        self,
+        scenario: Scenario,
+        kind: EffectKind,
+        report: &Report<T>,
+        service: &FakeService,
+        tap: &Tap,
+        summary: &str,
+    ) -> Verdict {
+        self.check(scenario, kind, report, service, tap, summary, true)
+    }
+
+    fn judge_any_probe<T>(
+        self,
+        scenario: Scenario,
+        kind: EffectKind,
+        report: &Report<T>,
+        service: &FakeService,
+        tap: &Tap,
+        summary: &str,
+    ) -> Verdict {
+        self.check(scenario, kind, report, service, tap, summary, false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check<T>(
+        self,
+        scenario: Scenario,
+        kind: EffectKind,
+        report: &Report<T>,
+        service: &FakeService,
+        tap: &Tap,
+        summary: &str,
+        exact_probe: bool,
+    ) -> Verdict {
+        let effects = service.effects(report.idempotency_key);
+        let attempts = service.requests();
+        let probe = tap.last_probe(report.idempotency_key);
+        let applied = if kind.has_side_effect() { self.applied } else { Applied::No };
+        let mut wrong = Vec::new();
+        if report.outcome != self.outcome {
+            wrong.push(format!("outcome {} (expected {})", report.outcome, self.outcome));
+        }
+        if report.effect_applied != applied {
+            wrong.push(format!("effect_applied {} (expected {applied})", report.effect_applied));
+        }
+        if let Some(n) = self.effects {
+            if effects != n {
+                wrong.push(format!("{effects} effects at the service (expected {n})"));
+            }
+        }
+        if let Some(n) = self.attempts {
+            if attempts != n {
+                wrong.push(format!("{attempts} attempts (expected {n})"));
+            }
+        }
+        if exact_probe && self.probe.is_some() && probe != self.probe {
+            wrong.push(format!("probe {probe:?} (expected {:?})", self.probe));
+        }
+        if let Some(wait) = self.retry_after_s {
+            if report.retry_after_s != Some(wait) {
+                wrong.push(format!("retry_after_s {:?} (expected {wait})", report.retry_after_s));
+            }
+        }
+        // The invariants every scenario shares.
+        if kind.has_side_effect() && report.outcome == Outcome::Ok && effects == 0 && report.items.is_empty()
+        {
+            wrong.push("ok without the effect at the service".to_owned());
+        }
+        if kind.has_side_effect() && report.effect_applied == Applied::No && effects > 0 {
+            wrong.push("effect_applied no, but the effect landed".to_owned());
+        }
+        let expected = if summary.is_empty() {
+            let mut s = format!("{}, {}", self.outcome, applied);
+            if let Some(n) = self.effects {
+                s.push_str(&format!(", {n} effect(s)"));
+            }
+            s
+        } else {
+            summary.to_owned()
+        };
+        Verdict {
+            scenario: scenario.name(),
+            outcome: report.outcome,
+            effect_applied: report.effect_applied,
+            attempts,
+            probe,
+            effects_at_service: effects,
+            expected,
+            pass: wrong.is_empty(),
+            detail: wrong.join(", "),
+        }
+    }
+}
+
+/// A journal that forwards to another and remembers the probe verdicts it saw, per intent.
+#[derive(Clone)]
+pub(crate) struct Tap {
+    inner: Arc<dyn Journal>,
+    probes: Arc<Mutex<HashMap<IntentKey, ProbeMark>>>,
+}
+
+impl Tap {
+    pub(crate) fn new(inner: Arc<dyn Journal>) -> Tap {
+        Tap { inner, probes: Arc::default() }
+    }
+
+    pub(crate) fn last_probe(&self, key: IntentKey) -> Option<ProbeMark> {
+        self.probes.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied()
+    }
+}
+
+impl Journal for Tap {
+    fn append<'a>(
+        &'a self,
+        record: &'a Record,
+        durability: Durability,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        if let Some(mark) = record.probe {
+            self.probes.lock().unwrap_or_else(|e| e.into_inner()).insert(record.intent_key, mark);
+        }
+        self.inner.append(record, durability)
+    }
+
+    fn recall(&self, key: &IntentKey) -> Option<Recall> {
+        self.inner.recall(key)
+    }
+
+    fn unresolved(&self) -> Vec<Recall> {
+        self.inner.unresolved()
+    }
+}
+
+/// A journal that keeps nothing: a process with no attempt log.
+struct NoJournal;
+
+impl Journal for NoJournal {
+    fn append<'a>(
+        &'a self,
+        _record: &'a Record,
+        _durability: Durability,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn recall(&self, _key: &IntentKey) -> Option<Recall> {
+        None
+    }
+
+    fn unresolved(&self) -> Vec<Recall> {
+        Vec::new()
+    }
+}
