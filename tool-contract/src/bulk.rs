@@ -8,7 +8,7 @@ use crate::effect::{AutoRetry, EffectKind};
 use crate::engine::{Run, Stop, guarded, normalise, secs};
 use crate::journal::LastWord;
 use crate::key::IntentKey;
-use crate::probe::NoProbe;
+use crate::probe::{NoProbe, ProbeMark};
 use crate::report::{Applied, Item, Outcome, Report};
 use crate::spec::{Dedupe, ToolSpec};
 use crate::task::Task;
@@ -115,19 +115,31 @@ where
     // Items an earlier attempt may have applied, not since cleared by a probe.
     let mut maybe = vec![false; results.len()];
 
-    if let Some(recall) = run.recall() {
+    if let Some(recall) = run.recall().filter(|_| side) {
         run.attempt = recall.attempts;
         run.attempt_id = recall.last.attempt_id.clone();
-        match recall.last_word() {
-            LastWord::Ok(Some(value)) => {
-                if let Ok(recorded) = <Vec<Item> as serde::Deserialize>::deserialize(value) {
-                    let mut report = run.bulk_report(recorded, "items");
-                    report.message =
-                        format!("{} (recorded in the attempt log; not repeated)", report.message);
-                    return report;
+        let recorded =
+            recall.last.value.as_ref().and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
+        match (recall.last_word(), recorded) {
+            (LastWord::Ok(_), Some(recorded)) => {
+                let mut report = run.bulk_report(recorded, "items");
+                report.message = format!("{} (recorded in the attempt log; not repeated)", report.message);
+                return report;
+            }
+            // An earlier run ended with per-item results: resume from them, so what landed is not sent
+            // again and what is unknown is probed first.
+            (LastWord::Ended(_), Some(recorded)) if side => {
+                for item in recorded {
+                    let Some(i) = ids.iter().position(|id| *id == item.id) else { continue };
+                    if item.applied == Applied::Unknown {
+                        to_probe.push(i);
+                        maybe[i] = true;
+                    }
+                    results[i] = item;
                 }
             }
-            LastWord::Unfinished | LastWord::Ended(Outcome::Unknown) if side => {
+            (LastWord::Ended(_), None) if recall.last.effect_applied == Some(Applied::No) => {}
+            (LastWord::Unfinished | LastWord::Ended(_), _) if side => {
                 for item in &mut results {
                     *item = Item::unknown(item.id.clone(), "left unresolved by an earlier run");
                 }
@@ -143,9 +155,17 @@ where
     let mut stop: Option<Stop> = None;
     loop {
         if !to_probe.is_empty() {
-            resolve(&run, &mut probe, &items, &mut results, &to_probe).await;
-            for &i in &to_probe {
-                maybe[i] = results[i].applied == Applied::Unknown;
+            let started = SystemTime::now();
+            let left = task.remaining();
+            if let Some(mark) = resolve(&run, &mut probe, &items, &mut results, &to_probe).await {
+                for &i in &to_probe {
+                    maybe[i] = results[i].applied == Applied::Unknown;
+                }
+                let now = honest(&results, &maybe);
+                let Tally { outcome, applied, message } = tally(spec, &now, "items");
+                let value = serde_json::to_value(&now).ok();
+                run.log_end(left, started, outcome, applied, Some(mark), &format!("probe: {message}"), value)
+                    .await;
             }
             to_probe.clear();
         }
@@ -221,10 +241,11 @@ where
         for (i, item) in results.iter().enumerate() {
             maybe[i] |= item.applied == Applied::Unknown;
         }
-        let summary = summarise(&run, honest(&results, &maybe), "items");
-        let value = (summary.outcome == Outcome::Ok).then(|| serde_json::to_value(&results).ok()).flatten();
-        run.log_end(left, started, summary.outcome, summary.effect_applied, None, &summary.message, value)
-            .await;
+        let now = honest(&results, &maybe);
+        let Tally { outcome, applied, message } = tally(spec, &now, "items");
+        // Every end record carries the items, so a restart resumes from them.
+        let value = serde_json::to_value(&now).ok();
+        run.log_end(left, started, outcome, applied, None, &message, value).await;
         last = whole;
         if side {
             to_probe = pending.iter().copied().filter(|&i| results[i].outcome == Outcome::Unknown).collect();
@@ -305,13 +326,13 @@ async fn resolve<I: Clone + ItemId, P: BulkProber<I>>(
     items: &[I],
     results: &mut [Item],
     unknown: &[usize],
-) {
+) -> Option<ProbeMark> {
     if !probe.exists() {
-        return;
+        return None;
     }
     let left = run.task.remaining();
     if left.is_zero() {
-        return;
+        return None;
     }
     let asked: Vec<I> = unknown.iter().map(|&i| items[i].clone()).collect();
     let verdicts = match tokio::time::timeout(left, guarded(|| probe.probe(run.key, asked))).await {
@@ -320,13 +341,13 @@ async fn resolve<I: Clone + ItemId, P: BulkProber<I>>(
             for &i in unknown {
                 results[i].reason = Some(format!("the probe panicked: {panic}"));
             }
-            return;
+            return Some(ProbeMark::Failed);
         }
         Err(_) => {
             for &i in unknown {
                 results[i].reason = Some(format!("the probe timed out after {}", secs(left)));
             }
-            return;
+            return Some(ProbeMark::Failed);
         }
     };
     for verdict in verdicts {
@@ -342,17 +363,32 @@ async fn resolve<I: Clone + ItemId, P: BulkProber<I>>(
             }
         }
     }
+    // One mark for the batch: failed while any item stays unknown, landed when any item did.
+    let asked = || unknown.iter().map(|&i| &results[i]);
+    Some(if asked().any(|item| item.applied == Applied::Unknown) {
+        ProbeMark::Failed
+    } else if asked().any(|item| item.applied == Applied::Yes) {
+        ProbeMark::Landed
+    } else {
+        ProbeMark::NotLanded
+    })
 }
 
-/// The aggregate of per-item results: outcome, effect, a counted message, escalation of the unknown.
-pub(crate) fn summarise(run: &Run<'_>, items: Vec<Item>, noun: &str) -> Report<()> {
+/// The aggregate of per-item results: outcome, effect and a counted message.
+pub(crate) struct Tally {
+    pub(crate) outcome: Outcome,
+    pub(crate) applied: Applied,
+    pub(crate) message: String,
+}
+
+pub(crate) fn tally(spec: &ToolSpec, items: &[Item], noun: &str) -> Tally {
     let count = |o: Outcome| items.iter().filter(|i| i.outcome == o).count();
     let (ok, refused, retry, unknown) =
         (count(Outcome::Ok), count(Outcome::Permanent), count(Outcome::Retryable), count(Outcome::Unknown));
     let yes = items.iter().filter(|i| i.applied == Applied::Yes).count();
     let maybe = items.iter().filter(|i| i.applied == Applied::Unknown).count();
     let total = items.len();
-    let applied = if !run.spec.effect().has_side_effect() {
+    let applied = if !spec.effect().has_side_effect() {
         Applied::No
     } else if yes == total && total > 0 {
         Applied::Yes
@@ -372,12 +408,18 @@ pub(crate) fn summarise(run: &Run<'_>, items: Vec<Item>, noun: &str) -> Report<(
     } else {
         Outcome::Ok
     };
-    let mut message = format!("{}: {ok} of {total} {noun} done", run.spec.name());
+    let mut message = format!("{}: {ok} of {total} {noun} done", spec.name());
     for (n, what) in [(refused, "refused"), (unknown, "unresolved"), (retry, "not applied, retryable")] {
         if n > 0 {
             message.push_str(&format!("; {n} {what}"));
         }
     }
+    Tally { outcome, applied, message }
+}
+
+/// The final report of a bulk call; an unresolved item escalates the call.
+pub(crate) fn summarise(run: &Run<'_>, items: Vec<Item>, noun: &str) -> Report<()> {
+    let Tally { outcome, applied, message } = tally(run.spec, &items, noun);
     let mut report = run.report::<()>(outcome, applied, message, None);
     report.value = (outcome == Outcome::Ok).then_some(());
     report.items = items;

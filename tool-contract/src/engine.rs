@@ -60,37 +60,29 @@ where
     let side = spec.effect().has_side_effect();
     let mut last: Option<Class> = None;
 
-    if let Some(recall) = run.recall() {
+    // Only side effects are recognised from the log: a read is cheap to repeat and its value goes stale.
+    if let Some(recall) = run.recall().filter(|_| side) {
         run.attempt = recall.attempts;
         run.attempt_id = recall.last.attempt_id.clone();
-        match recall.last_word() {
-            LastWord::Ok(value) => {
-                let replayed = value.map(|v| T::deserialize(v));
-                match replayed {
-                    Some(Ok(value)) => return run.replayed(value),
-                    _ if side => {
-                        last = Some(Class::unknown(format!(
-                            "attempt {} is recorded ok but its value is not in the log",
-                            run.attempt_id
-                        )));
-                    }
-                    _ => {}
+        let earlier = match recall.last_word() {
+            LastWord::Ok(value) => match value.map(|v| T::deserialize(v)) {
+                Some(Ok(value)) => return run.replayed(value),
+                _ => {
+                    Some(format!("attempt {} is recorded ok but its value is not in the log", run.attempt_id))
                 }
+            },
+            LastWord::Unfinished => {
+                Some(format!("attempt {} started in an earlier run and never finished", run.attempt_id))
             }
-            LastWord::Unfinished if side => {
-                last = Some(Class::unknown(format!(
-                    "attempt {} started in an earlier run and never finished",
-                    run.attempt_id
-                )));
-            }
-            LastWord::Ended(Outcome::Unknown) if side => {
-                last = Some(Class::unknown(format!(
-                    "attempt {} ended unknown in an earlier run",
-                    run.attempt_id
-                )));
-            }
-            _ => {}
-        }
+            // An end that applied nothing for sure leaves nothing to resolve.
+            LastWord::Ended(_) if recall.last.effect_applied == Some(Applied::No) => None,
+            LastWord::Ended(outcome) => Some(format!(
+                "attempt {} ended {outcome} in an earlier run with its effect {}",
+                run.attempt_id,
+                recall.last.effect_applied.unwrap_or(Applied::Unknown)
+            )),
+        };
+        last = earlier.map(Class::unknown);
         run.maybe_applied = last.is_some();
     }
 
@@ -169,7 +161,14 @@ where
             }
             Err(_) => classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit))),
         };
-        run.log_end(left, started, class.outcome(), class.effect(), None, class.message(), None).await;
+        // The log keeps the call's effect, not the attempt's: an attempt that applied nothing after one that
+        // may have landed leaves the intent unresolved for the next run.
+        let recorded = if run.maybe_applied && class.effect() == Applied::No {
+            Applied::Unknown
+        } else {
+            class.effect()
+        };
+        run.log_end(left, started, class.outcome(), recorded, None, class.message(), None).await;
         if class.outcome() == Outcome::Permanent {
             return run.report(class.outcome(), class.effect(), class.message().to_owned(), None);
         }
@@ -330,7 +329,16 @@ impl<'a> Run<'a> {
         let Some(journal) = self.task.journal_ref() else { return Ok(()) };
         let durability =
             if self.spec.effect().has_side_effect() { Durability::Synced } else { Durability::Buffered };
-        journal.append(&self.record(Phase::Start, left, started), durability).await
+        let record = self.record(Phase::Start, left, started);
+        // A store that hangs (a stuck disk) must not hold the call past its deadline; a start record that
+        // lands late reads as unfinished and is probed next time.
+        match tokio::time::timeout(left, journal.append(&record, durability)).await {
+            Ok(appended) => appended,
+            Err(_) => Err(crate::JournalError::Io {
+                context: "attempt log: the start record was not stored within the budget".to_owned(),
+                source: std::io::ErrorKind::TimedOut.into(),
+            }),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]

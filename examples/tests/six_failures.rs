@@ -1,0 +1,62 @@
+//! The main job, run as a user runs it: all six pass, the JSON has the promised keys, and the attempt
+//! log it names is readable by the inspector.
+
+use std::process::Command;
+
+#[test]
+fn the_demonstration_passes_all_six_and_prints_one_json_object_per_scenario() {
+    let out = Command::new(env!("CARGO_BIN_EXE_six-failures")).arg("--json").output().expect("the demo runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let lines: Vec<serde_json::Value> =
+        stdout.lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect();
+    let names: Vec<&str> = lines.iter().map(|l| l["scenario"].as_str().unwrap_or_default()).collect();
+    assert_eq!(
+        names,
+        [
+            "kill-mid-call",
+            "duplicate-delivery",
+            "200-error-body",
+            "slow-success",
+            "partial-batch",
+            "rate-limit"
+        ]
+    );
+    for line in &lines {
+        let keys: Vec<&str> = line.as_object().expect("an object").keys().map(String::as_str).collect();
+        for key in [
+            "scenario",
+            "outcome",
+            "effect_applied",
+            "attempts",
+            "probe",
+            "effects_at_service",
+            "expected",
+            "pass",
+        ] {
+            assert!(keys.contains(&key), "{key} missing in {line}");
+        }
+        assert_eq!(line["pass"], true, "{line}");
+    }
+    assert_eq!(lines[0]["probe"], "landed");
+    assert_eq!(lines[0]["effects_at_service"], 1);
+
+    let log = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("attempt log: "))
+        .expect("the demo says where its log is")
+        .trim()
+        .to_owned();
+    let contents = std::fs::read_to_string(&log).expect("the log exists");
+    assert!(contents.lines().count() >= 12, "{contents}");
+    assert!(stderr.contains("tool-contract -- log"), "{stderr}");
+    let _ = std::fs::remove_file(log);
+}
+
+#[test]
+fn an_unknown_argument_is_a_usage_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_six-failures")).arg("--yaml").output().expect("the demo runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("usage: six-failures [--json]"));
+}
