@@ -1,1 +1,4 @@
-//! Integration suite of tool-contract: see the files beside this one.
+//! Integration suite of tool-contract: the tests are the files beside this one; this library holds
+//! what several of them share.
+
+pub mod http_tools;

@@ -138,6 +138,20 @@ where
                     results[i] = item;
                 }
             }
+            (LastWord::Unfinished, Some(recorded)) if side => {
+                for item in recorded {
+                    let Some(i) = ids.iter().position(|id| *id == item.id) else { continue };
+                    results[i] = match item.outcome {
+                        Outcome::Ok | Outcome::Permanent => item,
+                        // Carried by the attempt that never finished: it may have landed.
+                        _ => {
+                            to_probe.push(i);
+                            maybe[i] = true;
+                            Item::unknown(item.id, "sent by an attempt that never finished")
+                        }
+                    };
+                }
+            }
             (LastWord::Ended(_), None) if recall.last.effect_applied == Some(Applied::No) => {}
             (LastWord::Unfinished | LastWord::Ended(_), _) if side => {
                 for item in &mut results {
@@ -199,7 +213,10 @@ where
         made += 1;
         run.next_attempt();
         let started = SystemTime::now();
-        if let Err(err) = run.log_start(left, started).await {
+        // The start record carries the items as known before this attempt: if the process dies mid-attempt,
+        // a restart keeps what had landed or been refused and probes only what this attempt carried.
+        let before = serde_json::to_value(honest(&results, &maybe)).ok();
+        if let Err(err) = run.log_start(left, started, before).await {
             if side {
                 let message = format!("{err}; not started");
                 stop = Some(Stop {

@@ -141,7 +141,7 @@ where
         made += 1;
         run.next_attempt();
         let started = SystemTime::now();
-        if let Err(err) = run.log_start(left, started).await {
+        if let Err(err) = run.log_start(left, started, None).await {
             if side {
                 let msg = format!("{err}; the attempt was not started");
                 return run.report(Outcome::Retryable, Applied::No, msg, None);
@@ -321,15 +321,18 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Write the start record ahead of the attempt; `value` carries what a bulk call knew of its items.
     pub(crate) async fn log_start(
         &self,
         left: Duration,
         started: SystemTime,
+        value: Option<serde_json::Value>,
     ) -> Result<(), crate::JournalError> {
         let Some(journal) = self.task.journal_ref() else { return Ok(()) };
         let durability =
             if self.spec.effect().has_side_effect() { Durability::Synced } else { Durability::Buffered };
-        let record = self.record(Phase::Start, left, started);
+        let mut record = self.record(Phase::Start, left, started);
+        record.value = value;
         // A store that hangs (a stuck disk) must not hold the call past its deadline; a start record that
         // lands late reads as unfinished and is probed next time.
         match tokio::time::timeout(left, journal.append(&record, durability)).await {

@@ -43,6 +43,14 @@ pub enum Fault {
     },
     /// Refuse before applying anything (connection refused; the request never arrived).
     RefuseBeforeApplying,
+    /// Hold the request for `after` without applying anything, then answer as `then` would. A caller
+    /// killed meanwhile leaves the service with nothing applied for this request.
+    Delay {
+        /// How long the request is held.
+        after: Duration,
+        /// What happens after the hold.
+        then: Box<Fault>,
+    },
     /// Batch: the listed items are refused for good, the deferred ones are answered "retry later",
     /// every other item is applied.
     Batch {
@@ -221,7 +229,12 @@ impl FakeService {
 
     /// One single-act request carrying `key`.
     pub async fn submit(&self, key: IntentKey) -> Result<Reply, Transport> {
-        match self.next_fault() {
+        let mut fault = self.next_fault();
+        while let Fault::Delay { after, then } = fault {
+            tokio::time::sleep(after).await;
+            fault = *then;
+        }
+        match fault {
             Fault::RefuseBeforeApplying => Err(Transport::NotSent("connection refused".to_owned())),
             Fault::ErrorBody { status, body } => Ok(Reply::Status { status, retry_after: None, body }),
             Fault::RetryAfter { status, header } => {
@@ -232,7 +245,7 @@ impl FakeService {
                 Err(Transport::NoReply("connection closed after the request was processed".to_owned()))
             }
             Fault::Slow { apply_after, reply_after } => self.slow(key, apply_after, reply_after).await,
-            Fault::None | Fault::Batch { .. } => Ok(Reply::Done(self.apply(key))),
+            Fault::None | Fault::Batch { .. } | Fault::Delay { .. } => Ok(Reply::Done(self.apply(key))),
         }
     }
 
@@ -284,7 +297,12 @@ impl FakeService {
 
     /// One batch request carrying `key`, with these items.
     pub async fn submit_batch(&self, key: IntentKey, items: &[String]) -> Result<Reply, Transport> {
-        let (reject, defer) = match self.next_fault() {
+        let mut fault = self.next_fault();
+        while let Fault::Delay { after, then } = fault {
+            tokio::time::sleep(after).await;
+            fault = *then;
+        }
+        let (reject, defer) = match fault {
             Fault::RefuseBeforeApplying => return Err(Transport::NotSent("connection refused".to_owned())),
             Fault::ErrorBody { status, body } => {
                 return Ok(Reply::Status { status, retry_after: None, body });
@@ -301,7 +319,7 @@ impl FakeService {
                 (Vec::new(), Vec::new())
             }
             Fault::Batch { reject, defer } => (reject, defer),
-            Fault::None => (Vec::new(), Vec::new()),
+            Fault::None | Fault::Delay { .. } => (Vec::new(), Vec::new()),
         };
         Ok(Reply::Items(self.apply_items(key, items, &reject, &defer)))
     }
