@@ -107,6 +107,133 @@ use syn::ItemFn;
 /// The intent key is `hex(sha256("{task_id}|{actor}|{verb}|{target}|{slot}"))[..32]`; it never
 /// depends on the payload.
 ///
+/// ## `effect = "read"`: no probe, retried with backoff inside the budget
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::{Applied, Class, Outcome, Task, tool};
+///
+/// /// Read a price; the first attempt meets a busy service.
+/// #[tool(effect = "read", target = sku)]
+/// async fn read_price(call: &tool_contract::Call, sku: String) -> Result<u32, Class> {
+///     if call.attempt() == 1 { Err(Class::retryable("503 from /prices")) } else { Ok(1299) }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let task = Task::new("quote-1", "agent", Duration::from_secs(10));
+/// let report = read_price(&task, "sku-1".to_owned()).await;
+/// assert_eq!((report.outcome, report.effect_applied, report.value), (Outcome::Ok, Applied::No, Some(1299)));
+/// # }
+/// ```
+///
+/// Without the macro: `const SPEC: ToolSpec = ToolSpec::new("read_price", EffectKind::Read);` then
+/// `engine::run(task, &SPEC, task.key(&SPEC, &sku, None), |call| ..., NoProbe)`.
+///
+/// ## `dedupe = "receiver"`: a `create` whose receiver honours the key needs no probe
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::{Call, Class, Outcome, Task, tool};
+///
+/// /// Create an order; the receiver deduplicates by the `Idempotency-Key` it is sent.
+/// #[tool(effect = "create", dedupe = "receiver", target = cart)]
+/// async fn create_order(call: &Call, cart: String) -> Result<String, Class> {
+///     // A lost reply is retried with the same key, which the receiver recognises.
+///     if call.attempt() == 1 { return Err(Class::unknown("502 from the gateway")) }
+///     Ok(format!("order for {cart} under key {}", call.key()))
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let task = Task::new("checkout-8", "agent", Duration::from_secs(10));
+/// let report = create_order(&task, "cart-1".to_owned()).await;
+/// assert_eq!(report.outcome, Outcome::Ok);
+/// assert!(report.value.unwrap().ends_with(&report.idempotency_key.to_string()));
+/// # }
+/// ```
+///
+/// Without the macro: `ToolSpec::new("create_order", EffectKind::Create).dedupe(Dedupe::Receiver)` and
+/// `NoProbe`.
+///
+/// ## `deadline_floor`: no attempt starts with less budget than it needs
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::{Applied, Class, IntentKey, Outcome, Probe, Task, tool};
+///
+/// async fn charged(card: &String, key: IntentKey) -> Probe<u64> { Probe::NotLanded }
+///
+/// /// Charge a card; the payment network needs at least five seconds.
+/// #[tool(effect = "money", probe = charged, target = card, deadline_floor = "5s")]
+/// async fn charge_card(card: String) -> Result<u64, Class> {
+///     unreachable!("never started with a 1 s budget")
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let task = Task::new("ord-1", "agent", Duration::from_secs(1));
+/// let report = charge_card(&task, "card-42".to_owned()).await;
+/// assert_eq!((report.outcome, report.effect_applied, report.deadline_left_s), (Outcome::Retryable, Applied::No, 0));
+/// # }
+/// ```
+///
+/// Without the macro: `ToolSpec::new("charge_card", EffectKind::Money).deadline_floor(Duration::from_secs(5))`.
+///
+/// ## `verb`, `target`, `slot`: the parts of the intent key
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::{Call, Class, Intent, IntentKey, Probe, Task, tool};
+///
+/// async fn reminded(user: &String, n: &u32, sent_at: &u64, key: IntentKey) -> Probe<()> { Probe::NotLanded }
+///
+/// /// Send reminder number `n`; the payload (a fresh timestamp) never changes the key.
+/// #[tool(effect = "send", probe = reminded, verb = "remind", target = user, slot = n)]
+/// async fn send_reminder(user: String, n: u32, sent_at: u64) -> Result<(), Class> {
+///     Ok(())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let task = Task::new("onboarding-3", "agent:crm", Duration::from_secs(10));
+/// let report = send_reminder(&task, "ada".to_owned(), 2, 1_796_000_000).await;
+/// assert_eq!(report.idempotency_key, Intent::new("onboarding-3", "agent:crm", "remind", "ada").slot("2").key());
+/// # }
+/// ```
+///
+/// Without the macro: `task.key(&SPEC, &user, Some(&n))` with `ToolSpec::new(..).verb("remind")`.
+///
+/// ## `probe = Self::...` on a method: a client that holds its connection
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::{Class, IntentKey, Outcome, Probe, Task, tool};
+///
+/// struct Records { deleted: std::sync::Mutex<Vec<String>> }
+///
+/// impl Records {
+///     /// Delete a record; the reply is lost after the deletion.
+///     #[tool(effect = "destructive", probe = Self::gone, target = id)]
+///     async fn delete_record(&self, id: String) -> Result<(), Class> {
+///         self.deleted.lock().unwrap().push(id);
+///         Err(Class::unknown("connection reset after the request was sent"))
+///     }
+///
+///     /// A read that tells whether the record is gone.
+///     async fn gone(&self, id: &String, key: IntentKey) -> Probe<()> {
+///         if self.deleted.lock().unwrap().contains(id) { Probe::Landed(()) } else { Probe::NotLanded }
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let records = Records { deleted: Default::default() };
+/// let task = Task::new("cleanup-2", "agent:ops", Duration::from_secs(10));
+/// let report = records.delete_record(&task, "rec-7".to_owned()).await;
+/// assert_eq!(report.outcome, Outcome::Ok, "the probe found it gone: not deleted twice");
+/// assert_eq!(records.deleted.lock().unwrap().len(), 1);
+/// # }
+/// ```
+///
+/// Without the macro: the same `engine::run` call inside the method, the probe closure calling
+/// `self.gone(&id, key)`.
+///
 /// # Probes
 ///
 /// A probe is a read that tells whether the attempt carrying an intent key landed. It receives the
