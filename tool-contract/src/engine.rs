@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::task::Poll;
+use std::task::{Poll, Waker};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use crate::call::Call;
 use crate::classify::{self, Class, Classify};
 use crate::effect::{AutoRetry, EffectKind};
-use crate::journal::{Durability, LastWord, Phase, Record, rfc3339};
+use crate::journal::{Durability, LastWord, Phase, RecordRef, rfc3339};
 use crate::key::IntentKey;
 use crate::probe::{Probe, ProbeMark, Prober};
 use crate::report::{Applied, Item, Outcome, Report};
@@ -60,8 +60,11 @@ where
     let side = spec.effect().has_side_effect();
     let mut last: Option<Class> = None;
 
-    // Only side effects are recognised from the log: a read is cheap to repeat and its value goes stale.
-    if let Some(recall) = run.recall().filter(|_| side) {
+    // Only side effects are recognised from the log: a read is cheap to repeat and its value goes stale,
+    // so of a read's history only the attempt count carries over.
+    if !side {
+        run.attempt = run.logged_attempts().unwrap_or(0);
+    } else if let Some(recall) = run.recall() {
         run.attempt = recall.attempts;
         run.attempt_id = recall.last.attempt_id.clone();
         let earlier = match recall.last_word() {
@@ -140,7 +143,7 @@ where
         }
         made += 1;
         run.next_attempt();
-        let started = SystemTime::now();
+        let started = if task.journal_ref().is_some() { SystemTime::now() } else { SystemTime::UNIX_EPOCH };
         if let Err(err) = run.log_start(left, started, None).await {
             if side {
                 let msg = format!("{err}; the attempt was not started");
@@ -150,7 +153,8 @@ where
         let limit =
             if side && probe.exists() { left.saturating_sub(spec.reserve()).max(spec.floor()) } else { left };
         let call = run.call(limit);
-        let class = match tokio::time::timeout(limit, guarded(|| attempt(call))).await {
+        let deadline = call.deadline;
+        let class = match within(deadline, guarded(|| attempt(call))).await {
             Ok(Ok(Ok(value))) => return run.succeeded(value, left, started).await,
             Ok(Ok(Err(err))) => normalise(spec.effect(), err.classify()),
             Ok(Err(panic)) if side => {
@@ -225,6 +229,27 @@ pub(crate) fn secs(d: Duration) -> String {
     format!("{:.1}s", d.as_secs_f64())
 }
 
+/// `tokio::time::timeout_at`, with the timer set only once the future has returned `Pending`: a call that
+/// is done when first polled (a cache hit, a fake) never touches the timer wheel. `Err(())` when the
+/// deadline passed first; the future is then dropped, as with `timeout_at`.
+pub(crate) async fn within<F: Future>(deadline: tokio::time::Instant, fut: F) -> Result<F::Output, ()> {
+    let mut fut = std::pin::pin!(fut);
+    let mut timer = std::pin::pin!(None::<tokio::time::Sleep>);
+    std::future::poll_fn(move |cx| {
+        if let Poll::Ready(value) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Ok(value));
+        }
+        if timer.is_none() {
+            timer.set(Some(tokio::time::sleep_until(deadline)));
+        }
+        match timer.as_mut().as_pin_mut().map(|sleep| sleep.poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(Err(())),
+            _ => Poll::Pending,
+        }
+    })
+    .await
+}
+
 /// Run `start` and the future it returns, turning a panic in either into an `Err` with its message.
 pub(crate) async fn guarded<F: Future>(start: impl FnOnce() -> F) -> Result<F::Output, String> {
     let fut = std::panic::catch_unwind(AssertUnwindSafe(start)).map_err(panic_message)?;
@@ -292,6 +317,11 @@ impl<'a> Run<'a> {
         self.task.journal_ref().and_then(|j| j.recall(&self.key))
     }
 
+    /// The highest attempt number the log holds for the intent, without reading its last record.
+    pub(crate) fn logged_attempts(&self) -> Option<u32> {
+        self.task.journal_ref().and_then(|j| j.attempts(&self.key))
+    }
+
     pub(crate) fn call(&self, limit: Duration) -> Call {
         let now = tokio::time::Instant::now();
         Call {
@@ -303,15 +333,15 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn record(&self, phase: Phase, left: Duration, started: SystemTime) -> Record {
-        Record {
+    fn record<'r>(&'r self, phase: Phase, left: Duration, started: &'r str) -> RecordRef<'r> {
+        RecordRef {
             phase,
-            task: self.task.id().to_owned(),
-            call: self.spec.name().to_owned(),
+            task: self.task.id(),
+            call: self.spec.name(),
             intent_key: self.key,
             attempt: self.attempt,
-            attempt_id: self.attempt_id.clone(),
-            started: rfc3339(started),
+            attempt_id: &self.attempt_id,
+            started,
             budget_left_s: left.as_secs(),
             outcome: None,
             effect_applied: None,
@@ -331,11 +361,18 @@ impl<'a> Run<'a> {
         let Some(journal) = self.task.journal_ref() else { return Ok(()) };
         let durability =
             if self.spec.effect().has_side_effect() { Durability::Synced } else { Durability::Buffered };
-        let mut record = self.record(Phase::Start, left, started);
-        record.value = value;
+        let stamp = rfc3339(started);
+        let mut record = self.record(Phase::Start, left, &stamp);
+        record.value = value.as_ref();
+        let mut appended = journal.append_ref(record, durability);
+        // Most appends are done when first polled (a buffered record is written at once): no timer then.
+        if let Poll::Ready(done) = appended.as_mut().poll(&mut std::task::Context::from_waker(Waker::noop()))
+        {
+            return done;
+        }
         // A store that hangs (a stuck disk) must not hold the call past its deadline; a start record that
         // lands late reads as unfinished and is probed next time.
-        match tokio::time::timeout(left, journal.append(&record, durability)).await {
+        match tokio::time::timeout(left, appended).await {
             Ok(appended) => appended,
             Err(_) => Err(crate::JournalError::Io {
                 context: "attempt log: the start record was not stored within the budget".to_owned(),
@@ -356,14 +393,16 @@ impl<'a> Run<'a> {
         value: Option<serde_json::Value>,
     ) {
         let Some(journal) = self.task.journal_ref() else { return };
-        let mut record = self.record(Phase::End, left, started);
+        let stamp = rfc3339(started);
+        let mut record = self.record(Phase::End, left, &stamp);
         record.outcome = Some(outcome);
         record.effect_applied = Some(applied);
         record.probe = probe;
-        record.message = Some(message.to_owned());
-        record.value = value;
+        record.message = Some(message);
+        record.value = value.as_ref();
         // Losing an end record is safe: the attempt then reads as unfinished and is probed next time.
-        let _ = journal.append(&record, Durability::Buffered).await;
+        let appended = journal.append_ref(record, Durability::Buffered);
+        let _ = appended.await;
     }
 
     pub(crate) fn report<T>(
@@ -432,7 +471,10 @@ impl<'a> Run<'a> {
     }
 
     async fn succeeded<T: Serialize>(&self, value: T, left: Duration, started: SystemTime) -> Report<T> {
-        let message = format!("{} done on attempt {}", self.spec.name(), self.attempt);
+        let mut message = String::with_capacity(self.spec.name().len() + 28);
+        message.push_str(self.spec.name());
+        message.push_str(" done on attempt ");
+        push_decimal(&mut message, u64::from(self.attempt));
         if self.task.journal_ref().is_some() {
             let json = serde_json::to_value(&value).ok();
             self.log_end(left, started, Outcome::Ok, self.applied_on_ok(), None, &message, json).await;
@@ -598,7 +640,29 @@ impl<'a> Run<'a> {
 /// `{task}-{first 8 hex of the key}-a{n}`.
 pub(crate) fn attempt_id(task: &str, key: &IntentKey, attempt: u32) -> String {
     let hex = key.hex();
-    format!("{task}-{}-a{attempt}", String::from_utf8_lossy(&hex[..8]))
+    let mut id = String::with_capacity(task.len() + 12 + 10);
+    id.push_str(task);
+    id.push('-');
+    // The digits are ASCII by construction.
+    id.push_str(std::str::from_utf8(&hex[..8]).unwrap_or_default());
+    id.push_str("-a");
+    push_decimal(&mut id, u64::from(attempt));
+    id
+}
+
+/// Append `n` in decimal, without the formatting machinery.
+pub(crate) fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 fn ceil_secs(d: Duration) -> u64 {

@@ -76,6 +76,79 @@ pub struct Record {
     pub value: Option<serde_json::Value>,
 }
 
+/// A [`Record`] by reference to its parts: what [`Journal::append_ref`] takes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RecordRef<'a> {
+    /// `start` or `end`.
+    pub phase: Phase,
+    /// The task's id.
+    pub task: &'a str,
+    /// The tool's name.
+    pub call: &'a str,
+    /// The intent key.
+    pub intent_key: IntentKey,
+    /// The attempt number.
+    pub attempt: u32,
+    /// The attempt's id.
+    pub attempt_id: &'a str,
+    /// When the attempt started, RFC 3339 UTC.
+    pub started: &'a str,
+    /// The task's budget left when the attempt started, whole seconds.
+    pub budget_left_s: u64,
+    /// The outcome; `None` on a start record.
+    pub outcome: Option<Outcome>,
+    /// What is known of the effect.
+    pub effect_applied: Option<Applied>,
+    /// The probe's verdict, when a probe ran.
+    pub probe: Option<ProbeMark>,
+    /// The one-line message.
+    pub message: Option<&'a str>,
+    /// The tool's value as JSON.
+    pub value: Option<&'a serde_json::Value>,
+}
+
+impl RecordRef<'_> {
+    /// The record itself.
+    pub fn to_record(&self) -> Record {
+        Record {
+            phase: self.phase,
+            task: self.task.to_owned(),
+            call: self.call.to_owned(),
+            intent_key: self.intent_key,
+            attempt: self.attempt,
+            attempt_id: self.attempt_id.to_owned(),
+            started: self.started.to_owned(),
+            budget_left_s: self.budget_left_s,
+            outcome: self.outcome,
+            effect_applied: self.effect_applied,
+            probe: self.probe,
+            message: self.message.map(str::to_owned),
+            value: self.value.cloned(),
+        }
+    }
+}
+
+impl Record {
+    /// The record by reference to its parts.
+    pub fn as_record_ref(&self) -> RecordRef<'_> {
+        RecordRef {
+            phase: self.phase,
+            task: &self.task,
+            call: &self.call,
+            intent_key: self.intent_key,
+            attempt: self.attempt,
+            attempt_id: &self.attempt_id,
+            started: &self.started,
+            budget_left_s: self.budget_left_s,
+            outcome: self.outcome,
+            effect_applied: self.effect_applied,
+            probe: self.probe,
+            message: self.message.as_deref(),
+            value: self.value.as_ref(),
+        }
+    }
+}
+
 /// How hard an append must try before it returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
@@ -131,8 +204,13 @@ impl Recall {
 
     /// `true` when the intent waits on someone: unfinished, or ended `unknown`.
     pub fn is_unresolved(&self) -> bool {
-        matches!(self.last_word(), LastWord::Unfinished | LastWord::Ended(Outcome::Unknown))
+        is_open(self.last.phase, self.last.outcome)
     }
+}
+
+/// [`Recall::is_unresolved`] of a last record with this phase and outcome.
+pub(crate) fn is_open(phase: Phase, outcome: Option<Outcome>) -> bool {
+    matches!((phase, outcome), (Phase::Start, _) | (Phase::End, None | Some(Outcome::Unknown)))
 }
 
 /// An error of the attempt log's storage.
@@ -190,11 +268,40 @@ pub trait Journal: Send + Sync {
         durability: Durability,
     ) -> BoxFuture<'a, Result<(), JournalError>>;
 
+    /// [`Journal::append`] of a record given by reference to its parts, which the store reads before this
+    /// returns: a store that writes records out (the file log) encodes it without building a [`Record`]
+    /// first. The engine appends through this; the default builds the `Record` and appends it.
+    fn append_ref(
+        &self,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> BoxFuture<'_, Result<(), JournalError>> {
+        let record = record.to_record();
+        Box::pin(async move { self.append(&record, durability).await })
+    }
+
     /// What the log holds on one intent.
     fn recall(&self, key: &IntentKey) -> Option<Recall>;
 
+    /// The highest attempt number recorded for one intent (`recall(key)` then `attempts`), without
+    /// decoding its last record: how a read continues its attempt numbers.
+    fn attempts(&self, key: &IntentKey) -> Option<u32> {
+        self.recall(key).map(|recall| recall.attempts)
+    }
+
     /// Every intent whose last word is unfinished or `unknown`: the escalation queue.
     fn unresolved(&self) -> Vec<Recall>;
+}
+
+/// The future of an append that is done when made. It has no size, so boxing it allocates nothing.
+pub(crate) struct Appended;
+
+impl std::future::Future for Appended {
+    type Output = Result<(), JournalError>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        std::task::Poll::Ready(Ok(()))
+    }
 }
 
 /// Fold one record into an index of intents: the shared rule of every store.
@@ -219,11 +326,6 @@ pub(crate) fn supersedes(attempt: u32, kept: u32) -> bool {
     attempt >= kept
 }
 
-/// The unresolved intents of an index, oldest first: the escalation queue.
-pub(crate) fn unresolved_of(index: &HashMap<IntentKey, Recall>) -> Vec<Recall> {
-    sort_unresolved(index.values().filter(|r| r.is_unresolved()).cloned().collect())
-}
-
 /// Oldest first, by start time, then task, attempt and key.
 pub(crate) fn sort_unresolved(mut open: Vec<Recall>) -> Vec<Recall> {
     open.sort_by(|a, b| {
@@ -240,9 +342,43 @@ pub(crate) fn sort_unresolved(mut open: Vec<Recall>) -> Vec<Recall> {
 /// Format a wall-clock time as RFC 3339 UTC with whole seconds (`2026-11-30T05:12:04Z`).
 pub fn rfc3339(at: SystemTime) -> String {
     let secs = at.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    // Every attempt stamps two records, mostly within the same second as the attempt before.
+    thread_local! {
+        static LAST: std::cell::Cell<(u64, [u8; 20])> = const { std::cell::Cell::new((u64::MAX, [0; 20])) };
+    }
+    let (last, text) = LAST.with(std::cell::Cell::get);
+    if last == secs {
+        return std::str::from_utf8(&text).unwrap_or_default().to_owned();
+    }
+    let stamp = rfc3339_of(secs);
+    if let Ok(text) = <[u8; 20]>::try_from(stamp.as_bytes()) {
+        LAST.with(|cell| cell.set((secs, text)));
+    }
+    stamp
+}
+
+fn rfc3339_of(secs: u64) -> String {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(i64::try_from(days).unwrap_or(0));
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    if !(0..=9999).contains(&y) {
+        return format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60);
+    }
+    // Every call writes this twice: digit by digit, without the formatting machinery.
+    let mut out = *b"0000-00-00T00:00:00Z";
+    let mut put = |at: usize, width: usize, mut n: u64| {
+        for i in (at..at + width).rev() {
+            out[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+    };
+    put(0, 4, y.unsigned_abs());
+    put(5, 2, u64::from(m));
+    put(8, 2, u64::from(d));
+    put(11, 2, rem / 3600);
+    put(14, 2, rem % 3600 / 60);
+    put(17, 2, rem % 60);
+    // ASCII digits and separators by construction.
+    std::str::from_utf8(&out).unwrap_or_default().to_owned()
 }
 
 // Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's civil_from_days).
@@ -272,6 +408,9 @@ mod tests {
         assert_eq!(rfc3339(at), "2026-11-30T05:12:04Z");
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
         assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
+        let late = UNIX_EPOCH + Duration::from_secs(253_402_300_799); // the last second of year 9999
+        assert_eq!(rfc3339(late), "9999-12-31T23:59:59Z");
+        assert_eq!(rfc3339(late + Duration::from_secs(1)), "10000-01-01T00:00:00Z");
     }
 
     fn record(phase: Phase, attempt: u32, outcome: Option<Outcome>) -> Record {

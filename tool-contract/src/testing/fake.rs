@@ -263,15 +263,7 @@ impl FakeService {
             let start = tokio::time::Instant::now();
             tokio::time::sleep(apply_after).await;
             let id = service.apply(key);
-            {
-                let mut state = service.state();
-                if let Some(n) = state.in_flight.get_mut(&key) {
-                    *n -= 1;
-                    if *n == 0 {
-                        state.in_flight.remove(&key);
-                    }
-                }
-            }
+            service.landed(key);
             tokio::time::sleep_until(start + reply_after).await;
             let _ = tx.send(id);
         });
@@ -314,14 +306,49 @@ impl FakeService {
                 self.apply_items(key, items, &[], &[]);
                 return Err(Transport::NoReply("connection closed after the batch was processed".to_owned()));
             }
-            Fault::Slow { apply_after, .. } => {
-                tokio::time::sleep(apply_after).await;
-                (Vec::new(), Vec::new())
+            Fault::Slow { apply_after, reply_after } => {
+                return self.slow_batch(key, items, apply_after, reply_after).await;
             }
             Fault::Batch { reject, defer } => (reject, defer),
             Fault::None | Fault::Delay { .. } => (Vec::new(), Vec::new()),
         };
         Ok(Reply::Items(self.apply_items(key, items, &reject, &defer)))
+    }
+
+    /// A batch processed on the server's own schedule, going on when the caller stops waiting.
+    async fn slow_batch(
+        &self,
+        key: IntentKey,
+        items: &[String],
+        apply_after: Duration,
+        reply_after: Duration,
+    ) -> Result<Reply, Transport> {
+        let (tx, rx) = oneshot::channel();
+        *self.state().in_flight.entry(key).or_default() += 1;
+        let (service, items) = (self.clone(), items.to_vec());
+        tokio::spawn(async move {
+            let start = tokio::time::Instant::now();
+            tokio::time::sleep(apply_after).await;
+            let replies = service.apply_items(key, &items, &[], &[]);
+            service.landed(key);
+            tokio::time::sleep_until(start + reply_after).await;
+            let _ = tx.send(replies);
+        });
+        match rx.await {
+            Ok(replies) => Ok(Reply::Items(replies)),
+            Err(_) => Err(Transport::NoReply("the server went away".to_owned())),
+        }
+    }
+
+    /// One request carrying `key` finished processing.
+    fn landed(&self, key: IntentKey) {
+        let mut state = self.state();
+        if let Some(n) = state.in_flight.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                state.in_flight.remove(&key);
+            }
+        }
     }
 
     fn apply_items(
@@ -370,7 +397,8 @@ impl FakeService {
         Ok(Lookup::NotFound)
     }
 
-    /// Which of `items` landed under `key`.
+    /// Which of `items` landed under `key`; an error while a batch with this key is still in flight,
+    /// since its items cannot be told yet.
     pub fn lookup_items(&self, key: IntentKey, items: &[String]) -> Result<Vec<(String, bool)>, String> {
         let mut state = self.state();
         state.probes += 1;
@@ -378,11 +406,26 @@ impl FakeService {
             state.probe_failures -= 1;
             return Err("lookup failed: 500 from the search index".to_owned());
         }
+        if state.in_flight.contains_key(&key) {
+            return Err("a batch with this key is still in flight".to_owned());
+        }
         let applied = state.items.get(&key);
         Ok(items
             .iter()
             .map(|i| (i.clone(), applied.and_then(|a| a.get(i)).is_some_and(|n| *n > 0)))
             .collect())
+    }
+
+    /// [`FakeService::lookup_items`], waiting out a batch still in flight (polling every 100 ms).
+    pub async fn lookup_items_settled(
+        &self,
+        key: IntentKey,
+        items: &[String],
+    ) -> Result<Vec<(String, bool)>, String> {
+        while self.state().in_flight.contains_key(&key) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        self.lookup_items(key, items)
     }
 
     /// A probe that waits out a request still in flight (polling every 100 ms, within the caller's

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::fake::{FakeService, Fault, single_result};
+use super::fake::{FakeService, Fault, batch_probe, batch_result, single_result};
 use crate::classify::Body;
 use crate::effect::EffectKind;
 use crate::journal::MemoryJournal;
@@ -84,6 +84,8 @@ pub struct Schedule {
     pub probe_failures: u32,
     /// When the first run is killed, if it is.
     pub crash_at: Option<Duration>,
+    /// The items of a bulk call; empty for a single act.
+    pub items: Vec<String>,
 }
 
 impl Schedule {
@@ -94,16 +96,27 @@ impl Schedule {
         let floor = Duration::from_millis([0, 500, 1000, 2000][rng.below(4) as usize]);
         let receiver_dedupes = kind == EffectKind::Create && rng.chance(50);
         let budget = Duration::from_secs(3 + rng.below(58));
-        let faults = (0..rng.below(4)).map(|_| draw_fault(&mut rng, budget)).collect();
+        let items: Vec<String> = if rng.chance(30) {
+            (1..=2 + rng.below(5)).map(|i| format!("item-{i}")).collect()
+        } else {
+            Vec::new()
+        };
+        let faults = (0..rng.below(4)).map(|_| draw_fault(&mut rng, budget, &items)).collect();
         let probe_failures = if rng.chance(25) { 1 + rng.below(2) as u32 } else { 0 };
         let crash_at = rng.chance(30).then(|| rng.millis(budget));
-        Schedule { seed, kind, floor, receiver_dedupes, budget, faults, probe_failures, crash_at }
+        Schedule { seed, kind, floor, receiver_dedupes, budget, faults, probe_failures, crash_at, items }
     }
 }
 
-fn draw_fault(rng: &mut Rng, budget: Duration) -> Fault {
-    match rng.below(9) {
+fn draw_fault(rng: &mut Rng, budget: Duration, items: &[String]) -> Fault {
+    match rng.below(if items.is_empty() { 10 } else { 12 }) {
         0 => Fault::None,
+        9 => Fault::Delay { after: rng.millis(budget), then: Box::new(draw_fault(rng, budget, &[])) },
+        10 | 11 => {
+            let mut pick = || items.iter().filter(|_| rng.chance(30)).cloned().collect::<Vec<_>>();
+            let reject = pick();
+            Fault::Batch { reject, defer: pick() }
+        }
         1 | 2 => Fault::DropReplyAfterApplying,
         3 | 4 => {
             let apply_after = rng.millis(budget + Duration::from_secs(5));
@@ -199,10 +212,11 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
     let at_most_once =
         matches!(schedule.kind, EffectKind::Send | EffectKind::Money | EffectKind::Destructive)
             || (schedule.kind == EffectKind::Create && !schedule.receiver_dedupes);
-    if at_most_once && effects > 1 {
+    let single = schedule.items.is_empty();
+    if single && at_most_once && effects > 1 {
         violations.push(format!("{effects} effects applied for one {} intent", schedule.kind));
     }
-    if side && report.outcome == Outcome::Ok && effects == 0 {
+    if single && side && report.outcome == Outcome::Ok && effects == 0 {
         violations.push("ok without the effect at the service".to_owned());
     }
     if side && report.effect_applied == Applied::No && effects > 0 {
@@ -218,6 +232,9 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
     if report.outcome == Outcome::Unknown && escalations.is_empty() {
         violations.push("unknown and not escalated".to_owned());
     }
+    if !schedule.items.is_empty() {
+        items_kept(&schedule, &report, &service, at_most_once, &mut violations);
+    }
     if violations.is_empty() {
         Ok(())
     } else {
@@ -225,7 +242,80 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
     }
 }
 
+/// The per-item invariants of a bulk call.
+fn items_kept(
+    schedule: &Schedule,
+    report: &Report<()>,
+    service: &FakeService,
+    at_most_once: bool,
+    violations: &mut Vec<String>,
+) {
+    let key = report.idempotency_key;
+    if report.items.len() != schedule.items.len() {
+        violations.push(format!("{} items reported of {}", report.items.len(), schedule.items.len()));
+    }
+    let side = schedule.kind.has_side_effect();
+    for item in &report.items {
+        let n = service.item_effects(key, &item.id);
+        if at_most_once && n > 1 {
+            violations.push(format!("{} applied {n} times", item.id));
+        }
+        if side && item.outcome == Outcome::Ok && n == 0 {
+            violations.push(format!("{} ok without its effect", item.id));
+        }
+        if side && item.applied == Applied::No && n > 0 {
+            violations.push(format!("{} reported not applied, but it landed", item.id));
+        }
+    }
+    let landed = schedule.items.iter().filter(|i| service.item_effects(key, i) > 0).count();
+    if side && report.effect_applied == Applied::Yes && landed < schedule.items.len() {
+        violations
+            .push(format!("effect_applied yes, but only {landed} of {} items landed", schedule.items.len()));
+    }
+}
+
 async fn one_call(
+    task: &Task,
+    spec: &ToolSpec,
+    service: &FakeService,
+    schedule: &Schedule,
+    below_floor: &Arc<Mutex<Vec<Duration>>>,
+) -> Report<()> {
+    if schedule.items.is_empty() {
+        single_call(task, spec, service, schedule, below_floor).await.map(|_| ())
+    } else {
+        bulk_call(task, spec, service, schedule, below_floor).await
+    }
+}
+
+async fn bulk_call(
+    task: &Task,
+    spec: &ToolSpec,
+    service: &FakeService,
+    schedule: &Schedule,
+    below_floor: &Arc<Mutex<Vec<Duration>>>,
+) -> Report<()> {
+    let kind = schedule.kind;
+    let key = task.key(spec, &"list", None);
+    let attempt = |call: crate::Call, items: Vec<String>| {
+        let left = task.remaining();
+        if left < schedule.floor {
+            below_floor.lock().unwrap_or_else(|e| e.into_inner()).push(left);
+        }
+        let service = service.clone();
+        async move { batch_result(kind, service.submit_batch(call.key(), &items).await) }
+    };
+    if schedule.receiver_dedupes || kind == EffectKind::Read {
+        return crate::engine::run_bulk(task, spec, key, schedule.items.clone(), attempt, NoProbe).await;
+    }
+    let probe = |key, items: Vec<String>| {
+        let service = service.clone();
+        async move { batch_probe(service.lookup_items_settled(key, &items).await, &items) }
+    };
+    crate::engine::run_bulk(task, spec, key, schedule.items.clone(), attempt, probe).await
+}
+
+async fn single_call(
     task: &Task,
     spec: &ToolSpec,
     service: &FakeService,
