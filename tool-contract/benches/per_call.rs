@@ -4,7 +4,8 @@
 //!
 //! - `row1_read_call_memory_log`: a bare awaited call of the tool's body; the same work assembled by
 //!   hand from sha2 (the intent key and its hex), backon (a retry), `tokio::time::timeout` and serde_json
-//!   (a 6-field report); and the `#[tool(effect = "read")]` wrapper with the in-memory log.
+//!   (a 6-field report); the `#[tool(effect = "read")]` wrapper without a log (the same work as by hand);
+//!   and the wrapper with the in-memory log.
 //! - `row2_read_call_file_log`: the bare call and the wrapper with the file log (a read's records are
 //!   written unsynced).
 //!
@@ -111,9 +112,13 @@ fn scratch(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// `iters` calls through the wrapper, on a fresh log, timed.
-async fn wrapper_calls(iters: u64, journal: Arc<dyn Journal>) -> Duration {
-    let task = Task::new(TASK, ACTOR, BUDGET).journal(journal);
+/// `iters` calls through the wrapper, on a fresh log (or none), timed.
+async fn wrapper_calls(iters: u64, journal: Option<Arc<dyn Journal>>) -> Duration {
+    let task = Task::new(TASK, ACTOR, BUDGET);
+    let task = match journal {
+        Some(journal) => task.journal(journal),
+        None => task,
+    };
     let started = Instant::now();
     for _ in 0..iters {
         let report = read_price(black_box(&task), black_box(SKU)).await;
@@ -135,8 +140,12 @@ fn row1(c: &mut Criterion) {
             black_box(read_price_by_hand(black_box(TASK), black_box(ACTOR), black_box(SKU), deadline).await)
         })
     });
+    // The same work as by hand: no attempt log.
+    group.bench_function("tool_wrapper_no_journal", |b| {
+        b.to_async(&rt).iter_custom(|iters| wrapper_calls(iters, None))
+    });
     group.bench_function("tool_wrapper_memory_journal", |b| {
-        b.to_async(&rt).iter_custom(|iters| wrapper_calls(iters, Arc::new(MemoryJournal::new())))
+        b.to_async(&rt).iter_custom(|iters| wrapper_calls(iters, Some(Arc::new(MemoryJournal::new()))))
     });
     group.finish();
 }
@@ -152,7 +161,7 @@ fn row2(c: &mut Criterion) {
             let path = scratch("per-call-read.log");
             let _ = std::fs::remove_file(&path);
             let journal = Arc::new(FileJournal::open(&path).expect("a fresh log"));
-            let elapsed = wrapper_calls(iters, journal).await;
+            let elapsed = wrapper_calls(iters, Some(journal)).await;
             let _ = std::fs::remove_file(&path);
             elapsed
         })

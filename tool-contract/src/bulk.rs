@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use crate::classify::{self, Class, Classify};
 use crate::effect::{AutoRetry, EffectKind};
-use crate::engine::{Run, Stop, guarded, normalise, secs};
+use crate::engine::{Run, Stop, guarded, normalise, secs, within};
 use crate::journal::LastWord;
 use crate::key::IntentKey;
 use crate::probe::{NoProbe, ProbeMark};
@@ -233,7 +233,8 @@ where
         let limit =
             if side && probe.exists() { left.saturating_sub(spec.reserve()).max(spec.floor()) } else { left };
         let call = run.call(limit);
-        let whole = match tokio::time::timeout(limit, guarded(|| attempt(call, batch))).await {
+        let deadline = call.deadline;
+        let whole = match within(deadline, guarded(|| attempt(call, batch)), || run.flush()).await {
             Ok(Ok(Ok(reported))) => {
                 merge(spec.effect(), &mut results, &pending, reported);
                 None

@@ -154,7 +154,7 @@ where
             if side && probe.exists() { left.saturating_sub(spec.reserve()).max(spec.floor()) } else { left };
         let call = run.call(limit);
         let deadline = call.deadline;
-        let class = match within(deadline, guarded(|| attempt(call))).await {
+        let class = match within(deadline, guarded(|| attempt(call)), || run.flush()).await {
             Ok(Ok(Ok(value))) => return run.succeeded(value, left, started).await,
             Ok(Ok(Err(err))) => normalise(spec.effect(), err.classify()),
             Ok(Err(panic)) if side => {
@@ -231,15 +231,24 @@ pub(crate) fn secs(d: Duration) -> String {
 
 /// `tokio::time::timeout_at`, with the timer set only once the future has returned `Pending`: a call that
 /// is done when first polled (a cache hit, a fake) never touches the timer wheel. `Err(())` when the
-/// deadline passed first; the future is then dropped, as with `timeout_at`.
-pub(crate) async fn within<F: Future>(deadline: tokio::time::Instant, fut: F) -> Result<F::Output, ()> {
+/// deadline passed first; the future is then dropped, as with `timeout_at`. `on_wait` runs once, when
+/// the future first has to wait.
+pub(crate) async fn within<F: Future>(
+    deadline: tokio::time::Instant,
+    fut: F,
+    on_wait: impl FnOnce(),
+) -> Result<F::Output, ()> {
     let mut fut = std::pin::pin!(fut);
     let mut timer = std::pin::pin!(None::<tokio::time::Sleep>);
+    let mut on_wait = Some(on_wait);
     std::future::poll_fn(move |cx| {
         if let Poll::Ready(value) = fut.as_mut().poll(cx) {
             return Poll::Ready(Ok(value));
         }
         if timer.is_none() {
+            if let Some(on_wait) = on_wait.take() {
+                on_wait();
+            }
             timer.set(Some(tokio::time::sleep_until(deadline)));
         }
         match timer.as_mut().as_pin_mut().map(|sleep| sleep.poll(cx)) {
@@ -317,6 +326,14 @@ impl<'a> Run<'a> {
         self.task.journal_ref().and_then(|j| j.recall(&self.key))
     }
 
+    /// Hand a read's held start record to the log once the read has to wait: a hung read is visible.
+    pub(crate) fn flush(&self) {
+        if let Some(journal) = self.task.journal_ref() {
+            // A read's record: a failure here only loses attempt numbering, which the next append reports.
+            let _ = journal.flush();
+        }
+    }
+
     /// The highest attempt number the log holds for the intent, without reading its last record.
     pub(crate) fn logged_attempts(&self) -> Option<u32> {
         self.task.journal_ref().and_then(|j| j.attempts(&self.key))
@@ -360,7 +377,7 @@ impl<'a> Run<'a> {
     ) -> Result<(), crate::JournalError> {
         let Some(journal) = self.task.journal_ref() else { return Ok(()) };
         let durability =
-            if self.spec.effect().has_side_effect() { Durability::Synced } else { Durability::Buffered };
+            if self.spec.effect().has_side_effect() { Durability::Synced } else { Durability::Lazy };
         let stamp = rfc3339(started);
         let mut record = self.record(Phase::Start, left, &stamp);
         record.value = value.as_ref();

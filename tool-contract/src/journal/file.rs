@@ -164,6 +164,10 @@ struct State {
     line: Vec<u8>,
     /// The file ends with a torn line: the next record starts with a newline.
     needs_newline: bool,
+    /// [`Durability::Lazy`] records not yet written, whole lines, and how many; the next write carries
+    /// them first.
+    pending: Vec<u8>,
+    pending_records: u64,
     /// Sequence number of the last record written; records `1..=synced` are on stable storage.
     appended: u64,
     synced: u64,
@@ -283,6 +287,8 @@ impl FileJournal {
             file,
             line: Vec::new(),
             needs_newline: scan.torn_tail,
+            pending: Vec::new(),
+            pending_records: 0,
             appended: 0,
             synced: 0,
             sync_waiters: VecDeque::new(),
@@ -318,6 +324,7 @@ impl FileJournal {
 
     /// Put every record appended so far on stable storage (a clean shutdown does it too).
     pub async fn sync(&self) -> Result<(), JournalError> {
+        Journal::flush(self)?;
         let done = {
             let mut state = self.shared.lock();
             if let Some(why) = &state.failed {
@@ -406,15 +413,30 @@ impl FileJournal {
         }
         let to = state.line.len();
         state.line.push(b'\n');
-        state.stats.writes += 1;
-        if let Err(e) = state.file.write_all(&state.line) {
-            let why = format!("a write failed: {e}");
-            state.fail(why.clone());
-            self.shared.to_syncer.notify_one();
-            return Err(self.shared.failed(&why));
+        if durability == Durability::Lazy {
+            state.pending.extend_from_slice(&state.line);
+            state.pending_records += 1;
+            state.needs_newline = false;
+        } else {
+            state.stats.writes += 1;
+            let written = if state.pending.is_empty() {
+                state.file.write_all(&state.line)
+            } else {
+                // One write for the held records and this one, in their order.
+                state.pending.extend_from_slice(&state.line);
+                let written = state.file.write_all(&state.pending);
+                state.pending.clear();
+                written
+            };
+            if let Err(e) = written {
+                let why = format!("a write failed: {e}");
+                state.fail(why.clone());
+                self.shared.to_syncer.notify_one();
+                return Err(self.shared.failed(&why));
+            }
+            state.needs_newline = false;
+            state.appended += 1 + std::mem::take(&mut state.pending_records);
         }
-        state.needs_newline = false;
-        state.appended += 1;
         state.stats.appended += 1;
         let line = &state.line[from..to];
         let (attempt, phase, outcome) = (record.attempt, record.phase, record.outcome);
@@ -427,7 +449,7 @@ impl FileJournal {
             }
         }
         match durability {
-            Durability::Buffered => Ok(None),
+            Durability::Buffered | Durability::Lazy => Ok(None),
             Durability::Synced => {
                 let (done, wait) = oneshot::channel();
                 state.sync_waiters.push_back(Waiter { seq: state.appended, done });
@@ -484,6 +506,27 @@ impl Journal for FileJournal {
         self.shared.lock().index.get(key).map(|entry| entry.attempts)
     }
 
+    fn flush(&self) -> Result<(), JournalError> {
+        let mut state = self.shared.lock();
+        if let Some(why) = &state.failed {
+            return Err(self.shared.failed(why));
+        }
+        if state.pending.is_empty() {
+            return Ok(());
+        }
+        let state = &mut *state;
+        state.stats.writes += 1;
+        if let Err(e) = state.file.write_all(&state.pending) {
+            let why = format!("a write failed: {e}");
+            state.fail(why.clone());
+            self.shared.to_syncer.notify_one();
+            return Err(self.shared.failed(&why));
+        }
+        state.pending.clear();
+        state.appended += std::mem::take(&mut state.pending_records);
+        Ok(())
+    }
+
     fn recall(&self, key: &IntentKey) -> Option<Recall> {
         let state = self.shared.lock();
         state.index.get(key).map(|entry| entry.recall(*key))
@@ -512,6 +555,7 @@ impl fmt::Debug for FileJournal {
 impl Drop for FileJournal {
     /// Sync what is written, and stop the syncer.
     fn drop(&mut self) {
+        let _ = Journal::flush(self);
         self.shared.lock().closing = true;
         self.shared.to_syncer.notify_one();
         for thread in self.threads.drain(..) {
@@ -1163,6 +1207,55 @@ mod tests {
 
     fn line(record: &Record) -> String {
         serde_json::to_string(record).unwrap() + "\n"
+    }
+
+    #[tokio::test]
+    async fn a_lazy_record_rides_the_next_write_or_a_flush() {
+        let dir = Scratch::new("lazy");
+        let log = FileJournal::open(dir.log()).unwrap();
+        let start = record("a", Phase::Start, 1, None);
+        let end = record("a", Phase::End, 1, Some(Outcome::Ok));
+        log.append(&start, Durability::Lazy).await.unwrap();
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), "", "held in the process");
+        assert_eq!(log.attempts(&key("a")), Some(1), "but already indexed");
+        log.append(&end, Durability::Buffered).await.unwrap();
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), line(&start) + &line(&end));
+        assert_eq!(log.stats().writes, 1, "one write carried both");
+
+        let again = record("b", Phase::Start, 1, None);
+        log.append(&again, Durability::Lazy).await.unwrap();
+        Journal::flush(&log).unwrap();
+        assert!(fs::read_to_string(dir.log()).unwrap().ends_with(&line(&again)));
+        let last = record("c", Phase::Start, 1, None);
+        log.append(&last, Durability::Lazy).await.unwrap();
+        drop(log);
+        assert!(fs::read_to_string(dir.log()).unwrap().ends_with(&line(&last)), "a clean close writes it");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_that_waits_has_its_start_record_written() {
+        let dir = Scratch::new("lazy-read");
+        let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+        let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+        const READ: ToolSpec = ToolSpec::new("read_price", EffectKind::Read);
+        let path = dir.log();
+        let report = engine::run(
+            &task,
+            &READ,
+            task.key(&READ, &"sku", None),
+            |_| {
+                let path = path.clone();
+                async move {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    // The read waited once: its start record is in the file while it runs.
+                    let seen = fs::read_to_string(&path).unwrap();
+                    Ok::<usize, Class>(seen.lines().count())
+                }
+            },
+            crate::NoProbe,
+        )
+        .await;
+        assert_eq!(report.value, Some(1));
     }
 
     async fn append_all(log: &FileJournal, records: &[Record]) {

@@ -2,10 +2,14 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use super::{Durability, Journal, JournalError, Recall, Record, RecordRef, sort_unresolved, supersedes};
+use super::{
+    Durability, Journal, JournalError, Phase, Recall, Record, RecordRef, sort_unresolved, supersedes,
+};
 use crate::key::{IntentKey, KeyHashing};
+use crate::probe::ProbeMark;
+use crate::report::{Applied, Outcome};
 use crate::task::BoxFuture;
 
 /// An attempt log held in memory, for tests and for processes that accept losing it.
@@ -16,10 +20,59 @@ pub struct MemoryJournal {
 
 #[derive(Debug, Default)]
 struct MemoryState {
-    records: Vec<Record>,
+    records: Vec<Stored>,
+    /// The last task, tool name and timestamp stored, shared by the records that repeat them (a task's
+    /// calls in a row): most appends then allocate only the attempt id and the message.
+    shared: [Option<Arc<str>>; 3],
     /// Per intent, its highest attempt and where its last word is in `records`: the fold of
     /// [`super::index_record`], kept without a second copy of each record.
     index: HashMap<IntentKey, Kept, KeyHashing>,
+}
+
+/// A record as kept: the strings that repeat from record to record are shared.
+#[derive(Debug)]
+struct Stored {
+    phase: Phase,
+    task: Arc<str>,
+    call: Arc<str>,
+    intent_key: IntentKey,
+    attempt: u32,
+    attempt_id: Box<str>,
+    started: Arc<str>,
+    budget_left_s: u64,
+    outcome: Option<Outcome>,
+    effect_applied: Option<Applied>,
+    probe: Option<ProbeMark>,
+    message: Option<Box<str>>,
+    value: Option<serde_json::Value>,
+}
+
+impl Stored {
+    fn to_record(&self) -> Record {
+        Record {
+            phase: self.phase,
+            task: self.task.to_string(),
+            call: self.call.to_string(),
+            intent_key: self.intent_key,
+            attempt: self.attempt,
+            attempt_id: self.attempt_id.to_string(),
+            started: self.started.to_string(),
+            budget_left_s: self.budget_left_s,
+            outcome: self.outcome,
+            effect_applied: self.effect_applied,
+            probe: self.probe,
+            message: self.message.as_deref().map(str::to_owned),
+            value: self.value.clone(),
+        }
+    }
+}
+
+/// `text` as a shared string, reusing `slot`'s when it holds the same text.
+fn share(slot: &mut Option<Arc<str>>, text: &str) -> Arc<str> {
+    match slot {
+        Some(kept) if **kept == *text => Arc::clone(kept),
+        _ => Arc::clone(slot.insert(Arc::from(text))),
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -29,7 +82,27 @@ struct Kept {
 }
 
 impl MemoryState {
-    fn push(&mut self, record: Record) {
+    fn store(&mut self, record: RecordRef<'_>) {
+        let [task, call, started] = &mut self.shared;
+        let stored = Stored {
+            phase: record.phase,
+            task: share(task, record.task),
+            call: share(call, record.call),
+            intent_key: record.intent_key,
+            attempt: record.attempt,
+            attempt_id: record.attempt_id.into(),
+            started: share(started, record.started),
+            budget_left_s: record.budget_left_s,
+            outcome: record.outcome,
+            effect_applied: record.effect_applied,
+            probe: record.probe,
+            message: record.message.map(Box::from),
+            value: record.value.cloned(),
+        };
+        self.push(stored);
+    }
+
+    fn push(&mut self, record: Stored) {
         let at = self.records.len();
         match self.index.entry(record.intent_key) {
             Entry::Occupied(kept) => {
@@ -47,7 +120,7 @@ impl MemoryState {
     }
 
     fn recall(&self, kept: Kept) -> Recall {
-        Recall { attempts: kept.attempts, last: self.records[kept.last].clone() }
+        Recall { attempts: kept.attempts, last: self.records[kept.last].to_record() }
     }
 }
 
@@ -61,14 +134,14 @@ impl MemoryJournal {
     pub fn from_records(records: impl IntoIterator<Item = Record>) -> MemoryJournal {
         let mut state = MemoryState::default();
         for record in records {
-            state.push(record);
+            state.store(record.as_record_ref());
         }
         MemoryJournal { state: Mutex::new(state) }
     }
 
     /// Every record, in the order appended.
     pub fn records(&self) -> Vec<Record> {
-        self.lock().records.clone()
+        self.lock().records.iter().map(Stored::to_record).collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, MemoryState> {
@@ -83,7 +156,7 @@ impl Journal for MemoryJournal {
         durability: Durability,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         let _ = durability;
-        self.lock().push(record.clone());
+        self.lock().store(record.as_record_ref());
         Box::pin(super::Appended)
     }
 
@@ -92,7 +165,7 @@ impl Journal for MemoryJournal {
         record: RecordRef<'_>,
         _durability: Durability,
     ) -> BoxFuture<'_, Result<(), JournalError>> {
-        self.lock().push(record.to_record());
+        self.lock().store(record);
         Box::pin(super::Appended)
     }
 

@@ -154,9 +154,13 @@ impl Record {
 pub enum Durability {
     /// On stable storage before the future resolves (side-effecting starts).
     Synced,
-    /// Handed to the operating system before the future resolves, riding the next sync (reads, end
-    /// records): a killed process does not lose it, a crashed machine may.
+    /// Handed to the operating system before the future resolves, riding the next sync (end records):
+    /// a killed process does not lose it, a crashed machine may.
     Buffered,
+    /// May stay in the process until the next append or [`Journal::flush`] (a read's start record,
+    /// written out together with its end record when the read is done at once, and flushed as soon as
+    /// the read has to wait). Losing it loses nothing a read needs: a read has no effect to resolve.
+    Lazy,
 }
 
 /// What the log knows of one intent.
@@ -291,6 +295,12 @@ pub trait Journal: Send + Sync {
 
     /// Every intent whose last word is unfinished or `unknown`: the escalation queue.
     fn unresolved(&self) -> Vec<Recall>;
+
+    /// Hand every [`Durability::Lazy`] record still held in the process to the store. A store that
+    /// holds none does nothing (the default).
+    fn flush(&self) -> Result<(), JournalError> {
+        Ok(())
+    }
 }
 
 /// The future of an append that is done when made. It has no size, so boxing it allocates nothing.

@@ -689,6 +689,10 @@ impl Journal for Tap {
     fn unresolved(&self) -> Vec<Recall> {
         self.inner.unresolved()
     }
+
+    fn flush(&self) -> Result<(), JournalError> {
+        self.inner.flush()
+    }
 }
 
 /// A journal that keeps nothing: a process with no attempt log.
