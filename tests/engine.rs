@@ -818,3 +818,32 @@ async fn bulk_escalates_an_unresolved_call_once() {
     assert_eq!(report.outcome, Outcome::Unknown);
     assert_eq!(queue.len(), 1, "{:?}", queue.drain());
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_same_intent_twice_at_once_sends_once() {
+    let spec = spec("post_notice", EffectKind::Send);
+    let journal = Arc::new(MemoryJournal::new());
+    let task = task(30).journal(journal);
+    let calls = Calls::new();
+    let call = || {
+        engine::run(
+            &task,
+            &spec,
+            task.key(&spec, &"thread-9", None),
+            |_| {
+                calls.hit();
+                async {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    Ok::<u64, Class>(4411)
+                }
+            },
+            |_| async { Probe::NotLanded },
+        )
+    };
+    // A model that issues the same tool call twice in parallel.
+    let (first, second) = tokio::join!(call(), call());
+    assert_eq!((first.outcome, second.outcome), (Outcome::Ok, Outcome::Ok));
+    assert_eq!((first.value, second.value), (Some(4411), Some(4411)));
+    assert_eq!(calls.count(), 1, "the second waited for the first and found it in the log");
+    assert!(second.message.contains("not repeated"), "{}", second.message);
+}

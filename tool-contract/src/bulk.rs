@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use crate::classify::{self, Class, Classify};
 use crate::effect::{AutoRetry, EffectKind};
-use crate::engine::{Run, Stop, guarded, normalise, secs, within};
+use crate::engine::{Claim, Run, Stop, guarded, normalise, secs, within};
 use crate::journal::LastWord;
 use crate::key::IntentKey;
 use crate::probe::{NoProbe, ProbeMark};
@@ -109,6 +109,7 @@ where
 {
     let mut run = Run::new(task, spec, key);
     let side = spec.effect().has_side_effect();
+    let _claim = if side && task.journal_ref().is_some() { Some(Claim::take(key).await) } else { None };
     let ids: Vec<String> = items.iter().map(ItemId::item_id).collect();
     let mut results: Vec<Item> = ids.iter().map(|id| Item::retryable(id.clone(), "not attempted")).collect();
     let mut to_probe: Vec<usize> = Vec::new();

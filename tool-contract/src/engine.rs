@@ -59,6 +59,9 @@ where
     let mut run = Run::new(task, spec, key);
     let side = spec.effect().has_side_effect();
     let mut last: Option<Class> = None;
+    // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
+    // second waits for the first, then finds its outcome in the log.
+    let _claim = if side && task.journal_ref().is_some() { Some(Claim::take(key).await) } else { None };
 
     // Only side effects are recognised from the log: a read is cheap to repeat and its value goes stale,
     // so of a read's history only the attempt count carries over.
@@ -280,6 +283,42 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
         s.clone()
     } else {
         "panic with a non-string payload".to_owned()
+    }
+}
+
+/// The intents of this process with a side-effecting call under way, each behind its own lock.
+#[allow(clippy::type_complexity)]
+static CLAIMS: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<IntentKey, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// The right to run one intent's side effect in this process; released when dropped.
+pub(crate) struct Claim {
+    key: IntentKey,
+    lock: std::sync::Arc<tokio::sync::Mutex<()>>,
+    _held: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl Claim {
+    /// Wait until no other call of `key` runs in this process, then hold the intent.
+    pub(crate) async fn take(key: IntentKey) -> Claim {
+        let lock = {
+            let mut claims = CLAIMS.lock().unwrap_or_else(|e| e.into_inner());
+            std::sync::Arc::clone(claims.entry(key).or_default())
+        };
+        let held = std::sync::Arc::clone(&lock).lock_owned().await;
+        Claim { key, lock, _held: Some(held) }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self._held = None;
+        let mut claims = CLAIMS.lock().unwrap_or_else(|e| e.into_inner());
+        // The last holder of the lock (ours, and the registry's) removes the intent.
+        if std::sync::Arc::strong_count(&self.lock) == 2 {
+            claims.remove(&self.key);
+        }
     }
 }
 
