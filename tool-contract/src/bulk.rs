@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use crate::classify::{self, Class, Classify};
 use crate::effect::{AutoRetry, EffectKind};
-use crate::engine::{Claim, Run, Stop, guarded, normalise, secs, within};
+use crate::engine::{Claim, Run, Stop, ceil_secs, guarded, normalise, secs, within};
 use crate::journal::LastWord;
 use crate::key::IntentKey;
 use crate::probe::{NoProbe, ProbeMark};
@@ -285,7 +285,7 @@ where
     if let Some(stop) = stop {
         // The items carry the outcome; the stop adds why the rest was not tried again.
         report.message = format!("{}; {}", report.message, stop.message);
-        report.retry_after_s = stop.wait.map(|w| w.as_secs() + u64::from(w.subsec_nanos() > 0));
+        report.retry_after_s = stop.wait.map(ceil_secs);
         if stop.out_of_budget {
             report.deadline_left_s = 0;
         }

@@ -113,7 +113,7 @@ where
                     return run.report(
                         class.outcome(),
                         class.effect(),
-                        stopped(spec, class.message()),
+                        never_retried(spec, class.message()),
                         class.wait(),
                     );
                 }
@@ -208,7 +208,7 @@ fn resolved_not_landed(class: Class) -> Class {
     }
 }
 
-fn stopped(spec: &ToolSpec, why: &str) -> String {
+fn never_retried(spec: &ToolSpec, why: &str) -> String {
     format!("{why}; {} calls are never retried automatically: check the state and call again", spec.effect())
 }
 
@@ -707,8 +707,15 @@ pub(crate) fn attempt_id(task: &str, key: &IntentKey, attempt: u32) -> String {
 }
 
 /// Append `n` in decimal, without the formatting machinery.
-pub(crate) fn push_decimal(out: &mut String, mut n: u64) {
+pub(crate) fn push_decimal(out: &mut String, n: u64) {
     let mut digits = [0u8; 20];
+    // The digits are ASCII by construction.
+    out.push_str(std::str::from_utf8(decimal(n, &mut digits)).unwrap_or_default());
+}
+
+/// `n` in decimal, written at the end of `digits`: the shared number writer of attempt ids, messages and
+/// log records.
+pub(crate) fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
     let mut at = digits.len();
     loop {
         at -= 1;
@@ -718,9 +725,10 @@ pub(crate) fn push_decimal(out: &mut String, mut n: u64) {
             break;
         }
     }
-    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+    &digits[at..]
 }
 
-fn ceil_secs(d: Duration) -> u64 {
+/// Whole seconds, rounded up: a wait is never reported shorter than it is.
+pub(crate) fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }

@@ -619,18 +619,8 @@ fn encode(out: &mut Vec<u8>, record: RecordRef<'_>) -> serde_json::Result<()> {
         out.push(b'"');
         Ok(())
     }
-    fn number(out: &mut Vec<u8>, mut n: u64) {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        out.extend_from_slice(&digits[at..]);
+    fn number(out: &mut Vec<u8>, n: u64) {
+        out.extend_from_slice(crate::engine::decimal(n, &mut [0u8; 20]));
     }
     fn word(out: &mut Vec<u8>, name: Option<&str>) {
         match name {
