@@ -45,3 +45,9 @@ async fn main() {
     assert_eq!(report.value.as_deref(), Some("ch_0"));
     assert_eq!(payments.charges.lock().unwrap().len(), 1, "charged once");
 }
+
+/// `cargo test` runs the example too (`test = true` in its `[[example]]`).
+#[test]
+fn the_example_runs() {
+    main();
+}

@@ -62,3 +62,9 @@ async fn main() {
     assert_eq!((report.outcome, report.effect_applied), (Outcome::Ok, Applied::Yes));
     assert_eq!(SHOP.orders.lock().unwrap().len(), 1, "one order, however many attempts");
 }
+
+/// `cargo test` runs the example too (`test = true` in its `[[example]]`).
+#[test]
+fn the_example_runs() {
+    main();
+}

@@ -41,3 +41,9 @@ async fn main() {
     assert_eq!((report.outcome, report.effect_applied, report.value), (Outcome::Ok, Applied::Yes, Some(7)));
     assert_eq!(RECORDS.lock().unwrap().len(), 1);
 }
+
+/// `cargo test` runs the example too (`test = true` in its `[[example]]`).
+#[test]
+fn the_example_runs() {
+    main();
+}

@@ -38,3 +38,9 @@ async fn main() {
     assert_eq!((report.outcome, report.effect_applied, report.value), (Outcome::Ok, Applied::No, Some(1299)));
     assert_eq!(REQUESTS.load(Ordering::SeqCst), 2);
 }
+
+/// `cargo test` runs the example too (`test = true` in its `[[example]]`).
+#[test]
+fn the_example_runs() {
+    main();
+}

@@ -79,3 +79,9 @@ async fn main() {
     let locked = post_notice(&task, ThreadId(0), "hello".to_owned()).await;
     assert_eq!((locked.outcome, locked.effect_applied), (Outcome::Permanent, Applied::No));
 }
+
+/// `cargo test` runs the example too (`test = true` in its `[[example]]`).
+#[test]
+fn the_example_runs() {
+    main();
+}

@@ -60,3 +60,9 @@ async fn main() {
     assert_eq!(report.items.iter().filter(|item| item.outcome == Outcome::Ok).count(), 2);
     assert_eq!(SHEET.lock().unwrap().len(), 2, "each row written once");
 }
+
+/// `cargo test` runs the example too (`test = true` in its `[[example]]`).
+#[test]
+fn the_example_runs() {
+    main();
+}
