@@ -6,6 +6,48 @@
 //!   [`Verdict`] per scenario, with what was expected and what happened;
 //! - [`sim`]: a seeded simulation that draws fault schedules across all five effect kinds and checks the
 //!   contract's invariants on every run.
+//!
+//! Wire your tool to the fake (its client talks to [`FakeService`] instead of the network, its probe
+//! looks the intent up there), and the runner tells you, per scenario, whether it keeps the contract:
+//!
+//! ```
+//! use std::time::Duration;
+//! use tool_contract::testing::{Conformance, FakeService, single_result};
+//! use tool_contract::{Call, Class, EffectKind, IntentKey, Probe, Report, Task, tool};
+//!
+//! /// The author's tool, on a client that here is the fake service.
+//! struct Notices(FakeService);
+//!
+//! impl Notices {
+//!     /// Post a notice to a thread.
+//!     #[tool(effect = "send", probe = Self::landed, target = thread, deadline_floor = "1s")]
+//!     async fn post_notice(&self, call: &Call, thread: String) -> Result<u64, Class> {
+//!         single_result(EffectKind::Send, self.0.submit(call.key()).await)
+//!     }
+//!
+//!     /// Find the notice carrying `key`, waiting out a request still in flight.
+//!     async fn landed(&self, thread: &String, key: IntentKey) -> Probe<u64> {
+//!         match self.0.lookup_settled(key).await {
+//!             Ok(found) => found.into_probe(),
+//!             Err(why) => Probe::Failed(why),
+//!         }
+//!     }
+//! }
+//!
+//! async fn post(task: Task, service: FakeService) -> Report<u64> {
+//!     Notices(service).post_notice(&task, "thread-9".to_owned()).await
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+//! let verdicts = Conformance::new(EffectKind::Send, post).run().await;
+//! for verdict in &verdicts[..4] {
+//!     assert!(verdict.pass, "{}: {}", verdict.scenario, verdict.detail);
+//! }
+//! // No bulk tool was given: the partial-batch scenario says it did not run.
+//! assert!(!verdicts[4].pass);
+//! assert!(verdicts[5].pass, "{}", verdicts[5].detail);
+//! # }
+//! ```
 
 pub mod fake;
 pub mod http;
