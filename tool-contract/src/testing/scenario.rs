@@ -313,14 +313,7 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
                 service.plan([Fault::ErrorBody { status: 200, body }]);
                 let tap = self.tap();
                 let report = self.single.call(self.task(scenario, 1, &tap), service.clone()).await;
-                let expect = Expect {
-                    outcome: Outcome::Permanent,
-                    applied: Applied::No,
-                    effects: Some(0),
-                    attempts: Some(1),
-                    probe: None,
-                    retry_after_s: None,
-                };
+                let expect = Expect::refused(Outcome::Permanent);
                 expect.judge(
                     scenario,
                     self.kind,
@@ -463,23 +456,14 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
             service.plan([Fault::RetryAfter { status, header }]);
             let tap = self.tap();
             let report = self.single.call(self.task(scenario, run, &tap), service.clone()).await;
+            // A destructive call is never retried; any other waits and tries once more.
             let mut expect = if destructive {
-                Expect {
-                    outcome: Outcome::Retryable,
-                    applied: Applied::No,
-                    effects: Some(0),
-                    attempts: Some(1),
-                    probe: None,
-                    retry_after_s: None,
-                }
+                Expect::refused(Outcome::Retryable)
             } else {
-                Expect::ok(1)
+                Expect { attempts: Some(2), ..Expect::ok(1) }
             };
             if !self.kind.has_side_effect() {
                 expect.effects = None;
-            }
-            if !destructive {
-                expect.attempts = Some(2);
             }
             let mut verdict = expect.judge_any_probe(scenario, self.kind, &report, &service, &tap, "");
             if let [first, second, ..] = service.arrivals()[..] {
@@ -503,14 +487,7 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
         let tap = self.tap();
         let start = tokio::time::Instant::now();
         let report = self.single.call(self.task(scenario, 3, &tap), service.clone()).await;
-        let expect = Expect {
-            outcome: Outcome::Retryable,
-            applied: Applied::No,
-            effects: Some(0),
-            attempts: Some(1),
-            probe: None,
-            retry_after_s: Some(3600),
-        };
+        let expect = Expect { retry_after_s: Some(3600), ..Expect::refused(Outcome::Retryable) };
         let mut beyond = expect.judge_any_probe(scenario, self.kind, &report, &service, &tap, "");
         // Only a probe may run before giving up; no sleeping on a wait the budget cannot hold.
         if start.elapsed() >= self.timing.budget / 2 {
@@ -547,6 +524,18 @@ struct Expect {
 }
 
 impl Expect {
+    /// One attempt, refused with `outcome`, nothing applied.
+    fn refused(outcome: Outcome) -> Expect {
+        Expect {
+            outcome,
+            applied: Applied::No,
+            effects: Some(0),
+            attempts: Some(1),
+            probe: None,
+            retry_after_s: None,
+        }
+    }
+
     fn ok(effects: usize) -> Expect {
         Expect {
             outcome: Outcome::Ok,
