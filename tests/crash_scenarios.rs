@@ -262,6 +262,10 @@ async fn rate_limited_then_killed_while_waiting() {
     assert_eq!(outcome(&run.last), ("ok", "yes"), "{}", run.last);
     assert_eq!((run.service.effects(run.key), run.service.requests()), (1, 2));
     assert_eq!(outcome_of(&run.last), Outcome::Ok);
+    // The restarted process read the service's wait from the log and kept it.
+    let arrivals = run.service.arrivals();
+    let gap = arrivals[1] - arrivals[0];
+    assert!(gap >= Duration::from_millis(1900), "second attempt {gap:?} after the 429 asking for 2 s");
 }
 
 fn outcome_of(report: &Value) -> Outcome {

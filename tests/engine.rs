@@ -577,6 +577,7 @@ async fn an_unfinished_attempt_in_the_log_is_probed_before_anything_else() {
         effect_applied: None,
         probe: None,
         message: None,
+        retry_at: None,
         value: None,
     };
     journal.append(&start, Durability::Synced).await.unwrap();
@@ -656,6 +657,7 @@ fn record(key: tool_contract::IntentKey, call: &str, attempt: u32) -> tool_contr
         effect_applied: None,
         probe: None,
         message: None,
+        retry_at: None,
         value: None,
     }
 }
@@ -846,4 +848,77 @@ async fn the_same_intent_twice_at_once_sends_once() {
     assert_eq!((first.value, second.value), (Some(4411), Some(4411)));
     assert_eq!(calls.count(), 1, "the second waited for the first and found it in the log");
     assert!(second.message.contains("not repeated"), "{}", second.message);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restarted_process_waits_as_the_service_asked_the_earlier_one() {
+    use tool_contract::journal::rfc3339;
+    let spec = spec("post_notice", EffectKind::Send);
+    let task = task(30);
+    let key = task.key(&spec, &"thread-9", None);
+    let asked = |secs: u64| {
+        let mut end = ended(record(key, "post_notice", 1), Outcome::Retryable, Applied::No, None);
+        end.retry_at = Some(rfc3339(std::time::SystemTime::now() + Duration::from_secs(secs)));
+        Arc::new(MemoryJournal::from_records([end]))
+    };
+
+    let calls = Calls::new();
+    let task1 = task.clone().journal(asked(5));
+    let report = engine::run(
+        &task1,
+        &spec,
+        key,
+        |_| {
+            calls.hit();
+            async { Ok::<u64, Class>(1) }
+        },
+        |_| async { Probe::NotLanded },
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Ok);
+    let at = calls.times()[0];
+    assert!(at >= Duration::from_secs(4) && at <= Duration::from_secs(5), "first attempt at {at:?}");
+
+    let calls = Calls::new();
+    let task2 = task.clone().journal(asked(100));
+    let report = engine::run(
+        &task2,
+        &spec,
+        key,
+        |_| {
+            calls.hit();
+            async { Ok::<u64, Class>(1) }
+        },
+        |_| async { Probe::NotLanded },
+    )
+    .await;
+    assert_eq!(calls.count(), 0);
+    assert_eq!((report.outcome, report.deadline_left_s), (Outcome::Retryable, 0));
+    assert!(report.retry_after_s.is_some_and(|s| (99..=100).contains(&s)), "{:?}", report.retry_after_s);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_told_to_wait_logs_when_the_wait_ends() {
+    let spec = spec("post_notice", EffectKind::Send).max_attempts(1);
+    let journal = Arc::new(MemoryJournal::new());
+    let task = task(30).journal(journal.clone());
+    let before = std::time::SystemTime::now();
+    engine::run(
+        &task,
+        &spec,
+        task.key(&spec, &"t", None),
+        |_| async { Err::<u64, _>(Class::retryable("429").retry_after(Duration::from_secs(30))) },
+        |_| async { Probe::NotLanded },
+    )
+    .await;
+    let records = journal.records();
+    let ends: Vec<_> = records.iter().filter(|r| r.phase == tool_contract::journal::Phase::End).collect();
+    assert!(!ends.is_empty());
+    for end in ends {
+        let at =
+            tool_contract::journal::parse_rfc3339(end.retry_at.as_deref().expect("retry_at on every end"))
+                .expect("an RFC 3339 time");
+        let wait = at.duration_since(before).unwrap_or_default();
+        assert!(wait >= Duration::from_secs(30) && wait <= Duration::from_secs(32), "{wait:?}");
+    }
 }

@@ -126,6 +126,7 @@ fn tear_a_line(dir: &Path) {
         effect_applied: None,
         probe: None,
         message: None,
+        retry_at: None,
         value: None,
     };
     let line = serde_json::to_string(&record).unwrap();

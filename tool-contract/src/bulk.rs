@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use crate::classify::{self, Class, Classify};
 use crate::effect::{AutoRetry, EffectKind};
-use crate::engine::{Claim, Run, Stop, ceil_secs, guarded, normalise, secs, within};
+use crate::engine::{Claim, ResumeWait, Run, Stop, ceil_secs, guarded, normalise, retry_stamp, secs, within};
 use crate::journal::LastWord;
 use crate::key::IntentKey;
 use crate::probe::{NoProbe, ProbeMark};
@@ -116,9 +116,11 @@ where
     // Items an earlier attempt may have applied, not since cleared by a probe.
     let mut maybe = vec![false; results.len()];
 
+    let mut resume_wait = None;
     if let Some(recall) = run.recall().filter(|_| side) {
         run.attempt = recall.attempts;
         run.attempt_id = recall.last.attempt_id.clone();
+        resume_wait = ResumeWait::of(&recall.last);
         let recorded =
             recall.last.value.as_ref().and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
         match (recall.last_word(), recorded) {
@@ -206,6 +208,12 @@ where
                 }
             }
         }
+        if let Some(wait) = resume_wait.take() {
+            if let Err(why) = run.wait_as_asked_before(wait).await {
+                stop = Some(why);
+                break;
+            }
+        }
         let left = task.remaining();
         if left < spec.floor() {
             stop = Some(run.refusal(left));
@@ -259,6 +267,9 @@ where
         }
         for (i, item) in results.iter().enumerate() {
             maybe[i] |= item.applied == Applied::Unknown;
+        }
+        if let Some(wait) = whole.as_ref().and_then(Class::wait) {
+            run.retry_at = Some(retry_stamp(wait));
         }
         let now = honest(&results, &maybe);
         let Tally { outcome, applied, message } = tally(spec, &now, "items");

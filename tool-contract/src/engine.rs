@@ -59,6 +59,7 @@ where
     let mut run = Run::new(task, spec, key);
     let side = spec.effect().has_side_effect();
     let mut last: Option<Class> = None;
+    let mut resume_wait = None;
     // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
     // second waits for the first, then finds its outcome in the log.
     let _claim = if side && task.journal_ref().is_some() { Some(Claim::take(key).await) } else { None };
@@ -70,6 +71,7 @@ where
     } else if let Some(recall) = run.recall() {
         run.attempt = recall.attempts;
         run.attempt_id = recall.last.attempt_id.clone();
+        resume_wait = ResumeWait::of(&recall.last);
         let earlier = match recall.last_word() {
             LastWord::Ok(value) => match value.map(|v| T::deserialize(v)) {
                 Some(Ok(value)) => return run.replayed(value),
@@ -140,6 +142,11 @@ where
             }
         }
 
+        if let Some(wait) = resume_wait.take() {
+            if let Err(stop) = run.wait_as_asked_before(wait).await {
+                return run.stopped(stop);
+            }
+        }
         let left = task.remaining();
         if left < spec.floor() {
             return run.stopped(run.refusal(left));
@@ -168,6 +175,9 @@ where
             }
             Err(_) => classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit))),
         };
+        if let Some(wait) = class.wait() {
+            run.retry_at = Some(retry_stamp(wait));
+        }
         // The log keeps the call's effect, not the attempt's: an attempt that applied nothing after one that
         // may have landed leaves the intent unresolved for the next run.
         let recorded = if run.maybe_applied && class.effect() == Applied::No {
@@ -322,6 +332,32 @@ impl Drop for Claim {
     }
 }
 
+/// The instant a wait ends, as the log writes it: RFC 3339, rounded up to the second.
+pub(crate) fn retry_stamp(wait: Duration) -> String {
+    let at = SystemTime::now() + wait;
+    let rounded = match at.duration_since(std::time::UNIX_EPOCH) {
+        Ok(since) if since.subsec_nanos() > 0 => {
+            at + Duration::from_nanos(u64::from(1_000_000_000 - since.subsec_nanos()))
+        }
+        _ => at,
+    };
+    rfc3339(rounded)
+}
+
+/// A wait an earlier run was asked for (`retry_at` on its last record) that has not yet passed.
+pub(crate) struct ResumeWait {
+    until: String,
+    left: Duration,
+}
+
+impl ResumeWait {
+    pub(crate) fn of(last: &crate::journal::Record) -> Option<ResumeWait> {
+        let until = last.retry_at.as_deref()?;
+        let left = crate::journal::parse_rfc3339(until)?.duration_since(SystemTime::now()).ok()?;
+        Some(ResumeWait { until: until.to_owned(), left })
+    }
+}
+
 /// Why the engine stopped before another attempt.
 pub(crate) struct Stop {
     pub(crate) outcome: Outcome,
@@ -348,16 +384,20 @@ pub(crate) struct Run<'a> {
     /// An earlier attempt of this call may have applied its effect and no probe has said otherwise;
     /// a later attempt that applied nothing does not make the call's effect `no`.
     pub(crate) maybe_applied: bool,
+    /// The earliest instant for the next attempt the service asked for (RFC 3339), written on the end
+    /// records of the attempt that was told to wait, so a restarted process waits too.
+    pub(crate) retry_at: Option<String>,
 }
 
 impl<'a> Run<'a> {
     pub(crate) fn new(task: &'a Task, spec: &'a ToolSpec, key: IntentKey) -> Self {
-        Run { task, spec, key, attempt: 0, attempt_id: String::new(), maybe_applied: false }
+        Run { task, spec, key, attempt: 0, attempt_id: String::new(), maybe_applied: false, retry_at: None }
     }
 
     /// Number the next attempt: `{task}-{first 8 hex of the key}-a{n}`, unique across the task's intents.
     pub(crate) fn next_attempt(&mut self) {
         self.attempt += 1;
+        self.retry_at = None;
         self.attempt_id = attempt_id(self.task.id(), &self.key, self.attempt);
     }
 
@@ -403,6 +443,7 @@ impl<'a> Run<'a> {
             effect_applied: None,
             probe: None,
             message: None,
+            retry_at: None,
             value: None,
         }
     }
@@ -455,6 +496,7 @@ impl<'a> Run<'a> {
         record.effect_applied = Some(applied);
         record.probe = probe;
         record.message = Some(message);
+        record.retry_at = self.retry_at.as_deref();
         record.value = value.as_ref();
         // Losing an end record is safe: the attempt then reads as unfinished and is probed next time.
         let appended = journal.append_ref(record, Durability::Buffered);
@@ -642,6 +684,22 @@ impl<'a> Run<'a> {
             return Err(Stop::out_of_budget(class, message, class.wait()));
         }
         tokio::time::sleep(wait).await;
+        Ok(())
+    }
+
+    /// Honour, in a restarted process, the wait the service asked of an earlier one.
+    pub(crate) async fn wait_as_asked_before(&self, wait: ResumeWait) -> Result<(), Stop> {
+        let left = self.task.remaining();
+        if wait.left.saturating_add(self.spec.floor()) > left {
+            let message = format!(
+                "the service asked an earlier run to wait until {}, longer than the {} left: not started",
+                wait.until,
+                secs(left)
+            );
+            let (outcome, applied) = (Outcome::Retryable, Applied::No);
+            return Err(Stop { outcome, applied, message, wait: Some(wait.left), out_of_budget: true });
+        }
+        tokio::time::sleep(wait.left).await;
         Ok(())
     }
 

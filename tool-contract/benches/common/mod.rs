@@ -28,6 +28,7 @@ fn record(n: usize, phase: Phase, attempt: u32) -> Record {
         effect_applied: end.then_some(Applied::Yes),
         probe: None,
         message: end.then(|| format!("post_notice done on attempt {attempt}")),
+        retry_at: None,
         value: end.then(|| serde_json::json!(4411)),
     }
 }

@@ -224,6 +224,7 @@ impl Entry {
                 effect_applied: None,
                 probe: None,
                 message: Some(format!("the index could not decode this intent's last record: {err}")),
+                retry_at: None,
                 value: None,
             }
         });
@@ -667,6 +668,10 @@ fn encode(out: &mut Vec<u8>, record: RecordRef<'_>) -> serde_json::Result<()> {
         Some(message) => text(out, message)?,
         None => out.extend_from_slice(b"null"),
     }
+    if let Some(at) = record.retry_at {
+        out.extend_from_slice(br#","retry_at":"#);
+        text(out, at)?;
+    }
     if let Some(value) = record.value {
         out.extend_from_slice(br#","value":"#);
         serde_json::to_writer(&mut *out, value)?;
@@ -894,6 +899,9 @@ fn quick_check(line: &[u8]) -> Option<Checked> {
     at.word(&["null", "landed", "not_landed", "failed"])?;
     at.expect(br#","message":"#)?;
     if at.expect(b"null").is_none() {
+        at.string()?;
+    }
+    if at.expect(br#","retry_at":"#).is_some() {
         at.string()?;
     }
     if at.expect(br#","value":"#).is_some() {
@@ -1191,6 +1199,7 @@ mod tests {
             effect_applied: outcome.map(|o| if o == Outcome::Ok { Applied::Yes } else { Applied::Unknown }),
             probe: None,
             message: outcome.map(|o| format!("ended {o}")),
+            retry_at: None,
             value: (outcome == Some(Outcome::Ok)).then(|| serde_json::json!(4411)),
         }
     }
@@ -1748,6 +1757,7 @@ mod tests {
             r.call = pick(rng);
             r.attempt_id = pick(rng);
             r.message = (rng.below(3) > 0).then(|| pick(rng));
+            r.retry_at = (rng.below(3) == 0).then(|| pick(rng));
             r.value = values[i % values.len()].clone();
             r.attempt = [0, 1, 9, 10, u32::MAX][rng.below(5) as usize];
             r.budget_left_s = [0, 42, u64::MAX][rng.below(3) as usize];

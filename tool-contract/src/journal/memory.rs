@@ -44,6 +44,7 @@ struct Stored {
     effect_applied: Option<Applied>,
     probe: Option<ProbeMark>,
     message: Option<Box<str>>,
+    retry_at: Option<Box<str>>,
     value: Option<serde_json::Value>,
 }
 
@@ -62,6 +63,7 @@ impl Stored {
             effect_applied: self.effect_applied,
             probe: self.probe,
             message: self.message.as_deref().map(str::to_owned),
+            retry_at: self.retry_at.as_deref().map(str::to_owned),
             value: self.value.clone(),
         }
     }
@@ -97,6 +99,7 @@ impl MemoryState {
             effect_applied: record.effect_applied,
             probe: record.probe,
             message: record.message.map(Box::from),
+            retry_at: record.retry_at.map(Box::from),
             value: record.value.cloned(),
         };
         self.push(stored);

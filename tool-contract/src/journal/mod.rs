@@ -71,6 +71,10 @@ pub struct Record {
     pub probe: Option<ProbeMark>,
     /// The one-line message; `null` on a start record.
     pub message: Option<String>,
+    /// On an end record after the service asked to wait (`Retry-After`): the earliest instant for the
+    /// next attempt, RFC 3339 UTC, so a restarted process waits too. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
     /// The tool's value as JSON, on an `ok` end record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<serde_json::Value>,
@@ -103,6 +107,8 @@ pub struct RecordRef<'a> {
     pub probe: Option<ProbeMark>,
     /// The one-line message.
     pub message: Option<&'a str>,
+    /// The earliest instant for the next attempt, when the service asked to wait.
+    pub retry_at: Option<&'a str>,
     /// The tool's value as JSON.
     pub value: Option<&'a serde_json::Value>,
 }
@@ -123,6 +129,7 @@ impl RecordRef<'_> {
             effect_applied: self.effect_applied,
             probe: self.probe,
             message: self.message.map(str::to_owned),
+            retry_at: self.retry_at.map(str::to_owned),
             value: self.value.cloned(),
         }
     }
@@ -144,6 +151,7 @@ impl Record {
             effect_applied: self.effect_applied,
             probe: self.probe,
             message: self.message.as_deref(),
+            retry_at: self.retry_at.as_deref(),
             value: self.value.as_ref(),
         }
     }
@@ -367,6 +375,45 @@ pub fn rfc3339(at: SystemTime) -> String {
     stamp
 }
 
+/// Read back a time written by [`rfc3339`] (`2026-11-30T05:12:04Z`); `None` for any other form.
+pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
+    let b = text.as_bytes();
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<u64> {
+        let digits = text.get(from..to)?;
+        digits.bytes().all(|c| c.is_ascii_digit()).then(|| digits.parse().ok())?
+    };
+    let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (h, min, sec) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || h > 23 || min > 59 || sec > 60 {
+        return None;
+    }
+    let days = days_from_civil(i64::try_from(y).ok()?, m, d);
+    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + min * 60 + sec;
+    UNIX_EPOCH.checked_add(std::time::Duration::from_secs(secs))
+}
+
+// A proleptic Gregorian date to days since 1970-01-01 (the inverse of `civil_from_days`).
+fn days_from_civil(y: i64, m: u64, d: u64) -> i64 {
+    let (m, d) = (i64::try_from(m).unwrap_or(1), i64::try_from(d).unwrap_or(1));
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 fn rfc3339_of(secs: u64) -> String {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(i64::try_from(days).unwrap_or(0));
@@ -412,6 +459,24 @@ mod tests {
     use std::time::Duration;
 
     #[test]
+    fn rfc3339_reads_back_what_it_writes() {
+        for secs in [0u64, 951_782_400, 1_796_000_000, 4_102_444_799, 86_399, 86_400] {
+            let at = UNIX_EPOCH + std::time::Duration::from_secs(secs);
+            assert_eq!(parse_rfc3339(&rfc3339(at)), Some(at), "{secs}");
+        }
+        for garbage in [
+            "",
+            "soon",
+            "2026-11-30 05:12:04Z",
+            "2026-13-30T05:12:04Z",
+            "2026-11-30T05:12:04",
+            "２026-11-30T05:12:04Z",
+        ] {
+            assert_eq!(parse_rfc3339(garbage), None, "{garbage}");
+        }
+    }
+
+    #[test]
     fn rfc3339_matches_known_instants() {
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
         let at = httpdate::parse_http_date("Mon, 30 Nov 2026 05:12:04 GMT").unwrap();
@@ -437,6 +502,7 @@ mod tests {
             effect_applied: None,
             probe: None,
             message: None,
+            retry_at: None,
             value: None,
         }
     }
