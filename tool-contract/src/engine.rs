@@ -316,8 +316,10 @@ impl Claim {
             let mut claims = CLAIMS.lock().unwrap_or_else(|e| e.into_inner());
             std::sync::Arc::clone(claims.entry(key).or_default())
         };
-        let held = std::sync::Arc::clone(&lock).lock_owned().await;
-        Claim { key, lock, _held: Some(held) }
+        // Built before the wait, so a call dropped while waiting still leaves the registry clean.
+        let mut claim = Claim { key, lock, _held: None };
+        claim._held = Some(std::sync::Arc::clone(&claim.lock).lock_owned().await);
+        claim
     }
 }
 
@@ -789,4 +791,31 @@ pub(crate) fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
 /// Whole seconds, rounded up: a wait is never reported shorter than it is.
 pub(crate) fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(key: &IntentKey) -> bool {
+        CLAIMS.lock().unwrap_or_else(|e| e.into_inner()).contains_key(key)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_claim_is_released_by_its_last_holder_even_one_dropped_while_waiting() {
+        let key = crate::Intent::new("claims", "test", "post", "x").key();
+        let first = Claim::take(key).await;
+        assert!(held(&key));
+        // A second call waits; the first finishes; the second is dropped (cancelled) before its turn.
+        let mut waiting = Box::pin(Claim::take(key));
+        let noop = &mut std::task::Context::from_waker(Waker::noop());
+        assert!(waiting.as_mut().poll(noop).is_pending(), "the second call waits for the first");
+        drop(first);
+        assert!(held(&key), "handed to the waiting call");
+        drop(waiting);
+        assert!(!held(&key), "nobody holds the intent: the registry forgets it");
+        let again = Claim::take(key).await;
+        drop(again);
+        assert!(!held(&key));
+    }
 }
