@@ -180,11 +180,7 @@ where
         }
         // The log keeps the call's effect, not the attempt's: an attempt that applied nothing after one that
         // may have landed leaves the intent unresolved for the next run.
-        let recorded = if run.maybe_applied && class.effect() == Applied::No {
-            Applied::Unknown
-        } else {
-            class.effect()
-        };
+        let recorded = run.call_effect(class.effect());
         run.log_end(left, started, class.outcome(), recorded, None, class.message(), None).await;
         if class.outcome() == Outcome::Permanent {
             return run.report(class.outcome(), class.effect(), class.message().to_owned(), None);
@@ -505,6 +501,11 @@ impl<'a> Run<'a> {
         let _ = appended.await;
     }
 
+    /// The call's effect given this attempt's: never `no` while an earlier attempt may have landed.
+    pub(crate) fn call_effect(&self, attempt: Applied) -> Applied {
+        if self.maybe_applied && attempt == Applied::No { Applied::Unknown } else { attempt }
+    }
+
     pub(crate) fn report<T>(
         &self,
         outcome: Outcome,
@@ -516,12 +517,11 @@ impl<'a> Run<'a> {
         if outcome == Outcome::Unknown {
             message = self.escalate(message);
         }
-        let applied = if self.maybe_applied && applied == Applied::No {
+        let call_effect = self.call_effect(applied);
+        if call_effect != applied {
             message.push_str("; an earlier attempt may have landed");
-            Applied::Unknown
-        } else {
-            applied
-        };
+        }
+        let applied = call_effect;
         Report {
             outcome,
             effect_applied: applied,
