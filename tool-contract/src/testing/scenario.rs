@@ -336,7 +336,7 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
                 }
                 // The reply may come inside the attempt's time (no probe) or after it (a probe that
                 // finds the effect): both are right, as long as only one attempt ever ran.
-                expect.judge_any_probe(
+                expect.judge(
                     scenario,
                     self.kind,
                     &report,
@@ -465,7 +465,7 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
             if !self.kind.has_side_effect() {
                 expect.effects = None;
             }
-            let mut verdict = expect.judge_any_probe(scenario, self.kind, &report, &service, &tap, "");
+            let mut verdict = expect.judge(scenario, self.kind, &report, &service, &tap, "");
             if let [first, second, ..] = service.arrivals()[..] {
                 // Delta-seconds count from the reply; an HTTP-date names its instant (50 ms of slack for
                 // the wall clock read on either side).
@@ -488,7 +488,7 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
         let start = tokio::time::Instant::now();
         let report = self.single.call(self.task(scenario, 3, &tap), service.clone()).await;
         let expect = Expect { retry_after_s: Some(3600), ..Expect::refused(Outcome::Retryable) };
-        let mut beyond = expect.judge_any_probe(scenario, self.kind, &report, &service, &tap, "");
+        let mut beyond = expect.judge(scenario, self.kind, &report, &service, &tap, "");
         // Only a probe may run before giving up; no sleeping on a wait the budget cannot hold.
         if start.elapsed() >= self.timing.budget / 2 {
             beyond.pass = false;
@@ -547,6 +547,8 @@ impl Expect {
         }
     }
 
+    /// Compare the report and the service with what is expected; a probe verdict is checked only when
+    /// one is expected.
     fn judge<T>(
         self,
         scenario: Scenario,
@@ -555,32 +557,6 @@ impl Expect {
         service: &FakeService,
         tap: &Tap,
         summary: &str,
-    ) -> Verdict {
-        self.check(scenario, kind, report, service, tap, summary, true)
-    }
-
-    fn judge_any_probe<T>(
-        self,
-        scenario: Scenario,
-        kind: EffectKind,
-        report: &Report<T>,
-        service: &FakeService,
-        tap: &Tap,
-        summary: &str,
-    ) -> Verdict {
-        self.check(scenario, kind, report, service, tap, summary, false)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn check<T>(
-        self,
-        scenario: Scenario,
-        kind: EffectKind,
-        report: &Report<T>,
-        service: &FakeService,
-        tap: &Tap,
-        summary: &str,
-        exact_probe: bool,
     ) -> Verdict {
         let effects = service.effects(report.idempotency_key);
         let attempts = service.requests();
@@ -603,7 +579,7 @@ impl Expect {
                 wrong.push(format!("{attempts} attempts (expected {n})"));
             }
         }
-        if exact_probe && self.probe.is_some() && probe != self.probe {
+        if self.probe.is_some() && probe != self.probe {
             wrong.push(format!("probe {probe:?} (expected {:?})", self.probe));
         }
         if let Some(wait) = self.retry_after_s {
