@@ -3,7 +3,8 @@
 
 use proc_macro2::Span;
 use syn::{
-    FnArg, GenericArgument, Ident, ItemFn, Pat, PatType, PathArguments, Receiver, ReturnType, Type, TypePath,
+    Attribute, Expr, FnArg, GenericArgument, Ident, ItemFn, Meta, Pat, PatType, PathArguments, Receiver, ReturnType,
+    Type, TypePath,
 };
 
 use crate::attr::{Args, Given};
@@ -32,6 +33,8 @@ pub struct Param<'a> {
     pub ident: Option<&'a Ident>,
     /// Position among the parameters other than the receiver and the call context.
     pub index: usize,
+    /// Its doc comment, line by line: the parameter's description for the model.
+    pub docs: Vec<&'a Expr>,
 }
 
 pub enum Output<'a> {
@@ -60,7 +63,7 @@ impl<'a> Tool<'a> {
                             }
                             _ => None,
                         };
-                        params.push(Param { arg, ident, index: params.len() });
+                        params.push(Param { arg, ident, index: params.len(), docs: docs(&arg.attrs) });
                     }
                 },
             }
@@ -77,6 +80,12 @@ impl<'a> Tool<'a> {
 
     pub fn name(&self) -> &Ident {
         &self.func.sig.ident
+    }
+
+    /// The tool's doc comment, line by line: its description for the model, unless `description`
+    /// says otherwise.
+    pub fn docs(&self) -> Vec<&'a Expr> {
+        docs(&self.func.attrs)
     }
 
     /// The parameter a `target`, `slot` or `bulk` key names, if it names one.
@@ -141,6 +150,29 @@ impl Param<'_> {
             None => Ident::new(&format!("__arg{}", self.index), Span::mixed_site()),
         }
     }
+}
+
+/// The values of `#[doc = ...]` attributes (what `///` comments become), in order.
+fn docs(attrs: &[Attribute]) -> Vec<&Expr> {
+    attrs
+        .iter()
+        .filter_map(|attr| match &attr.meta {
+            Meta::NameValue(doc) if doc.path.is_ident("doc") => Some(&doc.value),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a type holds `impl Trait`, which names no type a model's JSON could be decoded into.
+pub fn has_impl_trait(ty: &Type) -> bool {
+    fn scan(tokens: proc_macro2::TokenStream) -> bool {
+        tokens.into_iter().any(|tree| match tree {
+            proc_macro2::TokenTree::Ident(ident) => ident == "impl",
+            proc_macro2::TokenTree::Group(group) => scan(group.stream()),
+            _ => false,
+        })
+    }
+    scan(quote::ToTokens::to_token_stream(ty))
 }
 
 /// `Some(true)` for `&Call`, `Some(false)` for `Call` in any other form, `None` for anything else.

@@ -23,8 +23,13 @@ pub const SLOT: Key = Key { name: "slot", example: "slot = reminder" };
 pub const VERB: Key = Key { name: "verb", example: "verb = \"post_notice\"" };
 pub const DEDUPE: Key = Key { name: "dedupe", example: "dedupe = \"receiver\"" };
 pub const BULK: Key = Key { name: "bulk", example: "bulk = rows" };
+pub const NAME: Key = Key { name: "name", example: "name = \"post_notice\"" };
+pub const DESCRIPTION: Key = Key { name: "description", example: "description = \"Post a notice to a support thread.\"" };
 
-const KEYS: [Key; 8] = [EFFECT, PROBE, DEADLINE_FLOOR, TARGET, SLOT, VERB, DEDUPE, BULK];
+const KEYS: [Key; 10] = [EFFECT, PROBE, DEADLINE_FLOOR, TARGET, SLOT, VERB, DEDUPE, BULK, NAME, DESCRIPTION];
+
+/// The longest tool name MCP allows.
+pub const MAX_NAME: usize = 128;
 
 /// The effect kinds, spelled as in `tool_contract::EffectKind`.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -115,6 +120,8 @@ pub struct Args {
     pub verb: Option<Given<LitStr>>,
     pub dedupe: Option<Given<()>>,
     pub bulk: Option<Given<Ident>>,
+    pub name: Option<Given<LitStr>>,
+    pub description: Option<Given<LitStr>>,
     /// A syntax error stopped the parse; the keys after it were never seen.
     pub broken: bool,
     /// Known keys an unknown key was a near miss of: already reported, so not missing as well.
@@ -132,6 +139,8 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
     let mut verb = Setting::new(VERB);
     let mut dedupe = Setting::new(DEDUPE);
     let mut bulk = Setting::new(BULK);
+    let mut name = Setting::new(NAME);
+    let mut description = Setting::new(DESCRIPTION);
     let mut misspelled = Vec::new();
 
     let parser = syn::meta::parser(|meta| {
@@ -159,6 +168,8 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
             SLOT => slot.set(ctxt, parse_param(ctxt, key, ident, value)),
             VERB => verb.set(ctxt, parse_verb(ctxt, ident, value)),
             DEDUPE => dedupe.set(ctxt, parse_dedupe(ctxt, ident, value)),
+            NAME => name.set(ctxt, parse_name(ctxt, ident, value)),
+            DESCRIPTION => description.set(ctxt, parse_description(ctxt, ident, value)),
             _ => bulk.set(ctxt, parse_param(ctxt, key, ident, value)),
         }
         Ok(())
@@ -180,6 +191,8 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
         verb: verb.given,
         dedupe: dedupe.given,
         bulk: bulk.given,
+        name: name.given,
+        description: description.given,
         broken,
         misspelled,
         tokens: args,
@@ -287,6 +300,56 @@ fn parse_verb(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<LitStr> {
             ctxt.error_spanned_by(lit, format!("`verb = {}` {problem}", lit.token()));
         }
         problem.is_none()
+    });
+    Given { key, value, parsed }
+}
+
+fn parse_name(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<LitStr> {
+    let parsed = string(ctxt, NAME, &value).filter(|lit| match name_problem(&lit.value()) {
+        Some(problem) => {
+            ctxt.error_spanned_by(lit, format!("`name = {}` {problem}", lit.token()));
+            false
+        }
+        None => true,
+    });
+    Given { key, value, parsed }
+}
+
+/// What keeps `name` from being a tool name under MCP's rules: 1 to 128 of `A-Z a-z 0-9 _ . -`.
+pub fn name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("is empty; a model calls a tool by its name: write one, like `post_notice`".to_owned());
+    }
+    if name.chars().count() > MAX_NAME {
+        return Some(format!(
+            "is {} characters long; a tool name has at most {MAX_NAME} (at most 64 for OpenAI and Anthropic)",
+            name.chars().count()
+        ));
+    }
+    let bad: String = name.chars().filter(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))).collect();
+    if bad.is_empty() {
+        return None;
+    }
+    let mut seen = Vec::new();
+    let shown: Vec<String> =
+        bad.chars().filter(|c| !seen.contains(c) && { seen.push(*c); true }).map(|c| format!("{c:?}")).collect();
+    Some(format!(
+        "has {}, which a tool name cannot hold; use letters, digits, `_`, `-` and `.` only",
+        shown.join(", ")
+    ))
+}
+
+fn parse_description(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<LitStr> {
+    let parsed = string(ctxt, DESCRIPTION, &value).filter(|lit| {
+        let empty = lit.value().trim().is_empty();
+        if empty {
+            let message = format!(
+                "`description = {}` is empty; say what the tool does, or remove it to use the doc comment",
+                lit.token()
+            );
+            ctxt.error_spanned_by(lit, message);
+        }
+        !empty
     });
     Given { key, value, parsed }
 }

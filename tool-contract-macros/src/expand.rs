@@ -2,12 +2,13 @@
 //! returning a `Report`, its body run by the engine once per attempt.
 
 use proc_macro2::{Literal, Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{Ident, ItemFn, Type};
+use syn::visit_mut::VisitMut;
+use syn::{GenericParam, Ident, ItemFn, Lifetime, Type};
 
-use crate::ast::{Output, Param, Tool};
+use crate::ast::{Output, Param, Tool, option_value};
 use crate::attr::{self, Kind};
 use crate::ctxt::Ctxt;
 use crate::valid;
@@ -18,7 +19,9 @@ pub fn tool(args: TokenStream, func: &ItemFn) -> syn::Result<TokenStream> {
     let tool = Tool::new(attr::parse(&ctxt, args), func);
     valid::check(&ctxt, &tool);
     ctxt.check()?;
-    Ok(wrapper(&tool).expect("a tool that follows every rule has a wrapper"))
+    let wrapper = wrapper(&tool).expect("a tool that follows every rule has a wrapper");
+    let companion = companion(&tool);
+    Ok(quote!(#wrapper #companion))
 }
 
 /// The wrapper, built from what the attribute says as far as it makes sense (a missing effect reads as
@@ -93,7 +96,10 @@ pub fn wrapper(tool: &Tool) -> Option<TokenStream> {
 /// `ToolSpec::new(name, kind)` and the builder calls for what the attribute sets.
 fn spec(tool: &Tool, private: &TokenStream) -> TokenStream {
     let args = &tool.args;
-    let name = tool.name().unraw().to_string();
+    let name = match tool.args.name.as_ref().and_then(|name| name.parsed.as_ref()) {
+        Some(name) => name.value(),
+        None => tool.name().unraw().to_string(),
+    };
     let kind = args.effect.as_ref().and_then(|effect| effect.parsed).unwrap_or(Kind::Read).variant();
     let mut spec = quote!(#private::ToolSpec::new(#name, #private::EffectKind::#kind));
     if let Some(verb) = args.verb.as_ref().and_then(|verb| verb.parsed.as_ref()) {
@@ -220,4 +226,147 @@ fn probe(tool: &Tool, bulk: Option<&Param>, key: &Ident, private: &TokenStream) 
             }
         }
     }
+}
+
+/// `{name}_tool()`: the tool for a `Toolbox`, its definition and its dispatch from a model's JSON
+/// arguments. Each parameter type and the value type are checked, where the author wrote them, for
+/// what a model-facing tool needs (`ModelArg`, `ModelValue`).
+fn companion(tool: &Tool) -> TokenStream {
+    let Output::Result { value, .. } = tool.output else {
+        return TokenStream::new();
+    };
+    let private = quote!(::tool_contract::__private);
+    let this = Ident::new("__this", Span::mixed_site());
+    let task = Ident::new("__task", Span::mixed_site());
+    let args = Ident::new("__args", Span::mixed_site());
+    let params_ident = Ident::new("__params", Span::mixed_site());
+    let ItemFn { vis, sig, .. } = tool.func;
+    let name = &sig.ident;
+    let companion = format_ident!("{}_tool", name.unraw(), span = name.span());
+    let generics = &sig.generics;
+    let bulk = tool.bulk();
+
+    let mut predicates: Vec<TokenStream> = sig
+        .generics
+        .where_clause
+        .iter()
+        .flat_map(|clause| clause.predicates.iter().map(|predicate| quote!(#predicate)))
+        .collect();
+    let mut describe = Vec::new();
+    let mut takes = Vec::new();
+    let mut names = Vec::new();
+    let mut passes = Vec::new();
+    let mut expected = Vec::new();
+    for param in &tool.params {
+        let ty = &param.arg.ty;
+        let (owned, by_ref) = owned(ty);
+        let local = param.name();
+        let field = local.unraw().to_string();
+        let required = option_value(ty).is_none();
+        let docs = &param.docs;
+        let description = if docs.is_empty() {
+            quote!(::core::option::Option::None)
+        } else {
+            quote!(::core::option::Option::Some(::core::concat!(#(#docs, "\n"),*)))
+        };
+        predicates.push(quote_spanned!(ty.span()=> #owned: #private::ModelArg));
+        describe.push(quote!(#private::param::<#owned>(&mut #params_ident, #field, #description, #required);));
+        takes.push(quote!(let #local = #args.take::<#owned>(#field);));
+        passes.push(if by_ref { quote!(::core::borrow::Borrow::borrow(&#local)) } else { quote!(#local) });
+        names.push(local);
+        expected.push(if required { field } else { format!("{field} (optional)") });
+    }
+    let output = match bulk {
+        Some(_) => quote!(()),
+        None => {
+            let value = with_static_lifetimes(value);
+            predicates.push(quote_spanned!(value.span()=> #value: #private::ModelValue));
+            quote!(#value)
+        }
+    };
+    if let Some(receiver) = tool.receiver {
+        predicates.push(quote_spanned!(receiver.span()=> Self: ::core::marker::Sync));
+    }
+
+    let description = match tool.args.description.as_ref().and_then(|given| given.parsed.as_ref()) {
+        Some(lit) => quote!(#lit),
+        None => {
+            let docs = tool.docs();
+            quote!(::core::concat!(#(#docs, "\n"),*))
+        }
+    };
+    let turbofish = {
+        let params: Vec<TokenStream> = generics
+            .params
+            .iter()
+            .filter_map(|param| match param {
+                GenericParam::Type(ty) => Some(ty.ident.clone()),
+                GenericParam::Const(constant) => Some(constant.ident.clone()),
+                GenericParam::Lifetime(_) => None,
+            })
+            .map(|ident| quote!(#ident))
+            .collect();
+        if params.is_empty() { quote!() } else { quote!(::<#(#params),*>) }
+    };
+    let (call, tool_fn) = match tool.receiver {
+        Some(_) => (quote!(Self::#name #turbofish(#this, #task, #(#passes),*)), quote!(#private::ToolFn<Self>)),
+        None => (quote!(#name #turbofish(#task, #(#passes),*)), quote!(#private::ToolFn)),
+    };
+    let spec = spec(tool, &private);
+    let doc = format!(
+        "The `{}` tool for a `Toolbox`: its definition (name, description, JSON Schemas, effect kind) and \
+         its dispatch from a model's JSON arguments.",
+        name.unraw()
+    );
+    let where_clause = if predicates.is_empty() { quote!() } else { quote!(where #(#predicates),*) };
+    quote! {
+        #[doc = #doc]
+        #[must_use]
+        #[allow(unused_lifetimes, clippy::extra_unused_lifetimes, clippy::needless_lifetimes)]
+        #vis fn #companion #generics () -> #tool_fn #where_clause {
+            const __SPEC: #private::ToolSpec = #spec;
+            #private::ToolFn::new(
+                || {
+                    let mut #params_ident = #private::Params::new();
+                    #(#describe)*
+                    #private::Definition::new(&__SPEC, #description, #params_ident).output::<#output>()
+                },
+                |#this, #task, mut #args| {
+                    ::std::boxed::Box::pin(async move {
+                        #(#takes)*
+                        let (#(::core::option::Option::Some(#names),)* true) = (#(#names,)* #args.is_clean()) else {
+                            return #args.refuse(#task, &__SPEC, &[#(#expected),*]);
+                        };
+                        #private::into_json(#call.await)
+                    })
+                },
+            )
+        }
+    }
+}
+
+/// The type a parameter is decoded into: itself, or for `&T` what `T` owns (`String` for `&str`), with
+/// every lifetime `'static` (a decoded value borrows nothing).
+fn owned(ty: &Type) -> (Type, bool) {
+    match ty {
+        Type::Reference(reference) => {
+            let elem = with_static_lifetimes(&reference.elem);
+            (syn::parse_quote!(<#elem as ::std::borrow::ToOwned>::Owned), true)
+        }
+        Type::Paren(inner) => owned(&inner.elem),
+        Type::Group(inner) => owned(&inner.elem),
+        other => (with_static_lifetimes(other), false),
+    }
+}
+
+fn with_static_lifetimes(ty: &Type) -> Type {
+    struct Static;
+    impl VisitMut for Static {
+        fn visit_lifetime_mut(&mut self, lifetime: &mut Lifetime) {
+            lifetime.ident = Ident::new("static", lifetime.ident.span());
+        }
+    }
+    let mut ty = ty.clone();
+    Static.visit_type_mut(&mut ty);
+    ty
 }

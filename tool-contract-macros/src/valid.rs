@@ -2,8 +2,10 @@
 
 use proc_macro2::Span;
 
-use crate::ast::{Output, Tool, option_value, vec_item};
-use crate::attr::{BULK, DEDUPE, EFFECT, Given, Key, Kind, PROBE, SLOT, TARGET, written};
+use syn::ext::IdentExt;
+
+use crate::ast::{Output, Tool, has_impl_trait, option_value, vec_item};
+use crate::attr::{BULK, DEDUPE, DESCRIPTION, EFFECT, Given, Key, Kind, NAME, PROBE, SLOT, TARGET, name_problem, written};
 use crate::ctxt::Ctxt;
 
 pub fn check(ctxt: &Ctxt, tool: &Tool) {
@@ -16,6 +18,45 @@ pub fn check(ctxt: &Ctxt, tool: &Tool) {
     check_receiver(ctxt, tool);
     check_contexts(ctxt, tool);
     check_output(ctxt, tool);
+    check_definition(ctxt, tool);
+}
+
+/// What a model needs to choose and call the tool: a name it may call, a description to read,
+/// parameters it fills by name with JSON.
+fn check_definition(ctxt: &Ctxt, tool: &Tool) {
+    let args = &tool.args;
+    let name = tool.name();
+    if args.name.is_none() && !args.misspelled.contains(&NAME) {
+        if let Some(problem) = name_problem(&name.unraw().to_string()) {
+            let message = format!(
+                "`{name}` {problem}; a model calls the tool by this name: keep the function's name and add `name = \"...\"` to `#[tool]`"
+            );
+            ctxt.error_spanned_by(name, message);
+        }
+    }
+    if args.description.is_none() && !args.misspelled.contains(&DESCRIPTION) && tool.docs().is_empty() {
+        let message = format!(
+            "`{name}` has no description, and a model cannot choose a tool it cannot read; add a doc comment \
+             (`/// What {name} does, for the model.`) or `description = \"...\"` to `#[tool]`"
+        );
+        ctxt.error_spanned_by(name, message);
+    }
+    for param in &tool.params {
+        if param.ident.is_none() {
+            let message = format!(
+                "a model fills a tool's parameters by name, and `{}` has none; take `name: {}` and destructure it in the body",
+                written(&param.arg.pat),
+                written(&param.arg.ty)
+            );
+            ctxt.error_spanned_by(&param.arg.pat, message);
+        } else if has_impl_trait(&param.arg.ty) {
+            let message = format!(
+                "a model's JSON arguments are decoded into a type, and `{}` names none; take a concrete type (`String`, a struct) or a generic parameter",
+                written(&param.arg.ty)
+            );
+            ctxt.error_spanned_by(&param.arg.ty, message);
+        }
+    }
 }
 
 fn check_async(ctxt: &Ctxt, tool: &Tool) {

@@ -44,6 +44,7 @@
 pub mod bulk;
 pub mod call;
 pub mod classify;
+pub mod define;
 pub mod effect;
 pub mod engine;
 pub mod journal;
@@ -56,6 +57,7 @@ pub mod spec;
 pub mod task;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod toolbox;
 
 pub use bulk::{BulkProber, ItemId};
 pub use call::Call;
@@ -68,6 +70,7 @@ pub use probe::{NoProbe, Probe, Prober};
 pub use report::{Applied, Item, Outcome, Report};
 pub use spec::{Backoff, Dedupe, Jitter, ToolSpec};
 pub use task::{Approval, ApprovalRequest, Approve, Escalate, Escalation, EscalationQueue, Task};
+pub use toolbox::Toolbox;
 pub use tool_contract_macros::tool;
 
 /// Not public API: the paths the `#[tool]` attribute's generated code uses.
@@ -75,8 +78,17 @@ pub use tool_contract_macros::tool;
 pub mod __private {
     pub use crate::bulk::run_bulk;
     pub use crate::engine::run;
+    pub use crate::define::{Definition, Params};
+    pub use crate::toolbox::{Args, BoxFuture, ModelArg, ModelValue, ToolFn, into_json, param};
     pub use crate::{Call, Dedupe, EffectKind, IntentKey, Item, NoProbe, Probe, Report, Task, ToolSpec};
     pub use core::time::Duration;
+    pub use serde_json::Value;
+
+    /// A model-filled parameter's type, checked where the author wrote it.
+    pub fn model_arg<T: ModelArg>() {}
+
+    /// A value type's schema, checked where the author wrote it.
+    pub fn model_value<T: ModelValue + ?Sized>() {}
 
     /// A tool argument: each attempt gets its own copy, made by [`arg`].
     #[diagnostic::on_unimplemented(

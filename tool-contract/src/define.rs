@@ -1,0 +1,412 @@
+//! A tool as a model sees it: its name, description, the JSON Schema of its arguments and of its
+//! report, and the hints its effect kind implies; written for MCP, OpenAI and Anthropic.
+//!
+//! The `#[tool]` attribute builds a [`Definition`] for every tool (see [`crate::toolbox`]); a tool
+//! written by hand builds one with [`Definition::new`] and [`Params`].
+//!
+//! ```
+//! use tool_contract::{EffectKind, ToolSpec};
+//! use tool_contract::define::{Definition, Format, Params};
+//!
+//! const SPEC: ToolSpec = ToolSpec::new("read_price", EffectKind::Read);
+//! let mut params = Params::new();
+//! params.param::<String>("sku", Some("the stock-keeping unit to price"), true);
+//! let definition = Definition::new(&SPEC, "Read the price of one item.", params).output::<u64>();
+//!
+//! let mcp = definition.to_format(Format::Mcp);
+//! assert_eq!(mcp["name"], "read_price");
+//! assert_eq!(mcp["inputSchema"]["required"][0], "sku");
+//! assert_eq!(mcp["annotations"]["readOnlyHint"], true);
+//! ```
+
+mod strict;
+
+use schemars::generate::{SchemaGenerator, SchemaSettings};
+use schemars::{JsonSchema, Schema};
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value, json};
+
+use crate::effect::EffectKind;
+use crate::spec::{Dedupe, ToolSpec};
+
+pub use strict::NotStrict;
+
+/// The dialect every schema here is written in.
+pub const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// The key under which the effect kind travels in MCP `_meta` (our prefix, per the MCP rules for
+/// `_meta` keys).
+pub const EFFECT_META_KEY: &str = "dev.tool-contract/effect";
+
+/// Who the definition is written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// The MCP `Tool` object: `name`, `description`, `inputSchema`, `outputSchema`, `annotations`.
+    Mcp,
+    /// An OpenAI `tools` entry for function calling, strict when the schema allows it.
+    OpenAi,
+    /// An Anthropic `tools` entry, strict when the schema allows it.
+    Anthropic,
+}
+
+impl Format {
+    /// Every format.
+    pub const ALL: [Format; 3] = [Format::Mcp, Format::OpenAi, Format::Anthropic];
+
+    /// `mcp`, `openai` or `anthropic`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Mcp => "mcp",
+            Format::OpenAi => "openai",
+            Format::Anthropic => "anthropic",
+        }
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Format, String> {
+        Format::ALL
+            .into_iter()
+            .find(|format| format.as_str() == text)
+            .ok_or_else(|| format!("`{text}` is not a format; use mcp, openai or anthropic"))
+    }
+}
+
+/// The MCP tool annotations an effect kind implies. They never contradict the kind: a `send` is never
+/// announced idempotent, a `money` or `destructive` tool always destructive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// The tool changes nothing.
+    pub read_only_hint: bool,
+    /// The tool may destroy or overwrite, or move money (`None` on a read, where it means nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling it twice with the same arguments has no further effect (`None` on a read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+}
+
+impl Annotations {
+    /// The hints of a tool of kind `effect` whose duplicates are caught by `dedupe`.
+    pub const fn of(effect: EffectKind, dedupe: Dedupe) -> Annotations {
+        let (read_only, destructive, idempotent) = match effect {
+            EffectKind::Read => (true, None, None),
+            EffectKind::Create => (false, Some(false), Some(matches!(dedupe, Dedupe::Receiver))),
+            EffectKind::Send => (false, Some(false), Some(false)),
+            EffectKind::Money | EffectKind::Destructive => (false, Some(true), Some(false)),
+        };
+        Annotations { read_only_hint: read_only, destructive_hint: destructive, idempotent_hint: idempotent }
+    }
+}
+
+/// The arguments a model fills, one [`param`](Params::param) each, turned into the input schema.
+#[derive(Debug)]
+pub struct Params {
+    generator: SchemaGenerator,
+    properties: Map<String, Value>,
+    required: Vec<Value>,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params::new()
+    }
+}
+
+impl Params {
+    /// No arguments yet.
+    pub fn new() -> Params {
+        Params { generator: generator(), properties: Map::new(), required: Vec::new() }
+    }
+
+    /// An argument named `name` of type `T`, with a description for the model; `required` is false
+    /// for an `Option` the model may leave out.
+    pub fn param<T: JsonSchema>(&mut self, name: &str, description: Option<&str>, required: bool) -> &mut Params {
+        let mut schema = self.generator.subschema_for::<T>();
+        if let Some(description) = description.map(doc_text).filter(|text| !text.is_empty()) {
+            schema.insert("description".to_owned(), Value::String(description));
+        }
+        self.properties.insert(name.to_owned(), schema.to_value());
+        if required {
+            self.required.push(Value::String(name.to_owned()));
+        }
+        self
+    }
+
+    /// The input schema: an object of the arguments, nothing else accepted.
+    fn into_schema(mut self) -> Map<String, Value> {
+        let definitions = self.generator.take_definitions(true);
+        let mut schema = Map::new();
+        schema.insert("$schema".to_owned(), JSON_SCHEMA_2020_12.into());
+        schema.insert("type".to_owned(), "object".into());
+        schema.insert("properties".to_owned(), Value::Object(self.properties));
+        schema.insert("required".to_owned(), Value::Array(self.required));
+        schema.insert("additionalProperties".to_owned(), false.into());
+        if !definitions.is_empty() {
+            schema.insert("$defs".to_owned(), Value::Object(definitions));
+        }
+        schema
+    }
+}
+
+/// A doc comment as text: each line without the one space `///` leaves, the whole trimmed.
+pub fn doc_text(doc: &str) -> String {
+    let lines: Vec<&str> = doc.lines().map(|line| line.strip_prefix(' ').unwrap_or(line)).collect();
+    lines.join("\n").trim().to_owned()
+}
+
+fn generator() -> SchemaGenerator {
+    SchemaSettings::draft2020_12().for_deserialize().into_generator()
+}
+
+/// A tool as a model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Definition {
+    name: &'static str,
+    description: String,
+    effect: EffectKind,
+    dedupe: Dedupe,
+    input_schema: Map<String, Value>,
+    output_schema: Map<String, Value>,
+}
+
+impl Definition {
+    /// The definition of the tool `spec`, described by `description`, taking `params`. Its output
+    /// schema is that of a `Report<()>` until [`output`](Definition::output) names the value type.
+    pub fn new(spec: &ToolSpec, description: &str, params: Params) -> Definition {
+        Definition {
+            name: spec.name(),
+            description: doc_text(description),
+            effect: spec.effect(),
+            dedupe: spec.deduplication(),
+            input_schema: params.into_schema(),
+            output_schema: report_schema::<()>(),
+        }
+    }
+
+    /// The output schema: the report's JSON with `value` of type `T`.
+    pub fn output<T: JsonSchema>(mut self) -> Definition {
+        self.output_schema = report_schema::<T>();
+        self
+    }
+
+    /// The tool's name, as models call it and the attempt log records it.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// What the tool does, for the model that chooses it.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The tool's effect kind.
+    pub fn effect(&self) -> EffectKind {
+        self.effect
+    }
+
+    /// The MCP annotations its effect kind implies.
+    pub fn annotations(&self) -> Annotations {
+        Annotations::of(self.effect, self.dedupe)
+    }
+
+    /// The JSON Schema (2020-12) of its arguments: an object, unknown fields refused.
+    pub fn input_schema(&self) -> &Map<String, Value> {
+        &self.input_schema
+    }
+
+    /// The JSON Schema (2020-12) of the report every call of it returns, whatever the outcome.
+    pub fn output_schema(&self) -> &Map<String, Value> {
+        &self.output_schema
+    }
+
+    /// The definition in `format`, ready to serialise into a request or a `tools/list` reply.
+    pub fn to_format(&self, format: Format) -> Value {
+        match format {
+            Format::Mcp => self.mcp(),
+            Format::OpenAi => self.openai(),
+            Format::Anthropic => self.anthropic(),
+        }
+    }
+
+    /// The MCP `Tool` object, with the effect kind under `_meta` (`dev.tool-contract/effect`).
+    pub fn mcp(&self) -> Value {
+        json!({
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "outputSchema": self.output_schema,
+            "annotations": self.annotations(),
+            "_meta": { EFFECT_META_KEY: self.effect.as_str() },
+        })
+    }
+
+    /// An OpenAI function-calling `tools` entry (`{"type": "function", "function": {...}}`): strict
+    /// when [`openai_strict`](Definition::openai_strict) can write the schema, else the plain schema
+    /// with `"strict": false`.
+    pub fn openai(&self) -> Value {
+        let (parameters, strict) = match strict::openai(&self.input_schema) {
+            Ok(schema) => (schema, true),
+            Err(_) => (self.input_schema.clone(), false),
+        };
+        openai_entry(self, parameters, strict)
+    }
+
+    /// The OpenAI entry in strict mode: every property required (optional ones nullable),
+    /// `additionalProperties: false` on every object, no keyword strict mode refuses. An error when
+    /// the arguments hold something strict mode cannot express (a map with free keys).
+    pub fn openai_strict(&self) -> Result<Value, NotStrict> {
+        strict::openai(&self.input_schema).map(|schema| openai_entry(self, schema, true))
+    }
+
+    /// An Anthropic `tools` entry: strict when [`anthropic_strict`](Definition::anthropic_strict) can
+    /// write the schema, else the plain schema without `strict`.
+    pub fn anthropic(&self) -> Value {
+        match self.anthropic_strict() {
+            Ok(entry) => entry,
+            Err(_) => json!({
+                "name": self.name,
+                "description": self.description,
+                "input_schema": self.input_schema,
+            }),
+        }
+    }
+
+    /// The Anthropic entry for strict tool use: `additionalProperties: false` on every object, and
+    /// none of the constraints strict tool use refuses. An error when the arguments hold something it
+    /// cannot express.
+    pub fn anthropic_strict(&self) -> Result<Value, NotStrict> {
+        let schema = strict::anthropic(&self.input_schema)?;
+        Ok(json!({
+            "name": self.name,
+            "description": self.description,
+            "input_schema": schema,
+            "strict": true,
+        }))
+    }
+}
+
+fn openai_entry(definition: &Definition, parameters: Map<String, Value>, strict: bool) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": definition.name,
+            "description": definition.description,
+            "parameters": parameters,
+            "strict": strict,
+        }
+    })
+}
+
+/// Serialises as the MCP `Tool` object.
+impl Serialize for Definition {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.mcp().serialize(serializer)
+    }
+}
+
+/// The JSON Schema of a `Report<T>`.
+pub fn report_schema<T: JsonSchema>() -> Map<String, Value> {
+    let mut generator = generator();
+    let value = generator.subschema_for::<T>().to_value();
+    let mut definitions = generator.take_definitions(true);
+    definitions.insert("Item".to_owned(), item_schema());
+    let Value::Object(mut schema) = json!({
+        "$schema": JSON_SCHEMA_2020_12,
+        "title": "Report",
+        "description": "The report of one tool call. outcome: ok (done), retryable (not done; retry under the \
+                        policy), permanent (change something first), unknown (the effect may have landed; \
+                        resolve by reading the world). Stop when deadline_left_s is 0 or retry_after_s is \
+                        larger than it.",
+        "type": "object",
+        "properties": {
+            "outcome": { "enum": ["ok", "retryable", "permanent", "unknown"] },
+            "effect_applied": { "enum": ["yes", "no", "unknown", "partial"] },
+            "attempt_id": { "type": "string" },
+            "idempotency_key": { "type": "string", "pattern": "^[0-9a-f]{32}$" },
+            "retry_after_s": { "type": ["integer", "null"], "minimum": 0 },
+            "deadline_left_s": { "type": "integer", "minimum": 0 },
+            "message": { "type": "string" },
+            "value": { "anyOf": [value, { "type": "null" }] },
+            "items": { "type": "array", "items": { "$ref": "#/$defs/Item" } },
+        },
+        "required": [
+            "outcome", "effect_applied", "attempt_id", "idempotency_key", "retry_after_s",
+            "deadline_left_s", "message", "value", "items"
+        ],
+        "additionalProperties": false,
+    }) else {
+        unreachable!("a JSON object literal")
+    };
+    schema.insert("$defs".to_owned(), Value::Object(definitions));
+    schema
+}
+
+fn item_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "id": { "type": "string" },
+            "outcome": { "enum": ["ok", "retryable", "permanent", "unknown"] },
+            "applied": { "enum": ["yes", "no", "unknown"] },
+            "reason": { "type": ["string", "null"] },
+        },
+        "required": ["id", "outcome", "applied", "reason"],
+        "additionalProperties": false,
+    })
+}
+
+/// A schema as a [`Schema`], for callers that work with schemars' type.
+pub fn as_schema(schema: &Map<String, Value>) -> Schema {
+    Schema::from(schema.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotations_follow_the_effect_kind() {
+        let hints = |effect, dedupe| {
+            let a = Annotations::of(effect, dedupe);
+            (a.read_only_hint, a.destructive_hint, a.idempotent_hint)
+        };
+        assert_eq!(hints(EffectKind::Read, Dedupe::Probe), (true, None, None));
+        assert_eq!(hints(EffectKind::Create, Dedupe::Probe), (false, Some(false), Some(false)));
+        assert_eq!(hints(EffectKind::Create, Dedupe::Receiver), (false, Some(false), Some(true)));
+        assert_eq!(hints(EffectKind::Send, Dedupe::Probe), (false, Some(false), Some(false)));
+        assert_eq!(hints(EffectKind::Money, Dedupe::Probe), (false, Some(true), Some(false)));
+        assert_eq!(hints(EffectKind::Destructive, Dedupe::Probe), (false, Some(true), Some(false)));
+        let read = serde_json::to_value(Annotations::of(EffectKind::Read, Dedupe::Probe)).unwrap();
+        assert_eq!(read, json!({ "readOnlyHint": true }));
+    }
+
+    #[test]
+    fn input_schema_lists_arguments_in_order_optional_ones_not_required() {
+        let mut params = Params::new();
+        params.param::<String>("thread", Some("the thread to post to"), true);
+        params.param::<Option<u32>>("priority", None, false);
+        let spec = ToolSpec::new("post_notice", EffectKind::Send);
+        let definition = Definition::new(&spec, "  Post a notice.\n", params).output::<u64>();
+        let input = Value::Object(definition.input_schema().clone());
+        assert_eq!(input["type"], "object");
+        assert_eq!(input["additionalProperties"], false);
+        assert_eq!(input["required"], json!(["thread"]));
+        assert_eq!(input["properties"]["thread"], json!({ "type": "string", "description": "the thread to post to" }));
+        assert_eq!(definition.description(), "Post a notice.");
+        let output = Value::Object(definition.output_schema().clone());
+        assert_eq!(output["properties"]["value"]["anyOf"][1], json!({ "type": "null" }));
+        assert_eq!(output["required"].as_array().unwrap().len(), 9);
+    }
+
+    #[test]
+    fn formats_parse_by_name() {
+        for format in Format::ALL {
+            assert_eq!(format.as_str().parse::<Format>(), Ok(format));
+        }
+        assert!("json".parse::<Format>().unwrap_err().contains("mcp, openai or anthropic"));
+    }
+}

@@ -1,0 +1,525 @@
+//! Tools a model can call: list their definitions, dispatch a model's JSON call to the engine.
+//!
+//! Every `#[tool]` also writes a companion function, `{name}_tool()`, that returns the tool ready for a
+//! [`Toolbox`]: its [`Definition`] and a dispatcher that decodes the model's arguments and calls the
+//! wrapper, so every guarantee of the contract holds for a call that comes as JSON.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use serde_json::json;
+//! use tool_contract::{Class, Outcome, Task, tool};
+//! use tool_contract::toolbox::Toolbox;
+//!
+//! /// Read the price of one item, in cents.
+//! #[tool(effect = "read", target = sku)]
+//! async fn read_price(
+//!     /// The stock-keeping unit, like `sku-1`.
+//!     sku: String,
+//! ) -> Result<u64, Class> {
+//!     Ok(1299)
+//! }
+//!
+//! struct Shop { name: String }
+//!
+//! impl Shop {
+//!     /// Tell the shop's name.
+//!     #[tool(effect = "read")]
+//!     async fn shop_name(&self) -> Result<String, Class> {
+//!         Ok(self.name.clone())
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let mut toolbox = Toolbox::new();
+//! toolbox.add(read_price_tool()).unwrap();
+//! toolbox.add_method(Arc::new(Shop { name: "corner".into() }), Shop::shop_name_tool()).unwrap();
+//!
+//! let names: Vec<&str> = toolbox.definitions().iter().map(|d| d.name()).collect();
+//! assert_eq!(names, ["read_price", "shop_name"]);
+//! let price = &toolbox.definitions()[0];
+//! assert_eq!(price.description(), "Read the price of one item, in cents.");
+//! assert_eq!(price.input_schema()["properties"]["sku"]["description"], "The stock-keeping unit, like `sku-1`.");
+//!
+//! // The model's call: a name and JSON arguments. The task comes from the caller, never the model.
+//! let task = Task::new("quote-1", "agent:sales", Duration::from_secs(10));
+//! let report = toolbox.call(&task, "read_price", json!({ "sku": "sku-1" })).await.unwrap();
+//! assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(json!(1299))));
+//!
+//! // Arguments that do not decode run nothing and say what to fix.
+//! let report = toolbox.call(&task, "read_price", json!({ "sku": 7 })).await.unwrap();
+//! assert_eq!(report.outcome, Outcome::Permanent);
+//! assert!(report.message.contains("`sku`"));
+//! # }
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::define::{Definition, Format, Params};
+use crate::report::{Applied, Outcome, Report};
+use crate::spec::ToolSpec;
+use crate::task::Task;
+
+/// A boxed future that can move between threads, as a server's executor needs.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// How deep a model's arguments may nest. `serde_json` refuses deeper text already; this also holds for
+/// a `Value` built in memory.
+pub const MAX_DEPTH: usize = 128;
+
+/// A tool ready for a [`Toolbox`]: its definition and how to call it with JSON arguments. The
+/// `#[tool]` attribute writes one per tool, as `{name}_tool()`; `S` is the receiver of a method tool
+/// (`()` for a free function).
+pub struct ToolFn<S: ?Sized = ()> {
+    describe: fn() -> Definition,
+    call: for<'a> fn(&'a S, &'a Task, Args) -> BoxFuture<'a, Report<Value>>,
+}
+
+impl<S: ?Sized> ToolFn<S> {
+    /// A tool from its definition and its dispatcher. The dispatcher decodes each argument with
+    /// [`Args::take`], stops with [`Args::refuse`] when one does not decode, and runs the tool.
+    pub fn new(
+        describe: fn() -> Definition,
+        call: for<'a> fn(&'a S, &'a Task, Args) -> BoxFuture<'a, Report<Value>>,
+    ) -> ToolFn<S> {
+        ToolFn { describe, call }
+    }
+
+    /// The tool's definition.
+    pub fn definition(&self) -> Definition {
+        (self.describe)()
+    }
+}
+
+impl<S: ?Sized> Clone for ToolFn<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S: ?Sized> Copy for ToolFn<S> {}
+
+impl<S: ?Sized> fmt::Debug for ToolFn<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolFn").finish_non_exhaustive()
+    }
+}
+
+/// Pins a closure's signature to the higher-ranked one a [`Dispatch`] needs.
+fn erase<F>(f: F) -> F
+where
+    F: for<'a> Fn(&'a Task, Args) -> BoxFuture<'a, Report<Value>> + Send + Sync,
+{
+    f
+}
+
+type Dispatch = Box<dyn for<'a> Fn(&'a Task, Args) -> BoxFuture<'a, Report<Value>> + Send + Sync>;
+
+/// The tools an agent offers a model: their definitions, sorted by name, and dispatch by name.
+///
+/// Calls go through the same engine as direct calls: the same intent key (task and actor from the
+/// caller's [`Task`], `target` and `slot` from the arguments), budget, probe and attempt log; two calls
+/// of one intent at once run once, as direct calls do.
+#[derive(Default)]
+pub struct Toolbox {
+    tools: BTreeMap<&'static str, (Definition, Dispatch)>,
+    definitions: Vec<Definition>,
+}
+
+impl fmt::Debug for Toolbox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Toolbox").field("tools", &self.tools.keys().collect::<Vec<_>>()).finish()
+    }
+}
+
+impl Toolbox {
+    /// An empty toolbox.
+    pub fn new() -> Toolbox {
+        Toolbox::default()
+    }
+
+    /// Registers a free-function tool: `toolbox.add(post_notice_tool())?`.
+    pub fn add(&mut self, tool: ToolFn) -> Result<&mut Toolbox, DuplicateTool> {
+        let call = tool.call;
+        self.insert(tool.definition(), Box::new(move |task, args| call(&(), task, args)))
+    }
+
+    /// Registers a method tool on a shared receiver: `toolbox.add_method(desk.clone(), Desk::post_notice_tool())?`.
+    pub fn add_method<S>(&mut self, receiver: Arc<S>, tool: ToolFn<S>) -> Result<&mut Toolbox, DuplicateTool>
+    where
+        S: ?Sized + Send + Sync + 'static,
+    {
+        let call = tool.call;
+        let dispatch = erase(move |task, args| {
+            let receiver = Arc::clone(&receiver);
+            Box::pin(async move { call(&receiver, task, args).await })
+        });
+        self.insert(tool.definition(), Box::new(dispatch))
+    }
+
+    fn insert(&mut self, definition: Definition, dispatch: Dispatch) -> Result<&mut Toolbox, DuplicateTool> {
+        let name = definition.name();
+        if self.tools.contains_key(name) {
+            return Err(DuplicateTool { name });
+        }
+        self.tools.insert(name, (definition, dispatch));
+        self.definitions = self.tools.values().map(|(definition, _)| definition.clone()).collect();
+        Ok(self)
+    }
+
+    /// The definitions, sorted by name.
+    pub fn definitions(&self) -> &[Definition] {
+        &self.definitions
+    }
+
+    /// The definitions in one format, as one JSON array (an MCP `tools/list` result's `tools`, or a
+    /// request's `tools` for OpenAI or Anthropic).
+    pub fn definitions_as(&self, format: Format) -> Value {
+        Value::Array(self.definitions.iter().map(|definition| definition.to_format(format)).collect())
+    }
+
+    /// The definition of the tool `name`.
+    pub fn get(&self, name: &str) -> Option<&Definition> {
+        self.tools.get(name).map(|(definition, _)| definition)
+    }
+
+    /// Runs the tool `name` with a model's `arguments` (a JSON object; `null` for none) under `task`,
+    /// and returns its report with the value as JSON.
+    ///
+    /// Arguments that do not decode (a missing field, a wrong type, an unknown field, anything but an
+    /// object) run nothing: the report is `permanent`, effect `no`, and its message names each field
+    /// and what was expected, so the model can fix its call. A name no tool has is an [`UnknownTool`].
+    pub async fn call(&self, task: &Task, name: &str, arguments: Value) -> Result<Report<Value>, UnknownTool> {
+        let Some((_, dispatch)) = self.tools.get(name) else {
+            return Err(UnknownTool { name: clip(name, 128), known: self.tools.keys().copied().collect() });
+        };
+        Ok(dispatch(task, Args::new(arguments)).await)
+    }
+}
+
+/// Two tools of one name in one toolbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateTool {
+    /// The name both tools have.
+    pub name: &'static str,
+}
+
+impl fmt::Display for DuplicateTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the toolbox already has a tool named `{}`; give one of them `name = \"...\"`", self.name)
+    }
+}
+
+impl std::error::Error for DuplicateTool {}
+
+/// A call of a tool the toolbox does not have: a protocol error, not a report (nothing was attempted,
+/// and no tool's contract applies).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownTool {
+    /// The name asked for (cut to 128 characters).
+    pub name: String,
+    /// The names the toolbox has.
+    pub known: Vec<&'static str>,
+}
+
+impl fmt::Display for UnknownTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no tool is named `{}`", self.name)?;
+        match self.known.len() {
+            0 => write!(f, "; the toolbox is empty"),
+            n if n <= 20 => write!(f, "; the tools are {}", self.known.join(", ")),
+            n => write!(f, "; the toolbox has {n} tools, listed by its definitions"),
+        }
+    }
+}
+
+impl std::error::Error for UnknownTool {}
+
+/// A model's arguments while a dispatcher decodes them. Every problem found is kept, so one refusal
+/// names them all.
+#[derive(Debug)]
+pub struct Args {
+    fields: Map<String, Value>,
+    problems: Vec<String>,
+}
+
+impl Args {
+    /// The arguments of one call: an object, or `null` for none.
+    pub fn new(arguments: Value) -> Args {
+        let mut problems = Vec::new();
+        let fields = match arguments {
+            Value::Object(fields) => fields,
+            Value::Null => Map::new(),
+            other => {
+                problems.push(format!("the arguments must be a JSON object, not {}", kind(&other)));
+                dismantle(other);
+                Map::new()
+            }
+        };
+        if problems.is_empty() {
+            if let Some(deep) = fields.iter().find(|(_, value)| deeper_than(value, MAX_DEPTH - 1)).map(|(k, _)| k) {
+                problems.push(format!("argument `{}` nests deeper than {MAX_DEPTH} levels", clip(deep, 64)));
+                return Args { fields: Map::new(), problems }.dropping(fields);
+            }
+        }
+        Args { fields, problems }
+    }
+
+    fn dropping(self, fields: Map<String, Value>) -> Args {
+        fields.into_iter().for_each(|(_, value)| dismantle(value));
+        self
+    }
+
+    /// Takes the argument `name` as a `T`. An absent argument decodes as `null`, so an `Option` may be
+    /// left out. `None` when it does not decode; the problem is kept for [`refuse`](Args::refuse).
+    pub fn take<T: DeserializeOwned>(&mut self, name: &str) -> Option<T> {
+        match self.fields.remove(name) {
+            Some(value) => match serde_json::from_value(value) {
+                Ok(value) => Some(value),
+                Err(error) => {
+                    self.problems.push(clip(&format!("argument `{name}`: {error}"), 240));
+                    None
+                }
+            },
+            None => match serde_json::from_value(Value::Null) {
+                Ok(value) => Some(value),
+                Err(error) => {
+                    let error = error.to_string();
+                    let expected = error.split_once("expected ").map_or("a value", |(_, what)| what);
+                    self.problems.push(format!("missing argument `{name}`: expected {expected}"));
+                    None
+                }
+            },
+        }
+    }
+
+    /// `true` when every argument decoded and none is left over; an argument left over is an unknown
+    /// one, and is kept as a problem.
+    pub fn is_clean(&mut self) -> bool {
+        if !self.fields.is_empty() {
+            let names: Vec<String> = self.fields.keys().take(8).map(|name| format!("`{}`", clip(name, 64))).collect();
+            let more = self.fields.len().saturating_sub(names.len());
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            let noun = if self.fields.len() == 1 { "argument" } else { "arguments" };
+            self.problems.push(format!("unknown {noun} {}{more}", names.join(", ")));
+            std::mem::take(&mut self.fields).into_iter().for_each(|(_, value)| dismantle(value));
+        }
+        self.problems.is_empty()
+    }
+
+    /// The report of a call whose arguments did not decode: `permanent`, effect `no`, nothing run;
+    /// the message names every problem and the arguments the tool takes.
+    pub fn refuse(self, task: &Task, spec: &ToolSpec, expected: &[&str]) -> Report<Value> {
+        let mut message = format!("{} was not called: {}", spec.name(), self.problems.join("; "));
+        if expected.is_empty() {
+            message.push_str("; it takes no arguments");
+        } else {
+            message.push_str("; it takes ");
+            message.push_str(&expected.join(", "));
+        }
+        Report {
+            outcome: Outcome::Permanent,
+            effect_applied: Applied::No,
+            attempt_id: String::new(),
+            idempotency_key: task.key(spec, &"", None),
+            retry_after_s: None,
+            deadline_left_s: task.remaining().as_secs(),
+            message,
+            value: None,
+            items: Vec::new(),
+        }
+    }
+}
+
+/// A tool's report with its value as JSON. A value that does not serialise (a map with non-string
+/// keys) leaves `value` empty and says so; the outcome stays what happened.
+pub fn into_json<T: Serialize>(report: Report<T>) -> Report<Value> {
+    let mut failure = None;
+    let mut report = report.map(|value| match serde_json::to_value(value) {
+        Ok(value) => Some(value),
+        Err(error) => {
+            failure = Some(error);
+            None
+        }
+    });
+    let value = report.value.take().flatten();
+    if let Some(error) = failure {
+        report.message.push_str(&format!("; its value could not be written as JSON: {error}"));
+    }
+    Report {
+        outcome: report.outcome,
+        effect_applied: report.effect_applied,
+        attempt_id: report.attempt_id,
+        idempotency_key: report.idempotency_key,
+        retry_after_s: report.retry_after_s,
+        deadline_left_s: report.deadline_left_s,
+        message: report.message,
+        value,
+        items: report.items,
+    }
+}
+
+/// Adds the parameter `name` to `params`; the bound is the one a model-filled parameter needs.
+pub fn param<T: ModelArg>(params: &mut Params, name: &str, description: Option<&str>, required: bool) {
+    params.param::<T>(name, description, required);
+}
+
+/// What a parameter a model fills must be: decodable from JSON and described by a JSON Schema.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be filled in by a model: a tool parameter needs `Deserialize` and `JsonSchema`",
+    label = "a model sends this parameter as JSON",
+    note = "derive both for `{Self}`: `#[derive(serde::Deserialize, schemars::JsonSchema)]`, or take a type that has them (`String`, a number, a `Vec`)"
+)]
+pub trait ModelArg: DeserializeOwned + JsonSchema + Send {}
+
+impl<T: DeserializeOwned + JsonSchema + Send> ModelArg for T {}
+
+/// What a tool's value must be for its report to have an output schema.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no JSON Schema, and a tool's definition describes the value its report carries",
+    label = "the report's `value` is described by this type's schema",
+    note = "derive it: `#[derive(schemars::JsonSchema)]` on `{Self}`"
+)]
+pub trait ModelValue: JsonSchema {}
+
+impl<T: JsonSchema + ?Sized> ModelValue for T {}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// Whether `value` nests deeper than `limit` levels, found without recursion.
+fn deeper_than(value: &Value, limit: usize) -> bool {
+    let mut stack = vec![(value, 0usize)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(values) => Box::new(values.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth >= limit {
+            return true;
+        }
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    false
+}
+
+/// Drops a value without recursion, so a value nested a million deep cannot overflow the stack.
+fn dismantle(value: Value) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(values) => stack.extend(values),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, value)| value)),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::effect::EffectKind;
+
+    const SPEC: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+
+    fn task() -> Task {
+        Task::new("t-1", "agent", std::time::Duration::from_secs(30))
+    }
+
+    #[test]
+    fn decodes_present_absent_optional_and_refuses_the_rest_at_once() {
+        let mut args = Args::new(json!({ "thread": 5, "note": null, "colour": "red" }));
+        assert_eq!(args.take::<String>("thread"), None);
+        assert_eq!(args.take::<Option<String>>("note"), Some(None));
+        assert_eq!(args.take::<Option<u32>>("priority"), Some(None));
+        assert_eq!(args.take::<String>("text"), None);
+        assert!(!args.is_clean());
+        let report = args.refuse(&task(), &SPEC, &["thread", "text"]);
+        assert_eq!((report.outcome, report.effect_applied), (Outcome::Permanent, Applied::No));
+        assert_eq!(
+            report.message,
+            "post_notice was not called: argument `thread`: invalid type: integer `5`, expected a string; \
+             missing argument `text`: expected a string; unknown argument `colour`; it takes thread, text"
+        );
+        assert_eq!(report.attempt_id, "");
+    }
+
+    #[test]
+    fn arguments_that_are_not_an_object_are_refused() {
+        let mut args = Args::new(json!([1, 2]));
+        assert!(!args.is_clean());
+        assert!(args.refuse(&task(), &SPEC, &[]).message.contains("must be a JSON object, not an array"));
+        let mut none = Args::new(Value::Null);
+        assert!(none.is_clean());
+    }
+
+    #[test]
+    fn deep_and_huge_arguments_are_refused_without_overflow() {
+        let mut deep = json!(0);
+        for _ in 0..200_000 {
+            deep = Value::Array(vec![deep]);
+        }
+        let mut args = Args::new(json!({ "thread": "t" }));
+        args.fields.insert("blob".into(), deep);
+        let mut args = Args::new(Value::Object(std::mem::take(&mut args.fields)));
+        assert!(!args.is_clean());
+        assert!(args.problems[0].contains("deeper than 128"), "{:?}", args.problems);
+
+        let huge = "x".repeat(1 << 20);
+        let mut args = Args::new(json!({ "thread": 1, (huge.clone()): 1 }));
+        assert_eq!(args.take::<u8>("thread"), Some(1));
+        assert!(!args.is_clean());
+        assert!(args.problems[0].len() < 120, "an unknown name is cut: {}", args.problems[0].len());
+        let mut args = Args::new(json!({ "thread": huge }));
+        assert_eq!(args.take::<u8>("thread"), None);
+        assert!(args.problems[0].len() < 260, "an echoed value is cut");
+    }
+
+    #[test]
+    fn into_json_keeps_the_outcome_when_the_value_cannot_be_written() {
+        let report = Args::new(json!({})).refuse(&task(), &SPEC, &[]);
+        let mut bad: Report<BTreeMap<(u8, u8), u8>> = report.map(|_| BTreeMap::new());
+        bad.outcome = Outcome::Ok;
+        bad.value = Some(BTreeMap::from([((1, 2), 3)]));
+        let json = into_json(bad);
+        assert_eq!((json.outcome, json.value), (Outcome::Ok, None));
+        assert!(json.message.contains("could not be written as JSON"));
+    }
+
+    #[test]
+    fn unknown_tool_lists_what_there_is() {
+        let error = UnknownTool { name: "post".into(), known: vec!["post_notice", "read_price"] };
+        assert_eq!(error.to_string(), "no tool is named `post`; the tools are post_notice, read_price");
+    }
+}
