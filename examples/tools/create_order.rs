@@ -8,11 +8,12 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_contract::{Applied, Call, Class, Outcome, Task, tool};
 
 /// An order, as the shop returns it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 struct Order {
     id: u64,
     sku: String,

@@ -8,11 +8,12 @@ use std::fmt;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_contract::{Applied, Call, Class, Classify, IntentKey, Outcome, Probe, Task, tool};
 
-/// A support thread.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A support thread, by number.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, JsonSchema)]
 struct ThreadId(u32);
 
 impl fmt::Display for ThreadId {
@@ -22,7 +23,7 @@ impl fmt::Display for ThreadId {
 }
 
 /// A posted notice.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 struct NoticeId(u64);
 
 /// How posting fails.

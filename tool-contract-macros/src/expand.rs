@@ -269,8 +269,10 @@ fn companion(tool: &Tool) -> TokenStream {
         } else {
             quote!(::core::option::Option::Some(::core::concat!(#(#docs, "\n"),*)))
         };
-        predicates.push(quote_spanned!(ty.span()=> #owned: #private::ModelArg));
-        describe.push(quote!(#private::param::<#owned>(&mut #params_ident, #field, #description, #required);));
+        // Every token of a bound on the author's span, so an unmet bound is reported on their type.
+        predicates.push(quote_spanned!(ty.span()=> #owned: ::tool_contract::__private::ModelArg));
+        predicates.push(quote_spanned!(ty.span()=> #owned: ::core::marker::Send + ::core::marker::Sync));
+        describe.push(quote!(<#owned as #private::ModelArg>::describe(&mut #params_ident, #field, #description, #required);));
         takes.push(quote!(let #local = #args.take::<#owned>(#field);));
         passes.push(if by_ref { quote!(::core::borrow::Borrow::borrow(&#local)) } else { quote!(#local) });
         names.push(local);
@@ -280,12 +282,14 @@ fn companion(tool: &Tool) -> TokenStream {
         Some(_) => quote!(()),
         None => {
             let value = with_static_lifetimes(value);
-            predicates.push(quote_spanned!(value.span()=> #value: #private::ModelValue));
+            predicates.push(quote_spanned!(value.span()=> #value: ::tool_contract::__private::ModelValue));
             quote!(#value)
         }
     };
     if let Some(receiver) = tool.receiver {
-        predicates.push(quote_spanned!(receiver.span()=> Self: ::core::marker::Sync));
+        // A toolbox keeps the receiver behind an `Arc` for as long as it lives. (No `Sync` bound here: a
+        // where-clause on `Self` would shadow the auto impl and pin its lifetimes.)
+        predicates.push(quote_spanned!(receiver.span()=> Self: 'static));
     }
 
     let description = match tool.args.description.as_ref().and_then(|given| given.parsed.as_ref()) {
@@ -329,7 +333,8 @@ fn companion(tool: &Tool) -> TokenStream {
                 || {
                     let mut #params_ident = #private::Params::new();
                     #(#describe)*
-                    #private::Definition::new(&__SPEC, #description, #params_ident).output::<#output>()
+                    let __definition = #private::Definition::new(&__SPEC, #description, #params_ident);
+                    <#output as #private::ModelValue>::describe(__definition)
                 },
                 |#this, #task, mut #args| {
                     ::std::boxed::Box::pin(async move {

@@ -44,11 +44,19 @@ fn check_definition(ctxt: &Ctxt, tool: &Tool) {
     for param in &tool.params {
         if param.ident.is_none() {
             let message = format!(
-                "a model fills a tool's parameters by name, and `{}` has none; take `name: {}` and destructure it in the body",
+                "a model fills a tool's parameters by name, and `{}` has none; give it a name the model will read (`name: {}`) and destructure it in the body",
                 written(&param.arg.pat),
                 written(&param.arg.ty)
             );
             ctxt.error_spanned_by(&param.arg.pat, message);
+        } else if let syn::Type::Reference(syn::TypeReference { lifetime: Some(lifetime), elem, .. }) = &*param.arg.ty
+            && lifetime.ident == "static"
+        {
+            let message = format!(
+                "a model's argument lives only as long as its call, so it cannot be lent for `'static`; take `&{}` or an owned type",
+                written(elem)
+            );
+            ctxt.error_spanned_by(lifetime, message);
         } else if has_impl_trait(&param.arg.ty) {
             let message = format!(
                 "a model's JSON arguments are decoded into a type, and `{}` names none; take a concrete type (`String`, a struct) or a generic parameter",

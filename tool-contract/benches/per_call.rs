@@ -35,7 +35,7 @@ fn price(sku: &str) -> u64 {
 
 /// Read a price: the measured wrapper.
 #[tool(effect = "read", target = sku)]
-async fn read_price(sku: &'static str) -> Result<u64, Class> {
+async fn read_price(sku: &str) -> Result<u64, Class> {
     Ok(price(sku))
 }
 

@@ -188,7 +188,7 @@ impl Definition {
     }
 
     /// The output schema: the report's JSON with `value` of type `T`.
-    pub fn output<T: JsonSchema>(mut self) -> Definition {
+    pub fn output<T: JsonSchema + ?Sized>(mut self) -> Definition {
         self.output_schema = report_schema::<T>();
         self
     }
@@ -309,7 +309,7 @@ impl Serialize for Definition {
 }
 
 /// The JSON Schema of a `Report<T>`.
-pub fn report_schema<T: JsonSchema>() -> Map<String, Value> {
+pub fn report_schema<T: JsonSchema + ?Sized>() -> Map<String, Value> {
     let mut generator = generator();
     let value = generator.subschema_for::<T>().to_value();
     let mut definitions = generator.take_definitions(true);

@@ -68,6 +68,21 @@ impl<'a> Intent<'a> {
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct IntentKey([u8; 16]);
 
+/// A key is written as 32 lowercase hex characters, as its `Serialize` writes it.
+impl schemars::JsonSchema for IntentKey {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "IntentKey".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "pattern": "^[0-9a-f]{32}$" })
+    }
+}
+
 impl IntentKey {
     /// Derive a key, writing every part straight into the hasher.
     ///

@@ -79,16 +79,10 @@ pub mod __private {
     pub use crate::bulk::run_bulk;
     pub use crate::engine::run;
     pub use crate::define::{Definition, Params};
-    pub use crate::toolbox::{Args, BoxFuture, ModelArg, ModelValue, ToolFn, into_json, param};
+    pub use crate::toolbox::{Args, BoxFuture, ModelArg, ModelValue, ToolFn, into_json};
     pub use crate::{Call, Dedupe, EffectKind, IntentKey, Item, NoProbe, Probe, Report, Task, ToolSpec};
     pub use core::time::Duration;
     pub use serde_json::Value;
-
-    /// A model-filled parameter's type, checked where the author wrote it.
-    pub fn model_arg<T: ModelArg>() {}
-
-    /// A value type's schema, checked where the author wrote it.
-    pub fn model_value<T: ModelValue + ?Sized>() {}
 
     /// A tool argument: each attempt gets its own copy, made by [`arg`].
     #[diagnostic::on_unimplemented(

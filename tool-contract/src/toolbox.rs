@@ -281,16 +281,16 @@ impl Args {
 
     /// Takes the argument `name` as a `T`. An absent argument decodes as `null`, so an `Option` may be
     /// left out. `None` when it does not decode; the problem is kept for [`refuse`](Args::refuse).
-    pub fn take<T: DeserializeOwned>(&mut self, name: &str) -> Option<T> {
+    pub fn take<T: ModelArg>(&mut self, name: &str) -> Option<T> {
         match self.fields.remove(name) {
-            Some(value) => match serde_json::from_value(value) {
+            Some(value) => match T::decode(value) {
                 Ok(value) => Some(value),
                 Err(error) => {
                     self.problems.push(clip(&format!("argument `{name}`: {error}"), 240));
                     None
                 }
             },
-            None => match serde_json::from_value(Value::Null) {
+            None => match T::decode(Value::Null) {
                 Ok(value) => Some(value),
                 Err(error) => {
                     let error = error.to_string();
@@ -368,30 +368,48 @@ pub fn into_json<T: Serialize>(report: Report<T>) -> Report<Value> {
     }
 }
 
-/// Adds the parameter `name` to `params`; the bound is the one a model-filled parameter needs.
-pub fn param<T: ModelArg>(params: &mut Params, name: &str, description: Option<&str>, required: bool) {
-    params.param::<T>(name, description, required);
-}
-
 /// What a parameter a model fills must be: decodable from JSON and described by a JSON Schema.
+/// Implemented for every `DeserializeOwned + JsonSchema` type.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be filled in by a model: a tool parameter needs `Deserialize` and `JsonSchema`",
     label = "a model sends this parameter as JSON",
     note = "derive both for `{Self}`: `#[derive(serde::Deserialize, schemars::JsonSchema)]`, or take a type that has them (`String`, a number, a `Vec`)"
 )]
-pub trait ModelArg: DeserializeOwned + JsonSchema + Send {}
+pub trait ModelArg: Sized {
+    /// The value from a model's JSON.
+    fn decode(value: Value) -> Result<Self, serde_json::Error>;
 
-impl<T: DeserializeOwned + JsonSchema + Send> ModelArg for T {}
+    /// Adds a parameter of this type to `params`.
+    fn describe(params: &mut Params, name: &str, description: Option<&str>, required: bool);
+}
 
-/// What a tool's value must be for its report to have an output schema.
+impl<T: DeserializeOwned + JsonSchema> ModelArg for T {
+    fn decode(value: Value) -> Result<T, serde_json::Error> {
+        serde_json::from_value(value)
+    }
+
+    fn describe(params: &mut Params, name: &str, description: Option<&str>, required: bool) {
+        params.param::<T>(name, description, required);
+    }
+}
+
+/// What a tool's value must be for its report to have an output schema. Implemented for every
+/// `JsonSchema` type.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no JSON Schema, and a tool's definition describes the value its report carries",
     label = "the report's `value` is described by this type's schema",
     note = "derive it: `#[derive(schemars::JsonSchema)]` on `{Self}`"
 )]
-pub trait ModelValue: JsonSchema {}
+pub trait ModelValue {
+    /// `definition` with its output schema's `value` of this type.
+    fn describe(definition: Definition) -> Definition;
+}
 
-impl<T: JsonSchema + ?Sized> ModelValue for T {}
+impl<T: JsonSchema + ?Sized> ModelValue for T {
+    fn describe(definition: Definition) -> Definition {
+        definition.output::<T>()
+    }
+}
 
 fn kind(value: &Value) -> &'static str {
     match value {

@@ -1,5 +1,6 @@
 use tool_contract::{Call, Class, Item, tool};
 
+/// What the tool does, for the model.
 #[tool(effect = "create", dedupe = "receiver", target = sheet, bulk = row)]
 pub async fn write_rows(call: &Call, sheet: String, rows: Vec<String>) -> Result<Vec<Item>, Class> {
     let _ = (call, sheet);

@@ -9,6 +9,7 @@ pub struct Desk;
 
 impl Desk {
     // A method tool's probe receives `&self` first; this one does not take it.
+    /// What the tool does, for the model.
     #[tool(effect = "send", probe = notice_landed, target = thread)]
     pub async fn post_notice(&self, call: &Call, thread: String) -> Result<u64, Class> {
         let _ = (call, thread);

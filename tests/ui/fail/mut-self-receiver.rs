@@ -10,6 +10,7 @@ impl Threads {
         Probe::NotLanded
     }
 
+    /// What the tool does, for the model.
     #[tool(effect = "send", probe = Self::notice_landed, target = thread)]
     pub async fn post_notice(&mut self, call: &Call, thread: String) -> Result<u64, Class> {
         let _ = (call, thread);

@@ -10,6 +10,7 @@ mod probes {
 }
 
 // The probe lives in `probes`; it is named without its module.
+/// What the tool does, for the model.
 #[tool(effect = "send", probe = notice_landed, target = thread)]
 pub async fn post_notice(call: &Call, thread: String, text: String) -> Result<u64, Class> {
     let _ = (call, text);

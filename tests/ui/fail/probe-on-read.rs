@@ -5,6 +5,7 @@ pub async fn price_known(sku: &String, key: IntentKey) -> Probe<u64> {
     Probe::NotLanded
 }
 
+/// What the tool does, for the model.
 #[tool(effect = "read", probe = price_known)]
 pub async fn read_price(call: &Call, sku: String) -> Result<u64, Class> {
     let _ = (call, sku);

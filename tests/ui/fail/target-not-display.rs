@@ -1,6 +1,8 @@
+use schemars::JsonSchema;
+use serde::Deserialize;
 use tool_contract::{Call, Class, IntentKey, Probe, tool};
 
-#[derive(Clone)]
+#[derive(Clone, Deserialize, JsonSchema)]
 pub struct ThreadId(u32);
 
 pub async fn notice_landed(thread: &ThreadId, key: IntentKey) -> Probe<u64> {
@@ -9,6 +11,7 @@ pub async fn notice_landed(thread: &ThreadId, key: IntentKey) -> Probe<u64> {
 }
 
 // The target goes into the intent key through `Display`, which `ThreadId` does not implement.
+/// What the tool does, for the model.
 #[tool(effect = "send", probe = notice_landed, target = thread)]
 pub async fn post_notice(call: &Call, thread: ThreadId) -> Result<u64, Class> {
     let _ = call;

@@ -1,4 +1,5 @@
-//! Arguments may be `mut` or destructured; each attempt binds its own copy the way the author wrote it.
+//! Arguments may be `mut`; each attempt binds its own copy the way the author wrote it. (A model fills
+//! parameters by name, so a destructured one is refused: `fail/destructured-argument.rs`.)
 
 use std::time::Duration;
 
@@ -6,7 +7,8 @@ use tool_contract::{Class, Task, tool};
 
 /// Sum a pair and a list, consuming the list.
 #[tool(effect = "read")]
-pub async fn total((a, b): (u32, u32), mut rest: Vec<u32>) -> Result<u32, Class> {
+pub async fn total(pair: (u32, u32), mut rest: Vec<u32>) -> Result<u32, Class> {
+    let (a, b) = pair;
     rest.push(a + b);
     Ok(rest.into_iter().sum())
 }

@@ -1,17 +1,22 @@
 //! What `#[tool]` writes, by hand. `post_notice` and `post_notice_by_hand` are the same tool: the
 //! attribute turns the author's `async fn` into a wrapper that takes the task in place of the call
-//! context and returns a `Report`, and runs the body once per attempt through the engine.
+//! context and returns a `Report`, and runs the body once per attempt through the engine. It also
+//! writes `post_notice_tool()`, the tool for a `Toolbox`: `post_notice_tool_by_hand` below.
 
 use std::fmt;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tool_contract::define::{Definition, Params};
+use tool_contract::toolbox::{Args, BoxFuture, ModelArg, ModelValue, ToolFn, into_json};
 use tool_contract::{
-    Call, Class, Classify, EffectKind, IntentKey, Probe, Report, Task, ToolSpec, engine, tool,
+    Call, Class, Classify, EffectKind, IntentKey, Probe, Report, Task, ToolSpec, Toolbox, engine, tool,
 };
 
 /// A support thread.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct ThreadId(u32);
 
 impl fmt::Display for ThreadId {
@@ -21,7 +26,7 @@ impl fmt::Display for ThreadId {
 }
 
 /// A posted notice.
-#[derive(Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NoticeId(u64);
 
 /// What went wrong.
@@ -82,6 +87,41 @@ pub async fn post_notice_by_hand(task: &Task, thread: ThreadId, text: String) ->
     .await
 }
 
+/// The companion `#[tool]` generates for `post_notice`, written out: the definition, and the dispatch
+/// that decodes a model's arguments by name and calls the wrapper.
+#[must_use]
+pub fn post_notice_tool_by_hand() -> ToolFn
+where
+    // Each on the author's type, so a missing `Deserialize` or `JsonSchema` is reported there.
+    ThreadId: ModelArg + Send,
+    String: ModelArg + Send,
+    NoticeId: ModelValue,
+{
+    const SPEC: ToolSpec =
+        ToolSpec::new("post_notice", EffectKind::Send).deadline_floor(Duration::from_millis(2000));
+    ToolFn::new(
+        || {
+            let mut params = Params::new();
+            // The doc comment of a parameter, if it has one, is its description.
+            <ThreadId as ModelArg>::describe(&mut params, "thread", None, true);
+            <String as ModelArg>::describe(&mut params, "text", None, true);
+            let definition = Definition::new(&SPEC, "Post a notice to a support thread.\n", params);
+            <NoticeId as ModelValue>::describe(definition)
+        },
+        |_receiver: &(), task: &Task, mut args: Args| -> BoxFuture<'_, Report<Value>> {
+            Box::pin(async move {
+                let thread = args.take::<ThreadId>("thread");
+                let text = args.take::<String>("text");
+                // Every problem at once: wrong types, missing and unknown arguments.
+                let (Some(thread), Some(text), true) = (thread, text, args.is_clean()) else {
+                    return args.refuse(task, &SPEC, &["thread", "text"]);
+                };
+                into_json(post_notice(task, thread, text).await)
+            })
+        },
+    )
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let task = Task::new("ticket-5", "agent:support", Duration::from_secs(30));
@@ -92,4 +132,11 @@ async fn main() {
         (generated.outcome, generated.effect_applied, generated.idempotency_key, generated.value),
         (by_hand.outcome, by_hand.effect_applied, by_hand.idempotency_key, by_hand.value),
     );
+
+    let generated = post_notice_tool().definition();
+    assert_eq!(generated, post_notice_tool_by_hand().definition());
+    let mut toolbox = Toolbox::new();
+    toolbox.add(post_notice_tool_by_hand()).unwrap();
+    let report = toolbox.call(&task, "post_notice", json!({ "thread": 9, "text": "refund sent" })).await.unwrap();
+    assert_eq!(report.value, Some(json!(9)));
 }

@@ -3,10 +3,11 @@
 use std::fmt;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tool_contract::{Call, Class, Classify, IntentKey, Outcome, Probe, Report, Task, tool};
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct ThreadId(u32);
 
 impl fmt::Display for ThreadId {
@@ -15,7 +16,7 @@ impl fmt::Display for ThreadId {
     }
 }
 
-#[derive(Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NoticeId(u64);
 
 pub enum ThreadError {

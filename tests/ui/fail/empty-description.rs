@@ -1,0 +1,9 @@
+use tool_contract::{Class, tool};
+
+#[tool(effect = "read", target = sku, description = "  ")]
+pub async fn read_price(sku: String) -> Result<u64, Class> {
+    let _ = sku;
+    Ok(1299)
+}
+
+fn main() {}
