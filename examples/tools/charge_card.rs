@@ -11,14 +11,21 @@ use tool_contract::{Applied, Call, Class, IntentKey, Outcome, Probe, Task, tool}
 
 /// A card processor: each charge with the idempotency key it came with.
 #[derive(Default)]
-struct Payments {
+pub struct Payments {
     charges: Mutex<Vec<(IntentKey, String, u64)>>,
 }
 
 impl Payments {
     /// Charge a card; the network times out after the charge went through.
     #[tool(effect = "money", probe = Self::charge_landed, target = card, deadline_floor = "1s")]
-    async fn charge_card(&self, call: &Call, card: String, cents: u64) -> Result<String, Class> {
+    pub async fn charge_card(
+        &self,
+        call: &Call,
+        /// The card to charge, like `card-42`.
+        card: String,
+        /// The amount, in cents.
+        cents: u64,
+    ) -> Result<String, Class> {
         self.charges.lock().unwrap().push((call.key(), card, cents));
         Err(Class::unknown("card network timed out after the request was sent"))
     }

@@ -14,10 +14,13 @@ use tool_contract::{Applied, Call, Class, Outcome, Task, tool};
 
 /// An order, as the shop returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-struct Order {
-    id: u64,
-    sku: String,
-    quantity: u32,
+pub struct Order {
+    /// The shop's id for the order.
+    pub id: u64,
+    /// What was ordered.
+    pub sku: String,
+    /// How many.
+    pub quantity: u32,
 }
 
 /// A shop that deduplicates by `Idempotency-Key`, and loses its first reply.
@@ -50,7 +53,13 @@ static SHOP: std::sync::LazyLock<Shop> = std::sync::LazyLock::new(Shop::default)
 
 /// Order `quantity` of a SKU for the task's customer.
 #[tool(effect = "create", dedupe = "receiver", target = sku)]
-async fn create_order(call: &Call, sku: String, quantity: u32) -> Result<Order, Class> {
+pub async fn create_order(
+    call: &Call,
+    /// The stock-keeping unit to order.
+    sku: String,
+    /// How many to order.
+    quantity: u32,
+) -> Result<Order, Class> {
     // The intent key goes downstream as the idempotency key: the same on every attempt.
     SHOP.post_order(&call.key().to_string(), &sku, quantity)
 }

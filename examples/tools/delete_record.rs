@@ -5,13 +5,14 @@
 #![warn(clippy::pedantic)]
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use tool_contract::{Applied, Call, Class, IntentKey, Outcome, Probe, Task, tool};
 
 /// The records: id to name.
-static RECORDS: Mutex<BTreeMap<u32, String>> = Mutex::new(BTreeMap::new());
+static RECORDS: LazyLock<Mutex<BTreeMap<u32, String>>> =
+    LazyLock::new(|| Mutex::new(BTreeMap::from([(7, "ada".to_owned()), (8, "bob".to_owned())])));
 
 /// Whether record `id` is gone; the value is the id that was deleted.
 async fn record_gone(id: &u32, key: IntentKey) -> Probe<u32> {
@@ -23,7 +24,11 @@ async fn record_gone(id: &u32, key: IntentKey) -> Probe<u32> {
 
 /// Delete a customer record.
 #[tool(effect = "destructive", probe = record_gone, target = id)]
-async fn delete_record(call: &Call, id: u32) -> Result<u32, Class> {
+pub async fn delete_record(
+    call: &Call,
+    /// The record's id.
+    id: u32,
+) -> Result<u32, Class> {
     let _ = call;
     match RECORDS.lock().unwrap().remove(&id) {
         // The DELETE went through; the reply did not come back.
@@ -34,7 +39,6 @@ async fn delete_record(call: &Call, id: u32) -> Result<u32, Class> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    RECORDS.lock().unwrap().extend([(7, "ada".to_owned()), (8, "bob".to_owned())]);
     let task = Task::new("gdpr-erasure-12", "agent:ops", Duration::from_secs(30));
     let report = delete_record(&task, 7).await;
     println!("{}", serde_json::to_string_pretty(&report).expect("a report serialises"));

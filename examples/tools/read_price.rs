@@ -25,8 +25,12 @@ async fn catalogue_price(sku: &str) -> Result<u64, Class> {
 
 /// Look up the price of a SKU, in cents.
 #[tool(effect = "read", target = sku, deadline_floor = "250ms")]
-async fn read_price(call: &Call, sku: String) -> Result<u64, Class> {
-    println!("attempt {} with {:?} left", call.attempt(), call.budget_left());
+pub async fn read_price(
+    call: &Call,
+    /// The stock-keeping unit, like `sku-1`.
+    sku: String,
+) -> Result<u64, Class> {
+    eprintln!("attempt {} with {:?} left", call.attempt(), call.budget_left());
     catalogue_price(&sku).await
 }
 

@@ -14,7 +14,7 @@ use tool_contract::{Applied, Call, Class, Classify, IntentKey, Outcome, Probe, T
 
 /// A support thread, by number.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, JsonSchema)]
-struct ThreadId(u32);
+pub struct ThreadId(pub u32);
 
 impl fmt::Display for ThreadId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -24,12 +24,14 @@ impl fmt::Display for ThreadId {
 
 /// A posted notice.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-struct NoticeId(u64);
+pub struct NoticeId(pub u64);
 
 /// How posting fails.
 #[derive(Debug)]
-enum ThreadError {
+pub enum ThreadError {
+    /// A moderator locked the thread.
     Locked,
+    /// The reply was lost after the notice was sent.
     ReplyLost,
 }
 
@@ -59,7 +61,13 @@ async fn notice_landed(thread: &ThreadId, text: &String, key: IntentKey) -> Prob
 
 /// Post a notice to a support thread.
 #[tool(effect = "send", probe = notice_landed, target = thread, deadline_floor = "2s")]
-async fn post_notice(call: &Call, thread: ThreadId, text: String) -> Result<NoticeId, ThreadError> {
+pub async fn post_notice(
+    call: &Call,
+    /// The thread to post to.
+    thread: ThreadId,
+    /// The notice, as the customer will read it.
+    text: String,
+) -> Result<NoticeId, ThreadError> {
     if thread.0 == 0 {
         return Err(ThreadError::Locked);
     }

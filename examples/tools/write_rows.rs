@@ -29,7 +29,13 @@ async fn rows_written(sheet: &String, rows: Vec<String>, key: IntentKey) -> Vec<
 
 /// Append contacts to a sheet, one row each.
 #[tool(effect = "create", probe = rows_written, target = sheet, bulk = rows)]
-async fn write_rows(call: &Call, sheet: String, rows: Vec<String>) -> Result<Vec<Item>, Class> {
+pub async fn write_rows(
+    call: &Call,
+    /// The sheet to append to.
+    sheet: String,
+    /// The rows, one contact's email address each.
+    rows: Vec<String>,
+) -> Result<Vec<Item>, Class> {
     let _ = sheet;
     let mut written = SHEET.lock().unwrap();
     let items = rows

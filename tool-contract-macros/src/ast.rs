@@ -3,8 +3,8 @@
 
 use proc_macro2::Span;
 use syn::{
-    Attribute, Expr, FnArg, GenericArgument, Ident, ItemFn, Meta, Pat, PatType, PathArguments, Receiver, ReturnType,
-    Type, TypePath,
+    Attribute, Expr, FnArg, GenericArgument, Ident, ItemFn, Meta, Pat, PatType, PathArguments, Receiver,
+    ReturnType, Type, TypePath,
 };
 
 use crate::attr::{Args, Given};

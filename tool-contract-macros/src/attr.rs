@@ -24,7 +24,8 @@ pub const VERB: Key = Key { name: "verb", example: "verb = \"post_notice\"" };
 pub const DEDUPE: Key = Key { name: "dedupe", example: "dedupe = \"receiver\"" };
 pub const BULK: Key = Key { name: "bulk", example: "bulk = rows" };
 pub const NAME: Key = Key { name: "name", example: "name = \"post_notice\"" };
-pub const DESCRIPTION: Key = Key { name: "description", example: "description = \"Post a notice to a support thread.\"" };
+pub const DESCRIPTION: Key =
+    Key { name: "description", example: "description = \"Post a notice to a support thread.\"" };
 
 const KEYS: [Key; 10] = [EFFECT, PROBE, DEADLINE_FLOOR, TARGET, SLOT, VERB, DEDUPE, BULK, NAME, DESCRIPTION];
 
@@ -326,13 +327,22 @@ pub fn name_problem(name: &str) -> Option<String> {
             name.chars().count()
         ));
     }
-    let bad: String = name.chars().filter(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))).collect();
+    let bad: String =
+        name.chars().filter(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))).collect();
     if bad.is_empty() {
         return None;
     }
     let mut seen = Vec::new();
-    let shown: Vec<String> =
-        bad.chars().filter(|c| !seen.contains(c) && { seen.push(*c); true }).map(|c| format!("{c:?}")).collect();
+    let shown: Vec<String> = bad
+        .chars()
+        .filter(|c| {
+            !seen.contains(c) && {
+                seen.push(*c);
+                true
+            }
+        })
+        .map(|c| format!("{c:?}"))
+        .collect();
     Some(format!(
         "has {}, which a tool name cannot hold; use letters, digits, `_`, `-` and `.` only",
         shown.join(", ")

@@ -313,7 +313,9 @@ fn companion(tool: &Tool) -> TokenStream {
         if params.is_empty() { quote!() } else { quote!(::<#(#params),*>) }
     };
     let (call, tool_fn) = match tool.receiver {
-        Some(_) => (quote!(Self::#name #turbofish(#this, #task, #(#passes),*)), quote!(#private::ToolFn<Self>)),
+        Some(_) => {
+            (quote!(Self::#name #turbofish(#this, #task, #(#passes),*)), quote!(#private::ToolFn<Self>))
+        }
         None => (quote!(#name #turbofish(#task, #(#passes),*)), quote!(#private::ToolFn)),
     };
     let spec = spec(tool, &private);
@@ -326,7 +328,8 @@ fn companion(tool: &Tool) -> TokenStream {
     quote! {
         #[doc = #doc]
         #[must_use]
-        #[allow(unused_lifetimes, clippy::extra_unused_lifetimes, clippy::needless_lifetimes)]
+        // Unused when the tool is only called directly, which is no mistake.
+        #[allow(dead_code, unused_lifetimes, clippy::extra_unused_lifetimes, clippy::needless_lifetimes)]
         #vis fn #companion #generics () -> #tool_fn #where_clause {
             const __SPEC: #private::ToolSpec = #spec;
             #private::ToolFn::new(

@@ -5,7 +5,9 @@ use proc_macro2::Span;
 use syn::ext::IdentExt;
 
 use crate::ast::{Output, Tool, has_impl_trait, option_value, vec_item};
-use crate::attr::{BULK, DEDUPE, DESCRIPTION, EFFECT, Given, Key, Kind, NAME, PROBE, SLOT, TARGET, name_problem, written};
+use crate::attr::{
+    BULK, DEDUPE, DESCRIPTION, EFFECT, Given, Key, Kind, NAME, PROBE, SLOT, TARGET, name_problem, written,
+};
 use crate::ctxt::Ctxt;
 
 pub fn check(ctxt: &Ctxt, tool: &Tool) {
@@ -49,7 +51,8 @@ fn check_definition(ctxt: &Ctxt, tool: &Tool) {
                 written(&param.arg.ty)
             );
             ctxt.error_spanned_by(&param.arg.pat, message);
-        } else if let syn::Type::Reference(syn::TypeReference { lifetime: Some(lifetime), elem, .. }) = &*param.arg.ty
+        } else if let syn::Type::Reference(syn::TypeReference { lifetime: Some(lifetime), elem, .. }) =
+            &*param.arg.ty
             && lifetime.ident == "static"
         {
             let message = format!(

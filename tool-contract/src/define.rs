@@ -124,7 +124,12 @@ impl Params {
 
     /// An argument named `name` of type `T`, with a description for the model; `required` is false
     /// for an `Option` the model may leave out.
-    pub fn param<T: JsonSchema>(&mut self, name: &str, description: Option<&str>, required: bool) -> &mut Params {
+    pub fn param<T: JsonSchema>(
+        &mut self,
+        name: &str,
+        description: Option<&str>,
+        required: bool,
+    ) -> &mut Params {
         let mut schema = self.generator.subschema_for::<T>();
         if let Some(description) = description.map(doc_text).filter(|text| !text.is_empty()) {
             schema.insert("description".to_owned(), Value::String(description));
@@ -395,7 +400,10 @@ mod tests {
         assert_eq!(input["type"], "object");
         assert_eq!(input["additionalProperties"], false);
         assert_eq!(input["required"], json!(["thread"]));
-        assert_eq!(input["properties"]["thread"], json!({ "type": "string", "description": "the thread to post to" }));
+        assert_eq!(
+            input["properties"]["thread"],
+            json!({ "type": "string", "description": "the thread to post to" })
+        );
         assert_eq!(definition.description(), "Post a notice.");
         let output = Value::Object(definition.output_schema().clone());
         assert_eq!(output["properties"]["value"]["anyOf"][1], json!({ "type": "null" }));

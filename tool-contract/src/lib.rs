@@ -70,15 +70,15 @@ pub use probe::{NoProbe, Probe, Prober};
 pub use report::{Applied, Item, Outcome, Report};
 pub use spec::{Backoff, Dedupe, Jitter, ToolSpec};
 pub use task::{Approval, ApprovalRequest, Approve, Escalate, Escalation, EscalationQueue, Task};
-pub use toolbox::Toolbox;
 pub use tool_contract_macros::tool;
+pub use toolbox::Toolbox;
 
 /// Not public API: the paths the `#[tool]` attribute's generated code uses.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::bulk::run_bulk;
-    pub use crate::engine::run;
     pub use crate::define::{Definition, Params};
+    pub use crate::engine::run;
     pub use crate::toolbox::{Args, BoxFuture, ModelArg, ModelValue, ToolFn, into_json};
     pub use crate::{Call, Dedupe, EffectKind, IntentKey, Item, NoProbe, Probe, Report, Task, ToolSpec};
     pub use core::time::Duration;

@@ -198,8 +198,14 @@ impl Toolbox {
     /// Arguments that do not decode (a missing field, a wrong type, an unknown field, anything but an
     /// object) run nothing: the report is `permanent`, effect `no`, and its message names each field
     /// and what was expected, so the model can fix its call. A name no tool has is an [`UnknownTool`].
-    pub async fn call(&self, task: &Task, name: &str, arguments: Value) -> Result<Report<Value>, UnknownTool> {
+    pub async fn call(
+        &self,
+        task: &Task,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Report<Value>, UnknownTool> {
         let Some((_, dispatch)) = self.tools.get(name) else {
+            dismantle(arguments);
             return Err(UnknownTool { name: clip(name, 128), known: self.tools.keys().copied().collect() });
         };
         Ok(dispatch(task, Args::new(arguments)).await)
@@ -266,7 +272,9 @@ impl Args {
             }
         };
         if problems.is_empty() {
-            if let Some(deep) = fields.iter().find(|(_, value)| deeper_than(value, MAX_DEPTH - 1)).map(|(k, _)| k) {
+            if let Some(deep) =
+                fields.iter().find(|(_, value)| deeper_than(value, MAX_DEPTH - 1)).map(|(k, _)| k)
+            {
                 problems.push(format!("argument `{}` nests deeper than {MAX_DEPTH} levels", clip(deep, 64)));
                 return Args { fields: Map::new(), problems }.dropping(fields);
             }
@@ -306,7 +314,8 @@ impl Args {
     /// one, and is kept as a problem.
     pub fn is_clean(&mut self) -> bool {
         if !self.fields.is_empty() {
-            let names: Vec<String> = self.fields.keys().take(8).map(|name| format!("`{}`", clip(name, 64))).collect();
+            let names: Vec<String> =
+                self.fields.keys().take(8).map(|name| format!("`{}`", clip(name, 64))).collect();
             let more = self.fields.len().saturating_sub(names.len());
             let more = if more > 0 { format!(" and {more} more") } else { String::new() };
             let noun = if self.fields.len() == 1 { "argument" } else { "arguments" };

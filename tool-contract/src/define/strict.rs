@@ -161,14 +161,26 @@ fn rewrite(schema: &mut Value, rules: &Rules, at: &mut String) -> Result<(), Not
         return Err(refused(at, &format!("{what} is not supported; use a struct with named fields")));
     }
     let is_object = map.get("properties").is_some()
-        || map.get("type").is_some_and(|ty| ty == "object" || ty.as_array().is_some_and(|t| t.contains(&"object".into())));
+        || map
+            .get("type")
+            .is_some_and(|ty| ty == "object" || ty.as_array().is_some_and(|t| t.contains(&"object".into())));
     if is_object {
         let declared = map.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
         match map.get("additionalProperties") {
             Some(Value::Bool(false)) => {}
             None if declared => {}
-            None => return Err(refused(at, "an object with no declared fields takes any field, which is not supported")),
-            Some(_) => return Err(refused(at, "a map with free keys is not supported; use a struct with named fields")),
+            None => {
+                return Err(refused(
+                    at,
+                    "an object with no declared fields takes any field, which is not supported",
+                ));
+            }
+            Some(_) => {
+                return Err(refused(
+                    at,
+                    "a map with free keys is not supported; use a struct with named fields",
+                ));
+            }
         }
         map.insert("additionalProperties".to_owned(), Value::Bool(false));
         if rules.all_required {
@@ -279,9 +291,9 @@ fn accepts_null(map: &Map<String, Value>) -> bool {
     if map.get("enum").and_then(Value::as_array).is_some_and(|values| values.contains(&Value::Null)) {
         return true;
     }
-    map.get("anyOf").and_then(Value::as_array).is_some_and(|options| {
-        options.iter().any(|option| option.as_object().is_some_and(accepts_null))
-    })
+    map.get("anyOf")
+        .and_then(Value::as_array)
+        .is_some_and(|options| options.iter().any(|option| option.as_object().is_some_and(accepts_null)))
 }
 
 /// The pointer of a definition that refers back to itself, directly or through others.
@@ -418,7 +430,10 @@ mod tests {
         assert!(strict.get("$schema").is_none());
         assert_eq!(strict["properties"]["n"], json!({ "type": "integer", "minimum": 0 }));
         assert_eq!(strict["properties"]["at"], json!({ "type": "string", "format": "date-time" }));
-        assert_eq!(strict["properties"]["tags"], json!({ "type": "array", "items": { "type": "string" }, "maxItems": 3 }));
+        assert_eq!(
+            strict["properties"]["tags"],
+            json!({ "type": "array", "items": { "type": "string" }, "maxItems": 3 })
+        );
         assert_eq!(strict["properties"]["name"], json!({ "type": "string" }));
     }
 
@@ -438,9 +453,13 @@ mod tests {
 
     #[test]
     fn openai_refuses_what_it_cannot_express() {
-        let map = args(json!({ "labels": { "type": "object", "additionalProperties": { "type": "string" } } }), json!([]));
+        let map = args(
+            json!({ "labels": { "type": "object", "additionalProperties": { "type": "string" } } }),
+            json!([]),
+        );
         assert_eq!(openai(&map).unwrap_err().at, "/properties/labels");
-        let tuple = args(json!({ "pair": { "type": "array", "prefixItems": [{ "type": "integer" }] } }), json!([]));
+        let tuple =
+            args(json!({ "pair": { "type": "array", "prefixItems": [{ "type": "integer" }] } }), json!([]));
         assert!(openai(&tuple).unwrap_err().reason.contains("tuple"));
         let anything = args(json!({ "blob": true }), json!([]));
         assert!(openai(&anything).is_err());
@@ -453,14 +472,18 @@ mod tests {
     #[test]
     fn openai_accepts_a_tool_without_arguments() {
         let strict = Value::Object(openai(&args(json!({}), json!([]))).unwrap());
-        assert_eq!(strict, json!({ "type": "object", "properties": {}, "required": [], "additionalProperties": false }));
+        assert_eq!(
+            strict,
+            json!({ "type": "object", "properties": {}, "required": [], "additionalProperties": false })
+        );
     }
 
     // Anthropic, one test per rule of strict tool use.
 
     #[test]
     fn anthropic_keeps_optional_properties_optional() {
-        let schema = args(json!({ "thread": { "type": "string" }, "note": { "type": "string" } }), json!(["thread"]));
+        let schema =
+            args(json!({ "thread": { "type": "string" }, "note": { "type": "string" } }), json!(["thread"]));
         let strict = Value::Object(anthropic(&schema).unwrap());
         assert_eq!(strict["required"], json!(["thread"]));
         assert_eq!(strict["properties"]["note"], json!({ "type": "string" }));
@@ -493,7 +516,10 @@ mod tests {
             json!(["one", "two"]),
         );
         let strict = Value::Object(anthropic(&schema).unwrap());
-        assert_eq!(strict["properties"]["one"], json!({ "type": "array", "items": { "type": "string" }, "minItems": 1 }));
+        assert_eq!(
+            strict["properties"]["one"],
+            json!({ "type": "array", "items": { "type": "string" }, "minItems": 1 })
+        );
         assert_eq!(strict["properties"]["two"], json!({ "type": "array", "items": { "type": "string" } }));
     }
 
@@ -511,8 +537,14 @@ mod tests {
 
     #[test]
     fn anthropic_refuses_free_maps() {
-        let map = args(json!({ "labels": { "type": "object", "additionalProperties": { "type": "string" } } }), json!([]));
+        let map = args(
+            json!({ "labels": { "type": "object", "additionalProperties": { "type": "string" } } }),
+            json!([]),
+        );
         let error = anthropic(&map).unwrap_err();
-        assert_eq!(error.to_string(), "no strict schema: at /properties/labels, a map with free keys is not supported; use a struct with named fields");
+        assert_eq!(
+            error.to_string(),
+            "no strict schema: at /properties/labels, a map with free keys is not supported; use a struct with named fields"
+        );
     }
 }
