@@ -45,7 +45,8 @@ fn toolbox() -> Result<Toolbox, tool_contract::toolbox::DuplicateTool> {
     toolbox.add(read_price::read_price_tool())?;
     toolbox.add(create_order::create_order_tool())?;
     toolbox.add(send_notice::post_notice_tool())?;
-    toolbox.add_method(Arc::new(charge_card::Payments::default()), charge_card::Payments::charge_card_tool())?;
+    toolbox
+        .add_method(Arc::new(charge_card::Payments::default()), charge_card::Payments::charge_card_tool())?;
     toolbox.add(delete_record::delete_record_tool())?;
     toolbox.add(write_rows::write_rows_tool())?;
     Ok(toolbox)
@@ -73,8 +74,8 @@ async fn run(mut args: Vec<String>) -> Result<String, String> {
             Ok(pretty(&toolbox.definitions_as(format)))
         }
         ["call", name, arguments] => {
-            let arguments: serde_json::Value =
-                serde_json::from_str(arguments).map_err(|error| format!("the arguments are not JSON: {error}"))?;
+            let arguments: serde_json::Value = serde_json::from_str(arguments)
+                .map_err(|error| format!("the arguments are not JSON: {error}"))?;
             let task = Task::new(task, "agent:toolbox", Duration::from_secs(30));
             let report = toolbox.call(&task, name, arguments).await.map_err(|error| error.to_string())?;
             Ok(pretty(&report))

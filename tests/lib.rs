@@ -2,3 +2,8 @@
 //! what several of them share.
 
 pub mod http_tools;
+
+/// The README's compiled examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct Readme;

@@ -31,8 +31,13 @@ fn validator(schema: &serde_json::Map<String, Value>) -> jsonschema::Validator {
 fn conforms(definition: &Definition, report: &impl Serialize) {
     let report = serde_json::to_value(report).unwrap();
     let validator = validator(definition.output_schema());
-    let errors: Vec<String> = validator.iter_errors(&report).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "{} report does not fit its output schema: {errors:?}\n{report:#}", definition.name());
+    let errors: Vec<String> =
+        validator.iter_errors(&report).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(
+        errors.is_empty(),
+        "{} report does not fit its output schema: {errors:?}\n{report:#}",
+        definition.name()
+    );
 }
 
 // Tools of every shape a model fills: plain values, optional ones, a struct, an enum, a list, a map.
@@ -95,8 +100,15 @@ impl Desk {
         Ok(Posted { id: posted.len() as u64, thread })
     }
 
-    /// Finds the notice carrying `key`.
-    async fn landed(&self, thread: &String, _: &String, _: &Option<Priority>, key: IntentKey) -> Probe<Posted> {
+    /// Finds the notice carrying `key`. (A probe takes the tool's arguments by reference, as typed.)
+    #[allow(clippy::ptr_arg)]
+    async fn landed(
+        &self,
+        thread: &String,
+        _: &String,
+        _: &Option<Priority>,
+        key: IntentKey,
+    ) -> Probe<Posted> {
         let posted = self.posted.lock().unwrap();
         match posted.iter().position(|(k, _)| *k == key) {
             Some(i) => Probe::Landed(Posted { id: i as u64 + 1, thread: thread.clone() }),
@@ -164,7 +176,11 @@ fn definitions_are_sorted_named_described_and_valid_json_schema() {
     assert_eq!(post.description(), "Post a notice to a support thread.\n\nThe customer sees it at once.");
     assert_eq!(toolbox.get("budget").unwrap().description(), "The budget left for this task, in seconds.");
     let input = Value::Object(post.input_schema().clone());
-    assert_eq!(input["required"], json!(["thread", "text"]), "the receiver, the call context and the option are not required");
+    assert_eq!(
+        input["required"],
+        json!(["thread", "text"]),
+        "the receiver, the call context and the option are not required"
+    );
     assert_eq!(input["properties"]["thread"]["description"], "The thread to post to.");
     assert_eq!(input["properties"].as_object().unwrap().len(), 3);
     assert_eq!(input["additionalProperties"], false);
@@ -176,11 +192,19 @@ fn definitions_are_sorted_named_described_and_valid_json_schema() {
 fn mcp_annotations_follow_the_effect_kind() {
     let toolbox = toolbox(Arc::default());
     let mcp = toolbox.definitions_as(Format::Mcp);
-    let by_name = |name: &str| mcp.as_array().unwrap().iter().find(|tool| tool["name"] == name).unwrap().clone();
-    assert_eq!(by_name("post")["annotations"], json!({ "readOnlyHint": false, "destructiveHint": false, "idempotentHint": false }));
+    let by_name =
+        |name: &str| mcp.as_array().unwrap().iter().find(|tool| tool["name"] == name).unwrap().clone();
+    assert_eq!(
+        by_name("post")["annotations"],
+        json!({ "readOnlyHint": false, "destructiveHint": false, "idempotentHint": false })
+    );
     assert_eq!(by_name("post")["_meta"]["dev.tool-contract/effect"], "send");
     assert_eq!(by_name("budget")["annotations"], json!({ "readOnlyHint": true }));
-    assert_eq!(by_name("label.things")["annotations"]["idempotentHint"], true, "a create the receiver deduplicates");
+    assert_eq!(
+        by_name("label.things")["annotations"]["idempotentHint"],
+        true,
+        "a create the receiver deduplicates"
+    );
     assert_eq!(by_name("post")["outputSchema"]["type"], "object");
 }
 
@@ -222,14 +246,22 @@ async fn a_call_by_name_runs_the_engine_and_its_report_fits_the_output_schema() 
     let desk = Arc::new(Desk::default());
     let toolbox = toolbox(Arc::clone(&desk));
     let task = task("ticket-5");
-    let report = toolbox.call(&task, "post", json!({ "thread": "th-9", "text": "refund sent" })).await.unwrap();
+    let report =
+        toolbox.call(&task, "post", json!({ "thread": "th-9", "text": "refund sent" })).await.unwrap();
     assert_eq!((report.outcome, report.effect_applied), (Outcome::Ok, Applied::Yes));
     assert_eq!(report.value, Some(json!({ "id": 1, "thread": "th-9" })));
     // The key comes from the caller's task and the `target` argument, never from the model.
     assert_eq!(report.idempotency_key, Intent::new("ticket-5", "agent:test", "post", "th-9").key());
     conforms(toolbox.get("post").unwrap(), &report);
 
-    let report = toolbox.call(&task, "count_words", json!({ "title": "t", "text": "one two", "recipient": { "thread": "x" } })).await.unwrap();
+    let report = toolbox
+        .call(
+            &task,
+            "count_words",
+            json!({ "title": "t", "text": "one two", "recipient": { "thread": "x" } }),
+        )
+        .await
+        .unwrap();
     assert_eq!(report.value, Some(json!(2)));
     conforms(toolbox.get("count_words").unwrap(), &report);
 
@@ -248,9 +280,15 @@ async fn arguments_that_do_not_decode_run_nothing_and_name_each_field() {
     let task = task("ticket-6");
     let cases = [
         (json!({ "text": "hi" }), "missing argument `thread`: expected a string"),
-        (json!({ "thread": 9, "text": "hi" }), "argument `thread`: invalid type: integer `9`, expected a string"),
+        (
+            json!({ "thread": 9, "text": "hi" }),
+            "argument `thread`: invalid type: integer `9`, expected a string",
+        ),
         (json!({ "thread": "t", "text": "hi", "urgent": true }), "unknown argument `urgent`"),
-        (json!({ "thread": "t", "text": "hi", "priority": "asap" }), "argument `priority`: unknown variant `asap`, expected `low` or `high`"),
+        (
+            json!({ "thread": "t", "text": "hi", "priority": "asap" }),
+            "argument `priority`: unknown variant `asap`, expected `low` or `high`",
+        ),
         (json!(["t", "hi"]), "the arguments must be a JSON object, not an array"),
         (json!("t"), "the arguments must be a JSON object, not a string"),
     ];
@@ -262,7 +300,10 @@ async fn arguments_that_do_not_decode_run_nothing_and_name_each_field() {
         assert_eq!(report.value, None);
         conforms(toolbox.get("post").unwrap(), &report);
     }
-    let nested = toolbox.call(&task, "count_words", json!({ "title": "t", "text": "x", "recipient": { "cc": 3 } })).await.unwrap();
+    let nested = toolbox
+        .call(&task, "count_words", json!({ "title": "t", "text": "x", "recipient": { "cc": 3 } }))
+        .await
+        .unwrap();
     assert!(nested.message.contains("argument `recipient`: "), "{}", nested.message);
     assert_eq!(desk.bodies.load(Ordering::SeqCst), 0, "no body ran");
     assert!(desk.posted.lock().unwrap().is_empty());
@@ -275,7 +316,10 @@ async fn an_unknown_name_is_an_error_not_a_report() {
     assert_eq!(error.name, "post_notice");
     assert!(error.to_string().starts_with("no tool is named `post_notice`; the tools are append, budget"));
     let long = "x".repeat(10_000);
-    assert_eq!(toolbox.call(&task("t"), &long, json!({})).await.unwrap_err().name.len(), 128 + '…'.len_utf8());
+    assert_eq!(
+        toolbox.call(&task("t"), &long, json!({})).await.unwrap_err().name.len(),
+        128 + '…'.len_utf8()
+    );
 }
 
 #[test]
@@ -321,7 +365,8 @@ async fn no_input_panics_the_dispatcher() {
     let task = task("fuzz");
     // Built anew for each call and never cloned (nor passed through `json!`, which copies its
     // arguments by serialising them): a value this deep overflows a recursive clone or drop.
-    let object = |key: &str, value: Value| Value::Object(serde_json::Map::from_iter([(key.to_owned(), value)]));
+    let object =
+        |key: &str, value: Value| Value::Object(serde_json::Map::from_iter([(key.to_owned(), value)]));
     let deep = || (0..100_000).fold(json!("leaf"), |inner, _| object("a", inner));
     let names = ["post", "count_words", "label.things", "append", "budget", "no_such_tool"];
     for name in names {

@@ -103,6 +103,8 @@ use syn::ItemFn;
 /// | `verb` | a string | the verb of the intent key; the function's name by default |
 /// | `deadline_floor` | `"250ms"`, `"2s"`, `"1m"` | no attempt starts with less of the task's budget left |
 /// | `bulk` | a `Vec<I>` parameter's name | bulk work, see below |
+/// | `name` | a string | the name a model calls the tool by: 1 to 128 of `A-Z a-z 0-9 _ - .`; the function's name by default |
+/// | `description` | a string | what a model reads to choose the tool; the doc comment by default |
 ///
 /// The intent key is `hex(sha256("{task_id}|{actor}|{verb}|{target}|{slot}"))[..32]`; it never
 /// depends on the payload.
@@ -234,6 +236,46 @@ use syn::ItemFn;
 /// Without the macro: the same `engine::run` call inside the method, the probe closure calling
 /// `self.gone(&id, key)`.
 ///
+/// # The tool a model calls: `{name}_tool()`
+///
+/// Beside the wrapper the attribute writes `{name}_tool()` (an associated function for a method), which
+/// returns a [`ToolFn`](../tool_contract/toolbox/struct.ToolFn.html) for a `Toolbox`: the tool's
+/// definition (name, description, JSON Schema of its parameters and of its report, effect kind) and its
+/// dispatch from a model's JSON arguments. A parameter's doc comment is its description for the model:
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::{Class, Outcome, Task, Toolbox, tool};
+///
+/// /// Read the price of one item, in cents.
+/// #[tool(effect = "read", target = sku, name = "shop.read_price")]
+/// async fn read_price(
+///     /// The stock-keeping unit, like `sku-1`.
+///     sku: String,
+///     /// Whether to include tax; no when left out.
+///     with_tax: Option<bool>,
+/// ) -> Result<u64, Class> {
+///     Ok(if with_tax == Some(true) { 1559 } else { 1299 })
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let definition = read_price_tool().definition();
+/// assert_eq!(definition.name(), "shop.read_price");
+/// assert_eq!(definition.description(), "Read the price of one item, in cents.");
+/// assert_eq!(definition.input_schema()["required"], serde_json::json!(["sku"]));
+///
+/// let mut toolbox = Toolbox::new();
+/// toolbox.add(read_price_tool()).unwrap();
+/// let task = Task::new("quote-1", "agent", Duration::from_secs(10));
+/// let report = toolbox.call(&task, "shop.read_price", serde_json::json!({ "sku": "sku-1" })).await.unwrap();
+/// assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(serde_json::json!(1299))));
+/// # }
+/// ```
+///
+/// Every parameter type implements `Deserialize` and `JsonSchema`, and the value type `JsonSchema`; a
+/// missing impl is reported on the type. A method tool's receiver type is `'static` and `Sync` (a
+/// toolbox holds it in an `Arc`). A generic tool's companion is generic too (`describe_tool::<u32>()`).
+///
 /// # Probes
 ///
 /// A probe is a read that tells whether the attempt carrying an intent key landed. It receives the
@@ -271,6 +313,10 @@ use syn::ItemFn;
 ///   a `probe` on a `read`; `dedupe` on a kind other than `create`;
 /// - an unparsable `deadline_floor`; a `target`, `slot` or `bulk` naming no parameter; a `bulk`
 ///   parameter that is not a `Vec` or a bulk tool not returning `Result<Vec<Item>, E>`;
+/// - what a model could not use: no doc comment and no `description`; a `name` (or a function name)
+///   outside MCP's `[A-Za-z0-9_.-]{1,128}`; a destructured parameter, an `impl Trait` parameter, a
+///   `&'static` parameter; a parameter type without `Deserialize` or `JsonSchema`, a value type without
+///   `JsonSchema` (these from rustc, on the type);
 /// - from rustc, on the author's tokens: a probe whose signature or value type does not fit, an
 ///   argument that is not `Clone`, a `target` that does not implement `Display`, an error type that
 ///   does not implement `Classify`.
