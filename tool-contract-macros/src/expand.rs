@@ -271,7 +271,9 @@ fn companion(tool: &Tool) -> TokenStream {
         };
         // Every token of a bound on the author's span, so an unmet bound is reported on their type.
         predicates.push(quote_spanned!(ty.span()=> #owned: ::tool_contract::__private::ModelArg));
-        predicates.push(quote_spanned!(ty.span()=> #owned: ::core::marker::Send + ::core::marker::Sync));
+        // A decoded argument owns its data; the boxed call that holds it may outlive any borrow.
+        predicates
+            .push(quote_spanned!(ty.span()=> #owned: ::core::marker::Send + ::core::marker::Sync + 'static));
         describe.push(quote!(<#owned as #private::ModelArg>::describe(&mut #params_ident, #field, #description, #required);));
         takes.push(quote!(let #local = #args.take::<#owned>(#field);));
         passes.push(if by_ref { quote!(::core::borrow::Borrow::borrow(&#local)) } else { quote!(#local) });
@@ -339,14 +341,14 @@ fn companion(tool: &Tool) -> TokenStream {
                     let __definition = #private::Definition::new(&__SPEC, #description, #params_ident);
                     <#output as #private::ModelValue>::describe(__definition)
                 },
+                // Decoded before anything is boxed: the box holds the wrapper's future and little else.
                 |#this, #task, mut #args| {
-                    ::std::boxed::Box::pin(async move {
-                        #(#takes)*
-                        let (#(::core::option::Option::Some(#names),)* true) = (#(#names,)* #args.is_clean()) else {
-                            return #args.refuse(#task, &__SPEC, &[#(#expected),*]);
-                        };
-                        #private::into_json(#call.await)
-                    })
+                    #(#takes)*
+                    let (#(::core::option::Option::Some(#names),)* true) = (#(#names,)* #args.is_clean()) else {
+                        let __refusal = #args.refuse(#task, &__SPEC, &[#(#expected),*]);
+                        return ::std::boxed::Box::pin(::core::future::ready(__refusal));
+                    };
+                    ::std::boxed::Box::pin(async move { #private::into_json(#call.await) })
                 },
             )
         }

@@ -352,28 +352,35 @@ impl Args {
 /// A tool's report with its value as JSON. A value that does not serialise (a map with non-string
 /// keys) leaves `value` empty and says so; the outcome stays what happened.
 pub fn into_json<T: Serialize>(report: Report<T>) -> Report<Value> {
-    let mut failure = None;
-    let mut report = report.map(|value| match serde_json::to_value(value) {
-        Ok(value) => Some(value),
-        Err(error) => {
-            failure = Some(error);
+    let Report {
+        outcome,
+        effect_applied,
+        attempt_id,
+        idempotency_key,
+        retry_after_s,
+        deadline_left_s,
+        mut message,
+        value,
+        items,
+    } = report;
+    let value = match value.map(serde_json::to_value) {
+        None => None,
+        Some(Ok(value)) => Some(value),
+        Some(Err(error)) => {
+            message.push_str(&format!("; its value could not be written as JSON: {error}"));
             None
         }
-    });
-    let value = report.value.take().flatten();
-    if let Some(error) = failure {
-        report.message.push_str(&format!("; its value could not be written as JSON: {error}"));
-    }
+    };
     Report {
-        outcome: report.outcome,
-        effect_applied: report.effect_applied,
-        attempt_id: report.attempt_id,
-        idempotency_key: report.idempotency_key,
-        retry_after_s: report.retry_after_s,
-        deadline_left_s: report.deadline_left_s,
-        message: report.message,
+        outcome,
+        effect_applied,
+        attempt_id,
+        idempotency_key,
+        retry_after_s,
+        deadline_left_s,
+        message,
         value,
-        items: report.items,
+        items,
     }
 }
 
@@ -442,19 +449,27 @@ fn clip(text: &str, max: usize) -> String {
     format!("{}…", &text[..end])
 }
 
-/// Whether `value` nests deeper than `limit` levels, found without recursion.
+/// Whether `value` nests deeper than `limit` levels, found without recursion (and without allocating
+/// for a scalar, the common argument).
 fn deeper_than(value: &Value, limit: usize) -> bool {
-    let mut stack = vec![(value, 0usize)];
-    while let Some((value, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(values) => Box::new(values.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        if depth >= limit {
-            return true;
+    let mut stack: Vec<(&Value, usize)> = Vec::new();
+    let mut next = Some((value, 0usize));
+    while let Some((value, depth)) = next.take().or_else(|| stack.pop()) {
+        match value {
+            Value::Array(values) if !values.is_empty() => {
+                if depth >= limit {
+                    return true;
+                }
+                stack.extend(values.iter().map(|child| (child, depth + 1)));
+            }
+            Value::Object(map) if !map.is_empty() => {
+                if depth >= limit {
+                    return true;
+                }
+                stack.extend(map.values().map(|child| (child, depth + 1)));
+            }
+            _ => {}
         }
-        stack.extend(children.map(|child| (child, depth + 1)));
     }
     false
 }

@@ -109,15 +109,13 @@ where
             <NoticeId as ModelValue>::describe(definition)
         },
         |_receiver: &(), task: &Task, mut args: Args| -> BoxFuture<'_, Report<Value>> {
-            Box::pin(async move {
-                let thread = args.take::<ThreadId>("thread");
-                let text = args.take::<String>("text");
-                // Every problem at once: wrong types, missing and unknown arguments.
-                let (Some(thread), Some(text), true) = (thread, text, args.is_clean()) else {
-                    return args.refuse(task, &SPEC, &["thread", "text"]);
-                };
-                into_json(post_notice(task, thread, text).await)
-            })
+            let thread = args.take::<ThreadId>("thread");
+            let text = args.take::<String>("text");
+            // Every problem at once: wrong types, missing and unknown arguments.
+            let (Some(thread), Some(text), true) = (thread, text, args.is_clean()) else {
+                return Box::pin(std::future::ready(args.refuse(task, &SPEC, &["thread", "text"])));
+            };
+            Box::pin(async move { into_json(post_notice(task, thread, text).await) })
         },
     )
 }
