@@ -70,6 +70,18 @@ impl Task {
         self
     }
 
+    /// A new task, `id` for `actor` with a budget of `budget` from now, that shares this one's escalation
+    /// sink, approver and attempt log: what a server that opens a task per request keeps as a template.
+    pub fn new_like(&self, id: impl Into<Arc<str>>, actor: impl Into<Arc<str>>, budget: Duration) -> Task {
+        let fresh = Task::new(id, actor, budget);
+        Task {
+            escalation: self.escalation.clone(),
+            approver: self.approver.clone(),
+            journal: self.journal.clone(),
+            ..fresh
+        }
+    }
+
     /// The durable identity of the work.
     pub fn id(&self) -> &str {
         &self.id

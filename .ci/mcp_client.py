@@ -1,0 +1,103 @@
+"""An MCP client no one here wrote (the `mcp` package from PyPI) against the support_desk example.
+
+usage: python .ci/mcp_client.py PATH-TO-support_desk
+
+Runs the same checks over stdio in both protocol modes, `legacy` (the initialize handshake) and
+`2026-07-28`, and prints one line per check, then `N passed, N failed`. Exits 1 on any failure.
+"""
+
+import asyncio
+import json
+import sys
+import traceback
+
+from mcp import Client, StdioServerParameters
+
+TASK = "dev.tool-contract/task"
+results = []
+
+
+def check(name, condition, detail=""):
+    results.append(bool(condition))
+    print(f"{'ok  ' if condition else 'FAIL'} {name}{'' if condition else ': ' + str(detail)}")
+
+
+def field(obj, *names):
+    """The first of `names` the object has (the SDK's models use snake_case, the wire camelCase)."""
+    for name in names:
+        if isinstance(obj, dict) and name in obj:
+            return obj[name]
+        if hasattr(obj, name):
+            return getattr(obj, name)
+    return None
+
+
+def report_of(result):
+    structured = field(result, "structured_content", "structuredContent")
+    return structured if structured is not None else json.loads(result.content[0].text)
+
+
+async def run(binary, mode):
+    server = StdioServerParameters(command=binary, args=["--budget-s", "20"])
+    async with Client(server, mode=mode) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        check(f"{mode}: three tools", sorted(tools) == ["delete_notice", "list_notices", "post_notice"], sorted(tools))
+        hints = {name: field(tool, "annotations") for name, tool in tools.items()}
+        read_only = {name: field(h, "read_only_hint", "readOnlyHint") for name, h in hints.items()}
+        destructive = {name: field(h, "destructive_hint", "destructiveHint") for name, h in hints.items()}
+        idempotent = field(hints["post_notice"], "idempotent_hint", "idempotentHint")
+        check(f"{mode}: list_notices is read-only", read_only["list_notices"] is True, read_only)
+        check(f"{mode}: post_notice is not read-only, not idempotent", read_only["post_notice"] is False and idempotent is False, hints["post_notice"])
+        check(f"{mode}: delete_notice is destructive", destructive["delete_notice"] is True, hints["delete_notice"])
+        post = tools["post_notice"]
+        check(f"{mode}: descriptions from doc comments", (post.description or "").startswith("Post a notice"), post.description)
+        schema = field(post, "input_schema", "inputSchema")
+        check(f"{mode}: input schema", schema.get("required") == ["thread", "text"] and schema.get("additionalProperties") is False, schema)
+        output = field(post, "output_schema", "outputSchema")
+        check(f"{mode}: output schema is the report", output and "outcome" in output.get("properties", {}), output)
+
+        thread = f"thread-{mode}"
+        meta = {TASK: f"ticket-{mode}"}
+        first = await client.call_tool("post_notice", {"thread": thread, "text": "Your refund was sent."}, meta=meta)
+        first_report = report_of(first)
+        check(f"{mode}: post_notice ok", first_report["outcome"] == "ok" and first_report["effect_applied"] == "yes", first_report)
+        check(f"{mode}: isError false on ok", field(first, "is_error", "isError") is False, first)
+        result_meta = field(first, "meta", "_meta") or {}
+        check(f"{mode}: intent key in result _meta", result_meta.get("dev.tool-contract/intent_key") == first_report["idempotency_key"], result_meta)
+
+        again = await client.call_tool("post_notice", {"thread": thread, "text": "Your refund was sent."}, meta=meta)
+        check(f"{mode}: the re-sent call reports the same notice", report_of(again).get("value") == first_report["value"], report_of(again))
+        listed = report_of(await client.call_tool("list_notices", {"thread": thread}, meta=meta))
+        check(f"{mode}: one notice after two sends", listed["outcome"] == "ok" and len(listed["value"]) == 1, listed)
+
+        bad = await client.call_tool("post_notice", {"thread": 9}, meta=meta)
+        bad_report = report_of(bad)
+        check(f"{mode}: bad arguments: isError", field(bad, "is_error", "isError") is True, bad)
+        check(f"{mode}: bad arguments: permanent, nothing applied", bad_report["outcome"] == "permanent" and bad_report["effect_applied"] == "no", bad_report)
+        check(f"{mode}: bad arguments: the field named", "`thread`" in bad_report["message"], bad_report["message"])
+
+        notice = first_report["value"]["id"]
+        deleted = report_of(await client.call_tool("delete_notice", {"thread": thread, "notice": notice}, meta=meta))
+        check(f"{mode}: delete_notice ok", deleted["outcome"] == "ok" and deleted["value"] == notice, deleted)
+
+        try:
+            unknown = await client.call_tool("no_such_tool", {}, meta=meta)
+            check(f"{mode}: an unknown tool is an error", field(unknown, "is_error", "isError") is True, unknown)
+        except Exception as error:  # the protocol error, raised by the client
+            check(f"{mode}: an unknown tool is an error", "no_such_tool" in str(error), error)
+
+
+async def main():
+    binary = sys.argv[1]
+    for mode in ["legacy", "2026-07-28"]:
+        try:
+            await run(binary, mode)
+        except Exception as error:
+            traceback.print_exc()
+            check(f"{mode}: the session ran", False, error)
+    passed, failed = results.count(True), results.count(False)
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed or not passed else 0)
+
+
+asyncio.run(main())

@@ -1,0 +1,176 @@
+//! An MCP stdio server over an in-memory support desk with three tools: `list_notices` (read),
+//! `post_notice` (send, probed) and `delete_notice` (destructive, probed).
+//!
+//! ```text
+//! cargo run -p tool-contract-mcp --example support_desk -- [--log PATH] [--budget-s N]
+//! ```
+//!
+//! `--log PATH` keeps the attempt log in a file (default: in memory); `--budget-s N` is each call's
+//! budget (default 60). The server prints its instance id on standard error: the task of calls that
+//! name none under `_meta` `dev.tool-contract/task`.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tool_contract::{Call, Class, FileJournal, IntentKey, Probe, Toolbox, tool};
+use tool_contract_mcp::McpServer;
+
+/// A notice posted to a thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Notice {
+    /// The desk's id for it.
+    pub id: u64,
+    /// What the customer reads.
+    pub text: String,
+}
+
+/// The desk: each thread's notices, with the intent key each was posted under.
+#[derive(Default)]
+pub struct Desk {
+    threads: Mutex<BTreeMap<String, Vec<(Notice, IntentKey)>>>,
+    next: Mutex<u64>,
+}
+
+impl Desk {
+    /// List the notices posted to a support thread, oldest first.
+    #[tool(effect = "read", target = thread)]
+    pub async fn list_notices(
+        &self,
+        /// The thread, like `thread-9`.
+        thread: String,
+    ) -> Result<Vec<Notice>, Class> {
+        let threads = self.threads.lock().map_err(|_| Class::retryable("the desk is unavailable"))?;
+        Ok(threads
+            .get(&thread)
+            .map(|notices| notices.iter().map(|(n, _)| n.clone()).collect())
+            .unwrap_or_default())
+    }
+
+    /// Post a notice to a support thread. The customer sees it at once, so it is never posted twice
+    /// for one task.
+    #[tool(effect = "send", probe = Self::posted, target = thread, deadline_floor = "1s")]
+    pub async fn post_notice(
+        &self,
+        call: &Call,
+        /// The thread, like `thread-9`.
+        thread: String,
+        /// The notice, as the customer will read it.
+        text: String,
+    ) -> Result<Notice, Class> {
+        if text.trim().is_empty() {
+            return Err(Class::permanent("a notice needs text"));
+        }
+        let id = {
+            let mut next = self.next.lock().map_err(|_| Class::retryable("the desk is unavailable"))?;
+            *next += 1;
+            *next
+        };
+        let notice = Notice { id, text };
+        let mut threads = self.threads.lock().map_err(|_| Class::retryable("the desk is unavailable"))?;
+        threads.entry(thread).or_default().push((notice.clone(), call.key()));
+        Ok(notice)
+    }
+
+    /// Finds the notice posted under `key`.
+    #[allow(clippy::ptr_arg)]
+    async fn posted(&self, thread: &String, _text: &String, key: IntentKey) -> Probe<Notice> {
+        let Ok(threads) = self.threads.lock() else { return Probe::Failed("the desk is unavailable".into()) };
+        match threads.get(thread).and_then(|notices| notices.iter().find(|(_, k)| *k == key)) {
+            Some((notice, _)) => Probe::Landed(notice.clone()),
+            None => Probe::NotLanded,
+        }
+    }
+
+    /// Delete a notice from a support thread. It cannot be undone.
+    #[tool(effect = "destructive", probe = Self::gone, target = notice)]
+    pub async fn delete_notice(
+        &self,
+        /// The thread, like `thread-9`.
+        thread: String,
+        /// The id of the notice to delete.
+        notice: u64,
+    ) -> Result<u64, Class> {
+        let mut threads = self.threads.lock().map_err(|_| Class::retryable("the desk is unavailable"))?;
+        let notices =
+            threads.get_mut(&thread).ok_or_else(|| Class::permanent(format!("no thread `{thread}`")))?;
+        let before = notices.len();
+        notices.retain(|(n, _)| n.id != notice);
+        if notices.len() == before {
+            return Err(Class::permanent(format!("no notice {notice} in `{thread}`")));
+        }
+        Ok(notice)
+    }
+
+    /// Whether the notice is gone from the thread.
+    #[allow(clippy::ptr_arg)]
+    async fn gone(&self, thread: &String, notice: &u64, _key: IntentKey) -> Probe<u64> {
+        let Ok(threads) = self.threads.lock() else { return Probe::Failed("the desk is unavailable".into()) };
+        let present = threads.get(thread).is_some_and(|notices| notices.iter().any(|(n, _)| n.id == *notice));
+        if present { Probe::NotLanded } else { Probe::Landed(*notice) }
+    }
+}
+
+/// The desk's three tools in one toolbox.
+pub fn toolbox(desk: Arc<Desk>) -> Result<Toolbox, tool_contract::toolbox::DuplicateTool> {
+    let mut toolbox = Toolbox::new();
+    toolbox.add_method(Arc::clone(&desk), Desk::list_notices_tool())?;
+    toolbox.add_method(Arc::clone(&desk), Desk::post_notice_tool())?;
+    toolbox.add_method(desk, Desk::delete_notice_tool())?;
+    Ok(toolbox)
+}
+
+const USAGE: &str = "usage: support_desk [--log PATH] [--budget-s N]";
+
+fn server(args: &[String]) -> Result<McpServer, String> {
+    let mut builder = McpServer::builder(toolbox(Arc::default()).map_err(|e| e.to_string())?)
+        .server_info("support_desk", "0.1.0");
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
+        match arg.as_str() {
+            "--log" => {
+                let path = value()?;
+                let log = FileJournal::open(path).map_err(|error| format!("{path}: {error}"))?;
+                builder = builder.journal(Arc::new(log));
+            }
+            "--budget-s" => {
+                let text = value()?;
+                let seconds: u64 =
+                    text.parse().map_err(|_| format!("--budget-s {text}: not a whole number of seconds"))?;
+                builder = builder.budget(Duration::from_secs(seconds));
+            }
+            "--http" => {
+                return Err("--http needs the `http` feature, which this build does not have".to_owned());
+            }
+            _ => return Err(USAGE.to_owned()),
+        }
+    }
+    Ok(builder.build())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let server = match server(&args) {
+        Ok(server) => server,
+        Err(error) => {
+            eprintln!("support_desk: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    eprintln!(
+        "support_desk: MCP over stdio; instance {} (the task of calls that name none)",
+        server.instance_id()
+    );
+    match server.serve_stdio().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("support_desk: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

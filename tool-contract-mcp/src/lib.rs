@@ -1,0 +1,299 @@
+//! An MCP server for a [`Toolbox`]: every tool's contract, reached over the Model Context Protocol.
+//!
+//! MCP clients must re-send a `tools/call` whose reply stream broke, and the protocol has no
+//! idempotency key. This server gives every call an intent key from its task and its `target`, so a
+//! re-sent call is recognised in the attempt log and not repeated.
+//!
+//! - `tools/list`: each tool's name, description, input and output schema, and the annotations its
+//!   effect kind implies (`readOnlyHint`, `destructiveHint`, `idempotentHint`), its kind under `_meta`.
+//! - `tools/call`: the report as `structuredContent` and as a text block, `isError` exactly when the
+//!   outcome is not `ok`, the intent key and attempt id in the result's `_meta`. Arguments that do not
+//!   decode are a report (`permanent`, effect `no`, the field named), which the model can act on; an
+//!   unknown tool is a protocol error.
+//! - The task and actor of a call come from the request's `_meta`, under [`TASK_META_KEY`] and
+//!   [`ACTOR_META_KEY`]. Without a task the server's instance id scopes the keys: random per process
+//!   start unless [`Builder::instance_id`] sets it, which is what makes keys survive a restart.
+//! - A client's cancellation drops the call's attempt: a side effect then reads `unknown` in the log,
+//!   and the next call of the intent probes first.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use tool_contract::{Class, FileJournal, Toolbox, tool};
+//! use tool_contract_mcp::McpServer;
+//!
+//! /// Read the price of one item, in cents.
+//! #[tool(effect = "read", target = sku)]
+//! async fn read_price(sku: String) -> Result<u64, Class> {
+//!     Ok(1299)
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let mut toolbox = Toolbox::new();
+//! toolbox.add(read_price_tool())?;
+//! let server = McpServer::builder(toolbox)
+//!     .budget(Duration::from_secs(30))
+//!     .journal(Arc::new(FileJournal::open("attempts.log")?))
+//!     .build();
+//! eprintln!("instance {}", server.instance_id());
+//! server.serve_stdio().await
+//! # }
+//! ```
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
+    MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ServerHandler, ServiceExt};
+use serde_json::{Map, Value};
+use tool_contract::{Approve, Escalate, Journal, MemoryJournal, Outcome, Task, Toolbox};
+
+/// The request `_meta` key that names the task a call works for (its durable identity: the order, the
+/// ticket).
+pub const TASK_META_KEY: &str = "dev.tool-contract/task";
+/// The request `_meta` key that names who the task acts for.
+pub const ACTOR_META_KEY: &str = "dev.tool-contract/actor";
+/// The result `_meta` key that carries the call's intent key.
+pub const INTENT_KEY_META_KEY: &str = "dev.tool-contract/intent_key";
+/// The result `_meta` key that carries the attempt id the report speaks for.
+pub const ATTEMPT_ID_META_KEY: &str = "dev.tool-contract/attempt_id";
+
+/// The actor of a call whose request names none.
+pub const DEFAULT_ACTOR: &str = "mcp-client";
+/// The longest task id or actor a request may name.
+pub const MAX_META_LEN: usize = 256;
+
+/// An MCP server over a toolbox. Cheap to clone: clones share the toolbox and the attempt log.
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    toolbox: Toolbox,
+    tools: Vec<Tool>,
+    template: Task,
+    budget: Duration,
+    instance: String,
+    name: String,
+    version: String,
+}
+
+/// The options of an [`McpServer`]: the same a library user gives a `Task`.
+pub struct Builder {
+    toolbox: Toolbox,
+    budget: Duration,
+    journal: Option<Arc<dyn Journal>>,
+    approver: Option<Box<dyn FnOnce(Task) -> Task + Send>>,
+    escalation: Option<Box<dyn FnOnce(Task) -> Task + Send>>,
+    instance: Option<String>,
+    name: String,
+    version: String,
+}
+
+impl Builder {
+    /// Each call's budget, from the moment the request arrives (default 60 s).
+    pub fn budget(mut self, budget: Duration) -> Builder {
+        self.budget = budget;
+        self
+    }
+
+    /// The attempt log every call writes ahead (default: one in memory, for the process's lifetime).
+    pub fn journal(mut self, journal: Arc<dyn Journal>) -> Builder {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Who says yes or no before a second attempt of a `money` tool.
+    pub fn approver(mut self, approver: impl Approve + 'static) -> Builder {
+        self.approver = Some(Box::new(move |task: Task| task.approver(approver)));
+        self
+    }
+
+    /// Where unresolved outcomes go.
+    pub fn escalate_to(mut self, sink: impl Escalate + 'static) -> Builder {
+        self.escalation = Some(Box::new(move |task: Task| task.escalate_to(sink)));
+        self
+    }
+
+    /// The task of a call whose request names none. By default a random id per process start, so a
+    /// call re-sent after a broken stream is recognised while the process runs; set a stable one (and a
+    /// file attempt log) for keys that survive a restart.
+    pub fn instance_id(mut self, id: impl Into<String>) -> Builder {
+        self.instance = Some(id.into());
+        self
+    }
+
+    /// The name and version the server gives in its `initialize` reply.
+    pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Builder {
+        self.name = name.into();
+        self.version = version.into();
+        self
+    }
+
+    /// The server.
+    pub fn build(self) -> McpServer {
+        let journal = self.journal.unwrap_or_else(|| Arc::new(MemoryJournal::new()));
+        let mut template = Task::new("", "", Duration::ZERO).journal(journal);
+        if let Some(approver) = self.approver {
+            template = approver(template);
+        }
+        if let Some(escalation) = self.escalation {
+            template = escalation(template);
+        }
+        let tools = self.toolbox.definitions().iter().map(tool).collect();
+        McpServer {
+            inner: Arc::new(Inner {
+                toolbox: self.toolbox,
+                tools,
+                template,
+                budget: self.budget,
+                instance: self.instance.unwrap_or_else(random_instance),
+                name: self.name,
+                version: self.version,
+            }),
+        }
+    }
+}
+
+/// A definition as rmcp's `Tool`: the MCP shape the definition writes, read back.
+fn tool(definition: &tool_contract::define::Definition) -> Tool {
+    serde_json::from_value(definition.mcp()).unwrap_or_else(|_| {
+        Tool::new(
+            definition.name(),
+            definition.description().to_owned(),
+            Arc::new(definition.input_schema().clone()),
+        )
+    })
+}
+
+/// `mcp-` and 16 hex digits, different at every process start.
+fn random_instance() -> String {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    hasher.write_u128(now.as_nanos());
+    format!("mcp-{:016x}", hasher.finish())
+}
+
+impl McpServer {
+    /// A server over `toolbox`; see [`Builder`] for its options.
+    pub fn builder(toolbox: Toolbox) -> Builder {
+        Builder {
+            toolbox,
+            budget: Duration::from_secs(60),
+            journal: None,
+            approver: None,
+            escalation: None,
+            instance: None,
+            name: "tool-contract-mcp".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+
+    /// The task of calls whose request names none.
+    pub fn instance_id(&self) -> &str {
+        &self.inner.instance
+    }
+
+    /// The toolbox the server serves.
+    pub fn toolbox(&self) -> &Toolbox {
+        &self.inner.toolbox
+    }
+
+    /// Serves MCP over standard input and output until the client closes them.
+    pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let running = self.serve(rmcp::transport::stdio()).await?;
+        running.waiting().await?;
+        Ok(())
+    }
+
+    /// The task a request works for: from its `_meta`, or the instance's.
+    fn task(&self, meta: &Map<String, Value>) -> Result<Task, ErrorData> {
+        let id = meta_text(meta, TASK_META_KEY)?.unwrap_or(&self.inner.instance);
+        let actor = meta_text(meta, ACTOR_META_KEY)?.unwrap_or(DEFAULT_ACTOR);
+        Ok(self.inner.template.new_like(id, actor, self.inner.budget))
+    }
+
+    /// Runs one `tools/call`: the tool's report as the result, or a protocol error for an unknown tool.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        meta: &Map<String, Value>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let task = self.task(meta)?;
+        let arguments = arguments.map(Value::Object).unwrap_or(Value::Null);
+        let report = self
+            .inner
+            .toolbox
+            .call(&task, name, arguments)
+            .await
+            .map_err(|unknown| ErrorData::invalid_params(unknown.to_string(), None))?;
+        let mut result_meta = Map::new();
+        result_meta.insert(INTENT_KEY_META_KEY.to_owned(), Value::String(report.idempotency_key.to_string()));
+        result_meta.insert(ATTEMPT_ID_META_KEY.to_owned(), Value::String(report.attempt_id.clone()));
+        let ok = report.outcome == Outcome::Ok;
+        let json = serde_json::to_value(&report)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        let result =
+            if ok { CallToolResult::structured(json) } else { CallToolResult::structured_error(json) };
+        Ok(result.with_meta(Some(MetaObject(result_meta))))
+    }
+}
+
+/// A text `_meta` value: absent, or a string of 1 to 256 characters.
+fn meta_text<'m>(meta: &'m Map<String, Value>, key: &str) -> Result<Option<&'m str>, ErrorData> {
+    match meta.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if !text.is_empty() && text.chars().count() <= MAX_META_LEN => {
+            Ok(Some(text))
+        }
+        Some(_) => Err(ErrorData::invalid_params(
+            format!("`_meta` `{key}` must be a string of 1 to {MAX_META_LEN} characters"),
+            None,
+        )),
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(self.inner.name.clone(), self.inner.version.clone()))
+            .with_instructions(format!(
+                "Every tool returns a report: outcome ok | retryable | permanent | unknown, and effect_applied \
+                 separately. Name the task under `_meta` `{TASK_META_KEY}` so a re-sent call is recognised."
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let call = self.call(&request.name, request.arguments, &context.meta);
+        tokio::select! {
+            // The client gave up: the attempt's future is dropped with this one.
+            () = context.ct.cancelled() => Err(ErrorData::invalid_request("the client cancelled the call", None)),
+            result = call => result.map(Into::into),
+        }
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.inner.tools.iter().find(|tool| tool.name == name).cloned()
+    }
+}

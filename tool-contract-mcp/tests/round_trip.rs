@@ -1,0 +1,212 @@
+//! The server and rmcp's own client in one process over an in-memory pipe: the list, calls, refusals,
+//! a re-sent call recognised by its task, and a cancelled call.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, RequestMetaObject};
+use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
+use serde_json::{Map, Value, json};
+use tool_contract::{Call, Class, IntentKey, Probe, Toolbox, tool};
+use tool_contract_mcp::{ATTEMPT_ID_META_KEY, INTENT_KEY_META_KEY, McpServer, TASK_META_KEY};
+
+/// A thread that counts what reaches it.
+#[derive(Default)]
+struct Thread {
+    posted: std::sync::Mutex<Vec<IntentKey>>,
+    bodies: AtomicU32,
+}
+
+impl Thread {
+    /// Post a notice to the thread.
+    #[tool(effect = "send", probe = Self::landed, target = thread)]
+    async fn post(
+        &self,
+        call: &Call,
+        /// The thread.
+        thread: String,
+        /// The text.
+        text: String,
+    ) -> Result<u64, Class> {
+        let _ = (thread, text);
+        self.bodies.fetch_add(1, Ordering::SeqCst);
+        let mut posted = self.posted.lock().unwrap();
+        posted.push(call.key());
+        Ok(posted.len() as u64)
+    }
+
+    /// Wait, then post: a call a client gives up on.
+    #[tool(effect = "send", probe = Self::slow_landed, target = thread)]
+    async fn slow_post(&self, call: &Call, thread: String) -> Result<u64, Class> {
+        let _ = thread;
+        self.bodies.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        self.posted.lock().unwrap().push(call.key());
+        Ok(0)
+    }
+
+    /// Count the posts.
+    #[tool(effect = "read")]
+    async fn count(&self) -> Result<u64, Class> {
+        Ok(self.posted.lock().unwrap().len() as u64)
+    }
+
+    #[allow(clippy::ptr_arg)]
+    async fn landed(&self, _: &String, _: &String, key: IntentKey) -> Probe<u64> {
+        let posted = self.posted.lock().unwrap();
+        match posted.iter().position(|k| *k == key) {
+            Some(i) => Probe::Landed(i as u64 + 1),
+            None => Probe::NotLanded,
+        }
+    }
+
+    #[allow(clippy::ptr_arg)]
+    async fn slow_landed(&self, _: &String, key: IntentKey) -> Probe<u64> {
+        if self.posted.lock().unwrap().contains(&key) { Probe::Landed(0) } else { Probe::NotLanded }
+    }
+}
+
+async fn connect(thread: Arc<Thread>) -> (RunningService<RoleClient, ()>, McpServer) {
+    let mut toolbox = Toolbox::new();
+    toolbox.add_method(Arc::clone(&thread), Thread::post_tool()).unwrap();
+    toolbox.add_method(Arc::clone(&thread), Thread::slow_post_tool()).unwrap();
+    toolbox.add_method(thread, Thread::count_tool()).unwrap();
+    let server = McpServer::builder(toolbox).budget(Duration::from_secs(30)).build();
+    let (server_side, client_side) = tokio::io::duplex(64 * 1024);
+    let serving = server.clone();
+    tokio::spawn(async move {
+        if let Ok(running) = serving.serve(server_side).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ().serve(client_side).await.expect("the client connects");
+    (client, server)
+}
+
+fn params(name: &'static str, arguments: Value, task: Option<&str>) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else { panic!("an object") };
+    let mut params = CallToolRequestParams::new(name).with_arguments(arguments);
+    if let Some(task) = task {
+        let mut meta = Map::new();
+        meta.insert(TASK_META_KEY.to_owned(), json!(task));
+        params.meta = Some(RequestMetaObject::from(meta));
+    }
+    params
+}
+
+fn report(result: &CallToolResult) -> Value {
+    result.structured_content.clone().expect("the report as structured content")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_list_with_schemas_and_the_annotations_of_their_kind() {
+    let (client, _) = connect(Arc::default()).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    assert_eq!(names, ["count", "post", "slow_post"]);
+    let post = &tools[1];
+    assert_eq!(post.description.as_deref(), Some("Post a notice to the thread."));
+    assert_eq!(post.input_schema["required"], json!(["thread", "text"]));
+    assert_eq!(post.output_schema.as_ref().unwrap()["type"], "object");
+    let hints = post.annotations.as_ref().unwrap();
+    assert_eq!(
+        (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint),
+        (Some(false), Some(false), Some(false))
+    );
+    assert_eq!(tools[0].annotations.as_ref().unwrap().read_only_hint, Some(true));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_re_sent_for_one_task_posts_once() {
+    let thread = Arc::new(Thread::default());
+    let (client, _) = connect(Arc::clone(&thread)).await;
+    let first = client
+        .call_tool(params("post", json!({ "thread": "t-9", "text": "hi" }), Some("ticket-5")))
+        .await
+        .unwrap();
+    // The reply stream broke; the client sends the same call again, as MCP requires of it.
+    let again = client
+        .call_tool(params("post", json!({ "thread": "t-9", "text": "hi" }), Some("ticket-5")))
+        .await
+        .unwrap();
+    assert_eq!(first.is_error, Some(false));
+    assert_eq!(
+        (report(&first)["outcome"].clone(), report(&again)["outcome"].clone()),
+        (json!("ok"), json!("ok"))
+    );
+    assert_eq!(report(&again)["value"], report(&first)["value"]);
+    assert_eq!(thread.bodies.load(Ordering::SeqCst), 1, "one notice for one intent");
+    let meta = first.meta.as_ref().unwrap();
+    assert_eq!(meta.0[INTENT_KEY_META_KEY], report(&first)["idempotency_key"]);
+    assert_eq!(meta.0[ATTEMPT_ID_META_KEY], report(&first)["attempt_id"]);
+    // The text block carries the same report.
+    let text = first.content[0].as_text().unwrap().text.clone();
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), report(&first));
+
+    // Another task is another intent.
+    client
+        .call_tool(params("post", json!({ "thread": "t-9", "text": "hi" }), Some("ticket-6")))
+        .await
+        .unwrap();
+    assert_eq!(thread.bodies.load(Ordering::SeqCst), 2);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_task_the_instance_scopes_the_key() {
+    let thread = Arc::new(Thread::default());
+    let (client, server) = connect(Arc::clone(&thread)).await;
+    for _ in 0..2 {
+        let result =
+            client.call_tool(params("post", json!({ "thread": "t-1", "text": "x" }), None)).await.unwrap();
+        let attempt = report(&result)["attempt_id"].as_str().unwrap().to_owned();
+        assert!(attempt.starts_with(server.instance_id()), "{attempt}");
+    }
+    assert_eq!(thread.bodies.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_arguments_are_a_report_an_unknown_tool_an_error() {
+    let thread = Arc::new(Thread::default());
+    let (client, _) = connect(Arc::clone(&thread)).await;
+    let bad = client.call_tool(params("post", json!({ "thread": 9 }), Some("t"))).await.unwrap();
+    assert_eq!(bad.is_error, Some(true));
+    let bad = report(&bad);
+    assert_eq!((bad["outcome"].as_str(), bad["effect_applied"].as_str()), (Some("permanent"), Some("no")));
+    assert!(bad["message"].as_str().unwrap().contains("argument `thread`"), "{bad}");
+    let unknown = client.call_tool(params("post_notice", json!({}), Some("t"))).await;
+    assert!(unknown.is_err(), "{unknown:?}");
+    let mut wrong_meta = params("count", json!({}), None);
+    wrong_meta.meta = Some(RequestMetaObject::from(Map::from_iter([(TASK_META_KEY.to_owned(), json!(42))])));
+    assert!(client.call_tool(wrong_meta).await.is_err());
+    assert_eq!(thread.bodies.load(Ordering::SeqCst), 0);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_drops_its_attempt() {
+    let thread = Arc::new(Thread::default());
+    let (client, _) = connect(Arc::clone(&thread)).await;
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params(
+        "slow_post",
+        json!({ "thread": "t-2" }),
+        Some("ticket-8"),
+    )));
+    let handle =
+        client.peer().send_cancellable_request(request, PeerRequestOptions::no_options()).await.unwrap();
+    while thread.bodies.load(Ordering::SeqCst) == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // `notifications/cancelled`: the server drops the attempt's future, which never gets to post.
+    handle.cancel(Some("the user gave up".into())).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(thread.posted.lock().unwrap().is_empty());
+    // The server goes on serving.
+    let report = report(&client.call_tool(params("count", json!({}), Some("ticket-8"))).await.unwrap());
+    assert_eq!(report["value"], 0);
+    client.cancel().await.unwrap();
+}
