@@ -1,9 +1,11 @@
 """An MCP client no one here wrote (the `mcp` package from PyPI) against the support_desk example.
 
-usage: python .ci/mcp_client.py PATH-TO-support_desk
+usage: python .ci/mcp_client.py PATH-TO-support_desk [HTTP-URL TOKEN]
 
 Runs the same checks over stdio in both protocol modes, `legacy` (the initialize handshake) and
-`2026-07-28`, and prints one line per check, then `N passed, N failed`. Exits 1 on any failure.
+`2026-07-28`, and, given the URL of a support_desk serving HTTP with a bearer token, over HTTP too
+(where a request without the token must be refused). Prints one line per check, then
+`N passed, N failed`. Exits 1 on any failure.
 """
 
 import asyncio
@@ -11,7 +13,9 @@ import json
 import sys
 import traceback
 
+import httpx2
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 TASK = "dev.tool-contract/task"
 results = []
@@ -37,8 +41,7 @@ def report_of(result):
     return structured if structured is not None else json.loads(result.content[0].text)
 
 
-async def run(binary, mode):
-    server = StdioServerParameters(command=binary, args=["--budget-s", "20"])
+async def run(server, mode):
     async with Client(server, mode=mode) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         check(f"{mode}: three tools", sorted(tools) == ["delete_notice", "list_notices", "post_notice"], sorted(tools))
@@ -56,8 +59,8 @@ async def run(binary, mode):
         output = field(post, "output_schema", "outputSchema")
         check(f"{mode}: output schema is the report", output and "outcome" in output.get("properties", {}), output)
 
-        thread = f"thread-{mode}"
-        meta = {TASK: f"ticket-{mode}"}
+        thread = f"thread-{mode}-{id(server)}"
+        meta = {TASK: f"ticket-{mode}-{id(server)}"}
         first = await client.call_tool("post_notice", {"thread": thread, "text": "Your refund was sent."}, meta=meta)
         first_report = report_of(first)
         check(f"{mode}: post_notice ok", first_report["outcome"] == "ok" and first_report["effect_applied"] == "yes", first_report)
@@ -87,14 +90,33 @@ async def run(binary, mode):
             check(f"{mode}: an unknown tool is an error", "no_such_tool" in str(error), error)
 
 
+async def refused_without_token(url):
+    async with httpx2.AsyncClient() as http:
+        reply = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                headers={"accept": "application/json, text/event-stream"})
+        check("http: a request without the token is refused", reply.status_code == 401, reply.status_code)
+        reply = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                headers={"accept": "application/json, text/event-stream", "origin": "http://evil.example",
+                                         "authorization": f"Bearer {sys.argv[3]}"})
+        check("http: a foreign Origin is refused", reply.status_code == 403, reply.status_code)
+
+
 async def main():
     binary = sys.argv[1]
-    for mode in ["legacy", "2026-07-28"]:
-        try:
-            await run(binary, mode)
-        except Exception as error:
-            traceback.print_exc()
-            check(f"{mode}: the session ran", False, error)
+    servers = [("stdio", lambda: StdioServerParameters(command=binary, args=["--budget-s", "20"]))]
+    if len(sys.argv) == 4:
+        url, token = sys.argv[2], sys.argv[3]
+        headers = {"authorization": f"Bearer {token}"}
+        servers.append(("http", lambda: streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers))))
+    for transport, server in servers:
+        for mode in ["legacy", "2026-07-28"]:
+            try:
+                await run(server(), f"{mode}" if transport == "stdio" else mode)
+            except Exception as error:
+                traceback.print_exc()
+                check(f"{transport} {mode}: the session ran", False, error)
+    if len(sys.argv) == 4:
+        await refused_without_token(sys.argv[2])
     passed, failed = results.count(True), results.count(False)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed or not passed else 0)

@@ -3,10 +3,13 @@
 //!
 //! ```text
 //! cargo run -p tool-contract-mcp --example support_desk -- [--log PATH] [--budget-s N]
+//! cargo run -p tool-contract-mcp --features http --example support_desk -- --http 127.0.0.1:8000 [--token T] [--allow-origin O]
 //! ```
 //!
 //! `--log PATH` keeps the attempt log in a file (default: in memory); `--budget-s N` is each call's
-//! budget (default 60). The server prints its instance id on standard error: the task of calls that
+//! budget (default 60). With the `http` feature, `--http ADDR` serves streamable HTTP at `/mcp`
+//! instead of stdio; `--token T` requires `Authorization: Bearer T` (needed for an address other
+//! than loopback), `--allow-origin O` lets a browser page from `O` call it. The server prints its instance id on standard error: the task of calls that
 //! name none under `_meta` `dev.tool-contract/task`.
 
 use std::collections::BTreeMap;
@@ -123,9 +126,19 @@ pub fn toolbox(desk: Arc<Desk>) -> Result<Toolbox, tool_contract::toolbox::Dupli
     Ok(toolbox)
 }
 
-const USAGE: &str = "usage: support_desk [--log PATH] [--budget-s N]";
+const USAGE: &str =
+    "usage: support_desk [--log PATH] [--budget-s N] [--http ADDR [--token T] [--allow-origin O]]";
 
-fn server(args: &[String]) -> Result<McpServer, String> {
+/// What the command line asks for: the server, and the HTTP address and options when not stdio.
+struct Setup {
+    server: McpServer,
+    http: Option<String>,
+    token: Option<String>,
+    origins: Vec<String>,
+}
+
+fn server(args: &[String]) -> Result<Setup, String> {
+    let (mut http, mut token, mut origins) = (None, None, Vec::new());
     let mut builder = McpServer::builder(toolbox(Arc::default()).map_err(|e| e.to_string())?)
         .server_info("support_desk", "0.1.0");
     let mut args = args.iter();
@@ -143,30 +156,56 @@ fn server(args: &[String]) -> Result<McpServer, String> {
                     text.parse().map_err(|_| format!("--budget-s {text}: not a whole number of seconds"))?;
                 builder = builder.budget(Duration::from_secs(seconds));
             }
-            "--http" => {
-                return Err("--http needs the `http` feature, which this build does not have".to_owned());
-            }
+            "--http" => http = Some(value()?.clone()),
+            "--token" => token = Some(value()?.clone()),
+            "--allow-origin" => origins.push(value()?.clone()),
             _ => return Err(USAGE.to_owned()),
         }
     }
-    Ok(builder.build())
+    Ok(Setup { server: builder.build(), http, token, origins })
+}
+
+#[cfg(feature = "http")]
+async fn serve(setup: Setup) -> Result<(), String> {
+    use tool_contract_mcp::http::HttpOptions;
+    let Some(addr) = setup.http else { return setup.server.serve_stdio().await.map_err(|e| e.to_string()) };
+    let addr = addr.parse().map_err(|_| format!("--http {addr}: not an address like 127.0.0.1:8000"))?;
+    let mut options = HttpOptions::default().addr(addr);
+    if let Some(token) = setup.token {
+        options = options.bearer_token(token);
+    }
+    for origin in setup.origins {
+        options = options.allow_origin(origin);
+    }
+    let server = setup.server.bind_http(options).await.map_err(|e| e.to_string())?;
+    eprintln!(
+        "support_desk: MCP over HTTP at http://{}/mcp",
+        server.local_addr().map_err(|e| e.to_string())?
+    );
+    server.serve().await.map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "http"))]
+async fn serve(setup: Setup) -> Result<(), String> {
+    if setup.http.is_some() || setup.token.is_some() || !setup.origins.is_empty() {
+        let build = "cargo run -p tool-contract-mcp --features http --example support_desk";
+        return Err(format!("--http needs the `http` feature: {build}"));
+    }
+    setup.server.serve_stdio().await.map_err(|e| e.to_string())
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let server = match server(&args) {
-        Ok(server) => server,
+    let setup = match server(&args) {
+        Ok(setup) => setup,
         Err(error) => {
             eprintln!("support_desk: {error}");
             return ExitCode::from(2);
         }
     };
-    eprintln!(
-        "support_desk: MCP over stdio; instance {} (the task of calls that name none)",
-        server.instance_id()
-    );
-    match server.serve_stdio().await {
+    eprintln!("support_desk: instance {} (the task of calls that name none)", setup.server.instance_id());
+    match serve(setup).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("support_desk: {error}");

@@ -41,6 +41,9 @@
 //! # }
 //! ```
 
+#[cfg(feature = "http")]
+pub mod http;
+
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

@@ -1,0 +1,192 @@
+//! MCP over streamable HTTP (feature `http`), safe by default as the MCP specification asks: it binds
+//! 127.0.0.1 unless told otherwise, refuses a request whose `Origin` is not one it allows (DNS
+//! rebinding), and requires `Authorization: Bearer <token>` when a token is set. A refused request
+//! reaches no tool. Serving on an address other than loopback needs a token.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{AUTHORIZATION, HeaderValue, ORIGIN, WWW_AUTHENTICATE};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+
+use crate::McpServer;
+
+/// Where and how the HTTP transport listens.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    addr: SocketAddr,
+    path: String,
+    origins: Vec<String>,
+    token: Option<String>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8000)),
+            path: "/mcp".to_owned(),
+            origins: Vec::new(),
+            token: None,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// The address to listen on (default `127.0.0.1:8000`; port 0 picks a free one).
+    pub fn addr(mut self, addr: SocketAddr) -> HttpOptions {
+        self.addr = addr;
+        self
+    }
+
+    /// The path of the MCP endpoint (default `/mcp`).
+    pub fn path(mut self, path: impl Into<String>) -> HttpOptions {
+        self.path = path.into();
+        self
+    }
+
+    /// An `Origin` a browser page may call from, exactly as the browser sends it
+    /// (`https://app.example.com`). Requests without `Origin` (not from a browser) always pass this check.
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> HttpOptions {
+        self.origins.push(origin.into());
+        self
+    }
+
+    /// Requires `Authorization: Bearer <token>` on every request.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> HttpOptions {
+        self.token = Some(token.into());
+        self
+    }
+}
+
+/// A bound HTTP transport, ready to serve.
+pub struct HttpServer {
+    listener: TcpListener,
+    gate: Arc<Gate>,
+}
+
+struct Gate {
+    path: String,
+    origins: Vec<String>,
+    token: Option<String>,
+    service: StreamableHttpService<McpServer, LocalSessionManager>,
+}
+
+impl McpServer {
+    /// Binds the HTTP transport; [`HttpServer::serve`] then answers requests.
+    pub async fn bind_http(self, options: HttpOptions) -> io::Result<HttpServer> {
+        if !options.addr.ip().is_loopback() && options.token.is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "refusing to serve MCP on {} without a bearer token; set one, or bind 127.0.0.1",
+                    options.addr
+                ),
+            ));
+        }
+        let listener = TcpListener::bind(options.addr).await?;
+        let mut config = StreamableHttpServerConfig::default();
+        if !options.addr.ip().is_loopback() {
+            // The bearer token guards a public address; rmcp's own Host check knows loopback names only.
+            config = config.disable_allowed_hosts();
+        }
+        let server = self;
+        let service = StreamableHttpService::new(move || Ok(server.clone()), Arc::default(), config);
+        let gate = Gate { path: options.path, origins: options.origins, token: options.token, service };
+        Ok(HttpServer { listener, gate: Arc::new(gate) })
+    }
+}
+
+impl HttpServer {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Answers requests until the future is dropped.
+    pub async fn serve(self) -> io::Result<()> {
+        loop {
+            let (stream, _) = self.listener.accept().await?;
+            let gate = Arc::clone(&self.gate);
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let gate = Arc::clone(&gate);
+                    async move { Ok::<_, Infallible>(gate.answer(request).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    }
+}
+
+impl Gate {
+    async fn answer(&self, request: Request<Incoming>) -> Response<BoxBody<Bytes, Infallible>> {
+        if request.uri().path() != self.path {
+            return refuse(StatusCode::NOT_FOUND, format!("the MCP endpoint is {}", self.path));
+        }
+        if let Some(origin) = request.headers().get(ORIGIN) {
+            let allowed = origin.to_str().is_ok_and(|origin| self.origin_allowed(origin));
+            if !allowed {
+                return refuse(StatusCode::FORBIDDEN, "this Origin may not call the server".to_owned());
+            }
+        }
+        if let Some(token) = &self.token {
+            let given = request.headers().get(AUTHORIZATION).and_then(|value| value.to_str().ok());
+            let expected = format!("Bearer {token}");
+            if !given.is_some_and(|given| same(given.as_bytes(), expected.as_bytes())) {
+                let mut response = refuse(StatusCode::UNAUTHORIZED, "a bearer token is required".to_owned());
+                response.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return response;
+            }
+        }
+        self.service.handle(request).await
+    }
+
+    /// The server's own loopback origins, and the ones the operator allowed.
+    fn origin_allowed(&self, origin: &str) -> bool {
+        if self.origins.iter().any(|allowed| allowed == origin) {
+            return true;
+        }
+        let Some(rest) = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) else {
+            return false;
+        };
+        let host = rest
+            .rsplit_once(':')
+            .map_or(rest, |(host, port)| if port.bytes().all(|b| b.is_ascii_digit()) { host } else { rest });
+        matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+    }
+}
+
+/// Compares without stopping at the first difference, so the time taken tells nothing of the token.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn refuse(status: StatusCode, message: String) -> Response<BoxBody<Bytes, Infallible>> {
+    let mut response = Response::new(Full::new(Bytes::from(message)).boxed());
+    *response.status_mut() = status;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"Bearer abc", b"Bearer abc"));
+        assert!(!same(b"Bearer abd", b"Bearer abc"));
+        assert!(!same(b"Bearer ab", b"Bearer abc"));
+    }
+}
