@@ -1,0 +1,179 @@
+//! A [`Toolbox`] as rig tools: each tool a [`DynamicTool`] whose output is the report's JSON for every
+//! outcome.
+//!
+//! rig retries a tool call that fails with a retryable error, timeouts among them: on a side effect
+//! whose reply was lost, that retry is the duplicate this project exists to stop. So no outcome reaches
+//! rig as an error. `unknown`, `retryable` and `permanent` are reports the model reads, with the effect
+//! said separately, and the engine has already probed, waited and retried as the tool's effect kind
+//! allows.
+//!
+//! The task of a call comes from rig's [`ToolContext`]: a [`Task`] attached as a scope
+//! (`ToolContext::with_scope(Arc::new(task))`: its budget, attempt log, approver and escalation sink),
+//! else a [`TaskName`] inserted as a context value (run under this adapter's options), else the
+//! adapter's instance id.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use rig_core::tool::ToolContext;
+//! use tool_contract::{Class, Task, Toolbox, tool};
+//! use tool_contract_rig::RigToolbox;
+//!
+//! /// Read the price of one item, in cents.
+//! #[tool(effect = "read", target = sku)]
+//! async fn read_price(sku: String) -> Result<u64, Class> {
+//!     Ok(1299)
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let mut toolbox = Toolbox::new();
+//! toolbox.add(read_price_tool()).unwrap();
+//! let tools = RigToolbox::new(toolbox).tools();
+//!
+//! let task = Task::new("quote-1", "agent:sales", Duration::from_secs(30));
+//! let mut context = ToolContext::default().with_scope(Arc::new(task));
+//! let output = tools[0].execute_with(&mut context, serde_json::json!({ "sku": "sku-1" })).await.unwrap();
+//! assert_eq!(output.as_json().unwrap()["value"], 1299);
+//! # }
+//! ```
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use rig_core::completion::message::ToolName;
+use rig_core::tool::{ContextValue, DynamicTool, ToolContext, ToolExecutionError, ToolOutput};
+use rig_core::wasm_compat::WasmBoxedFuture;
+use serde::{Deserialize, Serialize};
+use tool_contract::{Journal, MemoryJournal, Task, Toolbox};
+
+/// The task and actor of a call, as a rig context value (key `dev.tool-contract/task`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskName {
+    /// The durable identity of the work (the ticket, the order).
+    pub task: String,
+    /// Who the task acts for.
+    pub actor: String,
+}
+
+impl ContextValue for TaskName {
+    const KEY: &'static str = "dev.tool-contract/task";
+}
+
+/// The actor of a call whose context names none.
+pub const DEFAULT_ACTOR: &str = "rig-agent";
+
+/// The adapter's options, and the tools it makes.
+pub struct RigToolbox {
+    toolbox: Toolbox,
+    budget: Duration,
+    journal: Option<Arc<dyn Journal>>,
+    instance: Option<String>,
+}
+
+struct Shared {
+    toolbox: Toolbox,
+    template: Task,
+    budget: Duration,
+    instance: String,
+}
+
+impl RigToolbox {
+    /// The adapter for `toolbox`: 60 s per call, an attempt log in memory, a random instance id.
+    pub fn new(toolbox: Toolbox) -> RigToolbox {
+        RigToolbox { toolbox, budget: Duration::from_secs(60), journal: None, instance: None }
+    }
+
+    /// Each call's budget when the context carries no [`Task`].
+    pub fn budget(mut self, budget: Duration) -> RigToolbox {
+        self.budget = budget;
+        self
+    }
+
+    /// The attempt log of calls whose context carries no [`Task`].
+    pub fn journal(mut self, journal: Arc<dyn Journal>) -> RigToolbox {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// The task of calls whose context names none (default: random per process start).
+    pub fn instance_id(mut self, id: impl Into<String>) -> RigToolbox {
+        self.instance = Some(id.into());
+        self
+    }
+
+    /// One rig tool per toolbox tool, sorted by name.
+    pub fn tools(self) -> Vec<DynamicTool> {
+        let journal = self.journal.unwrap_or_else(|| Arc::new(MemoryJournal::new()));
+        let shared = Arc::new(Shared {
+            template: Task::new("", "", Duration::ZERO).journal(journal),
+            budget: self.budget,
+            instance: self.instance.unwrap_or_else(random_instance),
+            toolbox: self.toolbox,
+        });
+        let mut tools = Vec::new();
+        for definition in shared.toolbox.definitions() {
+            let Ok(name) = ToolName::new(definition.name()) else { continue };
+            let shared = Arc::clone(&shared);
+            let tool_name = definition.name();
+            let parameters = serde_json::Value::Object(definition.input_schema().clone());
+            let callback = pinned(move |context, arguments| {
+                let shared = Arc::clone(&shared);
+                let task = shared.task(context);
+                Box::pin(async move { shared.call(&task, tool_name, arguments).await })
+            });
+            tools.push(DynamicTool::new_with_context(name, definition.description(), parameters, callback));
+        }
+        tools
+    }
+}
+
+impl Shared {
+    fn task(&self, context: &ToolContext) -> Arc<Task> {
+        if let Some(task) = context.scope::<Task>() {
+            return task;
+        }
+        let named = context.get::<TaskName>().ok().flatten();
+        let (id, actor) = match &named {
+            Some(name) => (name.task.as_str(), name.actor.as_str()),
+            None => (self.instance.as_str(), DEFAULT_ACTOR),
+        };
+        Arc::new(self.template.new_like(id, actor, self.budget))
+    }
+
+    /// The report's JSON, whatever the outcome: never an error rig could retry.
+    async fn call(
+        &self,
+        task: &Task,
+        name: &str,
+        arguments: serde_json::Value,
+    ) -> Result<ToolOutput, ToolExecutionError> {
+        let report = match self.toolbox.call(task, name, arguments).await {
+            Ok(report) => report,
+            // Each rig tool is made from a toolbox tool of its name.
+            Err(unknown) => return Err(ToolExecutionError::invalid_args(unknown.to_string())),
+        };
+        match serde_json::to_value(&report) {
+            Ok(json) => Ok(ToolOutput::json(json)),
+            Err(error) => Ok(ToolOutput::text(format!("{report:?}: {error}"))),
+        }
+    }
+}
+
+type Called<'a> = WasmBoxedFuture<'a, Result<ToolOutput, ToolExecutionError>>;
+
+/// Pins a closure to the higher-ranked signature rig's callbacks have.
+fn pinned<F>(f: F) -> F
+where
+    F: for<'a> Fn(&'a mut ToolContext, serde_json::Value) -> Called<'a> + Send + Sync + 'static,
+{
+    f
+}
+
+fn random_instance() -> String {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher
+        .write_u128(SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    format!("rig-{:016x}", hasher.finish())
+}

@@ -1,0 +1,97 @@
+//! Toolbox tools through rig's own dispatch (`DynamicTool::execute_with`), no model needed: every
+//! outcome is the report as the tool's output, never an error rig would retry.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use rig_core::tool::ToolContext;
+use serde_json::{Value, json};
+use tool_contract::{Class, Intent, IntentKey, Probe, Task, Toolbox, tool};
+use tool_contract_rig::{RigToolbox, TaskName};
+
+static SENT: AtomicU32 = AtomicU32::new(0);
+
+/// Send a notice; the reply is always lost after it was sent.
+#[tool(effect = "send", probe = cannot_tell, target = thread)]
+async fn send_notice(
+    /// The thread.
+    thread: String,
+) -> Result<u64, Class> {
+    let _ = thread;
+    SENT.fetch_add(1, Ordering::SeqCst);
+    Err(Class::unknown("connection reset after the notice was sent"))
+}
+
+/// The read that would tell, failing.
+async fn cannot_tell(_: &String, _: IntentKey) -> Probe<u64> {
+    Probe::Failed("the thread service is down".into())
+}
+
+/// Read the price of one item, in cents.
+#[tool(effect = "read", target = sku)]
+async fn read_price(sku: String) -> Result<u64, Class> {
+    if sku == "sku-1" { Ok(1299) } else { Err(Class::permanent(format!("no SKU `{sku}`"))) }
+}
+
+fn tools() -> Vec<rig_core::tool::DynamicTool> {
+    let mut toolbox = Toolbox::new();
+    toolbox.add(read_price_tool()).unwrap();
+    toolbox.add(send_notice_tool()).unwrap();
+    RigToolbox::new(toolbox).instance_id("rig-test").budget(Duration::from_secs(5)).tools()
+}
+
+async fn run(tool: &rig_core::tool::DynamicTool, context: &mut ToolContext, arguments: Value) -> Value {
+    let output = tool.execute_with(context, arguments).await.expect("a report, never an error");
+    output.as_json().expect("the report as JSON").clone()
+}
+
+#[test]
+fn definitions_carry_the_name_description_and_schema() {
+    let tools = tools();
+    let names: Vec<String> = tools.iter().map(|tool| tool.name().to_string()).collect();
+    assert_eq!(names, ["read_price", "send_notice"]);
+    let send = tools[1].definition();
+    assert_eq!(send.description, "Send a notice; the reply is always lost after it was sent.");
+    assert_eq!(send.parameters["required"], json!(["thread"]));
+    assert_eq!(send.parameters["properties"]["thread"]["description"], "The thread.");
+}
+
+#[tokio::test]
+async fn an_unknown_outcome_is_output_not_an_error_and_is_sent_once() {
+    let tools = tools();
+    let task = Task::new("ticket-5", "agent:support", Duration::from_secs(5));
+    let mut context = ToolContext::default().with_scope(Arc::new(task));
+    let report = run(&tools[1], &mut context, json!({ "thread": "t-1" })).await;
+    assert_eq!(
+        (report["outcome"].as_str(), report["effect_applied"].as_str()),
+        (Some("unknown"), Some("unknown"))
+    );
+    assert_eq!(SENT.load(Ordering::SeqCst), 1, "never sent twice, by the engine or by rig");
+    assert_eq!(
+        report["idempotency_key"],
+        Intent::new("ticket-5", "agent:support", "send_notice", "t-1").key().to_string()
+    );
+}
+
+#[tokio::test]
+async fn every_outcome_is_a_report() {
+    let tools = tools();
+    let mut context = ToolContext::default();
+    context.insert(TaskName { task: "quote-7".into(), actor: "agent:sales".into() }).unwrap();
+    let ok = run(&tools[0], &mut context, json!({ "sku": "sku-1" })).await;
+    assert_eq!((ok["outcome"].as_str(), ok["value"].as_u64()), (Some("ok"), Some(1299)));
+    assert_eq!(
+        ok["idempotency_key"],
+        Intent::new("quote-7", "agent:sales", "read_price", "sku-1").key().to_string()
+    );
+    let refused = run(&tools[0], &mut context, json!({ "sku": "sku-9" })).await;
+    assert_eq!(refused["outcome"], "permanent");
+    let bad = run(&tools[0], &mut context, json!({ "sku": 9 })).await;
+    assert_eq!((bad["outcome"].as_str(), bad["effect_applied"].as_str()), (Some("permanent"), Some("no")));
+    assert!(bad["message"].as_str().unwrap().contains("argument `sku`"));
+
+    let mut anonymous = ToolContext::default();
+    let instance = run(&tools[0], &mut anonymous, json!({ "sku": "sku-1" })).await;
+    assert!(instance["attempt_id"].as_str().unwrap().starts_with("rig-test-"), "{instance}");
+}
