@@ -247,6 +247,8 @@ fn require_all(map: &mut Map<String, Value>) {
         }
         all.push(Value::String(name.clone()));
     }
+    // One order whatever order the map keeps (serde_json's `preserve_order` may be on).
+    all.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
     map.insert("required".to_owned(), Value::Array(all));
 }
 
