@@ -91,6 +91,7 @@ struct Inner {
 /// The options of an [`McpServer`]: the same a library user gives a `Task`.
 pub struct Builder {
     toolbox: Toolbox,
+    template: Option<Task>,
     budget: Duration,
     journal: Option<Arc<dyn Journal>>,
     approver: Option<Box<dyn FnOnce(Task) -> Task + Send>>,
@@ -104,6 +105,13 @@ impl Builder {
     /// Each call's budget, from the moment the request arrives (default 60 s).
     pub fn budget(mut self, budget: Duration) -> Builder {
         self.budget = budget;
+        self
+    }
+
+    /// Every call shares `task`'s attempt log, approver and escalation sink, as a library user's calls
+    /// of that task would (what the other options set is applied on top).
+    pub fn like(mut self, task: &Task) -> Builder {
+        self.template = Some(task.new_like("", "", Duration::ZERO));
         self
     }
 
@@ -142,8 +150,14 @@ impl Builder {
 
     /// The server.
     pub fn build(self) -> McpServer {
-        let journal = self.journal.unwrap_or_else(|| Arc::new(MemoryJournal::new()));
-        let mut template = Task::new("", "", Duration::ZERO).journal(journal);
+        let mut template = match (self.template, self.journal) {
+            (Some(template), None) => template,
+            (Some(template), Some(journal)) => template.journal(journal),
+            (None, journal) => {
+                let journal = journal.unwrap_or_else(|| Arc::new(MemoryJournal::new()));
+                Task::new("", "", Duration::ZERO).journal(journal)
+            }
+        };
         if let Some(approver) = self.approver {
             template = approver(template);
         }
@@ -190,6 +204,7 @@ impl McpServer {
     pub fn builder(toolbox: Toolbox) -> Builder {
         Builder {
             toolbox,
+            template: None,
             budget: Duration::from_secs(60),
             journal: None,
             approver: None,
