@@ -53,7 +53,6 @@
 //! # }
 //! ```
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -114,15 +113,21 @@ impl<S: ?Sized> fmt::Debug for ToolFn<S> {
     }
 }
 
-/// Pins a closure's signature to the higher-ranked one a [`Dispatch`] needs.
-fn erase<F>(f: F) -> F
-where
-    F: for<'a> Fn(&'a Task, Args) -> BoxFuture<'a, Report<Value>> + Send + Sync,
-{
-    f
+/// A registered tool's dispatcher: its `ToolFn`'s call, bound to its receiver.
+trait Dispatch: Send + Sync {
+    fn call<'a>(&'a self, task: &'a Task, args: Args) -> BoxFuture<'a, Report<Value>>;
 }
 
-type Dispatch = Box<dyn for<'a> Fn(&'a Task, Args) -> BoxFuture<'a, Report<Value>> + Send + Sync>;
+struct Bound<S: ?Sized> {
+    receiver: Arc<S>,
+    call: for<'a> fn(&'a S, &'a Task, Args) -> BoxFuture<'a, Report<Value>>,
+}
+
+impl<S: ?Sized + Send + Sync> Dispatch for Bound<S> {
+    fn call<'a>(&'a self, task: &'a Task, args: Args) -> BoxFuture<'a, Report<Value>> {
+        (self.call)(&self.receiver, task, args)
+    }
+}
 
 /// The tools an agent offers a model: their definitions, sorted by name, and dispatch by name.
 ///
@@ -131,13 +136,15 @@ type Dispatch = Box<dyn for<'a> Fn(&'a Task, Args) -> BoxFuture<'a, Report<Value
 /// of one intent at once run once, as direct calls do.
 #[derive(Default)]
 pub struct Toolbox {
-    tools: BTreeMap<&'static str, (Definition, Dispatch)>,
+    /// Sorted by name, beside their dispatchers.
     definitions: Vec<Definition>,
+    dispatchers: Vec<Box<dyn Dispatch>>,
 }
 
 impl fmt::Debug for Toolbox {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Toolbox").field("tools", &self.tools.keys().collect::<Vec<_>>()).finish()
+        let names: Vec<&str> = self.definitions.iter().map(Definition::name).collect();
+        f.debug_struct("Toolbox").field("tools", &names).finish()
     }
 }
 
@@ -149,8 +156,7 @@ impl Toolbox {
 
     /// Registers a free-function tool: `toolbox.add(post_notice_tool())?`.
     pub fn add(&mut self, tool: ToolFn) -> Result<&mut Toolbox, DuplicateTool> {
-        let call = tool.call;
-        self.insert(tool.definition(), Box::new(move |task, args| call(&(), task, args)))
+        self.add_method(Arc::new(()), tool)
     }
 
     /// Registers a method tool on a shared receiver: `toolbox.add_method(desk.clone(), Desk::post_notice_tool())?`.
@@ -158,22 +164,19 @@ impl Toolbox {
     where
         S: ?Sized + Send + Sync + 'static,
     {
-        let call = tool.call;
-        let dispatch = erase(move |task, args| {
-            let receiver = Arc::clone(&receiver);
-            Box::pin(async move { call(&receiver, task, args).await })
-        });
-        self.insert(tool.definition(), Box::new(dispatch))
+        let definition = tool.definition();
+        let name = definition.name();
+        let at = match self.find(name) {
+            Ok(_) => return Err(DuplicateTool { name }),
+            Err(at) => at,
+        };
+        self.definitions.insert(at, definition);
+        self.dispatchers.insert(at, Box::new(Bound { receiver, call: tool.call }));
+        Ok(self)
     }
 
-    fn insert(&mut self, definition: Definition, dispatch: Dispatch) -> Result<&mut Toolbox, DuplicateTool> {
-        let name = definition.name();
-        if self.tools.contains_key(name) {
-            return Err(DuplicateTool { name });
-        }
-        self.tools.insert(name, (definition, dispatch));
-        self.definitions = self.tools.values().map(|(definition, _)| definition.clone()).collect();
-        Ok(self)
+    fn find(&self, name: &str) -> Result<usize, usize> {
+        self.definitions.binary_search_by(|definition| definition.name().cmp(name))
     }
 
     /// The definitions, sorted by name.
@@ -189,7 +192,7 @@ impl Toolbox {
 
     /// The definition of the tool `name`.
     pub fn get(&self, name: &str) -> Option<&Definition> {
-        self.tools.get(name).map(|(definition, _)| definition)
+        self.find(name).ok().map(|at| &self.definitions[at])
     }
 
     /// Runs the tool `name` with a model's `arguments` (a JSON object; `null` for none) under `task`,
@@ -204,11 +207,12 @@ impl Toolbox {
         name: &str,
         arguments: Value,
     ) -> Result<Report<Value>, UnknownTool> {
-        let Some((_, dispatch)) = self.tools.get(name) else {
+        let Ok(at) = self.find(name) else {
             dismantle(arguments);
-            return Err(UnknownTool { name: clip(name, 128), known: self.tools.keys().copied().collect() });
+            let known = self.definitions.iter().map(Definition::name).collect();
+            return Err(UnknownTool { name: clip(name, 128), known });
         };
-        Ok(dispatch(task, Args::new(arguments)).await)
+        Ok(self.dispatchers[at].call(task, Args::new(arguments)).await)
     }
 }
 
@@ -551,9 +555,9 @@ mod tests {
     #[test]
     fn into_json_keeps_the_outcome_when_the_value_cannot_be_written() {
         let report = Args::new(json!({})).refuse(&task(), &SPEC, &[]);
-        let mut bad: Report<BTreeMap<(u8, u8), u8>> = report.map(|_| BTreeMap::new());
+        let mut bad: Report<std::collections::BTreeMap<(u8, u8), u8>> = report.map(|_| Default::default());
         bad.outcome = Outcome::Ok;
-        bad.value = Some(BTreeMap::from([((1, 2), 3)]));
+        bad.value = Some(std::collections::BTreeMap::from([((1, 2), 3)]));
         let json = into_json(bad);
         assert_eq!((json.outcome, json.value), (Outcome::Ok, None));
         assert!(json.message.contains("could not be written as JSON"));
