@@ -4,9 +4,14 @@
 //!
 //! `cargo bench -p tool-contract-mcp --bench per_call`
 //!
-//! Both tools run the same body and answer with structured content; ours is the report (outcome,
-//! effect, key, attempt id, budget, message, value), rmcp's the bare value. Under `cargo test --benches`
-//! each benchmark runs once, as a check.
+//! All run the same body and answer with structured content (and rmcp's text copy of it):
+//! - `rmcp_tool_router`: rmcp's `#[tool]` answering the bare value;
+//! - `rmcp_tool_router_same_answer`: the same, answering a report of the contract's shape (outcome,
+//!   effect, key, attempt id, budget, message, value) as an author would build it by hand, so both sides
+//!   move the same bytes: what the server machinery costs, apart from the size of the answer;
+//! - `tool_contract_mcp`: `McpServer` over a toolbox.
+//!
+//! Under `cargo test --benches` each benchmark runs once, as a check.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -56,6 +61,32 @@ impl Plain {
     }
 }
 
+/// rmcp's router answering what the contract answers, built by hand.
+#[derive(Clone)]
+struct SameAnswer;
+
+#[tool_router(server_handler)]
+impl SameAnswer {
+    #[tool(name = "read_price", description = "Read the price of one item, in cents.")]
+    async fn read_price(
+        &self,
+        Parameters(PriceArgs { sku }): Parameters<PriceArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let report = json!({
+            "outcome": "ok",
+            "effect_applied": "no",
+            "attempt_id": "mcp-5e0d3b2a9c4f7e61-3c9d0a1b-a1",
+            "idempotency_key": "3c9d0a1b2e3f40516273849506a7b8c9",
+            "retry_after_s": null,
+            "deadline_left_s": 59,
+            "message": "read_price done on attempt 1",
+            "value": price(&sku),
+            "items": [],
+        });
+        Ok(CallToolResult::structured(report))
+    }
+}
+
 async fn connect<S: rmcp::ServerHandler>(server: S) -> RunningService<RoleClient, ()> {
     let (server_side, client_side) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
@@ -83,10 +114,10 @@ async fn calls(client: &RunningService<RoleClient, ()>, iters: u64) -> Duration 
 
 fn row8(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
-    let (ours, theirs) = rt.block_on(async {
+    let (ours, theirs, same) = rt.block_on(async {
         let mut toolbox = Toolbox::new();
         toolbox.add(read_price_tool()).expect("one tool");
-        (connect(McpServer::builder(toolbox).build()).await, connect(Plain).await)
+        (connect(McpServer::builder(toolbox).build()).await, connect(Plain).await, connect(SameAnswer).await)
     });
     rt.block_on(async {
         let ours = ours.call_tool(request()).await.expect("ours answers");
@@ -95,6 +126,9 @@ fn row8(c: &mut Criterion) {
     });
     let mut group = c.benchmark_group("row8_read_over_mcp_in_process");
     group.bench_function("rmcp_tool_router", |b| b.to_async(&rt).iter_custom(|iters| calls(&theirs, iters)));
+    group.bench_function("rmcp_tool_router_same_answer", |b| {
+        b.to_async(&rt).iter_custom(|iters| calls(&same, iters))
+    });
     group.bench_function("tool_contract_mcp", |b| b.to_async(&rt).iter_custom(|iters| calls(&ours, iters)));
     group.finish();
 }
