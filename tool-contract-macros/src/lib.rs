@@ -273,7 +273,8 @@ use syn::ItemFn;
 /// ```
 ///
 /// Every parameter type implements `Deserialize` and `JsonSchema`, and the value type `JsonSchema`; a
-/// missing impl is reported on the type. A method tool's receiver type is `'static` and `Sync` (a
+/// missing impl is reported on the type. The tool's future is `Send`, since a toolbox may run it on any
+/// thread. A tool cannot be a method of a trait impl: the companion function has no place there. A method tool's receiver type is `'static` and `Sync` (a
 /// toolbox holds it in an `Arc`). A generic tool's companion is generic too (`describe_tool::<u32>()`).
 ///
 /// # Probes
