@@ -21,8 +21,8 @@
 
 mod strict;
 
+use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
-use schemars::{JsonSchema, Schema};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
@@ -158,7 +158,7 @@ impl Params {
 }
 
 /// A doc comment as text: each line without the one space `///` leaves, the whole trimmed.
-pub fn doc_text(doc: &str) -> String {
+fn doc_text(doc: &str) -> String {
     let lines: Vec<&str> = doc.lines().map(|line| line.strip_prefix(' ').unwrap_or(line)).collect();
     lines.join("\n").trim().to_owned()
 }
@@ -362,11 +362,6 @@ fn item_schema() -> Value {
         "required": ["id", "outcome", "applied", "reason"],
         "additionalProperties": false,
     })
-}
-
-/// A schema as a [`Schema`], for callers that work with schemars' type.
-pub fn as_schema(schema: &Map<String, Value>) -> Schema {
-    Schema::from(schema.clone())
 }
 
 #[cfg(test)]
