@@ -18,6 +18,10 @@ pub struct Tool<'a> {
     /// Every other parameter, in order.
     pub params: Vec<Param<'a>>,
     pub output: Output<'a>,
+    /// The declared return type of a function that is not `async` but returns a future
+    /// (`impl Future<Output = X>`, `Pin<Box<dyn Future<Output = X>>>`, `BoxFuture<'_, X>`); `output`
+    /// then describes `X`.
+    pub future: Option<&'a Type>,
 }
 
 /// The call-context parameter: `call: &Call`.
@@ -40,8 +44,8 @@ pub struct Param<'a> {
 pub enum Output<'a> {
     /// No `->`.
     Missing,
-    /// `Result<T, E>`, or an alias written `Result<T>`.
-    Result { ty: &'a Type, value: &'a Type },
+    /// `Result<T, E>`, or an alias written `Result<T>` (no `error` then).
+    Result { ty: &'a Type, value: &'a Type, error: Option<&'a Type> },
     /// Anything else.
     Other(&'a Type),
 }
@@ -68,14 +72,24 @@ impl<'a> Tool<'a> {
                 },
             }
         }
+        let mut future = None;
         let output = match &func.sig.output {
             ReturnType::Default => Output::Missing,
-            ReturnType::Type(_, ty) => match result_value(ty) {
-                Some(value) => Output::Result { ty, value },
-                None => Output::Other(ty),
-            },
+            ReturnType::Type(_, declared) => {
+                let ty = match future_output(declared) {
+                    Some(output) if func.sig.asyncness.is_none() => {
+                        future = Some(&**declared);
+                        output
+                    }
+                    _ => declared,
+                };
+                match generic_args("Result", ty).map(Iterator::collect::<Vec<_>>).as_deref() {
+                    Some([value, rest @ ..]) => Output::Result { ty, value, error: rest.first().copied() },
+                    _ => Output::Other(ty),
+                }
+            }
         };
-        Tool { func, args, receiver, contexts, params, output }
+        Tool { func, args, receiver, contexts, params, output, future }
     }
 
     pub fn name(&self) -> &Ident {
@@ -190,9 +204,40 @@ fn call_context(ty: &Type) -> Option<bool> {
     }
 }
 
-/// `T` of `Result<T, E>` or `Result<T>`.
-fn result_value(ty: &Type) -> Option<&Type> {
-    generic_args("Result", ty)?.next()
+/// `X` of `impl Future<Output = X>`, `Pin<Box<dyn Future<Output = X> + Send>>` or `BoxFuture<'_, X>`:
+/// what a function that returns a future instead of being `async` produces.
+pub fn future_output(ty: &Type) -> Option<&Type> {
+    fn from_bounds(
+        bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, syn::Token![+]>,
+    ) -> Option<&Type> {
+        bounds.iter().find_map(|bound| {
+            let syn::TypeParamBound::Trait(bound) = bound else { return None };
+            let last = bound.path.segments.last()?;
+            if last.ident != "Future" {
+                return None;
+            }
+            let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+            args.args.iter().find_map(|arg| match arg {
+                GenericArgument::AssocType(assoc) if assoc.ident == "Output" => Some(&assoc.ty),
+                _ => None,
+            })
+        })
+    }
+    match ty {
+        Type::ImplTrait(impl_trait) => from_bounds(&impl_trait.bounds),
+        Type::TraitObject(object) => from_bounds(&object.bounds),
+        Type::Paren(inner) => future_output(&inner.elem),
+        Type::Group(inner) => future_output(&inner.elem),
+        Type::Path(TypePath { qself: None, path }) => {
+            let last = path.segments.last()?;
+            match last.ident.to_string().as_str() {
+                "Pin" | "Box" => generic_args(&last.ident.to_string(), ty)?.next().and_then(future_output),
+                "BoxFuture" | "LocalBoxFuture" => generic_args(&last.ident.to_string(), ty)?.next(),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// `I` of `Vec<I>`.

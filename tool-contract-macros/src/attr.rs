@@ -7,6 +7,7 @@ use syn::parse::Parser;
 use syn::{Expr, ExprLit, ExprPath, Ident, Lit, LitStr, Path, Token};
 
 use crate::ctxt::Ctxt;
+use crate::duration;
 
 /// One key of the attribute, with an example of its use for messages.
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -26,8 +27,40 @@ pub const BULK: Key = Key { name: "bulk", example: "bulk = rows" };
 pub const NAME: Key = Key { name: "name", example: "name = \"post_notice\"" };
 pub const DESCRIPTION: Key =
     Key { name: "description", example: "description = \"Post a notice to a support thread.\"" };
+pub const MAX_ATTEMPTS: Key = Key { name: "max_attempts", example: "max_attempts = 5" };
+pub const BACKOFF: Key = Key { name: "backoff", example: "backoff = \"200ms..5s\"" };
+pub const PROBE_RESERVE: Key = Key { name: "probe_reserve", example: "probe_reserve = \"1s\"" };
 
-const KEYS: [Key; 10] = [EFFECT, PROBE, DEADLINE_FLOOR, TARGET, SLOT, VERB, DEDUPE, BULK, NAME, DESCRIPTION];
+const KEYS: [Key; 13] = [
+    EFFECT,
+    PROBE,
+    DEADLINE_FLOOR,
+    TARGET,
+    SLOT,
+    VERB,
+    DEDUPE,
+    BULK,
+    NAME,
+    DESCRIPTION,
+    MAX_ATTEMPTS,
+    BACKOFF,
+    PROBE_RESERVE,
+];
+
+/// Names authors reach for that mean one of the keys.
+const ALIASES: [(&str, Key); 8] = [
+    ("retries", MAX_ATTEMPTS),
+    ("max_retries", MAX_ATTEMPTS),
+    ("attempts", MAX_ATTEMPTS),
+    ("floor", DEADLINE_FLOOR),
+    ("deadline", DEADLINE_FLOOR),
+    ("timeout", DEADLINE_FLOOR),
+    ("reserve", PROBE_RESERVE),
+    ("retry_backoff", BACKOFF),
+];
+
+/// The most attempts a tool may ask for: more is a retry storm, not a policy.
+pub const MAX_ATTEMPTS_LIMIT: u32 = 100;
 
 /// The longest tool name MCP allows.
 pub const MAX_NAME: usize = 128;
@@ -123,6 +156,11 @@ pub struct Args {
     pub bulk: Option<Given<Ident>>,
     pub name: Option<Given<LitStr>>,
     pub description: Option<Given<LitStr>>,
+    pub max_attempts: Option<Given<u32>>,
+    /// The first wait and the longest, in milliseconds.
+    pub backoff: Option<Given<(u64, u64)>>,
+    /// In milliseconds.
+    pub probe_reserve: Option<Given<u64>>,
     /// A syntax error stopped the parse; the keys after it were never seen.
     pub broken: bool,
     /// Known keys an unknown key was a near miss of: already reported, so not missing as well.
@@ -142,6 +180,9 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
     let mut bulk = Setting::new(BULK);
     let mut name = Setting::new(NAME);
     let mut description = Setting::new(DESCRIPTION);
+    let mut max_attempts = Setting::new(MAX_ATTEMPTS);
+    let mut backoff = Setting::new(BACKOFF);
+    let mut probe_reserve = Setting::new(PROBE_RESERVE);
     let mut misspelled = Vec::new();
 
     let parser = syn::meta::parser(|meta| {
@@ -164,7 +205,10 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
         match key {
             EFFECT => effect.set(ctxt, parse_effect(ctxt, ident, value)),
             PROBE => probe.set(ctxt, parse_path(ctxt, key, ident, value)),
-            DEADLINE_FLOOR => deadline_floor.set(ctxt, parse_floor(ctxt, ident, value)),
+            DEADLINE_FLOOR => deadline_floor.set(ctxt, parse_duration(ctxt, key, ident, value)),
+            PROBE_RESERVE => probe_reserve.set(ctxt, parse_duration(ctxt, key, ident, value)),
+            MAX_ATTEMPTS => max_attempts.set(ctxt, parse_attempts(ctxt, ident, value)),
+            BACKOFF => backoff.set(ctxt, parse_backoff(ctxt, ident, value)),
             TARGET => target.set(ctxt, parse_param(ctxt, key, ident, value)),
             SLOT => slot.set(ctxt, parse_param(ctxt, key, ident, value)),
             VERB => verb.set(ctxt, parse_verb(ctxt, ident, value)),
@@ -194,6 +238,9 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
         bulk: bulk.given,
         name: name.given,
         description: description.given,
+        max_attempts: max_attempts.given,
+        backoff: backoff.given,
+        probe_reserve: probe_reserve.given,
         broken,
         misspelled,
         tokens: args,
@@ -213,12 +260,20 @@ fn skip_value(meta: &syn::meta::ParseNestedMeta) -> syn::Result<()> {
 /// The known key an unknown one is a near miss of, if any.
 fn close_key(path: &Path) -> Option<Key> {
     let written = written(path);
-    KEYS.into_iter().find(|key| edit_distance(&written, key.name) <= 2)
+    let alias = ALIASES.into_iter().find(|(alias, _)| *alias == written).map(|(_, key)| key);
+    alias.or_else(|| KEYS.into_iter().find(|key| edit_distance(&written, key.name) <= 2))
 }
 
 fn unknown_key(path: &Path, close: Option<Key>) -> String {
     let written = written(path);
     match close {
+        // A word from another library (`retries`) gets an example; a typo only the right spelling.
+        Some(key) if edit_distance(&written, key.name) > 2 => {
+            format!(
+                "unknown key `{written}` in `#[tool]`; did you mean `{}`, as in `{}`?",
+                key.name, key.example
+            )
+        }
         Some(key) => format!("unknown key `{written}` in `#[tool]`; did you mean `{}`?", key.name),
         None => {
             let names: Vec<&str> = KEYS.iter().map(|key| key.name).collect();
@@ -244,47 +299,96 @@ fn parse_effect(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<Kind> {
     Given { key, value, parsed }
 }
 
-fn parse_floor(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<u64> {
+/// A duration key: `deadline_floor` or `probe_reserve`, in milliseconds.
+fn parse_duration(ctxt: &Ctxt, key: Key, ident: Ident, value: Expr) -> Given<u64> {
     let parsed = match &value {
         Expr::Lit(ExprLit { lit: Lit::Int(int), .. }) => {
+            let digits = int.base10_digits();
             let message = format!(
-                "`deadline_floor = {int}` has no unit; write `deadline_floor = \"{}s\"` or `\"{}ms\"`",
-                int.base10_digits(),
-                int.base10_digits()
+                "`{} = {int}` has no unit; write `{} = \"{digits}s\"` or `\"{digits}ms\"` (the units are {})",
+                key.name,
+                key.name,
+                duration::UNITS
             );
             ctxt.error_spanned_by(&value, message);
             None
         }
-        _ => string(ctxt, DEADLINE_FLOOR, &value).and_then(|lit| {
-            let millis = millis(&lit.value());
+        _ => string(ctxt, key, &value).and_then(|lit| {
+            let millis = duration::millis(&lit.value());
             if millis.is_none() {
                 let message = format!(
-                    "`deadline_floor = {}` is not a duration; write a whole number and a unit, like \"250ms\", \"2s\" or \"1m\"",
-                    lit.token()
+                    "`{} = {}` is not a duration; write a whole number and a unit, like \"250ms\", \"2s\", \"1m\" or \"1h\" (the units are {})",
+                    key.name,
+                    lit.token(),
+                    duration::UNITS
                 );
                 ctxt.error_spanned_by(&lit, message);
             }
             millis
         }),
     };
+    Given { key: ident, value, parsed }
+}
+
+fn parse_attempts(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<u32> {
+    let parsed = match &value {
+        Expr::Lit(ExprLit { lit: Lit::Int(int), .. }) => {
+            let attempts = int.base10_parse::<u32>().ok().filter(|n| (1..=MAX_ATTEMPTS_LIMIT).contains(n));
+            if attempts.is_none() {
+                let message = if int.base10_digits() == "0" {
+                    "`max_attempts = 0` would never call the tool; the first attempt counts: write at least `max_attempts = 1`".to_owned()
+                } else {
+                    format!(
+                        "`max_attempts = {int}` is too many: past {MAX_ATTEMPTS_LIMIT} attempts a retry loop hammers a service that is down; the task's budget ends a call anyway, so write a number from 1 to {MAX_ATTEMPTS_LIMIT}"
+                    )
+                };
+                ctxt.error_spanned_by(int, message);
+            }
+            attempts
+        }
+        Expr::Lit(ExprLit { lit: Lit::Str(lit), .. }) if lit.value().parse::<u32>().is_ok() => {
+            let message = format!(
+                "`max_attempts = {}` is a number; drop the quotes: `max_attempts = {}`",
+                lit.token(),
+                lit.value()
+            );
+            ctxt.error_spanned_by(lit, message);
+            None
+        }
+        _ => {
+            let message = format!(
+                "`max_attempts = {}` must be a whole number, the first attempt included, like `{}`",
+                written(&value),
+                MAX_ATTEMPTS.example
+            );
+            ctxt.error_spanned_by(&value, message);
+            None
+        }
+    };
     Given { key, value, parsed }
 }
 
-/// `"250ms"`, `"2s"`, `"1m"` in milliseconds.
-fn millis(text: &str) -> Option<u64> {
-    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = text.split_at(digits);
-    if number.is_empty() {
-        return None;
-    }
-    let number: u64 = number.parse().ok()?;
-    let scale = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        _ => return None,
-    };
-    number.checked_mul(scale)
+fn parse_backoff(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<(u64, u64)> {
+    let parsed = string(ctxt, BACKOFF, &value).and_then(|lit| {
+        let text = lit.value();
+        let problem = match duration::range(&text) {
+            Ok(range) => return Some(range),
+            Err(duration::RangeError::NoCap) => match duration::millis(&text) {
+                Some(_) => format!("has no cap; write the first wait and the longest: `backoff = \"{text}..5s\"`"),
+                None => "is not a range of durations; write the first wait and the longest, like `backoff = \"200ms..5s\"`".to_owned(),
+            },
+            Err(duration::RangeError::First) | Err(duration::RangeError::Cap) => format!(
+                "is not a range of durations; write the first wait and the longest, like `backoff = \"200ms..5s\"` (the units are {})",
+                duration::UNITS
+            ),
+            Err(duration::RangeError::Reversed) => {
+                "starts above its cap; the first wait doubles up to the cap: write the shorter one first".to_owned()
+            }
+        };
+        ctxt.error_spanned_by(&lit, format!("`backoff = {}` {problem}", lit.token()));
+        None
+    });
+    Given { key, value, parsed }
 }
 
 fn parse_verb(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<LitStr> {
@@ -458,7 +562,11 @@ pub fn written<T: ToTokens>(tokens: &T) -> String {
     fn push(out: &mut String, stream: TokenStream) {
         // What came last: a word (ident or literal), a lifetime's name, or punctuation.
         let (mut word_before, mut lifetime_before, mut quote_before) = (false, false, false);
+        // Whether the last token was punctuation joined to this one (`=` of `==`, `>` of `->`).
+        let mut joined_before = false;
         for tree in stream {
+            let joined_now =
+                matches!(&tree, TokenTree::Punct(p) if p.spacing() == proc_macro2::Spacing::Joint);
             let word = matches!(tree, TokenTree::Ident(_) | TokenTree::Literal(_));
             let punct = matches!(tree, TokenTree::Punct(_));
             if (word && word_before && !quote_before) || (lifetime_before && !punct) {
@@ -480,13 +588,24 @@ pub fn written<T: ToTokens>(tokens: &T) -> String {
                     out.push_str(close);
                 }
                 TokenTree::Punct(punct) => {
-                    out.push(punct.as_char());
-                    if punct.as_char() == ',' {
+                    let c = punct.as_char();
+                    // `Output = T`, `Future + Send`: the spacing rustfmt gives an associated type and bounds.
+                    let spaced = matches!(c, '=' | '+')
+                        && punct.spacing() == proc_macro2::Spacing::Alone
+                        && !joined_before;
+                    let arrow_starts = c == '-' && punct.spacing() == proc_macro2::Spacing::Joint;
+                    let arrow_ends = c == '>' && joined_before && out.ends_with('-');
+                    if spaced || arrow_starts {
+                        out.push(' ');
+                    }
+                    out.push(c);
+                    if c == ',' || spaced || arrow_ends {
                         out.push(' ');
                     }
                 }
                 other => out.push_str(&other.to_string()),
             }
+            joined_before = joined_now;
         }
     }
     let mut out = String::new();
@@ -524,16 +643,50 @@ mod tests {
     }
 
     #[test]
-    fn floors() {
+    fn durations() {
+        use duration::{RangeError, millis, range};
         assert_eq!(millis("250ms"), Some(250));
         assert_eq!(millis("2s"), Some(2_000));
         assert_eq!(millis("1m"), Some(60_000));
+        assert_eq!(millis("2h"), Some(7_200_000));
         assert_eq!(millis("0s"), Some(0));
-        for bad in
-            ["", "s", "2", "2 s", "1.5s", "2h", "-1s", "99999999999999999999ms", "18446744073709551615m"]
-        {
+        for bad in [
+            "",
+            "s",
+            "2",
+            "2 s",
+            "1.5s",
+            "2d",
+            "2H",
+            "-1s",
+            "+1s",
+            "99999999999999999999ms",
+            "18446744073709551615m",
+        ] {
             assert_eq!(millis(bad), None, "{bad}");
         }
+        assert_eq!(range("200ms..5s"), Ok((200, 5_000)));
+        assert_eq!(range("1s..1s"), Ok((1_000, 1_000)));
+        assert_eq!(range("5s..200ms"), Err(RangeError::Reversed));
+        assert_eq!(range("5s"), Err(RangeError::NoCap));
+        assert_eq!(range("..5s"), Err(RangeError::First));
+        assert_eq!(range("1s.."), Err(RangeError::Cap));
+        assert_eq!(range("1s...5s"), Err(RangeError::Cap));
+    }
+
+    #[test]
+    fn new_keys_are_read_and_checked() {
+        let (given, errors) = args(quote!(max_attempts = 5, backoff = "100ms..2s", probe_reserve = "1s"));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(given.max_attempts.and_then(|g| g.parsed), Some(5));
+        assert_eq!(given.backoff.and_then(|g| g.parsed), Some((100, 2_000)));
+        assert_eq!(given.probe_reserve.and_then(|g| g.parsed), Some(1_000));
+        let (_, errors) = args(quote!(max_attempts = 0, backoff = "2s", probe_reserve = 1, retries = 3));
+        assert_eq!(errors.len(), 4, "{errors:?}");
+        assert!(errors[0].contains("at least `max_attempts = 1`"), "{errors:?}");
+        assert!(errors[1].contains("has no cap"), "{errors:?}");
+        assert!(errors[2].contains("has no unit"), "{errors:?}");
+        assert!(errors[3].contains("did you mean `max_attempts`"), "{errors:?}");
     }
 
     #[test]
@@ -544,6 +697,10 @@ mod tests {
         assert_eq!(written(&ty), "&'static [String]");
         let ty: syn::Type = syn::parse_quote!(Result<Vec<Item>, Class>);
         assert_eq!(written(&ty), "Result<Vec<Item>, Class>");
+        let ty: syn::Type = syn::parse_quote!(Pin<Box<dyn Future<Output = Result<u8, E>> + Send + 'a>>);
+        assert_eq!(written(&ty), "Pin<Box<dyn Future<Output = Result<u8, E>> + Send + 'a>>");
+        let ty: syn::Type = syn::parse_quote!(fn(u8) -> bool);
+        assert_eq!(written(&ty), "fn(u8) -> bool");
     }
 
     #[test]

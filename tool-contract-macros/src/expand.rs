@@ -28,9 +28,12 @@ pub fn tool(args: TokenStream, func: &ItemFn) -> syn::Result<TokenStream> {
 /// `read`, a value that did not parse as absent), so the fallback can emit it beside the errors. `None`
 /// when the function's own shape leaves nothing to wrap.
 pub fn wrapper(tool: &Tool) -> Option<TokenStream> {
-    let Output::Result { ty: output, value } = tool.output else {
+    let Output::Result { ty: output, value, .. } = tool.output else {
         return None;
     };
+    if tool.future.is_some() {
+        return None;
+    }
     if !tool.receiver_is_shared_ref() || tool.contexts.iter().any(|context| !context.by_shared_ref) {
         return None;
     }
@@ -39,11 +42,11 @@ pub fn wrapper(tool: &Tool) -> Option<TokenStream> {
     let key = Ident::new("__key", Span::mixed_site());
     let ItemFn { attrs, vis, sig, .. } = tool.func;
     let name = &sig.ident;
-    let (_, _, where_clause) = sig.generics.split_for_impl();
+    let bulk = tool.bulk();
     let generics = &sig.generics;
+    let where_clause = where_clause(tool, bulk.is_some());
     let unsafety = &sig.unsafety;
     let receiver = tool.receiver.map(|receiver| quote!(#receiver,));
-    let bulk = tool.bulk();
     let params = tool.params.iter().map(|param| {
         let (name, ty) = (param.name(), &param.arg.ty);
         quote!(#name: #ty)
@@ -93,6 +96,32 @@ pub fn wrapper(tool: &Tool) -> Option<TokenStream> {
     })
 }
 
+/// The function's own where-clause and what the engine needs of its types, each bound on the author's
+/// token: the error type `Classify`, the value recorded in the attempt log. Unmet, each is one error on
+/// that type, and the body, which may assume the bounds, adds none.
+fn where_clause(tool: &Tool, bulk: bool) -> TokenStream {
+    let mut predicates = own_predicates(tool);
+    predicates.extend(engine_predicates(tool, bulk));
+    if predicates.is_empty() { quote!() } else { quote!(where #(#predicates),*) }
+}
+
+fn own_predicates(tool: &Tool) -> Vec<TokenStream> {
+    let clause = tool.func.sig.generics.where_clause.iter();
+    clause.flat_map(|clause| clause.predicates.iter().map(|predicate| quote!(#predicate))).collect()
+}
+
+fn engine_predicates(tool: &Tool, bulk: bool) -> Vec<TokenStream> {
+    let Output::Result { value, error, .. } = tool.output else { return Vec::new() };
+    let mut predicates = Vec::new();
+    if let Some(error) = error {
+        predicates.push(quote_spanned!(error.span()=> #error: ::tool_contract::__private::Classify));
+    }
+    if !bulk {
+        predicates.push(quote_spanned!(value.span()=> #value: ::tool_contract::__private::ToolValue));
+    }
+    predicates
+}
+
 /// `ToolSpec::new(name, kind)` and the builder calls for what the attribute sets.
 fn spec(tool: &Tool, private: &TokenStream) -> TokenStream {
     let args = &tool.args;
@@ -111,6 +140,22 @@ fn spec(tool: &Tool, private: &TokenStream) -> TokenStream {
     }
     if args.dedupe.as_ref().is_some_and(|dedupe| dedupe.parsed.is_some()) {
         spec.extend(quote!(.dedupe(#private::Dedupe::Receiver)));
+    }
+    if let Some(attempts) = args.max_attempts.as_ref().and_then(|attempts| attempts.parsed) {
+        let attempts = Literal::u32_unsuffixed(attempts);
+        spec.extend(quote!(.max_attempts(#attempts)));
+    }
+    if let Some((first, cap)) = args.backoff.as_ref().and_then(|backoff| backoff.parsed) {
+        let (first, cap) = (Literal::u64_unsuffixed(first), Literal::u64_unsuffixed(cap));
+        spec.extend(quote!(.backoff(#private::Backoff {
+            base: #private::Duration::from_millis(#first),
+            max: #private::Duration::from_millis(#cap),
+            jitter: #private::Jitter::Full,
+        })));
+    }
+    if let Some(millis) = args.probe_reserve.as_ref().and_then(|reserve| reserve.parsed) {
+        let millis = Literal::u64_unsuffixed(millis);
+        spec.extend(quote!(.probe_reserve(#private::Duration::from_millis(#millis))));
     }
     spec
 }
@@ -187,6 +232,9 @@ fn probe(tool: &Tool, bulk: Option<&Param>, key: &Ident, private: &TokenStream) 
     let Some(given) = &tool.args.probe else { return no_probe };
     let Some(path) = &given.parsed else { return no_probe };
     let Output::Result { value, .. } = tool.output else { return no_probe };
+    if tool.future.is_some() {
+        return no_probe;
+    }
     if tool.value_is_bool() || bulk.is_none() && tool.args.bulk.is_some() {
         return no_probe;
     }
@@ -196,19 +244,26 @@ fn probe(tool: &Tool, bulk: Option<&Param>, key: &Ident, private: &TokenStream) 
         (local(&key.to_string()), local("__items"), local("__this"), local("__verdict"));
     let mut borrows = Vec::new();
     let mut args = Vec::new();
+    // The arguments' types, the key's included: the signature the probe is checked against.
+    let mut types = Vec::new();
     if tool.receiver.is_some() {
         borrows.push(quote!(let #this = self;));
         args.push(this);
+        types.push(quote!(&Self));
     }
     for param in &tool.params {
+        let ty = &param.arg.ty;
         if bulk.is_some_and(|bulk| bulk.index == param.index) {
             args.push(items.clone());
+            types.push(quote!(#ty));
         } else {
             let (name, borrowed) = (param.name(), local(&format!("__ref{}", param.index)));
             borrows.push(quote!(let #borrowed = &#name;));
             args.push(borrowed);
+            types.push(quote!(&#ty));
         }
     }
+    types.push(quote!(#private::IntentKey));
     let (inputs, verdict_ty) = match bulk {
         Some(bulk) => {
             let ty = &bulk.arg.ty;
@@ -216,7 +271,12 @@ fn probe(tool: &Tool, bulk: Option<&Param>, key: &Ident, private: &TokenStream) 
         }
         None => (quote!(#key: #private::IntentKey), quote!(#private::Probe<#value>)),
     };
-    let call = quote_spanned!(span=> #path(#(#args,)* #key).await);
+    // Through `probe_fn`, so a probe that does not fit is one error on the path, naming the signature
+    // this tool's probe has, instead of rustc's guesses about the arguments.
+    // Every token of the call on that path, so the call as a whole is reported there too: one error.
+    let probe_fn = quote_spanned!(span=> ::tool_contract::__private::probe_fn);
+    let call =
+        quote_spanned!(span=> #probe_fn(&#path).call::<(#(#types,)*), #verdict_ty>((#(#args,)* #key,)).await);
     quote! {
         |#inputs| {
             #(#borrows)*
@@ -246,12 +306,9 @@ fn companion(tool: &Tool) -> TokenStream {
     let generics = &sig.generics;
     let bulk = tool.bulk();
 
-    let mut predicates: Vec<TokenStream> = sig
-        .generics
-        .where_clause
-        .iter()
-        .flat_map(|clause| clause.predicates.iter().map(|predicate| quote!(#predicate)))
-        .collect();
+    // The wrapper's bounds again, on the same tokens: an unmet one is still reported once.
+    let mut predicates = own_predicates(tool);
+    predicates.extend(engine_predicates(tool, bulk.is_some()));
     let mut describe = Vec::new();
     let mut takes = Vec::new();
     let mut names = Vec::new();

@@ -7,6 +7,7 @@
 mod ast;
 mod attr;
 mod ctxt;
+mod duration;
 mod expand;
 mod fallback;
 mod valid;
@@ -101,13 +102,21 @@ use syn::ItemFn;
 /// | `target` | a parameter's name | the object acted on, in the intent key (it implements `Display`); `""` when absent |
 /// | `slot` | a parameter's name | separates acts repeated on purpose in one task (reminder 1, 2) |
 /// | `verb` | a string | the verb of the intent key; the function's name by default |
-/// | `deadline_floor` | `"250ms"`, `"2s"`, `"1m"` | no attempt starts with less of the task's budget left |
+/// | `deadline_floor` | a duration: `"250ms"`, `"2s"`, `"1m"`, `"1h"` | no attempt starts with less of the task's budget left; see below |
+/// | `max_attempts` | a number from 1 to 100 | the most attempts one call makes, the first included; 3 by default |
+/// | `backoff` | `"200ms..5s"`: the first wait and the longest | waits between attempts double from the first to the longest, with full jitter; `"200ms..5s"` by default |
+/// | `probe_reserve` | a duration | how much of the budget an attempt of a side effect leaves for the probe that resolves a timeout; the floor by default |
 /// | `bulk` | a `Vec<I>` parameter's name | bulk work, see below |
 /// | `name` | a string | the name a model calls the tool by: 1 to 128 of `A-Z a-z 0-9 _ - .`; the function's name by default |
 /// | `description` | a string | what a model reads to choose the tool; the doc comment by default |
 ///
 /// The intent key is `hex(sha256("{task_id}|{actor}|{verb}|{target}|{slot}"))[..32]`; it never
 /// depends on the payload.
+///
+/// A duration is a whole number and one of the units `ms`, `s`, `m`, `h`. A floor of zero (`"0s"`, or
+/// no `deadline_floor`) means no floor: an attempt starts whenever any budget is left. A side effect
+/// (`create`, `send`, `money`, `destructive`) may not say `deadline_floor = "0s"`: it needs time for
+/// its call and for the probe that resolves a timeout, so the attribute asks for that time instead.
 ///
 /// ## `effect = "read"`: no probe, retried with backoff inside the budget
 ///
@@ -288,7 +297,26 @@ use syn::ItemFn;
 /// ```
 ///
 /// A method tool's probe receives `&self` first (`probe = Self::notice_landed`). A probe that does not
-/// fit is reported by rustc on the `probe = ...` tokens.
+/// fit is one error on the `probe = ...` path that names both signatures:
+///
+/// ```text
+/// error[E0277]: this probe takes `(String, &String, IntentKey)`, and a probe of this tool takes `(&String, &String, IntentKey)`
+///   |
+///   | #[tool(effect = "send", probe = notice_landed, target = thread)]
+///   |                                 ^^^^^^^^^^^^^ expected `async fn(&String, &String, IntentKey) -> Probe<u64>`
+/// ```
+///
+/// # The value and the error
+///
+/// The value type is `Serialize` and `Deserialize` ([`LogValue`](../tool_contract/journal/trait.LogValue.html)):
+/// the attempt log records it, so a call repeated after its effect landed is answered with the recorded
+/// value instead of running again. The error type implements `Classify`, which says what the failure
+/// means for the caller; or return `Result<T, Class>`. Each unmet bound is reported on that type in the
+/// signature, once.
+///
+/// The attribute reads the return type as written, so a type alias hides what it names: `type Found =
+/// bool;` then `-> Result<Found, Class>` is not rejected as a `bool` would be (a macro cannot see
+/// through an alias). Return what the tool found instead.
 ///
 /// # Bulk tools
 ///
@@ -307,20 +335,27 @@ use syn::ItemFn;
 /// Each with one error on the offending tokens and what to write instead; all errors of a tool are
 /// reported at once. The cases, with their exact messages, are in `tests/ui/fail`:
 ///
-/// - a function that is not `async`, a receiver other than `&self`, a call context not taken as `&Call`;
-/// - a return type that is not `Result<T, E>`; `bool`, `Result<bool, E>` or `Option<bool>`;
+/// - a function that is not `async` (one that returns `impl Future<Output = ...>`, a boxed future or a
+///   `BoxFuture` is told to be an `async fn`), a receiver other than `&self`, a call context not taken
+///   as `&Call`;
+/// - a return type that is not `Result<T, E>`; `bool`, `Result<bool, E>` or `Option<bool>`, however
+///   the future around it is spelled;
 /// - a missing or unknown `effect`; an unknown or repeated key; a value of the wrong form;
 /// - `create`, `send`, `money` or `destructive` without `probe` (`create` may say `dedupe = "receiver"`);
 ///   a `probe` on a `read`; `dedupe` on a kind other than `create`;
-/// - an unparsable `deadline_floor`; a `target`, `slot` or `bulk` naming no parameter; a `bulk`
+/// - an unparsable duration, a zero `deadline_floor` on a side effect, a `probe_reserve` without a
+///   probe or of zero, `max_attempts` outside 1..=100, a `backoff` without a cap or starting above it;
+///   a key from another library (`retries`) is pointed to the one here (`max_attempts`);
+/// - a `target`, `slot` or `bulk` naming no parameter; a `bulk`
 ///   parameter that is not a `Vec` or a bulk tool not returning `Result<Vec<Item>, E>`;
 /// - what a model could not use: no doc comment and no `description`; a `name` (or a function name)
 ///   outside MCP's `[A-Za-z0-9_.-]{1,128}`; a destructured parameter, an `impl Trait` parameter, a
 ///   `&'static` parameter; a parameter type without `Deserialize` or `JsonSchema`, a value type without
 ///   `JsonSchema` (these from rustc, on the type);
-/// - from rustc, on the author's tokens: a probe whose signature or value type does not fit, an
-///   argument that is not `Clone`, a `target` that does not implement `Display`, an error type that
-///   does not implement `Classify`.
+/// - from rustc, on the author's tokens: a probe whose signature or value type does not fit (on the
+///   path), an argument that is not `Clone`, a `target` that does not implement `Display`, an error
+///   type that does not implement `Classify` or a value type that is not `Serialize` and `Deserialize`
+///   (on the type in the signature).
 ///
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {

@@ -21,6 +21,41 @@ pub fn check(ctxt: &Ctxt, tool: &Tool) {
     check_contexts(ctxt, tool);
     check_output(ctxt, tool);
     check_definition(ctxt, tool);
+    check_timing(ctxt, tool);
+}
+
+/// `deadline_floor`, `probe_reserve`: time a side effect needs for its call and its probe.
+fn check_timing(ctxt: &Ctxt, tool: &Tool) {
+    let args = &tool.args;
+    let kind = args.effect.as_ref().and_then(|effect| effect.parsed);
+    let side = kind.is_some_and(|kind| kind != Kind::Read);
+    if let Some(floor) = &args.deadline_floor
+        && floor.parsed == Some(0)
+        && side
+    {
+        let message = format!(
+            "`{}` lets a side effect start with no time left for its call or for the probe that resolves a timeout; \
+             write the least time one attempt needs, like `deadline_floor = \"2s\"`",
+            floor.text()
+        );
+        ctxt.error_spanned_by(floor.tokens(), message);
+    }
+    let Some(reserve) = &args.probe_reserve else { return };
+    if args.probe.is_none() && !args.misspelled.contains(&PROBE) && kind.is_some() {
+        let why = match kind {
+            Some(Kind::Read) => "a read has no probe".to_owned(),
+            _ => "this tool has no probe".to_owned(),
+        };
+        let message = format!("`{}` keeps time back for the probe, and {why}: remove it", reserve.text());
+        ctxt.error_spanned_by(reserve.tokens(), message);
+    } else if reserve.parsed == Some(0) {
+        let message = format!(
+            "`{}` keeps no time for the probe, so an attempt that times out has nothing left to resolve it; \
+             give the probe its usual time, like `probe_reserve = \"1s\"`, or remove it to keep back the floor",
+            reserve.text()
+        );
+        ctxt.error_spanned_by(reserve.tokens(), message);
+    }
 }
 
 /// What a model needs to choose and call the tool: a name it may call, a description to read,
@@ -72,7 +107,20 @@ fn check_definition(ctxt: &Ctxt, tool: &Tool) {
 
 fn check_async(ctxt: &Ctxt, tool: &Tool) {
     let sig = &tool.func.sig;
-    if sig.asyncness.is_none() {
+    if let Some(future) = tool.future {
+        let output = match tool.output {
+            Output::Result { ty, .. } | Output::Other(ty) => written(ty),
+            Output::Missing => "...".to_owned(),
+        };
+        let message = format!(
+            "`#[tool]` goes on an `async fn`, and `{}` returns `{}` instead; the engine runs the body once per attempt: \
+             write `async fn {}(...) -> {output}`",
+            sig.ident,
+            written(future),
+            sig.ident
+        );
+        ctxt.error_spanned_by(future, message);
+    } else if sig.asyncness.is_none() {
         let message = format!(
             "`#[tool]` goes on an `async fn`, and `{}` is not async; write `async fn {}`",
             sig.ident, sig.ident

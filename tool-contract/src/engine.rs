@@ -7,13 +7,10 @@ use std::panic::AssertUnwindSafe;
 use std::task::{Poll, Waker};
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-
 use crate::call::Call;
 use crate::classify::{self, Class, Classify};
 use crate::effect::{AutoRetry, EffectKind};
-use crate::journal::{Durability, LastWord, Phase, RecordRef, rfc3339};
+use crate::journal::{Durability, LastWord, LogValue, Phase, RecordRef, rfc3339};
 use crate::key::IntentKey;
 use crate::probe::{Probe, ProbeMark, Prober};
 use crate::report::{Applied, Item, Outcome, Report};
@@ -50,7 +47,7 @@ pub async fn run<T, E, A, AF, P>(
     mut probe: P,
 ) -> Report<T>
 where
-    T: Serialize + DeserializeOwned,
+    T: LogValue,
     E: Classify,
     A: FnMut(Call) -> AF,
     AF: Future<Output = Result<T, E>>,
@@ -73,7 +70,7 @@ where
         run.attempt_id = recall.last.attempt_id.clone();
         resume_wait = ResumeWait::of(&recall.last);
         let earlier = match recall.last_word() {
-            LastWord::Ok(value) => match value.map(|v| T::deserialize(v)) {
+            LastWord::Ok(value) => match value.map(T::from_log) {
                 Some(Ok(value)) => return run.replayed(value),
                 _ => {
                     Some(format!("attempt {} is recorded ok but its value is not in the log", run.attempt_id))
@@ -570,13 +567,13 @@ impl<'a> Run<'a> {
         if self.spec.effect().has_side_effect() { Applied::Yes } else { Applied::No }
     }
 
-    async fn succeeded<T: Serialize>(&self, value: T, left: Duration, started: SystemTime) -> Report<T> {
+    async fn succeeded<T: LogValue>(&self, value: T, left: Duration, started: SystemTime) -> Report<T> {
         let mut message = String::with_capacity(self.spec.name().len() + 28);
         message.push_str(self.spec.name());
         message.push_str(" done on attempt ");
         push_decimal(&mut message, u64::from(self.attempt));
         if self.task.journal_ref().is_some() {
-            let json = serde_json::to_value(&value).ok();
+            let json = value.to_log().ok();
             self.log_end(left, started, Outcome::Ok, self.applied_on_ok(), None, &message, json).await;
         }
         self.ok(value, self.applied_on_ok(), message)
@@ -602,7 +599,7 @@ impl<'a> Run<'a> {
         Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None, out_of_budget: true }
     }
 
-    fn landed<T: Serialize>(&self, value: T, class: &Class) -> Report<T> {
+    fn landed<T>(&self, value: T, class: &Class) -> Report<T> {
         let message = format!(
             "{}; the probe found attempt {} landed, so it was not repeated",
             class.message(),
@@ -636,7 +633,7 @@ impl<'a> Run<'a> {
     }
 
     /// Run the probe under the budget left and log its verdict against the attempt it resolves.
-    async fn probe<T: Serialize, P: Prober<T>>(&self, probe: &mut P) -> Probe<T> {
+    async fn probe<T: LogValue, P: Prober<T>>(&self, probe: &mut P) -> Probe<T> {
         let left = self.task.remaining();
         let started = SystemTime::now();
         let verdict = if left.is_zero() {
@@ -649,9 +646,7 @@ impl<'a> Run<'a> {
             }
         };
         let (outcome, applied, msg, value) = match &verdict {
-            Probe::Landed(v) => {
-                (Outcome::Ok, Applied::Yes, "probe: landed".to_owned(), serde_json::to_value(v).ok())
-            }
+            Probe::Landed(v) => (Outcome::Ok, Applied::Yes, "probe: landed".to_owned(), v.to_log().ok()),
             Probe::NotLanded => (Outcome::Retryable, Applied::No, "probe: not landed".to_owned(), None),
             Probe::Failed(why) => (Outcome::Unknown, Applied::Unknown, format!("probe failed: {why}"), None),
         };

@@ -64,7 +64,7 @@ pub use call::Call;
 pub use classify::{Body, Class, Classify, HttpReply, RetryAfter};
 pub use effect::EffectKind;
 pub use engine::run;
-pub use journal::{Durability, FileJournal, Journal, JournalError, MemoryJournal, Record};
+pub use journal::{Durability, FileJournal, Journal, JournalError, LogValue, MemoryJournal, Record};
 pub use key::{Intent, IntentKey};
 pub use probe::{NoProbe, Probe, Prober};
 pub use report::{Applied, Item, Outcome, Report};
@@ -75,27 +75,5 @@ pub use toolbox::Toolbox;
 
 /// Not public API: the paths the `#[tool]` attribute's generated code uses.
 #[doc(hidden)]
-pub mod __private {
-    pub use crate::bulk::run_bulk;
-    pub use crate::define::{Definition, Params};
-    pub use crate::engine::run;
-    pub use crate::toolbox::{Args, BoxFuture, ModelArg, ModelValue, ToolFn, into_json};
-    pub use crate::{Call, Dedupe, EffectKind, IntentKey, Item, NoProbe, Probe, Report, Task, ToolSpec};
-    pub use core::time::Duration;
-    pub use serde_json::Value;
-
-    /// A tool argument: each attempt gets its own copy, made by [`arg`].
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` is not `Clone`, and a tool gives each attempt its own copy of its arguments",
-        label = "copied for each attempt",
-        note = "derive or implement `Clone` for `{Self}`, or take the argument by reference"
-    )]
-    pub trait Arg: Clone {}
-
-    impl<T: Clone> Arg for T {}
-
-    /// One attempt's copy of an argument.
-    pub fn arg<T: Arg>(value: &T) -> T {
-        value.clone()
-    }
-}
+#[path = "private.rs"]
+pub mod __private;

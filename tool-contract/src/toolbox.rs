@@ -59,11 +59,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::define::{Definition, Format, Params};
+use crate::journal::LogValue;
 use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
 use crate::task::Task;
@@ -355,7 +355,7 @@ impl Args {
 
 /// A tool's report with its value as JSON. A value that does not serialise (a map with non-string
 /// keys) leaves `value` empty and says so; the outcome stays what happened.
-pub fn into_json<T: Serialize>(report: Report<T>) -> Report<Value> {
+pub fn into_json<T: LogValue>(report: Report<T>) -> Report<Value> {
     let Report {
         outcome,
         effect_applied,
@@ -367,7 +367,7 @@ pub fn into_json<T: Serialize>(report: Report<T>) -> Report<Value> {
         value,
         items,
     } = report;
-    let value = match value.map(serde_json::to_value) {
+    let value = match value.as_ref().map(LogValue::to_log) {
         None => None,
         Some(Ok(value)) => Some(value),
         Some(Err(error)) => {

@@ -1,14 +1,10 @@
-use tool_contract::{Call, Class, IntentKey, Probe, tool};
+use tool_contract::{Call, Class, tool};
 
-pub async fn notice_landed(thread: &String, text: &String, key: IntentKey) -> Probe<u64> {
-    let _ = (thread, text, key);
-    Probe::NotLanded
-}
-
+// `priority` is no key of `#[tool]`, nor near one: the message lists the keys.
 /// What the tool does, for the model.
-#[tool(effect = "send", probe = notice_landed, retries = 3)]
-pub async fn post_notice(call: &Call, thread: String, text: String) -> Result<u64, Class> {
-    let _ = (call, thread, text);
+#[tool(effect = "read", priority = "high")]
+pub async fn read_price(call: &Call, sku: String) -> Result<u64, Class> {
+    let _ = (call, sku);
     Ok(1)
 }
 

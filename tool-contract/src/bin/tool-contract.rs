@@ -22,7 +22,7 @@ const USAGE: &str = "usage:
       run it while no process has the log open";
 
 /// Why the command stopped.
-enum Failure {
+pub(crate) enum Failure {
     /// The command line is wrong: the message and the usage.
     Usage(String),
     /// The work failed: one line.
@@ -35,7 +35,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    let result = run(&args, &mut out).and_then(|()| out.flush().map_err(written));
+    let result = run(&args, &mut out, &mut io::stderr()).and_then(|()| out.flush().map_err(written));
     match result {
         Ok(()) | Err(Failure::Closed) => ExitCode::SUCCESS,
         Err(Failure::Usage(err)) => {
@@ -49,14 +49,15 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
+/// Runs one command; its output goes to `out`, warnings to `warn`.
+pub(crate) fn run(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
     match args.first().map(String::as_str) {
         Some("key") => {
             let key = key(&args[1..]).map_err(Failure::Usage)?;
             writeln!(out, "{key}").map_err(written)
         }
-        Some("log") => log(&args[1..], out),
-        Some("compact") => compact(&args[1..], out),
+        Some("log") => log(&args[1..], out, warn),
+        Some("compact") => compact(&args[1..], out, warn),
         Some("-h" | "--help" | "help") => writeln!(out, "{USAGE}").map_err(written),
         Some(other) => Err(Failure::Usage(format!("unknown command `{other}`"))),
         None => Err(Failure::Usage("missing command".to_owned())),
@@ -144,11 +145,12 @@ struct Thread<'a> {
     recall: Recall,
 }
 
-fn log(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
+fn log(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
     let args = log_args(args).map_err(Failure::Usage)?;
     let contents = read_log(args.path).map_err(|e| Failure::Fatal(e.to_string()))?;
     for warning in &contents.warnings {
-        eprintln!("tool-contract: warning: {} {warning}", args.path);
+        // A warning that cannot be written is no reason to withhold the log.
+        let _ = writeln!(warn, "tool-contract: warning: {} {warning}", args.path);
     }
     let records = contents.records.iter().filter(|r| args.task.is_none_or(|t| r.task == t));
     let tasks = group(records);
@@ -413,7 +415,7 @@ fn unresolved(
     Ok(())
 }
 
-fn compact(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
+fn compact(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
     let path = match args {
         [path] if !path.starts_with("--") => path,
         [] => return Err(Failure::Usage("missing the log's path".to_owned())),
@@ -421,7 +423,8 @@ fn compact(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
     };
     let done = FileJournal::compact(path).map_err(|e| Failure::Fatal(e.to_string()))?;
     for warning in &done.dropped {
-        eprintln!("tool-contract: warning: {path} {warning} (not carried into the compacted log)");
+        let _ =
+            writeln!(warn, "tool-contract: warning: {path} {warning} (not carried into the compacted log)");
     }
     writeln!(
         out,

@@ -79,6 +79,22 @@ pub fn read_log(path: impl AsRef<Path>) -> Result<LogContents, JournalError> {
     Ok(LogContents { records, warnings: scan.warnings })
 }
 
+/// Parse a log's bytes as [`read_log`] parses a file's; `name` stands for the log in errors. For a log
+/// shipped elsewhere (a backup, an upload) and for tests.
+///
+/// ```
+/// use tool_contract::journal::parse_log;
+///
+/// let contents = parse_log("upload", b"").unwrap();
+/// assert!(contents.records.is_empty());
+/// assert!(parse_log("upload", b"\x7fELF\x02\x01").is_err());
+/// ```
+pub fn parse_log(name: &str, bytes: &[u8]) -> Result<LogContents, JournalError> {
+    let (records, scan) =
+        parse_all(bytes).map_err(|why| JournalError::NotALog { log: name.to_owned(), why })?;
+    Ok(LogContents { records, warnings: scan.warnings })
+}
+
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Compaction {

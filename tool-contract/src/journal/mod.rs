@@ -31,7 +31,7 @@ use crate::task::BoxFuture;
 pub mod file;
 mod memory;
 
-pub use file::{Compaction, FileJournal, JournalStats, LogContents, Warning, read_log};
+pub use file::{Compaction, FileJournal, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::MemoryJournal;
 
 /// Whether a record is a promise made before an attempt or the account given after it.
@@ -450,6 +450,31 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
     let y = yoe + era * 400 + i64::from(m <= 2);
     (y, m, d)
+}
+
+/// A tool's value as the attempt log records it, to answer a call repeated after its effect landed
+/// with the recorded value instead of running it again. Implemented for every
+/// `Serialize + DeserializeOwned` type; a value the log cannot hold is reported on the tool's value type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a tool's value, and a tool's value must be `Serialize` and `Deserialize`",
+    label = "the attempt log records this value, to answer a repeated call without running it again",
+    note = "derive both for `{Self}`: `#[derive(serde::Serialize, serde::Deserialize)]`"
+)]
+pub trait LogValue: Sized {
+    /// The value as JSON.
+    fn to_log(&self) -> Result<serde_json::Value, serde_json::Error>;
+    /// The value back from its JSON.
+    fn from_log(value: &serde_json::Value) -> Result<Self, serde_json::Error>;
+}
+
+impl<T: Serialize + serde::de::DeserializeOwned> LogValue for T {
+    fn to_log(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::to_value(self)
+    }
+
+    fn from_log(value: &serde_json::Value) -> Result<T, serde_json::Error> {
+        T::deserialize(value)
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,16 @@
+use tool_contract::{Call, Class, IntentKey, Probe, tool};
+
+// The probe takes the key first; probes take it last, after the tool's arguments.
+pub async fn notice_landed(key: IntentKey, thread: &String, text: &String) -> Probe<u64> {
+    let _ = (thread, text, key);
+    Probe::NotLanded
+}
+
+/// What the tool does, for the model.
+#[tool(effect = "send", probe = notice_landed, target = thread)]
+pub async fn post_notice(call: &Call, thread: String, text: String) -> Result<u64, Class> {
+    let _ = (call, text);
+    Ok(1)
+}
+
+fn main() {}

@@ -1,0 +1,59 @@
+//! `max_attempts`, `backoff` and `probe_reserve`, and a floor in hours: each changes what the engine does.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use tool_contract::{Applied, Call, Class, IntentKey, Outcome, Probe, Task, tool};
+
+static READS: AtomicU32 = AtomicU32::new(0);
+static SENDS: AtomicU32 = AtomicU32::new(0);
+
+/// A read against a service that is always busy; five attempts, waits from 1 s doubling to 2 s.
+#[tool(effect = "read", max_attempts = 5, backoff = "1s..2s")]
+pub async fn busy_read(call: &Call) -> Result<u32, Class> {
+    let _ = call;
+    READS.fetch_add(1, Ordering::SeqCst);
+    Err(Class::retryable("503 from the service"))
+}
+
+/// A read that needs at least an hour.
+#[tool(effect = "read", deadline_floor = "1h")]
+pub async fn archive_scan() -> Result<u32, Class> {
+    Ok(1)
+}
+
+pub async fn sent(thread: &String, key: IntentKey) -> Probe<u64> {
+    let _ = (thread, key);
+    Probe::Landed(5)
+}
+
+/// A send that hangs; the probe keeps 3 s of the budget.
+#[tool(effect = "send", probe = sent, target = thread, deadline_floor = "1s", probe_reserve = "3s")]
+pub async fn hanging_send(call: &Call, thread: String) -> Result<u64, Class> {
+    let _ = (call, thread);
+    SENDS.fetch_add(1, Ordering::SeqCst);
+    std::future::pending().await
+}
+
+#[tokio::main(flavor = "current_thread", start_paused = true)]
+async fn main() {
+    let task = Task::new("settings-1", "agent", Duration::from_secs(60));
+    let started = tokio::time::Instant::now();
+    let report = busy_read(&task).await;
+    assert_eq!(report.outcome, Outcome::Retryable);
+    assert_eq!(READS.load(Ordering::SeqCst), 5, "max_attempts = 5");
+    // Four waits, each at most its ceiling: 1 s, then 2 s capped three times.
+    assert!(started.elapsed() <= Duration::from_secs(7), "{:?}", started.elapsed());
+
+    let task = Task::new("settings-2", "agent", Duration::from_secs(1800));
+    assert_eq!(archive_scan(&task).await.outcome, Outcome::Retryable, "half an hour is under the floor");
+
+    let task = Task::new("settings-3", "agent", Duration::from_secs(10));
+    let started = tokio::time::Instant::now();
+    let report = hanging_send(&task, "thread-1".to_owned()).await;
+    // The attempt was cut at 10 s - 3 s, leaving the probe its reserve; the probe found the notice.
+    assert_eq!((report.outcome, report.effect_applied, report.value), (Outcome::Ok, Applied::Yes, Some(5)));
+    assert_eq!(SENDS.load(Ordering::SeqCst), 1);
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_secs(7) && elapsed < Duration::from_secs(8), "{elapsed:?}");
+}
