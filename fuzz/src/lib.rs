@@ -188,13 +188,18 @@ fn watchdog(started: Arc<AtomicU64>, name: Arc<std::sync::Mutex<&'static str>>, 
     });
 }
 
+/// The panic's message, cut to 300 characters: a parser that echoes its input echoes it here too.
 fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(text) = panic.downcast_ref::<&str>() {
+    let text = if let Some(text) = panic.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = panic.downcast_ref::<String>() {
         text.clone()
     } else {
         "a non-text panic".to_owned()
+    };
+    match text.char_indices().nth(300) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
     }
 }
 

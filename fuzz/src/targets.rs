@@ -503,7 +503,14 @@ impl Target for ToolArguments {
                 {
                     assert_eq!(report.effect_applied, tool_contract::Applied::No, "{}", report.message);
                 }
-                signature(&[1, fnv(name.as_bytes()), report.outcome as u64, report.items.len().min(3) as u64])
+                let problems = report.message.matches("argument").count().min(6) as u64;
+                signature(&[
+                    1,
+                    fnv(name.as_bytes()),
+                    report.outcome as u64,
+                    report.items.len().min(3) as u64,
+                    problems,
+                ])
             }
             Err(unknown) => {
                 assert_eq!(name, "no_such_tool", "{unknown}");
@@ -591,7 +598,9 @@ impl Target for McpMeta {
             Ok(result) => {
                 let structured = result.structured_content.expect("every result carries the report");
                 assert!(structured.get("outcome").is_some());
-                signature(&[1, fnv(name.as_bytes()), u64::from(result.is_error.unwrap_or(false))])
+                let outcome =
+                    structured.get("outcome").and_then(Value::as_str).map_or(0, |o| fnv(o.as_bytes()));
+                signature(&[1, fnv(name.as_bytes()), u64::from(result.is_error.unwrap_or(false)), outcome])
             }
             Err(error) => {
                 assert!(error.message.len() < 1024, "an error of {} bytes", error.message.len());

@@ -110,8 +110,8 @@ use syn::ItemFn;
 /// | `name` | a string | the name a model calls the tool by: 1 to 128 of `A-Z a-z 0-9 _ - .`; the function's name by default |
 /// | `description` | a string | what a model reads to choose the tool; the doc comment by default |
 ///
-/// The intent key is `hex(sha256("{task_id}|{actor}|{verb}|{target}|{slot}"))[..32]`; it never
-/// depends on the payload.
+/// The intent key is `hex(sha256("{task_id}|{actor}|{verb}|{target}|{slot}"))[..32]` (the parts framed
+/// by their lengths when one holds `|`; see `IntentKey`); it never depends on the payload.
 ///
 /// A duration is a whole number and one of the units `ms`, `s`, `m`, `h`. A floor of zero (`"0s"`, or
 /// no `deadline_floor`) means no floor: an attempt starts whenever any budget is left. A side effect

@@ -45,7 +45,8 @@ impl<'a> Intent<'a> {
         self
     }
 
-    /// `hex(sha256("{task_id}|{actor}|{verb}|{target}|{slot}"))[..32]`.
+    /// `hex(sha256("{task_id}|{actor}|{verb}|{target}|{slot}"))[..32]`, or the framed form when a part
+    /// holds `|` (see [`IntentKey`]).
     pub fn key(&self) -> IntentKey {
         IntentKey::derive(
             self.task_id,
@@ -59,12 +60,21 @@ impl<'a> Intent<'a> {
 
 /// The first 128 bits of the intent's SHA-256, shown as 32 lowercase hex characters.
 ///
-/// Any language derives the same key from the same five parts, so an agent written in Python can find its
-/// intent in this crate's attempt log:
+/// Any language derives the same key from the same five parts (an absent slot is the empty string), so
+/// an agent written in Python can find its intent in this crate's attempt log:
 ///
 /// ```text
-/// hashlib.sha256(f"{task}|{actor}|{verb}|{target}|{slot}".encode()).hexdigest()[:32]
+/// parts = [task, actor, verb, target, slot]
+/// if not any("|" in p for p in parts):
+///     data = "|".join(parts)                      # the plain form: exactly four "|"
+/// else:
+///     data = "|||||" + "".join(f"{len(p.encode())}:{p}" for p in parts)   # lengths in UTF-8 bytes
+/// key = hashlib.sha256(data.encode()).hexdigest()[:32]
 /// ```
+///
+/// The plain form alone would let task `t|a` with actor `b` and task `t` with actor `a|b` share a key;
+/// the framed form, used only when a part holds `|`, keeps them apart while every intent without a
+/// `|` keeps the key it always had.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct IntentKey([u8; 16]);
 
@@ -88,6 +98,9 @@ impl IntentKey {
     ///
     /// `target` and `slot` take anything that displays, so a tool's typed argument (a thread id, an
     /// order number) becomes part of the key without being formatted into a `String` first.
+    ///
+    /// When a part holds `|`, the separator, the parts are hashed length-prefixed instead (see
+    /// [`IntentKey`]), so two intents that differ only in where a `|` falls never share a key.
     pub fn derive(
         task_id: &str,
         actor: &str,
@@ -95,21 +108,41 @@ impl IntentKey {
         target: &dyn fmt::Display,
         slot: Option<&dyn fmt::Display>,
     ) -> IntentKey {
-        let mut hasher = HashWriter(Sha256::new());
-        hasher.0.update(task_id.as_bytes());
-        hasher.0.update(b"|");
-        hasher.0.update(actor.as_bytes());
-        hasher.0.update(b"|");
-        hasher.0.update(verb.as_bytes());
-        hasher.0.update(b"|");
-        // Writing into a hasher cannot fail; a Display impl that errors leaves its partial output hashed,
-        // which is still deterministic.
-        let _ = fmt::write(&mut hasher, format_args!("{target}"));
-        hasher.0.update(b"|");
-        if let Some(slot) = slot {
-            let _ = fmt::write(&mut hasher, format_args!("{slot}"));
+        let plain = !(has_pipe(task_id) || has_pipe(actor) || has_pipe(verb));
+        if plain {
+            let mut hasher = HashWriter { sha: Sha256::new(), pipe: false };
+            hasher.sha.update(task_id.as_bytes());
+            hasher.sha.update(b"|");
+            hasher.sha.update(actor.as_bytes());
+            hasher.sha.update(b"|");
+            hasher.sha.update(verb.as_bytes());
+            hasher.sha.update(b"|");
+            // Writing into a hasher cannot fail; a Display impl that errors leaves its partial output
+            // hashed, which is still deterministic.
+            let _ = fmt::write(&mut hasher, format_args!("{target}"));
+            hasher.sha.update(b"|");
+            if let Some(slot) = slot {
+                let _ = fmt::write(&mut hasher, format_args!("{slot}"));
+            }
+            if !hasher.pipe {
+                return IntentKey::from_digest(hasher.sha);
+            }
         }
-        let digest = hasher.0.finalize();
+        let target = target.to_string();
+        let slot = slot.map(|slot| slot.to_string()).unwrap_or_default();
+        let mut sha = Sha256::new();
+        // Five separators and more: no plain input (which has exactly four) is ever framed like this.
+        sha.update(b"|||||");
+        for part in [task_id, actor, verb, &target, &slot] {
+            sha.update(part.len().to_string().as_bytes());
+            sha.update(b":");
+            sha.update(part.as_bytes());
+        }
+        IntentKey::from_digest(sha)
+    }
+
+    fn from_digest(sha: Sha256) -> IntentKey {
+        let digest = sha.finalize();
         let mut key = [0u8; 16];
         key.copy_from_slice(&digest[..16]);
         IntentKey(key)
@@ -220,13 +253,22 @@ impl std::hash::Hash for IntentKey {
     }
 }
 
-struct HashWriter(Sha256);
+/// Hashes what a `Display` writes, noting whether it wrote the separator.
+struct HashWriter {
+    sha: Sha256,
+    pipe: bool,
+}
 
 impl fmt::Write for HashWriter {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.0.update(s.as_bytes());
+        self.pipe |= has_pipe(s);
+        self.sha.update(s.as_bytes());
         Ok(())
     }
+}
+
+fn has_pipe(s: &str) -> bool {
+    s.as_bytes().contains(&b'|')
 }
 
 impl fmt::Display for IntentKey {
@@ -285,6 +327,39 @@ mod tests {
         for (intent, expected) in cases {
             assert_eq!(intent.key().to_string(), expected, "{intent:?}");
         }
+    }
+
+    // Computed with Python from the formula in `IntentKey`'s docs.
+    #[test]
+    fn a_separator_inside_a_part_never_joins_two_intents() {
+        let cases = [
+            (Intent::new("t|a", "b", "v", "x"), "938e2e95e9df65253c7f1479ecc97fb8"),
+            (Intent::new("t", "a|b", "v", "x"), "55552ecc8183eff6516e40e638d98d91"),
+            (Intent::new("t", "a", "v", "x|y"), "d70c82873301644b829fa3198839064d"),
+            (Intent::new("t", "a", "v", "x").slot("|y"), "9175332a8984812a4c9f2a64439de9a4"),
+            (Intent::new("t", "a", "v", "x|").slot("y"), "9367df5ce4a921817e31284f2589196c"),
+            (
+                Intent::new("ord-7741", "agent", "post_notice", "thread|9").slot("reminder-2"),
+                "1a65b3f87ddccd93a77e8d5194620055",
+            ),
+        ];
+        for (intent, expected) in cases {
+            assert_eq!(intent.key().to_string(), expected, "{intent:?}");
+        }
+        let keys: std::collections::HashSet<_> = cases.iter().map(|(intent, _)| intent.key()).collect();
+        assert_eq!(keys.len(), cases.len());
+        // The pairs that shared a key under the plain form alone.
+        assert_ne!(Intent::new("t|a", "b", "v", "x").key(), Intent::new("t", "a|b", "v", "x").key());
+        assert_ne!(Intent::new("t", "a", "v", "x|y").key(), Intent::new("t", "a", "v", "x").slot("|y").key());
+        // A typed target that writes `|` in pieces is caught too.
+        struct Piped;
+        impl fmt::Display for Piped {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("x")?;
+                f.write_str("|y")
+            }
+        }
+        assert_eq!(IntentKey::derive("t", "a", "v", &Piped, None), Intent::new("t", "a", "v", "x|y").key());
     }
 
     #[test]

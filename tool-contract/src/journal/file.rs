@@ -1078,14 +1078,38 @@ struct RecordCheck<'a> {
 }
 
 /// A parse error of one line, placed by column (serde's "line 1" would mislead: it counts in the line).
+/// serde quotes the offending value whole, so the text is shortened in the middle: a 10 MB line in a
+/// log says what is wrong in one line, not by echoing itself.
 fn describe(err: &serde_json::Error) -> String {
     let text = err.to_string();
     let place = format!(" at line {} column {}", err.line(), err.column());
-    match text.strip_suffix(&place) {
-        Some(what) if err.column() > 0 => format!("{what} at column {}", err.column()),
-        Some(what) => what.to_owned(),
-        None => text,
+    let (what, column) = match text.strip_suffix(&place) {
+        Some(what) if err.column() > 0 => (what, Some(err.column())),
+        Some(what) => (what, None),
+        None => (text.as_str(), None),
+    };
+    let what = shorten(what, 120, 80);
+    match column {
+        Some(column) => format!("{what} at column {column}"),
+        None => what,
     }
+}
+
+/// `text` itself when short; else its first `head` and last `tail` bytes (on character boundaries)
+/// around the number of bytes left out.
+fn shorten(text: &str, head: usize, tail: usize) -> String {
+    if text.len() <= head + tail + 32 {
+        return text.to_owned();
+    }
+    let mut start = head;
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = text.len() - tail;
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    format!("{}…({} bytes)…{}", &text[..start], end - start, &text[end..])
 }
 
 /// The whole file, read into a buffer of its size.
@@ -1164,6 +1188,23 @@ fn not_a_log(path: &Path, why: String) -> JournalError {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_huge_bad_line_is_described_in_a_few_hundred_bytes() {
+        // serde quotes an unknown variant whole.
+        let line = format!("{{\"phase\":\"{}é\"}}\n", "x".repeat(1 << 20));
+        let error = match parse_all(line.as_bytes()) {
+            Err(error) => error,
+            Ok((_, scan)) => scan.warnings[0].message.clone(),
+        };
+        assert!(error.len() < 400, "{} bytes: {}", error.len(), &error[..400.min(error.len())]);
+        assert!(error.contains("bytes)"), "{error}");
+        assert_eq!(shorten("short", 120, 80), "short");
+        let mixed = "é".repeat(300);
+        let cut = shorten(&mixed, 121, 81);
+        assert!(cut.starts_with('é') && cut.ends_with('é'), "{cut}");
+    }
+
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::time::Duration;
 
