@@ -103,8 +103,14 @@ pub fn fuzz(
     watchdog(Arc::clone(&started), Arc::clone(&name), limits.hang);
     let clock = Instant::now();
     let mut tallies = Vec::new();
+    let mut given = 0;
+    let count = targets.len();
     for (index, target) in targets.iter_mut().enumerate() {
-        let share = runs * u64::from(target.weight()) / total_weight;
+        // Shares by weight, rounded down; the last target takes what rounding left, so the run makes
+        // exactly `runs` executions.
+        let share =
+            if index + 1 == count { runs - given } else { runs * u64::from(target.weight()) / total_weight };
+        given += share;
         *name.lock().unwrap_or_else(|e| e.into_inner()) = target.name();
         let mut rng = Rng::new(seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         tallies.push(fuzz_one(target.as_mut(), share, &mut rng, limits, crashes, &started, &clock));
