@@ -116,7 +116,7 @@ async fn attempt_below_the_floor_is_refused_without_a_call() {
     .await;
     assert_eq!(calls.count(), 0);
     assert_eq!((report.outcome, report.effect_applied), (Outcome::Retryable, Applied::No));
-    assert_eq!(report.deadline_left_s, 0);
+    assert_eq!(report.deadline_left_s, 1, "the budget left, not a stand-in zero");
     assert!(report.message.contains("budget spent"), "{}", report.message);
     assert_eq!(report.attempt_id, "");
 }
@@ -168,7 +168,8 @@ async fn retry_after_beyond_the_budget_returns_at_once() {
     assert_eq!(start.elapsed(), Duration::ZERO, "no sleeping on a wait the budget cannot hold");
     assert_eq!(report.outcome, Outcome::Retryable);
     assert_eq!(report.retry_after_s, Some(60));
-    assert_eq!(report.deadline_left_s, 0);
+    // `deadline_left_s` is the budget left, always; `retry_after_s` above it says stop.
+    assert_eq!(report.deadline_left_s, 10);
 }
 
 #[tokio::test(start_paused = true)]
@@ -638,7 +639,7 @@ async fn bulk_stops_at_the_floor_and_keeps_the_remaining_items_retryable() {
     .await;
     assert_eq!(report.outcome, Outcome::Retryable);
     assert_eq!(report.effect_applied, Applied::Partial);
-    assert_eq!(report.deadline_left_s, 0);
+    assert_eq!(report.deadline_left_s, 4, "the budget left, not a stand-in zero");
     assert!(report.message.contains("1 of 2 items done"), "{}", report.message);
     assert!(report.message.contains("not retried"), "{}", report.message);
 }
@@ -893,7 +894,8 @@ async fn a_restarted_process_waits_as_the_service_asked_the_earlier_one() {
     )
     .await;
     assert_eq!(calls.count(), 0);
-    assert_eq!((report.outcome, report.deadline_left_s), (Outcome::Retryable, 0));
+    // The true budget left; the wait asked for is longer, which is the caller's sign to stop.
+    assert_eq!((report.outcome, report.deadline_left_s), (Outcome::Retryable, 25));
     assert!(report.retry_after_s.is_some_and(|s| (99..=100).contains(&s)), "{:?}", report.retry_after_s);
 }
 

@@ -63,13 +63,14 @@ fn check_timing(ctxt: &Ctxt, tool: &Tool) {
 fn check_definition(ctxt: &Ctxt, tool: &Tool) {
     let args = &tool.args;
     let name = tool.name();
-    if args.name.is_none() && !args.misspelled.contains(&NAME) {
-        if let Some(problem) = name_problem(&name.unraw().to_string()) {
-            let message = format!(
-                "`{name}` {problem}; a model calls the tool by this name: keep the function's name and add `name = \"...\"` to `#[tool]`"
-            );
-            ctxt.error_spanned_by(name, message);
-        }
+    if args.name.is_none()
+        && !args.misspelled.contains(&NAME)
+        && let Some(problem) = name_problem(&name.unraw().to_string())
+    {
+        let message = format!(
+            "`{name}` {problem}; a model calls the tool by this name: keep the function's name and add `name = \"...\"` to `#[tool]`"
+        );
+        ctxt.error_spanned_by(name, message);
     }
     if args.description.is_none() && !args.misspelled.contains(&DESCRIPTION) && tool.docs().is_empty() {
         let message = format!(
@@ -281,15 +282,15 @@ fn check_bulk(ctxt: &Ctxt, tool: &Tool) {
         );
         ctxt.error_spanned_by(&param.arg.ty, message);
     }
-    if let Output::Result { value, .. } = tool.output {
-        if !tool.returns_items() {
-            let message = format!(
-                "a `{}` tool returns one `Item` per item it was given: `Result<Vec<Item>, E>`, not `{}`",
-                bulk.text(),
-                written(value)
-            );
-            ctxt.error_spanned_by(value, message);
-        }
+    if let Output::Result { value, .. } = tool.output
+        && !tool.returns_items()
+    {
+        let message = format!(
+            "a `{}` tool returns one `Item` per item it was given: `Result<Vec<Item>, E>`, not `{}`",
+            bulk.text(),
+            written(value)
+        );
+        ctxt.error_spanned_by(value, message);
     }
 }
 

@@ -201,18 +201,18 @@ where
                 stop = Some(why);
                 break;
             }
-            if spec.effect() == EffectKind::Money {
-                if let Err(why) = run.approve(&class).await {
-                    stop = Some(why);
-                    break;
-                }
-            }
-        }
-        if let Some(wait) = resume_wait.take() {
-            if let Err(why) = run.wait_as_asked_before(wait).await {
+            if spec.effect() == EffectKind::Money
+                && let Err(why) = run.approve(&class).await
+            {
                 stop = Some(why);
                 break;
             }
+        }
+        if let Some(wait) = resume_wait.take()
+            && let Err(why) = run.wait_as_asked_before(wait).await
+        {
+            stop = Some(why);
+            break;
         }
         let left = task.remaining();
         if left < spec.floor() {
@@ -225,18 +225,12 @@ where
         // The start record carries the items as known before this attempt: if the process dies mid-attempt,
         // a restart keeps what had landed or been refused and probes only what this attempt carried.
         let before = serde_json::to_value(honest(&results, &maybe)).ok();
-        if let Err(err) = run.log_start(left, started, before).await {
-            if side {
-                let message = format!("{err}; not started");
-                stop = Some(Stop {
-                    outcome: Outcome::Retryable,
-                    applied: Applied::No,
-                    message,
-                    wait: None,
-                    out_of_budget: false,
-                });
-                break;
-            }
+        if let Err(err) = run.log_start(left, started, before).await
+            && side
+        {
+            let message = format!("{err}; not started");
+            stop = Some(Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None });
+            break;
         }
         let batch: Vec<I> = pending.iter().map(|&i| items[i].clone()).collect();
         let limit =
@@ -297,9 +291,6 @@ where
         // The items carry the outcome; the stop adds why the rest was not tried again.
         report.message = format!("{}; {}", report.message, stop.message);
         report.retry_after_s = stop.wait.map(ceil_secs);
-        if stop.out_of_budget {
-            report.deadline_left_s = 0;
-        }
     }
     report
 }

@@ -127,22 +127,22 @@ where
                 return run.report(class.outcome(), class.effect(), msg, class.wait());
             }
             // A call resumed from the log has no earlier attempt of its own to back off from.
-            if made > 0 {
-                if let Err(stop) = run.wait_before_retry(&class).await {
-                    return run.stopped(stop);
-                }
+            if made > 0
+                && let Err(stop) = run.wait_before_retry(&class).await
+            {
+                return run.stopped(stop);
             }
-            if spec.effect() == EffectKind::Money {
-                if let Err(stop) = run.approve(&class).await {
-                    return run.stopped(stop);
-                }
+            if spec.effect() == EffectKind::Money
+                && let Err(stop) = run.approve(&class).await
+            {
+                return run.stopped(stop);
             }
         }
 
-        if let Some(wait) = resume_wait.take() {
-            if let Err(stop) = run.wait_as_asked_before(wait).await {
-                return run.stopped(stop);
-            }
+        if let Some(wait) = resume_wait.take()
+            && let Err(stop) = run.wait_as_asked_before(wait).await
+        {
+            return run.stopped(stop);
         }
         let left = task.remaining();
         if left < spec.floor() {
@@ -151,11 +151,11 @@ where
         made += 1;
         run.next_attempt();
         let started = if task.journal_ref().is_some() { SystemTime::now() } else { SystemTime::UNIX_EPOCH };
-        if let Err(err) = run.log_start(left, started, None).await {
-            if side {
-                let msg = format!("{err}; the attempt was not started");
-                return run.report(Outcome::Retryable, Applied::No, msg, None);
-            }
+        if let Err(err) = run.log_start(left, started, None).await
+            && side
+        {
+            let msg = format!("{err}; the attempt was not started");
+            return run.report(Outcome::Retryable, Applied::No, msg, None);
         }
         let limit =
             if side && probe.exists() { left.saturating_sub(spec.reserve()).max(spec.floor()) } else { left };
@@ -359,13 +359,11 @@ pub(crate) struct Stop {
     pub(crate) applied: Applied,
     pub(crate) message: String,
     pub(crate) wait: Option<Duration>,
-    /// The budget cannot hold another attempt: the report says `deadline_left_s: 0`.
-    pub(crate) out_of_budget: bool,
 }
 
 impl Stop {
     fn out_of_budget(class: &Class, message: String, wait: Option<Duration>) -> Stop {
-        Stop { outcome: class.outcome(), applied: class.effect(), message, wait, out_of_budget: true }
+        Stop { outcome: class.outcome(), applied: class.effect(), message, wait }
     }
 }
 
@@ -596,7 +594,7 @@ impl<'a> Run<'a> {
             self.spec.name(),
             secs(self.spec.floor())
         );
-        Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None, out_of_budget: true }
+        Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None }
     }
 
     fn landed<T>(&self, value: T, class: &Class) -> Report<T> {
@@ -658,16 +656,16 @@ impl<'a> Run<'a> {
     pub(crate) async fn wait_before_retry(&self, class: &Class) -> Result<(), Stop> {
         let left = self.task.remaining();
         let floor = self.spec.floor();
-        if let Some(asked) = class.wait() {
-            if asked.saturating_add(floor) > left {
-                let message = format!(
-                    "{}; the service asked to wait {}, longer than the {} left: not retried",
-                    class.message(),
-                    secs(asked),
-                    secs(left)
-                );
-                return Err(Stop::out_of_budget(class, message, Some(asked)));
-            }
+        if let Some(asked) = class.wait()
+            && asked.saturating_add(floor) > left
+        {
+            let message = format!(
+                "{}; the service asked to wait {}, longer than the {} left: not retried",
+                class.message(),
+                secs(asked),
+                secs(left)
+            );
+            return Err(Stop::out_of_budget(class, message, Some(asked)));
         }
         let seed = u64::from_le_bytes(self.key.as_bytes()[..8].try_into().unwrap_or([0; 8]));
         let backoff = self.spec.waits().wait(self.attempt.max(1), seed);
@@ -694,7 +692,7 @@ impl<'a> Run<'a> {
                 secs(left)
             );
             let (outcome, applied) = (Outcome::Retryable, Applied::No);
-            return Err(Stop { outcome, applied, message, wait: Some(wait.left), out_of_budget: true });
+            return Err(Stop { outcome, applied, message, wait: Some(wait.left) });
         }
         tokio::time::sleep(wait.left).await;
         Ok(())
@@ -712,7 +710,6 @@ impl<'a> Run<'a> {
                 applied: class.effect(),
                 message,
                 wait: class.wait(),
-                out_of_budget: false,
             });
         };
         let request = ApprovalRequest {
@@ -729,18 +726,15 @@ impl<'a> Run<'a> {
                 applied: Applied::No,
                 message: format!("{}; the approver refused a second attempt: {why}", class.message()),
                 wait: None,
-                out_of_budget: false,
             }),
         }
     }
 
     /// The report of a call the engine stopped before another attempt.
+    /// `deadline_left_s` is the budget left, as in every report: the caller stops when it is `0` or
+    /// when `retry_after_s` is larger.
     pub(crate) fn stopped<T>(&self, stop: Stop) -> Report<T> {
-        let mut report = self.report(stop.outcome, stop.applied, stop.message, stop.wait);
-        if stop.out_of_budget {
-            report.deadline_left_s = 0;
-        }
-        report
+        self.report(stop.outcome, stop.applied, stop.message, stop.wait)
     }
 
     pub(crate) fn bulk_report(&self, items: Vec<Item>, noun: &str) -> Report<()> {

@@ -121,7 +121,7 @@ impl Item {
 /// let report: Report<u32> = serde_json::from_str(r#"{
 ///     "outcome": "retryable",
 ///     "effect_applied": "no",
-///     "attempt_id": "ord-7741-a2",
+///     "attempt_id": "ord-7741-e7196e5f-a2",
 ///     "idempotency_key": "e7196e5fd13c36a04d6b298b6cfad716",
 ///     "retry_after_s": 30,
 ///     "deadline_left_s": 42,
@@ -146,8 +146,9 @@ pub struct Report<T> {
     pub idempotency_key: IntentKey,
     /// How long the service asked the caller to wait, in whole seconds.
     pub retry_after_s: Option<u64>,
-    /// The task's budget left when the report was made, in whole seconds (rounded down). `0` with
-    /// `retryable` means stop and report, never try once more.
+    /// The task's budget left when the report was made, in whole seconds (rounded down): always the
+    /// true figure. The caller stops and reports when it is `0`, or when `retry_after_s` is larger
+    /// than it; never "try once more".
     pub deadline_left_s: u64,
     /// One line for the model.
     pub message: String,
@@ -188,7 +189,7 @@ mod tests {
         Report {
             outcome: Outcome::Unknown,
             effect_applied: Applied::Partial,
-            attempt_id: "ord-7741-a2".into(),
+            attempt_id: "ord-7741-e7196e5f-a2".into(),
             idempotency_key: Intent::new("ord-7741", "agent:billing", "charge_card", "card-42").key(),
             retry_after_s: None,
             deadline_left_s: 0,
@@ -204,7 +205,7 @@ mod tests {
         let expected = serde_json::json!({
             "outcome": "unknown",
             "effect_applied": "partial",
-            "attempt_id": "ord-7741-a2",
+            "attempt_id": "ord-7741-e7196e5f-a2",
             "idempotency_key": "e7196e5fd13c36a04d6b298b6cfad716",
             "retry_after_s": null,
             "deadline_left_s": 0,

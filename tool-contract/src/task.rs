@@ -226,9 +226,31 @@ pub enum Approval {
 }
 
 /// Says yes or no to a second attempt of a `money` call.
+///
+/// An async closure of the request does, as does any type implementing the trait:
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::{Approval, ApprovalRequest, Task};
+///
+/// let task = Task::new("ord-1", "agent", Duration::from_secs(30)).approver(|request: ApprovalRequest| async move {
+///     if request.next_attempt <= 2 { Approval::Approved } else { Approval::Denied("one retry at most".into()) }
+/// });
+/// # let _ = task;
+/// ```
 pub trait Approve: Send + Sync {
     /// Decide on one request.
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
+}
+
+impl<F, Fut> Approve for F
+where
+    F: Fn(ApprovalRequest) -> Fut + Send + Sync,
+    Fut: std::future::Future<Output = Approval> + Send + 'static,
+{
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(self(request.clone()))
+    }
 }
 
 #[cfg(test)]
@@ -243,6 +265,26 @@ mod tests {
         assert_eq!(task.remaining(), Duration::from_secs(18));
         tokio::time::advance(Duration::from_secs(60)).await;
         assert_eq!(task.remaining(), Duration::ZERO);
+    }
+
+    #[tokio::test]
+    async fn a_closure_approves_and_a_closure_escalates() {
+        let task = Task::new("t", "a", Duration::from_secs(30))
+            .approver(|request: ApprovalRequest| async move {
+                if request.next_attempt < 3 { Approval::Approved } else { Approval::Denied("enough".into()) }
+            })
+            .escalate_to(|escalation: Escalation| assert_eq!(escalation.task, "t"));
+        let approver = task.approver_ref().expect("set");
+        let mut request = ApprovalRequest {
+            task: "t".into(),
+            call: "charge_card".into(),
+            key: crate::Intent::new("t", "a", "charge_card", "card-1").key(),
+            next_attempt: 2,
+            history: "502 after the request was sent".into(),
+        };
+        assert_eq!(approver.approve(&request).await, Approval::Approved);
+        request.next_attempt = 3;
+        assert_eq!(approver.approve(&request).await, Approval::Denied("enough".into()));
     }
 
     #[tokio::test(start_paused = true)]

@@ -275,13 +275,12 @@ impl Args {
                 Map::new()
             }
         };
-        if problems.is_empty() {
-            if let Some(deep) =
+        if problems.is_empty()
+            && let Some(deep) =
                 fields.iter().find(|(_, value)| deeper_than(value, MAX_DEPTH - 1)).map(|(k, _)| k)
-            {
-                problems.push(format!("argument `{}` nests deeper than {MAX_DEPTH} levels", clip(deep, 64)));
-                return Args { fields: Map::new(), problems }.dropping(fields);
-            }
+        {
+            problems.push(format!("argument `{}` nests deeper than {MAX_DEPTH} levels", clip(deep, 64)));
+            return Args { fields: Map::new(), problems }.dropping(fields);
         }
         Args { fields, problems }
     }

@@ -115,10 +115,10 @@ fn strict(schema: &Map<String, Value>, rules: &Rules) -> Result<Map<String, Valu
     if root.get("type").and_then(Value::as_str) != Some("object") {
         return Err(refused("", "the arguments must be one object"));
     }
-    if !rules.recursion {
-        if let Some(at) = recursive_definition(&root) {
-            return Err(refused(&at, "a type refers to itself, and recursive schemas are not supported"));
-        }
+    if !rules.recursion
+        && let Some(at) = recursive_definition(&root)
+    {
+        return Err(refused(&at, "a type refers to itself, and recursive schemas are not supported"));
     }
     rewrite(&mut root, rules, &mut String::new())?;
     match root {
@@ -137,10 +137,10 @@ fn rewrite(schema: &mut Value, rules: &Rules, at: &mut String) -> Result<(), Not
         // `true` and `false` schemas say "anything" and "nothing": neither has a strict form.
         return Err(refused(at, "a boolean schema accepts anything or nothing"));
     };
-    if rules.one_of_as_any_of {
-        if let Some(one_of) = map.remove("oneOf") {
-            map.insert("anyOf".to_owned(), one_of);
-        }
+    if rules.one_of_as_any_of
+        && let Some(one_of) = map.remove("oneOf")
+    {
+        map.insert("anyOf".to_owned(), one_of);
     }
     if let Some(all_of) = map.remove("allOf") {
         // schemars writes `allOf` of one `$ref` to give a reference siblings; neither provider takes
@@ -187,15 +187,15 @@ fn rewrite(schema: &mut Value, rules: &Rules, at: &mut String) -> Result<(), Not
             require_all(map);
         }
     }
-    if let Some(Value::String(format)) = map.get("format") {
-        if !rules.formats.contains(&format.as_str()) {
-            map.remove("format");
-        }
+    if let Some(Value::String(format)) = map.get("format")
+        && !rules.formats.contains(&format.as_str())
+    {
+        map.remove("format");
     }
-    if let (Some(cap), Some(min)) = (rules.max_min_items, map.get("minItems").and_then(Value::as_u64)) {
-        if min > cap {
-            map.remove("minItems");
-        }
+    if let (Some(cap), Some(min)) = (rules.max_min_items, map.get("minItems").and_then(Value::as_u64))
+        && min > cap
+    {
+        map.remove("minItems");
     }
     map.retain(|key, _| rules.keywords.contains(&key.as_str()));
 

@@ -246,6 +246,15 @@ pub enum JournalError {
         /// What was found instead.
         why: String,
     },
+    /// Another process (or another `FileJournal` in this one) has the log open: one appender at a
+    /// time, or two of them would each send what the other already sent. Nothing was read or changed.
+    #[error(
+        "{log} is open by another process (or by another FileJournal in this one); one process appends to a log at a time: stop the other or give this one its own log"
+    )]
+    InUse {
+        /// The log's name (a path for the file store).
+        log: String,
+    },
     /// The store refuses records: an earlier write or sync failed, so what reached stable storage is
     /// no longer known.
     #[error("attempt log {log}: {why}; no record is accepted after a failed write or sync")]

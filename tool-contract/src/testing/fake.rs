@@ -276,10 +276,10 @@ impl FakeService {
     /// Apply one effect for `key` (or return the first one's id when deduplicating).
     pub fn apply(&self, key: IntentKey) -> u64 {
         let mut state = self.state();
-        if state.dedupe {
-            if let Some(first) = state.applied.get(&key).and_then(|ids| ids.first()) {
-                return *first;
-            }
+        if state.dedupe
+            && let Some(first) = state.applied.get(&key).and_then(|ids| ids.first())
+        {
+            return *first;
         }
         state.next_id += 1;
         let id = state.next_id;

@@ -569,23 +569,23 @@ impl Expect {
         if report.effect_applied != applied {
             wrong.push(format!("effect_applied {} (expected {applied})", report.effect_applied));
         }
-        if let Some(n) = self.effects {
-            if effects != n {
-                wrong.push(format!("{effects} effects at the service (expected {n})"));
-            }
+        if let Some(n) = self.effects
+            && effects != n
+        {
+            wrong.push(format!("{effects} effects at the service (expected {n})"));
         }
-        if let Some(n) = self.attempts {
-            if attempts != n {
-                wrong.push(format!("{attempts} attempts (expected {n})"));
-            }
+        if let Some(n) = self.attempts
+            && attempts != n
+        {
+            wrong.push(format!("{attempts} attempts (expected {n})"));
         }
         if self.probe.is_some() && probe != self.probe {
             wrong.push(format!("probe {probe:?} (expected {:?})", self.probe));
         }
-        if let Some(wait) = self.retry_after_s {
-            if report.retry_after_s != Some(wait) {
-                wrong.push(format!("retry_after_s {:?} (expected {wait})", report.retry_after_s));
-            }
+        if let Some(wait) = self.retry_after_s
+            && report.retry_after_s != Some(wait)
+        {
+            wrong.push(format!("retry_after_s {:?} (expected {wait})", report.retry_after_s));
         }
         // The invariants every scenario shares.
         if kind.has_side_effect() && report.outcome == Outcome::Ok && effects == 0 && report.items.is_empty()
