@@ -99,6 +99,31 @@ async fn read_gives_up_after_max_attempts() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn no_attempt_starts_on_an_empty_budget_even_without_a_floor() {
+    for kind in [EffectKind::Read, EffectKind::Send, EffectKind::Money] {
+        let spec = spec("post_notice", kind);
+        let task = task(5);
+        tokio::time::advance(Duration::from_secs(5)).await;
+        let calls = Calls::new();
+        let report = engine::run(
+            &task,
+            &spec,
+            task.key(&spec, &"thread-9", None),
+            |_| {
+                calls.hit();
+                async { Ok::<u32, Class>(1) }
+            },
+            |_| async { Probe::NotLanded },
+        )
+        .await;
+        assert_eq!(calls.count(), 0, "{kind:?} started with nothing left");
+        assert_eq!((report.outcome, report.effect_applied), (Outcome::Retryable, Applied::No));
+        assert_eq!(report.deadline_left_s, 0);
+        assert!(report.message.contains("nothing left"), "{}", report.message);
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn attempt_below_the_floor_is_refused_without_a_call() {
     let spec = spec("post_notice", EffectKind::Send).deadline_floor(Duration::from_secs(2));
     let task = task(1);

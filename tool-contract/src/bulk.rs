@@ -215,7 +215,8 @@ where
             break;
         }
         let left = task.remaining();
-        if left < spec.floor() {
+        // No attempt starts on an empty budget, floor or none: it could land and never be resolved.
+        if left.is_zero() || left < spec.floor() {
             stop = Some(run.refusal(left));
             break;
         }

@@ -145,7 +145,8 @@ where
             return run.stopped(stop);
         }
         let left = task.remaining();
-        if left < spec.floor() {
+        // No attempt starts on an empty budget, floor or none: it could land and never be resolved.
+        if left.is_zero() || left < spec.floor() {
             return run.stopped(run.refusal(left));
         }
         made += 1;
@@ -588,12 +589,16 @@ impl<'a> Run<'a> {
 
     /// Why an attempt may not start with `left` of the budget.
     pub(crate) fn refusal(&self, left: Duration) -> Stop {
-        let message = format!(
-            "budget spent: {} left, {} needs at least {} to start; not started",
-            secs(left),
-            self.spec.name(),
-            secs(self.spec.floor())
-        );
+        let message = if left.is_zero() {
+            format!("budget spent: nothing left for {}; not started", self.spec.name())
+        } else {
+            format!(
+                "budget spent: {} left, {} needs at least {} to start; not started",
+                secs(left),
+                self.spec.name(),
+                secs(self.spec.floor())
+            )
+        };
         Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None }
     }
 
