@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-pub use mutate::Rng;
+pub use mutate::{Rng, RngExt};
 
 /// One parser under test.
 pub trait Target {

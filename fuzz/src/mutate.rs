@@ -1,31 +1,22 @@
 //! The mutation engine: a small deterministic generator and the byte-level edits.
 
-/// A seeded generator (splitmix64): the same seed replays the same run.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
+/// The simulation's seeded generator (splitmix64): the same seed replays the same run.
+pub use tool_contract::testing::sim::Rng;
 
-impl Rng {
-    /// A generator from `seed`.
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
+/// What the mutator asks of the generator beyond what the simulation does.
+pub trait RngExt {
     /// The next 64 random bits.
-    pub fn bits(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut x = self.0;
-        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        x ^ (x >> 31)
-    }
-
-    /// A number in `0..n` (`0` when `n` is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.bits() % n }
-    }
-
+    fn bits(&mut self) -> u64;
     /// `true` one time in `n`.
-    pub fn one_in(&mut self, n: u64) -> bool {
+    fn one_in(&mut self, n: u64) -> bool;
+}
+
+impl RngExt for Rng {
+    fn bits(&mut self) -> u64 {
+        self.next_u64()
+    }
+
+    fn one_in(&mut self, n: u64) -> bool {
         self.below(n) == 0
     }
 }

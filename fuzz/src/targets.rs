@@ -13,7 +13,7 @@ use tool_contract::{Class, EffectKind, FileJournal, IntentKey, Item, Journal, Pr
 use tool_contract_mcp::McpServer;
 
 use crate::Target;
-use crate::mutate::{self, Rng, fnv};
+use crate::mutate::{self, Rng, RngExt, fnv};
 
 /// The duration grammar of `#[tool]`, compiled here from the macro crate's own file.
 #[path = "../../tool-contract-macros/src/duration.rs"]
