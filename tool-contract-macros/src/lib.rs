@@ -48,7 +48,8 @@ use syn::ItemFn;
 ///
 /// # The wrapper
 ///
-/// For the tool above the attribute writes, with absolute paths:
+/// For the tool above the attribute writes, in effect (with absolute paths, and the probe called through
+/// a check of its whole signature, so a probe that does not fit is one error on its path):
 ///
 /// ```
 /// # use std::time::Duration;
