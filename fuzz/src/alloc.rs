@@ -18,27 +18,11 @@ pub struct Counting;
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() > HARD_CAP {
-            refuse(layout.size());
-            return std::ptr::null_mut();
-        }
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            grow(layout.size());
-        }
-        ptr
+        counted(layout.size(), || unsafe { System.alloc(layout) })
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.size() > HARD_CAP {
-            refuse(layout.size());
-            return std::ptr::null_mut();
-        }
-        let ptr = unsafe { System.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            grow(layout.size());
-        }
-        ptr
+        counted(layout.size(), || unsafe { System.alloc_zeroed(layout) })
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -47,17 +31,25 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size > HARD_CAP {
-            refuse(new_size);
-            return std::ptr::null_mut();
-        }
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        let new = counted(new_size, || unsafe { System.realloc(ptr, layout, new_size) });
         if !new.is_null() {
             LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-            grow(new_size);
         }
         new
     }
+}
+
+/// One request of `size` bytes: refused past the cap, counted when it succeeds.
+fn counted(size: usize, allocate: impl FnOnce() -> *mut u8) -> *mut u8 {
+    if size > HARD_CAP {
+        refuse(size);
+        return std::ptr::null_mut();
+    }
+    let ptr = allocate();
+    if !ptr.is_null() {
+        grow(size);
+    }
+    ptr
 }
 
 fn grow(size: usize) {

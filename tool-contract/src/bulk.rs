@@ -215,9 +215,8 @@ where
             break;
         }
         let left = task.remaining();
-        // No attempt starts on an empty budget, floor or none: it could land and never be resolved.
-        if left.is_zero() || left < spec.floor() {
-            stop = Some(run.refusal(left));
+        if let Err(why) = run.may_start(left) {
+            stop = Some(why);
             break;
         }
         made += 1;

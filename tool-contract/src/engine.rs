@@ -145,9 +145,8 @@ where
             return run.stopped(stop);
         }
         let left = task.remaining();
-        // No attempt starts on an empty budget, floor or none: it could land and never be resolved.
-        if left.is_zero() || left < spec.floor() {
-            return run.stopped(run.refusal(left));
+        if let Err(stop) = run.may_start(left) {
+            return run.stopped(stop);
         }
         made += 1;
         run.next_attempt();
@@ -363,7 +362,8 @@ pub(crate) struct Stop {
 }
 
 impl Stop {
-    fn out_of_budget(class: &Class, message: String, wait: Option<Duration>) -> Stop {
+    /// A stop that keeps the last attempt's outcome and effect.
+    fn from_class(class: &Class, message: String, wait: Option<Duration>) -> Stop {
         Stop { outcome: class.outcome(), applied: class.effect(), message, wait }
     }
 }
@@ -587,8 +587,14 @@ impl<'a> Run<'a> {
         self.ok(value, self.applied_on_ok(), message)
     }
 
+    /// Whether an attempt may start with `left` of the budget: never on an empty budget, floor or none
+    /// (it could land and never be resolved), never below the floor.
+    pub(crate) fn may_start(&self, left: Duration) -> Result<(), Stop> {
+        if left.is_zero() || left < self.spec.floor() { Err(self.refusal(left)) } else { Ok(()) }
+    }
+
     /// Why an attempt may not start with `left` of the budget.
-    pub(crate) fn refusal(&self, left: Duration) -> Stop {
+    fn refusal(&self, left: Duration) -> Stop {
         let message = if left.is_zero() {
             format!("budget spent: nothing left for {}; not started", self.spec.name())
         } else {
@@ -670,7 +676,7 @@ impl<'a> Run<'a> {
                 secs(asked),
                 secs(left)
             );
-            return Err(Stop::out_of_budget(class, message, Some(asked)));
+            return Err(Stop::from_class(class, message, Some(asked)));
         }
         let seed = u64::from_le_bytes(self.key.as_bytes()[..8].try_into().unwrap_or([0; 8]));
         let backoff = self.spec.waits().wait(self.attempt.max(1), seed);
@@ -681,7 +687,7 @@ impl<'a> Run<'a> {
                 class.message(),
                 secs(left)
             );
-            return Err(Stop::out_of_budget(class, message, class.wait()));
+            return Err(Stop::from_class(class, message, class.wait()));
         }
         tokio::time::sleep(wait).await;
         Ok(())
