@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_contract::classify::{self, Body, HttpReply, RetryAfter};
 use tool_contract::journal::{self, Recall};
-use tool_contract::{Class, EffectKind, FileJournal, IntentKey, Item, Journal, Probe, Task, Toolbox, tool};
+use tool_contract::{Class, EffectKind, FileJournal, IntentKey, Item, Probe, Task, Toolbox, tool};
 use tool_contract_mcp::McpServer;
 
 use crate::Target;

@@ -5,7 +5,9 @@ use std::time::SystemTime;
 
 use crate::classify::{self, Class, Classify};
 use crate::effect::{AutoRetry, EffectKind};
-use crate::engine::{Claim, ResumeWait, Run, Stop, ceil_secs, guarded, normalise, retry_stamp, secs, within};
+use crate::engine::{
+    ResumeWait, Run, Stop, ceil_secs, guarded, normalise, retry_stamp, secs, take_claim, within,
+};
 use crate::journal::LastWord;
 use crate::key::IntentKey;
 use crate::probe::{NoProbe, ProbeMark};
@@ -109,7 +111,15 @@ where
 {
     let mut run = Run::new(task, spec, key);
     let side = spec.effect().has_side_effect();
-    let _claim = if side && task.journal_ref().is_some() { Some(Claim::take(key).await) } else { None };
+    let (claim, recall) = if side {
+        match take_claim(task, spec, key).await {
+            Ok((claim, recall)) => (Some(claim), recall),
+            Err(stop) => return run.stopped(stop),
+        }
+    } else {
+        (None, None)
+    };
+    run.claim = claim.as_ref();
     let ids: Vec<String> = items.iter().map(ItemId::item_id).collect();
     let mut results: Vec<Item> = ids.iter().map(|id| Item::retryable(id.clone(), "not attempted")).collect();
     let mut to_probe: Vec<usize> = Vec::new();
@@ -117,7 +127,7 @@ where
     let mut maybe = vec![false; results.len()];
 
     let mut resume_wait = None;
-    if let Some(recall) = run.recall().filter(|_| side) {
+    if let Some(recall) = recall {
         run.attempt = recall.attempts;
         run.attempt_id = recall.last.attempt_id.clone();
         resume_wait = ResumeWait::of(&recall.last);

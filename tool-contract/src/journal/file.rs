@@ -45,12 +45,15 @@ use std::thread::JoinHandle;
 
 use tokio::sync::oneshot;
 
+use std::time::Duration;
+
+use super::leases::Leases;
 use super::{
-    Durability, Journal, JournalError, Phase, Recall, Record, RecordRef, sort_unresolved, supersedes,
+    Answer, Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef,
+    sort_unresolved, supersedes,
 };
 use crate::key::{IntentKey, KeyHashing};
 use crate::report::Outcome;
-use crate::task::BoxFuture;
 
 /// A line of a log that is not a record: it was skipped, and the rest of the log is used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,6 +211,8 @@ fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
 
 struct State {
     index: HashMap<IntentKey, Entry, KeyHashing>,
+    /// Who holds which intent.
+    leases: Leases,
     /// The log, opened for appends: every record is written here by the task appending it, under the lock.
     file: File,
     /// The line being written, kept to reuse its buffer.
@@ -354,6 +359,7 @@ impl FileJournal {
             file.try_clone().map_err(|e| io_error(format!("cannot open {}", path.display()), e))?;
         let state = State {
             index,
+            leases: Leases::default(),
             file,
             line: Vec::new(),
             needs_newline: scan.torn_tail,
@@ -472,10 +478,19 @@ impl FileJournal {
         &self,
         record: RecordRef<'_>,
         durability: Durability,
+        fence: Option<&Owner>,
     ) -> Result<Option<oneshot::Receiver<Result<(), String>>>, JournalError> {
         let mut state = self.shared.lock();
         if let Some(why) = &state.failed {
             return Err(self.shared.failed(why));
+        }
+        if let Some(owner) = fence {
+            let highest = state.index.get(&record.intent_key).map_or(0, |entry| entry.attempts);
+            if let Err(why) = state.leases.fence(&record.intent_key, owner, record.attempt, highest) {
+                let (log, attempt_id) =
+                    (self.shared.path.display().to_string(), record.attempt_id.to_owned());
+                return Err(JournalError::Conflict { log, attempt_id, why });
+            }
         }
         if durability == Durability::Synced
             && let Some(why) = self.shared.moved()
@@ -549,12 +564,27 @@ impl FileJournal {
         &self,
         record: RecordRef<'_>,
         durability: Durability,
-    ) -> BoxFuture<'_, Result<(), JournalError>> {
-        match self.write(record, durability) {
-            Ok(None) => Box::pin(super::Appended),
-            Ok(Some(wait)) => Box::pin(async move { self.settle(wait.await) }),
-            Err(e) => Box::pin(std::future::ready(Err(e))),
+        fence: Option<&Owner>,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        match self.write(record, durability, fence) {
+            Ok(None) => Answer::now(Ok(())),
+            Ok(Some(wait)) => Answer::later(async move { self.settle(wait.await) }),
+            Err(e) => Answer::now(Err(e)),
         }
+    }
+
+    /// What the log holds on one intent, at once: [`Journal::recall`] without the wait.
+    pub fn recall(&self, key: &IntentKey) -> Option<Recall> {
+        let state = self.shared.lock();
+        state.index.get(key).map(|entry| entry.recall(*key))
+    }
+
+    /// Every unresolved intent, oldest first, at once: [`Journal::unresolved`] without the wait.
+    pub fn unresolved(&self) -> Vec<Recall> {
+        let state = self.shared.lock();
+        sort_unresolved(
+            state.index.iter().filter(|(_, e)| e.is_unresolved()).map(|(k, e)| e.recall(*k)).collect(),
+        )
     }
 
     fn settle(
@@ -570,25 +600,50 @@ impl FileJournal {
 }
 
 impl Journal for FileJournal {
+    fn claim(
+        &self,
+        key: &IntentKey,
+        owner: &Owner,
+        lease: Duration,
+    ) -> Answer<'_, Result<Claimed, JournalError>> {
+        let mut state = self.shared.lock();
+        let state = &mut *state;
+        let index = &state.index;
+        Answer::now(Ok(state.leases.claim(*key, owner, lease, || index.get(key).map(|e| e.recall(*key)))))
+    }
+
+    fn release(&self, key: &IntentKey, owner: &Owner) {
+        self.shared.lock().leases.release(key, owner);
+    }
+
+    fn start(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.append_now(record, durability, Some(owner))
+    }
+
     fn append<'a>(
         &'a self,
         record: &'a Record,
         durability: Durability,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
+    ) -> Answer<'a, Result<(), JournalError>> {
         // Written now, so records keep the order of the calls to `append`.
-        self.append_now(record.as_record_ref(), durability)
+        self.append_now(record.as_record_ref(), durability, None)
     }
 
     fn append_ref(
         &self,
         record: RecordRef<'_>,
         durability: Durability,
-    ) -> BoxFuture<'_, Result<(), JournalError>> {
-        self.append_now(record, durability)
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.append_now(record, durability, None)
     }
 
-    fn attempts(&self, key: &IntentKey) -> Option<u32> {
-        self.shared.lock().index.get(key).map(|entry| entry.attempts)
+    fn attempts(&self, key: &IntentKey) -> Answer<'_, Option<u32>> {
+        Answer::now(self.shared.lock().index.get(key).map(|entry| entry.attempts))
     }
 
     fn flush(&self) -> Result<(), JournalError> {
@@ -612,16 +667,12 @@ impl Journal for FileJournal {
         Ok(())
     }
 
-    fn recall(&self, key: &IntentKey) -> Option<Recall> {
-        let state = self.shared.lock();
-        state.index.get(key).map(|entry| entry.recall(*key))
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
+        Answer::now(FileJournal::recall(self, key))
     }
 
-    fn unresolved(&self) -> Vec<Recall> {
-        let state = self.shared.lock();
-        sort_unresolved(
-            state.index.iter().filter(|(_, e)| e.is_unresolved()).map(|(k, e)| e.recall(*k)).collect(),
-        )
+    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
+        Answer::now(FileJournal::unresolved(self))
     }
 }
 
@@ -1401,7 +1452,7 @@ mod tests {
         let end = record("a", Phase::End, 1, Some(Outcome::Ok));
         log.append(&start, Durability::Lazy).await.unwrap();
         assert_eq!(fs::read_to_string(dir.log()).unwrap(), "", "held in the process");
-        assert_eq!(log.attempts(&key("a")), Some(1), "but already indexed");
+        assert_eq!(log.attempts(&key("a")).ready(), Some(Some(1)), "but already indexed");
         log.append(&end, Durability::Buffered).await.unwrap();
         assert_eq!(fs::read_to_string(dir.log()).unwrap(), line(&start) + &line(&end));
         assert_eq!(log.stats().writes, 1, "one write carried both");

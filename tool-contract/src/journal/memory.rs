@@ -4,13 +4,16 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::{Arc, Mutex};
 
+use std::time::Duration;
+
+use super::leases::Leases;
 use super::{
-    Durability, Journal, JournalError, Phase, Recall, Record, RecordRef, sort_unresolved, supersedes,
+    Answer, Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef,
+    sort_unresolved, supersedes,
 };
 use crate::key::{IntentKey, KeyHashing};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome};
-use crate::task::BoxFuture;
 
 /// An attempt log held in memory, for tests and for processes that accept losing it.
 #[derive(Debug, Default)]
@@ -27,6 +30,8 @@ struct MemoryState {
     /// Per intent, its highest attempt and where its last word is in `records`: the fold of
     /// [`super::index_record`], kept without a second copy of each record.
     index: HashMap<IntentKey, Kept, KeyHashing>,
+    /// Who holds which intent.
+    leases: Leases,
 }
 
 /// A record as kept: the strings that repeat from record to record are shared.
@@ -147,46 +152,92 @@ impl MemoryJournal {
         self.lock().records.iter().map(Stored::to_record).collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Journal for MemoryJournal {
-    fn append<'a>(
-        &'a self,
-        record: &'a Record,
-        durability: Durability,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
-        let _ = durability;
-        self.lock().store(record.as_record_ref());
-        Box::pin(super::Appended)
-    }
-
-    fn append_ref(
-        &self,
-        record: RecordRef<'_>,
-        _durability: Durability,
-    ) -> BoxFuture<'_, Result<(), JournalError>> {
-        self.lock().store(record);
-        Box::pin(super::Appended)
-    }
-
-    fn recall(&self, key: &IntentKey) -> Option<Recall> {
+    /// What the log holds on one intent, at once: [`Journal::recall`] without the wait.
+    pub fn recall(&self, key: &IntentKey) -> Option<Recall> {
         let state = self.lock();
         state.index.get(key).map(|&kept| state.recall(kept))
     }
 
-    fn attempts(&self, key: &IntentKey) -> Option<u32> {
-        self.lock().index.get(key).map(|kept| kept.attempts)
-    }
-
-    fn unresolved(&self) -> Vec<Recall> {
+    /// Every unresolved intent, oldest first, at once: [`Journal::unresolved`] without the wait.
+    pub fn unresolved(&self) -> Vec<Recall> {
         let state = self.lock();
         let open = state.index.values().filter(|kept| {
             let last = &state.records[kept.last];
             super::is_open(last.phase, last.outcome)
         });
         sort_unresolved(open.map(|&kept| state.recall(kept)).collect())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Journal for MemoryJournal {
+    fn claim(
+        &self,
+        key: &IntentKey,
+        owner: &Owner,
+        lease: Duration,
+    ) -> Answer<'_, Result<Claimed, JournalError>> {
+        let mut state = self.lock();
+        let state = &mut *state;
+        let (index, records) = (&state.index, &state.records);
+        let claimed = state.leases.claim(*key, owner, lease, || {
+            index
+                .get(key)
+                .map(|&kept| Recall { attempts: kept.attempts, last: records[kept.last].to_record() })
+        });
+        Answer::now(Ok(claimed))
+    }
+
+    fn release(&self, key: &IntentKey, owner: &Owner) {
+        self.lock().leases.release(key, owner);
+    }
+
+    fn start(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        _durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        let mut state = self.lock();
+        let highest = state.index.get(&record.intent_key).map_or(0, |kept| kept.attempts);
+        if let Err(why) = state.leases.fence(&record.intent_key, owner, record.attempt, highest) {
+            let attempt_id = record.attempt_id.to_owned();
+            return Answer::now(Err(JournalError::Conflict { log: "memory".to_owned(), attempt_id, why }));
+        }
+        state.store(record);
+        Answer::now(Ok(()))
+    }
+
+    fn append<'a>(
+        &'a self,
+        record: &'a Record,
+        _durability: Durability,
+    ) -> Answer<'a, Result<(), JournalError>> {
+        self.lock().store(record.as_record_ref());
+        Answer::now(Ok(()))
+    }
+
+    fn append_ref(
+        &self,
+        record: RecordRef<'_>,
+        _durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.lock().store(record);
+        Answer::now(Ok(()))
+    }
+
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
+        Answer::now(MemoryJournal::recall(self, key))
+    }
+
+    fn attempts(&self, key: &IntentKey) -> Answer<'_, Option<u32>> {
+        Answer::now(self.lock().index.get(key).map(|kept| kept.attempts))
+    }
+
+    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
+        Answer::now(MemoryJournal::unresolved(self))
     }
 }

@@ -19,7 +19,12 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +34,7 @@ use crate::report::{Applied, Outcome};
 use crate::task::BoxFuture;
 
 pub mod file;
+mod leases;
 mod memory;
 
 pub use file::{Compaction, FileJournal, JournalStats, LogContents, Warning, parse_log, read_log};
@@ -264,6 +270,17 @@ pub enum JournalError {
         /// The failure.
         why: String,
     },
+    /// A fenced start record was refused: its owner does not hold the intent's claim, or its attempt
+    /// is not the next one. Nothing was written; the attempt must not start.
+    #[error("attempt log {log}: start of {attempt_id} refused: {why}")]
+    Conflict {
+        /// The log's name.
+        log: String,
+        /// The attempt whose start was refused.
+        attempt_id: String,
+        /// What the store holds instead (`held by ...`, `attempt 3 is recorded; the next is 4`).
+        why: String,
+    },
 }
 
 impl From<std::io::Error> for JournalError {
@@ -274,20 +291,60 @@ impl From<std::io::Error> for JournalError {
 
 /// A store for the attempt log.
 ///
-/// The embedded default is one append-only file ([`FileJournal`]); [`MemoryJournal`] serves tests. A
-/// shared backend for several machines implements the same trait: nothing here assumes a file.
+/// The embedded default is one append-only file ([`FileJournal`]); [`MemoryJournal`] serves tests and
+/// processes that accept losing it. A shared backend for several machines implements the same trait:
+/// nothing here assumes a file or one process.
 ///
-/// Records of one store are ordered: [`Journal::recall`] reflects every append made before it, and a
-/// store folds its records with [`index_record`].
+/// The contract, which every store keeps and the engine relies on:
+///
+/// - **Claims.** A side-effecting call first [claims](Journal::claim) its intent for one [`Owner`] and a
+///   lease. The claim is atomic: it either takes (or renews) the intent for that owner and returns what
+///   the store knows of it, or says who holds it and for how long.
+/// - **Fencing.** A [start record](Journal::start) is accepted only from the owner holding an unexpired
+///   claim, and only for attempt = the highest recorded + 1; anything else is
+///   [`JournalError::Conflict`] and nothing is written. So two owners never both start one attempt,
+///   and a late start of an old attempt changes nothing.
+/// - **Facts.** End records are always accepted ([`Journal::append_ref`]): an attempt's end is a fact,
+///   whoever reports it.
+/// - **Order.** [`Journal::recall`] reflects every append made before it; records are folded with
+///   [`index_record`].
+///
+/// Every method reads its arguments before it returns, so a store that answers later copies what it
+/// needs. The answer is an [`Answer`]: an embedded store answers at once (no allocation, no wait), a
+/// store across the network answers with a future.
 pub trait Journal: Send + Sync {
-    /// Append one record. With [`Durability::Synced`] the future resolves only once the record is on
-    /// stable storage; with [`Durability::Buffered`] once it is out of the process (a crash of the
-    /// process no longer loses it; a crash of the machine may).
+    /// Take or renew `key` for `owner` until `lease` from now (on the store's clock), and say what the
+    /// store knows of it; or, when another owner holds an unexpired lease, who and for how long.
+    fn claim(
+        &self,
+        key: &IntentKey,
+        owner: &Owner,
+        lease: Duration,
+    ) -> Answer<'_, Result<Claimed, JournalError>>;
+
+    /// Give up `owner`'s claim on `key`, if it still holds it. Must not block: a store that needs a
+    /// round trip sends it off, or lets the lease run out.
+    fn release(&self, key: &IntentKey, owner: &Owner);
+
+    /// Append the start record of a side-effecting attempt, fenced: accepted only from the holder of an
+    /// unexpired claim on the record's intent and only for attempt = highest + 1, else
+    /// [`JournalError::Conflict`] with nothing written. Durability as in [`Journal::append`].
+    fn start(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>>;
+
+    /// Append one record, unfenced: an end record, or a read's start record (reads never claim). With
+    /// [`Durability::Synced`] the answer comes only once the record is on stable storage; with
+    /// [`Durability::Buffered`] once it is out of the process (a crash of the process no longer loses
+    /// it; a crash of the machine may).
     fn append<'a>(
         &'a self,
         record: &'a Record,
         durability: Durability,
-    ) -> BoxFuture<'a, Result<(), JournalError>>;
+    ) -> Answer<'a, Result<(), JournalError>>;
 
     /// [`Journal::append`] of a record given by reference to its parts, which the store reads before this
     /// returns: a store that writes records out (the file log) encodes it without building a [`Record`]
@@ -296,22 +353,23 @@ pub trait Journal: Send + Sync {
         &self,
         record: RecordRef<'_>,
         durability: Durability,
-    ) -> BoxFuture<'_, Result<(), JournalError>> {
+    ) -> Answer<'_, Result<(), JournalError>> {
         let record = record.to_record();
-        Box::pin(async move { self.append(&record, durability).await })
+        Answer::later(async move { self.append(&record, durability).await })
     }
 
     /// What the log holds on one intent.
-    fn recall(&self, key: &IntentKey) -> Option<Recall>;
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>>;
 
     /// The highest attempt number recorded for one intent (`recall(key)` then `attempts`), without
     /// decoding its last record: how a read continues its attempt numbers.
-    fn attempts(&self, key: &IntentKey) -> Option<u32> {
-        self.recall(key).map(|recall| recall.attempts)
+    fn attempts(&self, key: &IntentKey) -> Answer<'_, Option<u32>> {
+        let key = *key;
+        Answer::later(async move { self.recall(&key).await.map(|recall| recall.attempts) })
     }
 
-    /// Every intent whose last word is unfinished or `unknown`: the escalation queue.
-    fn unresolved(&self) -> Vec<Recall>;
+    /// Every intent whose last word is unfinished or `unknown`: the escalation queue, oldest first.
+    fn unresolved(&self) -> Answer<'_, Vec<Recall>>;
 
     /// Hand every [`Durability::Lazy`] record still held in the process to the store. A store that
     /// holds none does nothing (the default).
@@ -320,14 +378,111 @@ pub trait Journal: Send + Sync {
     }
 }
 
-/// The future of an append that is done when made. It has no size, so boxing it allocates nothing.
-pub(crate) struct Appended;
+/// Who runs an intent while it is claimed: one call in one process. Unique across the processes that
+/// share a store, so a fleet's workers never mistake each other's claims.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Owner(Arc<str>);
 
-impl std::future::Future for Appended {
-    type Output = Result<(), JournalError>;
+impl Owner {
+    /// An owner with this id (a worker's name and a serial, for instance).
+    pub fn new(id: impl Into<Arc<str>>) -> Owner {
+        Owner(id.into())
+    }
 
-    fn poll(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
-        std::task::Poll::Ready(Ok(()))
+    /// A fresh owner for one call of this process: `{process id}-{start time}.{serial}`.
+    pub fn unique() -> Owner {
+        static SERIAL: AtomicU64 = AtomicU64::new(1);
+        static INSTANCE: LazyLock<String> = LazyLock::new(|| {
+            let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+            format!("{}-{:x}", std::process::id(), nanos & 0xffff_ffff_ffff)
+        });
+        let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+        Owner(format!("{}.{serial}", *INSTANCE).into())
+    }
+
+    /// The owner's id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What [`Journal::claim`] found.
+// Made once per call and taken apart at once: boxing the recall would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claimed {
+    /// The caller holds the intent until its lease ends; this is what the store knows of it.
+    Held(Option<Recall>),
+    /// Another owner holds the intent; its lease ends in `left` unless it is released first.
+    Busy {
+        /// The owner holding the claim.
+        holder: Owner,
+        /// How long its lease still runs, on the store's clock.
+        left: Duration,
+    },
+}
+
+/// The answer of a store: given at once by an embedded store, or a future for one across the network.
+///
+/// It is a future either way; one that is ready costs no allocation.
+#[must_use = "an answer does nothing unless awaited"]
+pub struct Answer<'a, T>(AnswerInner<'a, T>);
+
+enum AnswerInner<'a, T> {
+    Now(Option<T>),
+    Later(BoxFuture<'a, T>),
+}
+
+impl<'a, T> Answer<'a, T> {
+    /// An answer known now.
+    pub fn now(value: T) -> Answer<'a, T> {
+        Answer(AnswerInner::Now(Some(value)))
+    }
+
+    /// An answer to wait for.
+    pub fn later(future: impl Future<Output = T> + Send + 'a) -> Answer<'a, T> {
+        Answer(AnswerInner::Later(Box::pin(future)))
+    }
+
+    /// The answer, when it is known without waiting (an embedded store's); `None` for one that needs
+    /// awaiting.
+    pub fn ready(self) -> Option<T> {
+        match self.0 {
+            AnswerInner::Now(value) => value,
+            AnswerInner::Later(_) => None,
+        }
+    }
+}
+
+// No part of an `Answer` is pinned in place: the boxed future is pinned in its box.
+impl<T> Unpin for Answer<'_, T> {}
+
+impl<T> Future for Answer<'_, T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        match &mut self.get_mut().0 {
+            AnswerInner::Now(value) => match value.take() {
+                Some(value) => Poll::Ready(value),
+                None => Poll::Pending,
+            },
+            AnswerInner::Later(future) => future.as_mut().poll(cx),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Answer<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            AnswerInner::Now(_) => "Answer::now",
+            AnswerInner::Later(_) => "Answer::later",
+        })
     }
 }
 

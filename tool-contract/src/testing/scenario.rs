@@ -10,7 +10,9 @@ use serde::Serialize;
 use super::fake::{FakeService, Fault};
 use crate::classify::Body;
 use crate::effect::EffectKind;
-use crate::journal::{Durability, Journal, JournalError, MemoryJournal, Recall, Record};
+use crate::journal::{
+    Answer, Claimed, Durability, Journal, JournalError, MemoryJournal, Owner, Recall, Record, RecordRef,
+};
 use crate::key::IntentKey;
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Report};
@@ -636,22 +638,52 @@ impl Tap {
 }
 
 impl Journal for Tap {
+    fn claim(
+        &self,
+        key: &IntentKey,
+        owner: &Owner,
+        lease: Duration,
+    ) -> Answer<'_, Result<Claimed, JournalError>> {
+        self.inner.claim(key, owner, lease)
+    }
+
+    fn release(&self, key: &IntentKey, owner: &Owner) {
+        self.inner.release(key, owner);
+    }
+
+    fn start(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.inner.start(owner, record, durability)
+    }
+
     fn append<'a>(
         &'a self,
         record: &'a Record,
         durability: Durability,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
+    ) -> Answer<'a, Result<(), JournalError>> {
+        self.append_ref(record.as_record_ref(), durability)
+    }
+
+    fn append_ref(
+        &self,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
         if let Some(mark) = record.probe {
             self.probes.lock().unwrap_or_else(|e| e.into_inner()).insert(record.intent_key, mark);
         }
-        self.inner.append(record, durability)
+        self.inner.append_ref(record, durability)
     }
 
-    fn recall(&self, key: &IntentKey) -> Option<Recall> {
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
         self.inner.recall(key)
     }
 
-    fn unresolved(&self) -> Vec<Recall> {
+    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
         self.inner.unresolved()
     }
 
@@ -660,23 +692,43 @@ impl Journal for Tap {
     }
 }
 
-/// A journal that keeps nothing: a process with no attempt log.
+/// A journal that keeps nothing: a process with no attempt log, to let the receiver's key do the work.
 struct NoJournal;
 
 impl Journal for NoJournal {
+    fn claim(
+        &self,
+        _key: &IntentKey,
+        _owner: &Owner,
+        _lease: Duration,
+    ) -> Answer<'_, Result<Claimed, JournalError>> {
+        Answer::now(Ok(Claimed::Held(None)))
+    }
+
+    fn release(&self, _key: &IntentKey, _owner: &Owner) {}
+
+    fn start(
+        &self,
+        _owner: &Owner,
+        _record: RecordRef<'_>,
+        _durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        Answer::now(Ok(()))
+    }
+
     fn append<'a>(
         &'a self,
         _record: &'a Record,
         _durability: Durability,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
-        Box::pin(std::future::ready(Ok(())))
+    ) -> Answer<'a, Result<(), JournalError>> {
+        Answer::now(Ok(()))
     }
 
-    fn recall(&self, _key: &IntentKey) -> Option<Recall> {
-        None
+    fn recall(&self, _key: &IntentKey) -> Answer<'_, Option<Recall>> {
+        Answer::now(None)
     }
 
-    fn unresolved(&self) -> Vec<Recall> {
-        Vec::new()
+    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
+        Answer::now(Vec::new())
     }
 }

@@ -1,329 +1,52 @@
-//! The attempt engine: budget check, attempt under the remaining budget, classification, probe, policy.
-//!
-//! [`run`] is what the `#[tool]` attribute calls; it is public so a tool can be written by hand.
+//! The state of one call, shared by the single and the bulk engine: its claim, attempts, log records
+//! and reports.
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::task::{Poll, Waker};
 use std::time::{Duration, SystemTime};
 
+use super::claim::{Claim, Refused};
+use super::guard::{guarded, secs};
 use crate::call::Call;
-use crate::classify::{self, Class, Classify};
-use crate::effect::{AutoRetry, EffectKind};
-use crate::journal::{Durability, LastWord, LogValue, Phase, RecordRef, rfc3339};
+use crate::classify::Class;
+use crate::journal::{Durability, LogValue, Phase, Recall, RecordRef, rfc3339};
 use crate::key::IntentKey;
 use crate::probe::{Probe, ProbeMark, Prober};
 use crate::report::{Applied, Item, Outcome, Report};
-use crate::spec::{Dedupe, ToolSpec};
+use crate::spec::ToolSpec;
 use crate::task::{Approval, ApprovalRequest, Escalation, Task};
 
-pub use crate::bulk::run_bulk;
-
-/// Run one call of a tool to its report.
-///
-/// `attempt` is called once per attempt with that attempt's [`Call`]; `probe` is asked whether an earlier
-/// attempt landed before any second attempt of a side-effecting tool. The order is always probe, decide,
-/// act; the rules per effect kind are in [`EffectKind::policy`].
-///
-/// ```
-/// use std::time::Duration;
-/// use tool_contract::{Class, EffectKind, NoProbe, Outcome, Task, ToolSpec, engine};
-///
-/// const PRICE: ToolSpec = ToolSpec::new("read_price", EffectKind::Read);
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let task = Task::new("ord-7741", "agent", Duration::from_secs(10));
-/// let key = task.key(&PRICE, &"sku-1", None);
-/// let report = engine::run(&task, &PRICE, key, |_call| async { Ok::<u32, Class>(1299) }, NoProbe).await;
-/// assert_eq!(report.outcome, Outcome::Ok);
-/// assert_eq!(report.value, Some(1299));
-/// # }
-/// ```
-pub async fn run<T, E, A, AF, P>(
-    task: &Task,
+/// Take the intent's turn in this process and, with a log, its claim in the store: what is known of
+/// the intent, or why the call may not start.
+pub(crate) async fn take_claim<'a>(
+    task: &'a Task,
     spec: &ToolSpec,
     key: IntentKey,
-    mut attempt: A,
-    mut probe: P,
-) -> Report<T>
-where
-    T: LogValue,
-    E: Classify,
-    A: FnMut(Call) -> AF,
-    AF: Future<Output = Result<T, E>>,
-    P: Prober<T>,
-{
-    let mut run = Run::new(task, spec, key);
-    let side = spec.effect().has_side_effect();
-    let mut last: Option<Class> = None;
-    let mut resume_wait = None;
-    // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
-    // second waits for the first, then finds its outcome in the log.
-    let _claim = if side && task.journal_ref().is_some() { Some(Claim::take(key).await) } else { None };
-
-    // Only side effects are recognised from the log: a read is cheap to repeat and its value goes stale,
-    // so of a read's history only the attempt count carries over.
-    if !side {
-        run.attempt = run.logged_attempts().unwrap_or(0);
-    } else if let Some(recall) = run.recall() {
-        run.attempt = recall.attempts;
-        run.attempt_id = recall.last.attempt_id.clone();
-        resume_wait = ResumeWait::of(&recall.last);
-        let earlier = match recall.last_word() {
-            LastWord::Ok(value) => match value.map(T::from_log) {
-                Some(Ok(value)) => return run.replayed(value),
-                _ => {
-                    Some(format!("attempt {} is recorded ok but its value is not in the log", run.attempt_id))
-                }
-            },
-            LastWord::Unfinished => {
-                Some(format!("attempt {} started in an earlier run and never finished", run.attempt_id))
-            }
-            // An end that applied nothing for sure leaves nothing to resolve.
-            LastWord::Ended(_) if recall.last.effect_applied == Some(Applied::No) => None,
-            LastWord::Ended(outcome) => Some(format!(
-                "attempt {} ended {outcome} in an earlier run with its effect {}",
-                run.attempt_id,
-                recall.last.effect_applied.unwrap_or(Applied::Unknown)
-            )),
-        };
-        last = earlier.map(Class::unknown);
-        run.maybe_applied = last.is_some();
-    }
-
-    let mut made = 0u32;
-    loop {
-        if let Some(mut class) = last.take() {
-            if side && must_probe(spec, &class, probe.exists()) {
-                if !probe.exists() {
-                    return run.without_probe(class);
-                }
-                match run.probe(&mut probe).await {
-                    Probe::Landed(value) => return run.landed(value, &class),
-                    Probe::Failed(why) => return run.probe_failed(class, &why),
-                    Probe::NotLanded => {
-                        run.maybe_applied = false;
-                        class = resolved_not_landed(class);
-                    }
-                }
-            }
-            match spec.effect().policy().auto_retry {
-                AutoRetry::Never => {
-                    return run.report(
-                        class.outcome(),
-                        class.effect(),
-                        never_retried(spec, class.message()),
-                        class.wait(),
-                    );
-                }
-                _ if class.effect() != Applied::No && !(spec.effect() == EffectKind::Create) => {
-                    // Unresolved and not a kind that may repeat itself with the same key.
-                    return run.unresolved(class.message());
-                }
-                _ => {}
-            }
-            if made >= spec.attempts() {
-                let msg = format!("{}; gave up after {made} attempts", class.message());
-                return run.report(class.outcome(), class.effect(), msg, class.wait());
-            }
-            // A call resumed from the log has no earlier attempt of its own to back off from.
-            if made > 0
-                && let Err(stop) = run.wait_before_retry(&class).await
-            {
-                return run.stopped(stop);
-            }
-            if spec.effect() == EffectKind::Money
-                && let Err(stop) = run.approve(&class).await
-            {
-                return run.stopped(stop);
-            }
-        }
-
-        if let Some(wait) = resume_wait.take()
-            && let Err(stop) = run.wait_as_asked_before(wait).await
-        {
-            return run.stopped(stop);
-        }
-        let left = task.remaining();
-        if let Err(stop) = run.may_start(left) {
-            return run.stopped(stop);
-        }
-        made += 1;
-        run.next_attempt();
-        let started = if task.journal_ref().is_some() { SystemTime::now() } else { SystemTime::UNIX_EPOCH };
-        if let Err(err) = run.log_start(left, started, None).await
-            && side
-        {
-            let msg = format!("{err}; the attempt was not started");
-            return run.report(Outcome::Retryable, Applied::No, msg, None);
-        }
-        let limit =
-            if side && probe.exists() { left.saturating_sub(spec.reserve()).max(spec.floor()) } else { left };
-        let call = run.call(limit);
-        let deadline = call.deadline;
-        let class = match within(deadline, guarded(|| attempt(call)), || run.flush()).await {
-            Ok(Ok(Ok(value))) => return run.succeeded(value, left, started).await,
-            Ok(Ok(Err(err))) => normalise(spec.effect(), err.classify()),
-            Ok(Err(panic)) if side => {
-                Class::unknown(format!("the tool panicked mid-call ({panic}); the effect may have landed"))
-            }
-            Ok(Err(panic)) => {
-                Class::permanent(format!("the tool panicked ({panic}); this is a bug in the tool"))
-            }
-            Err(_) => classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit))),
-        };
-        if let Some(wait) = class.wait() {
-            run.retry_at = Some(retry_stamp(wait));
-        }
-        // The log keeps the call's effect, not the attempt's: an attempt that applied nothing after one that
-        // may have landed leaves the intent unresolved for the next run.
-        let recorded = run.call_effect(class.effect());
-        run.log_end(left, started, class.outcome(), recorded, None, class.message(), None).await;
-        if class.outcome() == Outcome::Permanent {
-            return run.report(class.outcome(), class.effect(), class.message().to_owned(), None);
-        }
-        run.maybe_applied |= class.effect() != Applied::No;
-        last = Some(class);
-    }
-}
-
-/// Whether the kind and the failure call for a probe before anything else.
-pub(crate) fn must_probe(spec: &ToolSpec, class: &Class, has_probe: bool) -> bool {
-    match spec.effect() {
-        EffectKind::Read => false,
-        EffectKind::Create => {
-            has_probe || (spec.deduplication() == Dedupe::Probe && class.effect() != Applied::No)
-        }
-        EffectKind::Send | EffectKind::Money => true,
-        EffectKind::Destructive => class.effect() != Applied::No,
-    }
-}
-
-fn resolved_not_landed(class: Class) -> Class {
-    if class.outcome() == Outcome::Unknown {
-        let mut resolved = Class::retryable(format!("{}; the probe found it did not land", class.message()));
-        if let Some(wait) = class.wait() {
-            resolved = resolved.retry_after(wait);
-        }
-        resolved
-    } else {
-        class.with_effect(Applied::No)
-    }
-}
-
-fn never_retried(spec: &ToolSpec, why: &str) -> String {
-    format!("{why}; {} calls are never retried automatically: check the state and call again", spec.effect())
-}
-
-/// A read has no effect: whatever its error says, nothing was applied and a retry is harmless.
-pub(crate) fn normalise(kind: EffectKind, class: Class) -> Class {
-    if kind.has_side_effect() || class.effect() == Applied::No && class.outcome() != Outcome::Unknown {
-        return class;
-    }
-    let mut read = if class.outcome() == Outcome::Permanent {
-        Class::permanent(class.message())
-    } else {
-        Class::retryable(class.message())
+) -> Result<(Claim<'a>, Option<Recall>), Stop> {
+    let mut claim = Claim::turn(key).await;
+    let Some(store) = task.journal_ref() else {
+        let word = claim.word();
+        return Ok((claim, word));
     };
-    if let Some(wait) = class.wait() {
-        read = read.retry_after(wait);
-    }
-    read
-}
-
-pub(crate) fn secs(d: Duration) -> String {
-    format!("{:.1}s", d.as_secs_f64())
-}
-
-/// `tokio::time::timeout_at`, with the timer set only once the future has returned `Pending`: a call that
-/// is done when first polled (a cache hit, a fake) never touches the timer wheel. `Err(())` when the
-/// deadline passed first; the future is then dropped, as with `timeout_at`. `on_wait` runs once, when
-/// the future first has to wait.
-pub(crate) async fn within<F: Future>(
-    deadline: tokio::time::Instant,
-    fut: F,
-    on_wait: impl FnOnce(),
-) -> Result<F::Output, ()> {
-    let mut fut = std::pin::pin!(fut);
-    let mut timer = std::pin::pin!(None::<tokio::time::Sleep>);
-    let mut on_wait = Some(on_wait);
-    std::future::poll_fn(move |cx| {
-        if let Poll::Ready(value) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Ok(value));
-        }
-        if timer.is_none() {
-            if let Some(on_wait) = on_wait.take() {
-                on_wait();
-            }
-            timer.set(Some(tokio::time::sleep_until(deadline)));
-        }
-        match timer.as_mut().as_pin_mut().map(|sleep| sleep.poll(cx)) {
-            Some(Poll::Ready(())) => Poll::Ready(Err(())),
-            _ => Poll::Pending,
-        }
-    })
-    .await
-}
-
-/// Run `start` and the future it returns, turning a panic in either into an `Err` with its message.
-pub(crate) async fn guarded<F: Future>(start: impl FnOnce() -> F) -> Result<F::Output, String> {
-    let fut = std::panic::catch_unwind(AssertUnwindSafe(start)).map_err(panic_message)?;
-    let mut fut = std::pin::pin!(fut);
-    std::future::poll_fn(move |cx| {
-        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(payload) => Poll::Ready(Err(panic_message(payload))),
-        }
-    })
-    .await
-}
-
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-string payload".to_owned()
-    }
-}
-
-/// The intents of this process with a side-effecting call under way, each behind its own lock.
-#[allow(clippy::type_complexity)]
-static CLAIMS: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<IntentKey, std::sync::Arc<tokio::sync::Mutex<()>>>>,
-> = std::sync::LazyLock::new(Default::default);
-
-/// The right to run one intent's side effect in this process; released when dropped.
-pub(crate) struct Claim {
-    key: IntentKey,
-    lock: std::sync::Arc<tokio::sync::Mutex<()>>,
-    _held: Option<tokio::sync::OwnedMutexGuard<()>>,
-}
-
-impl Claim {
-    /// Wait until no other call of `key` runs in this process, then hold the intent.
-    pub(crate) async fn take(key: IntentKey) -> Claim {
-        let lock = {
-            let mut claims = CLAIMS.lock().unwrap_or_else(|e| e.into_inner());
-            std::sync::Arc::clone(claims.entry(key).or_default())
-        };
-        // Built before the wait, so a call dropped while waiting still leaves the registry clean.
-        let mut claim = Claim { key, lock, _held: None };
-        claim._held = Some(std::sync::Arc::clone(&claim.lock).lock_owned().await);
-        claim
-    }
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        self._held = None;
-        let mut claims = CLAIMS.lock().unwrap_or_else(|e| e.into_inner());
-        // The last holder of the lock (ours, and the registry's) removes the intent.
-        if std::sync::Arc::strong_count(&self.lock) == 2 {
-            claims.remove(&self.key);
-        }
+    match claim.in_store(store, || task.remaining(), spec.floor()).await {
+        Ok(recall) => Ok((claim, recall)),
+        Err(Refused::Store(e)) => Err(Stop {
+            outcome: Outcome::Retryable,
+            applied: Applied::No,
+            message: format!("{e}; the intent could not be claimed, so nothing was started"),
+            wait: None,
+        }),
+        Err(Refused::Busy { holder, left }) => Err(Stop {
+            outcome: Outcome::Retryable,
+            applied: Applied::Unknown,
+            message: format!(
+                "another worker ({holder}) is running this intent for up to {} more, longer than the {} left: \
+                 not started; call again after it, and the log will say what it did",
+                secs(left),
+                secs(task.remaining())
+            ),
+            wait: Some(left),
+        }),
     }
 }
 
@@ -363,7 +86,7 @@ pub(crate) struct Stop {
 
 impl Stop {
     /// A stop that keeps the last attempt's outcome and effect.
-    fn from_class(class: &Class, message: String, wait: Option<Duration>) -> Stop {
+    pub(crate) fn from_class(class: &Class, message: String, wait: Option<Duration>) -> Stop {
         Stop { outcome: class.outcome(), applied: class.effect(), message, wait }
     }
 }
@@ -381,11 +104,22 @@ pub(crate) struct Run<'a> {
     /// The earliest instant for the next attempt the service asked for (RFC 3339), written on the end
     /// records of the attempt that was told to wait, so a restarted process waits too.
     pub(crate) retry_at: Option<String>,
+    /// The side effect's claim on its intent; `None` for a read.
+    pub(crate) claim: Option<&'a Claim<'a>>,
 }
 
 impl<'a> Run<'a> {
     pub(crate) fn new(task: &'a Task, spec: &'a ToolSpec, key: IntentKey) -> Self {
-        Run { task, spec, key, attempt: 0, attempt_id: String::new(), maybe_applied: false, retry_at: None }
+        Run {
+            task,
+            spec,
+            key,
+            attempt: 0,
+            attempt_id: String::new(),
+            maybe_applied: false,
+            retry_at: None,
+            claim: None,
+        }
     }
 
     /// Number the next attempt: `{task}-{first 8 hex of the key}-a{n}`, unique across the task's intents.
@@ -395,8 +129,10 @@ impl<'a> Run<'a> {
         self.attempt_id = attempt_id(self.task.id(), &self.key, self.attempt);
     }
 
-    pub(crate) fn recall(&self) -> Option<crate::journal::Recall> {
-        self.task.journal_ref().and_then(|j| j.recall(&self.key))
+    /// Whether the call's records are kept: in the task's log, or, for a side effect with no log, in
+    /// memory for the calls of the same intent waiting their turn.
+    pub(crate) fn keeps_records(&self) -> bool {
+        self.task.journal_ref().is_some() || self.claim.is_some()
     }
 
     /// Hand a read's held start record to the log once the read has to wait: a hung read is visible.
@@ -408,8 +144,11 @@ impl<'a> Run<'a> {
     }
 
     /// The highest attempt number the log holds for the intent, without reading its last record.
-    pub(crate) fn logged_attempts(&self) -> Option<u32> {
-        self.task.journal_ref().and_then(|j| j.attempts(&self.key))
+    pub(crate) async fn logged_attempts(&self) -> Option<u32> {
+        match self.task.journal_ref() {
+            Some(journal) => journal.attempts(&self.key).await,
+            None => None,
+        }
     }
 
     pub(crate) fn call(&self, limit: Duration) -> Call {
@@ -423,7 +162,7 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn record<'r>(&'r self, phase: Phase, left: Duration, started: &'r str) -> RecordRef<'r> {
+    pub(crate) fn record<'r>(&'r self, phase: Phase, left: Duration, started: &'r str) -> RecordRef<'r> {
         RecordRef {
             phase,
             task: self.task.id(),
@@ -443,19 +182,27 @@ impl<'a> Run<'a> {
     }
 
     /// Write the start record ahead of the attempt; `value` carries what a bulk call knew of its items.
+    /// A side effect's start is fenced by its claim and on stable storage before this returns.
     pub(crate) async fn log_start(
         &self,
         left: Duration,
         started: SystemTime,
         value: Option<serde_json::Value>,
     ) -> Result<(), crate::JournalError> {
-        let Some(journal) = self.task.journal_ref() else { return Ok(()) };
-        let durability =
-            if self.spec.effect().has_side_effect() { Durability::Synced } else { Durability::Lazy };
         let stamp = rfc3339(started);
         let mut record = self.record(Phase::Start, left, &stamp);
         record.value = value.as_ref();
-        let mut appended = journal.append_ref(record, durability);
+        let Some(journal) = self.task.journal_ref() else {
+            if let Some(claim) = self.claim {
+                claim.remember(record);
+            }
+            return Ok(());
+        };
+        let appended = match self.claim.and_then(Claim::owner) {
+            Some(owner) => journal.start(owner, record, Durability::Synced),
+            None => journal.append_ref(record, Durability::Lazy),
+        };
+        let mut appended = std::pin::pin!(appended);
         // Most appends are done when first polled (a buffered record is written at once): no timer then.
         if let Poll::Ready(done) = appended.as_mut().poll(&mut std::task::Context::from_waker(Waker::noop()))
         {
@@ -483,7 +230,6 @@ impl<'a> Run<'a> {
         message: &str,
         value: Option<serde_json::Value>,
     ) {
-        let Some(journal) = self.task.journal_ref() else { return };
         let stamp = rfc3339(started);
         let mut record = self.record(Phase::End, left, &stamp);
         record.outcome = Some(outcome);
@@ -492,6 +238,12 @@ impl<'a> Run<'a> {
         record.message = Some(message);
         record.retry_at = self.retry_at.as_deref();
         record.value = value.as_ref();
+        let Some(journal) = self.task.journal_ref() else {
+            if let Some(claim) = self.claim {
+                claim.remember(record);
+            }
+            return;
+        };
         // Losing an end record is safe: the attempt then reads as unfinished and is probed next time.
         let appended = journal.append_ref(record, Durability::Buffered);
         let _ = appended.await;
@@ -532,7 +284,7 @@ impl<'a> Run<'a> {
     }
 
     /// Hand the call to the task's escalation sink; the message says where it went.
-    fn escalate(&self, message: String) -> String {
+    pub(crate) fn escalate(&self, message: String) -> String {
         match self.task.escalation() {
             Some(sink) => {
                 sink.escalate(Escalation {
@@ -548,7 +300,7 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn ok<T>(&self, value: T, applied: Applied, message: String) -> Report<T> {
+    pub(crate) fn ok<T>(&self, value: T, applied: Applied, message: String) -> Report<T> {
         Report {
             outcome: Outcome::Ok,
             effect_applied: applied,
@@ -562,23 +314,28 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn applied_on_ok(&self) -> Applied {
+    pub(crate) fn applied_on_ok(&self) -> Applied {
         if self.spec.effect().has_side_effect() { Applied::Yes } else { Applied::No }
     }
 
-    async fn succeeded<T: LogValue>(&self, value: T, left: Duration, started: SystemTime) -> Report<T> {
+    pub(crate) async fn succeeded<T: LogValue>(
+        &self,
+        value: T,
+        left: Duration,
+        started: SystemTime,
+    ) -> Report<T> {
         let mut message = String::with_capacity(self.spec.name().len() + 28);
         message.push_str(self.spec.name());
         message.push_str(" done on attempt ");
         push_decimal(&mut message, u64::from(self.attempt));
-        if self.task.journal_ref().is_some() {
+        if self.keeps_records() {
             let json = value.to_log().ok();
             self.log_end(left, started, Outcome::Ok, self.applied_on_ok(), None, &message, json).await;
         }
         self.ok(value, self.applied_on_ok(), message)
     }
 
-    fn replayed<T>(&self, value: T) -> Report<T> {
+    pub(crate) fn replayed<T>(&self, value: T) -> Report<T> {
         let message = format!(
             "{} already done by attempt {} (recorded in the attempt log); not repeated",
             self.spec.name(),
@@ -594,7 +351,7 @@ impl<'a> Run<'a> {
     }
 
     /// Why an attempt may not start with `left` of the budget.
-    fn refusal(&self, left: Duration) -> Stop {
+    pub(crate) fn refusal(&self, left: Duration) -> Stop {
         let message = if left.is_zero() {
             format!("budget spent: nothing left for {}; not started", self.spec.name())
         } else {
@@ -608,7 +365,7 @@ impl<'a> Run<'a> {
         Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None }
     }
 
-    fn landed<T>(&self, value: T, class: &Class) -> Report<T> {
+    pub(crate) fn landed<T>(&self, value: T, class: &Class) -> Report<T> {
         let message = format!(
             "{}; the probe found attempt {} landed, so it was not repeated",
             class.message(),
@@ -617,7 +374,7 @@ impl<'a> Run<'a> {
         self.ok(value, Applied::Yes, message)
     }
 
-    fn without_probe<T>(&self, class: Class) -> Report<T> {
+    pub(crate) fn without_probe<T>(&self, class: Class) -> Report<T> {
         if class.effect() == Applied::No {
             let msg =
                 format!("{}; not retried: {} has no probe to check first", class.message(), self.spec.name());
@@ -627,7 +384,7 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn probe_failed<T>(&self, class: Class, why: &str) -> Report<T> {
+    pub(crate) fn probe_failed<T>(&self, class: Class, why: &str) -> Report<T> {
         if class.effect() == Applied::No {
             let msg =
                 format!("{}; not retried: the probe before a second attempt failed ({why})", class.message());
@@ -642,7 +399,7 @@ impl<'a> Run<'a> {
     }
 
     /// Run the probe under the budget left and log its verdict against the attempt it resolves.
-    async fn probe<T: LogValue, P: Prober<T>>(&self, probe: &mut P) -> Probe<T> {
+    pub(crate) async fn probe<T: LogValue, P: Prober<T>>(&self, probe: &mut P) -> Probe<T> {
         let left = self.task.remaining();
         let started = SystemTime::now();
         let verdict = if left.is_zero() {
@@ -791,31 +548,4 @@ pub(crate) fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
 /// Whole seconds, rounded up: a wait is never reported shorter than it is.
 pub(crate) fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn held(key: &IntentKey) -> bool {
-        CLAIMS.lock().unwrap_or_else(|e| e.into_inner()).contains_key(key)
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_claim_is_released_by_its_last_holder_even_one_dropped_while_waiting() {
-        let key = crate::Intent::new("claims", "test", "post", "x").key();
-        let first = Claim::take(key).await;
-        assert!(held(&key));
-        // A second call waits; the first finishes; the second is dropped (cancelled) before its turn.
-        let mut waiting = Box::pin(Claim::take(key));
-        let noop = &mut std::task::Context::from_waker(Waker::noop());
-        assert!(waiting.as_mut().poll(noop).is_pending(), "the second call waits for the first");
-        drop(first);
-        assert!(held(&key), "handed to the waiting call");
-        drop(waiting);
-        assert!(!held(&key), "nobody holds the intent: the registry forgets it");
-        let again = Claim::take(key).await;
-        drop(again);
-        assert!(!held(&key));
-    }
 }

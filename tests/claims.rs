@@ -1,0 +1,185 @@
+//! One intent, one effect: calls of one intent take turns in a process, with or without an attempt log,
+//! and a store's claim fences the intent against other owners.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use tool_contract::journal::{Claimed, Owner};
+use tool_contract::{
+    Applied, Class, EffectKind, FileJournal, Journal, JournalError, MemoryJournal, Outcome, Probe, Task,
+    ToolSpec, engine,
+};
+
+const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+
+/// A send that takes a second at the service and counts what landed.
+async fn post(task: &Task, effects: &AtomicU32) -> tool_contract::Report<u64> {
+    engine::run(
+        task,
+        &POST,
+        task.key(&POST, &"thread-9", None),
+        |_| async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Ok::<u64, Class>(u64::from(effects.fetch_add(1, Ordering::SeqCst)) + 4411)
+        },
+        |_| async {
+            match effects.load(Ordering::SeqCst) {
+                0 => Probe::NotLanded,
+                _ => Probe::Landed(4411),
+            }
+        },
+    )
+    .await
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_hundred_calls_of_one_send_at_once_without_a_log_make_one_effect() {
+    // No attempt log is configured: the calls still take turns and each finds what the first did.
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(30));
+    let effects = AtomicU32::new(0);
+    let reports = futures_join_all((0..200).map(|_| post(&task, &effects))).await;
+    assert_eq!(effects.load(Ordering::SeqCst), 1, "one effect for one intent");
+    for report in &reports {
+        assert_eq!(
+            (report.outcome, report.effect_applied, report.value),
+            (Outcome::Ok, Applied::Yes, Some(4411))
+        );
+    }
+    let repeated = reports.iter().filter(|r| r.message.contains("not repeated")).count();
+    assert_eq!(repeated, 199, "{:?}", reports.iter().map(|r| &r.message).collect::<Vec<_>>());
+    // Once no call of the intent runs, a process without a log keeps nothing: memory stays bounded.
+    post(&task, &effects).await;
+    assert_eq!(effects.load(Ordering::SeqCst), 2, "without a log, a later call is a new call");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_cancelled_mid_attempt_without_a_log_makes_the_next_call_probe_first() {
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(30));
+    let effects = AtomicU32::new(0);
+    // The first call is cancelled (an MCP client gave up) after its request left, and the service
+    // applies it anyway; a second call of the intent was waiting its turn.
+    let first = async {
+        tokio::select! {
+            _ = post(&task, &effects) => unreachable!("cancelled at 500 ms"),
+            () = tokio::time::sleep(Duration::from_millis(500)) => effects.fetch_add(1, Ordering::SeqCst),
+        };
+    };
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        post(&task, &effects).await
+    };
+    let ((), report) = tokio::join!(first, second);
+    assert_eq!(effects.load(Ordering::SeqCst), 1, "the waiting call probed and did not send again");
+    assert_eq!((report.outcome, report.effect_applied), (Outcome::Ok, Applied::Yes));
+    assert!(report.message.contains("the probe found"), "{}", report.message);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_intent_claimed_by_another_worker_is_not_started_beyond_the_budget() {
+    let journal = Arc::new(MemoryJournal::new());
+    let key = Task::new("ord-7741", "agent", Duration::ZERO).key(&POST, &"thread-9", None);
+    let other = Owner::new("worker-b.1");
+    let claimed = journal.claim(&key, &other, Duration::from_secs(60)).await.unwrap();
+    assert_eq!(claimed, Claimed::Held(None));
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(journal.clone());
+    let effects = AtomicU32::new(0);
+    let report = post(&task, &effects).await;
+    assert_eq!(effects.load(Ordering::SeqCst), 0, "nothing sent while another worker holds the intent");
+    assert_eq!(report.outcome, Outcome::Retryable);
+    assert_eq!(report.retry_after_s, Some(60));
+    assert!(report.message.contains("worker-b.1"), "{}", report.message);
+    assert!(journal.records().is_empty(), "no start record from a call without the claim");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_that_ends_within_the_budget_is_waited_for() {
+    let journal = Arc::new(MemoryJournal::new());
+    let key = Task::new("ord-7741", "agent", Duration::ZERO).key(&POST, &"thread-9", None);
+    journal.claim(&key, &Owner::new("worker-b.1"), Duration::from_secs(5)).await.unwrap();
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(journal.clone());
+    let effects = AtomicU32::new(0);
+    let started = tokio::time::Instant::now();
+    let report = post(&task, &effects).await;
+    assert_eq!(report.outcome, Outcome::Ok);
+    assert_eq!(effects.load(Ordering::SeqCst), 1);
+    assert_eq!(started.elapsed(), Duration::from_secs(6), "5 s for the other lease, 1 s for the call");
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_store_fences_start_records_by_claim_and_attempt() {
+    let dir = std::env::temp_dir().join(format!("tool-contract-claims-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let stores: [(&str, Arc<dyn Journal>); 2] = [
+        ("memory", Arc::new(MemoryJournal::new())),
+        ("file", Arc::new(FileJournal::open(dir.join("attempts.log")).unwrap())),
+    ];
+    for (name, store) in stores {
+        let key = tool_contract::Intent::new("t", "a", "post", name).key();
+        let (a, b) = (Owner::new("a"), Owner::new("b"));
+        let start = |attempt: u32| tool_contract::journal::Record {
+            phase: tool_contract::journal::Phase::Start,
+            task: "t".into(),
+            call: "post".into(),
+            intent_key: key,
+            attempt,
+            attempt_id: format!("t-a{attempt}"),
+            started: "2026-11-30T05:12:04Z".into(),
+            budget_left_s: 30,
+            outcome: None,
+            effect_applied: None,
+            probe: None,
+            message: None,
+            retry_at: None,
+            value: None,
+        };
+        let durable = tool_contract::Durability::Synced;
+        let refused = |r: Result<(), JournalError>| matches!(r, Err(JournalError::Conflict { .. }));
+        assert!(refused(store.start(&a, start(1).as_record_ref(), durable).await), "{name}: no claim");
+        assert_eq!(store.claim(&key, &a, Duration::from_secs(10)).await.unwrap(), Claimed::Held(None));
+        assert!(matches!(
+            store.claim(&key, &b, Duration::from_secs(10)).await.unwrap(),
+            Claimed::Busy { .. }
+        ));
+        assert!(refused(store.start(&b, start(1).as_record_ref(), durable).await), "{name}: not the holder");
+        assert!(refused(store.start(&a, start(2).as_record_ref(), durable).await), "{name}: skips attempt 1");
+        store.start(&a, start(1).as_record_ref(), durable).await.unwrap();
+        assert!(refused(store.start(&a, start(1).as_record_ref(), durable).await), "{name}: attempt 1 again");
+        store.release(&key, &a);
+        let Claimed::Held(Some(recall)) = store.claim(&key, &b, Duration::from_secs(10)).await.unwrap()
+        else {
+            panic!("{name}: released, then claimed by b with what the store knows");
+        };
+        assert_eq!(recall.attempts, 1, "{name}");
+        store.start(&b, start(2).as_record_ref(), durable).await.unwrap();
+        // A lease that ran out fences its holder too.
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert!(refused(store.start(&b, start(3).as_record_ref(), durable).await), "{name}: lease over");
+        assert_eq!(store.recall(&key).await.unwrap().attempts, 2, "{name}: nothing refused was written");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `join_all` for a test, without a futures dependency: every future polled on this task.
+async fn futures_join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut set = Vec::new();
+    for f in futures {
+        set.push(Box::pin(f));
+    }
+    let mut out: Vec<Option<F::Output>> = set.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, f) in set.iter_mut().enumerate() {
+            if out[i].is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => out[i] = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+    })
+    .await;
+    out.into_iter().map(|v| v.expect("every future finished")).collect()
+}

@@ -1,0 +1,194 @@
+//! Who may run an intent's side effect now: the process's turn on the intent, then the store's claim.
+//!
+//! Two calls of one intent in one process (a model that issues the same tool call twice in parallel, an
+//! MCP client that re-sends a call whose reply stream broke) take turns: the second waits for the first,
+//! then starts from what the first left. That holds with no attempt log configured too: the turn keeps
+//! the intent's last word in memory while any call of it runs or waits, and forgets it when none does.
+//! With a log, the store's [`Journal::claim`] then fences the intent against other processes.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use crate::journal::{Claimed, Journal, Owner, Recall, RecordRef};
+use crate::key::{IntentKey, KeyHashing};
+
+/// How long a claim outlives the budget it was taken for: room for the end record after the deadline.
+const LEASE_MARGIN: Duration = Duration::from_secs(1);
+
+/// One intent's turn in this process, and its last word while no store keeps it.
+#[derive(Default)]
+struct Turn {
+    lock: Arc<tokio::sync::Mutex<()>>,
+    /// The calls holding or waiting for the turn; changed only under [`TURNS`]'s lock.
+    users: AtomicUsize,
+    word: Mutex<Option<Recall>>,
+}
+
+/// The intents of this process with a side-effecting call under way or waiting.
+static TURNS: LazyLock<Mutex<HashMap<IntentKey, Arc<Turn>, KeyHashing>>> = LazyLock::new(Default::default);
+
+fn turns() -> std::sync::MutexGuard<'static, HashMap<IntentKey, Arc<Turn>, KeyHashing>> {
+    TURNS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The right to run one intent's side effect: this process's turn, and the store's claim when there is a
+/// store. Both are given up when it is dropped, also when the call is cancelled.
+pub(crate) struct Claim<'a> {
+    key: IntentKey,
+    turn: Arc<Turn>,
+    held: Option<tokio::sync::OwnedMutexGuard<()>>,
+    store: Option<(&'a dyn Journal, Owner)>,
+}
+
+/// Why the claim could not be had: the store is unreachable, or another owner holds the intent longer
+/// than the budget can wait.
+pub(crate) enum Refused {
+    /// The store failed; nothing was started.
+    Store(crate::JournalError),
+    /// Another owner holds the intent for `left` more.
+    Busy { holder: Owner, left: Duration },
+}
+
+impl<'a> Claim<'a> {
+    /// Wait for this process's turn on `key`.
+    pub(crate) async fn turn(key: IntentKey) -> Claim<'a> {
+        let turn = {
+            let mut turns = turns();
+            let turn = Arc::clone(turns.entry(key).or_default());
+            turn.users.fetch_add(1, Ordering::Relaxed);
+            turn
+        };
+        // Built before the wait, so a call dropped while waiting still leaves the registry clean.
+        let mut claim = Claim { key, turn, held: None, store: None };
+        claim.held = Some(Arc::clone(&claim.turn.lock).lock_owned().await);
+        claim
+    }
+
+    /// Claim the intent in `store` for a call with `budget` left, waiting within `budget` while another
+    /// owner holds it; what the store knows of the intent.
+    pub(crate) async fn in_store(
+        &mut self,
+        store: &'a dyn Journal,
+        budget: impl Fn() -> Duration,
+        floor: Duration,
+    ) -> Result<Option<Recall>, Refused> {
+        let owner = Owner::unique();
+        loop {
+            let lease = budget().saturating_add(LEASE_MARGIN);
+            match store.claim(&self.key, &owner, lease).await {
+                Ok(Claimed::Held(recall)) => {
+                    self.store = Some((store, owner));
+                    return Ok(recall);
+                }
+                Ok(Claimed::Busy { holder, left }) => {
+                    if left.saturating_add(floor) >= budget() {
+                        return Err(Refused::Busy { holder, left });
+                    }
+                    tokio::time::sleep(left).await;
+                }
+                Err(e) => return Err(Refused::Store(e)),
+            }
+        }
+    }
+
+    /// The owner the store knows this call by, once claimed in a store.
+    pub(crate) fn owner(&self) -> Option<&Owner> {
+        self.store.as_ref().map(|(_, owner)| owner)
+    }
+
+    /// The intent's last word as the calls of this process left it, when no store keeps it.
+    pub(crate) fn word(&self) -> Option<Recall> {
+        self.turn.word.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Keep `record` as the intent's last word for the calls waiting their turn, when no store keeps it.
+    pub(crate) fn remember(&self, record: RecordRef<'_>) {
+        let record = record.to_record();
+        let mut word = self.turn.word.lock().unwrap_or_else(|e| e.into_inner());
+        match &mut *word {
+            Some(recall) => recall.update(&record),
+            None => *word = Some(Recall::from_record(record)),
+        }
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if let Some((store, owner)) = self.store.take() {
+            store.release(&self.key, &owner);
+        }
+        self.held = None;
+        let mut turns = turns();
+        // The last user removes the intent, and with it the last word kept in memory.
+        if self.turn.users.fetch_sub(1, Ordering::Relaxed) == 1 {
+            turns.remove(&self.key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::task::Waker;
+
+    use super::*;
+
+    fn held(key: &IntentKey) -> bool {
+        turns().contains_key(key)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_claim_is_released_by_its_last_holder_even_one_dropped_while_waiting() {
+        let key = crate::Intent::new("claims", "test", "post", "x").key();
+        let first = Claim::turn(key).await;
+        assert!(held(&key));
+        // A second call waits; the first finishes; the second is dropped (cancelled) before its turn.
+        let mut waiting = Box::pin(Claim::turn(key));
+        let noop = &mut std::task::Context::from_waker(Waker::noop());
+        assert!(waiting.as_mut().poll(noop).is_pending(), "the second call waits for the first");
+        drop(first);
+        assert!(held(&key), "handed to the waiting call");
+        drop(waiting);
+        assert!(!held(&key), "nobody holds the intent: the registry forgets it");
+        let again = Claim::turn(key).await;
+        drop(again);
+        assert!(!held(&key));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_last_word_is_kept_while_a_call_waits_and_forgotten_after() {
+        use crate::journal::Phase;
+        let key = crate::Intent::new("claims", "test", "post", "word").key();
+        let first = Claim::turn(key).await;
+        let mut second = Box::pin(Claim::turn(key));
+        assert!(
+            std::pin::pin!(&mut second)
+                .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+                .is_pending()
+        );
+        let record = crate::journal::Record {
+            phase: Phase::Start,
+            task: "claims".into(),
+            call: "post".into(),
+            intent_key: key,
+            attempt: 1,
+            attempt_id: "claims-a1".into(),
+            started: "2026-11-30T05:12:04Z".into(),
+            budget_left_s: 5,
+            outcome: None,
+            effect_applied: None,
+            probe: None,
+            message: None,
+            retry_at: None,
+            value: None,
+        };
+        first.remember(record.as_record_ref());
+        drop(first);
+        let second = second.await;
+        assert_eq!(second.word().map(|w| (w.attempts, w.last.phase)), Some((1, Phase::Start)));
+        drop(second);
+        assert!(Claim::turn(key).await.word().is_none(), "no call of the intent runs: nothing is kept");
+    }
+}

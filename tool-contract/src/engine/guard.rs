@@ -1,0 +1,64 @@
+//! Running a tool's future: under a deadline whose timer is set only when needed, and with panics caught.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::task::Poll;
+use std::time::Duration;
+
+pub(crate) fn secs(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+/// `tokio::time::timeout_at`, with the timer set only once the future has returned `Pending`: a call that
+/// is done when first polled (a cache hit, a fake) never touches the timer wheel. `Err(())` when the
+/// deadline passed first; the future is then dropped, as with `timeout_at`. `on_wait` runs once, when
+/// the future first has to wait.
+pub(crate) async fn within<F: Future>(
+    deadline: tokio::time::Instant,
+    fut: F,
+    on_wait: impl FnOnce(),
+) -> Result<F::Output, ()> {
+    let mut fut = std::pin::pin!(fut);
+    let mut timer = std::pin::pin!(None::<tokio::time::Sleep>);
+    let mut on_wait = Some(on_wait);
+    std::future::poll_fn(move |cx| {
+        if let Poll::Ready(value) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Ok(value));
+        }
+        if timer.is_none() {
+            if let Some(on_wait) = on_wait.take() {
+                on_wait();
+            }
+            timer.set(Some(tokio::time::sleep_until(deadline)));
+        }
+        match timer.as_mut().as_pin_mut().map(|sleep| sleep.poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(Err(())),
+            _ => Poll::Pending,
+        }
+    })
+    .await
+}
+
+/// Run `start` and the future it returns, turning a panic in either into an `Err` with its message.
+pub(crate) async fn guarded<F: Future>(start: impl FnOnce() -> F) -> Result<F::Output, String> {
+    let fut = std::panic::catch_unwind(AssertUnwindSafe(start)).map_err(panic_message)?;
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(move |cx| {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => Poll::Ready(Err(panic_message(payload))),
+        }
+    })
+    .await
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}

@@ -1,0 +1,245 @@
+//! The attempt engine: budget check, attempt under the remaining budget, classification, probe, policy.
+//!
+//! [`run`] is what the `#[tool]` attribute calls; it is public so a tool can be written by hand.
+
+use std::future::Future;
+use std::time::SystemTime;
+
+use crate::call::Call;
+use crate::classify::{self, Class, Classify};
+use crate::effect::{AutoRetry, EffectKind};
+use crate::journal::{LastWord, LogValue};
+use crate::key::IntentKey;
+use crate::probe::{Probe, Prober};
+use crate::report::{Applied, Outcome, Report};
+use crate::spec::{Dedupe, ToolSpec};
+use crate::task::Task;
+
+mod claim;
+mod guard;
+mod state;
+
+pub(crate) use guard::{guarded, secs, within};
+pub(crate) use state::{ResumeWait, Run, Stop, attempt_id, ceil_secs, decimal, retry_stamp, take_claim};
+
+pub use crate::bulk::run_bulk;
+
+/// Run one call of a tool to its report.
+///
+/// `attempt` is called once per attempt with that attempt's [`Call`]; `probe` is asked whether an earlier
+/// attempt landed before any second attempt of a side-effecting tool. The order is always probe, decide,
+/// act; the rules per effect kind are in [`EffectKind::policy`].
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::{Class, EffectKind, NoProbe, Outcome, Task, ToolSpec, engine};
+///
+/// const PRICE: ToolSpec = ToolSpec::new("read_price", EffectKind::Read);
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let task = Task::new("ord-7741", "agent", Duration::from_secs(10));
+/// let key = task.key(&PRICE, &"sku-1", None);
+/// let report = engine::run(&task, &PRICE, key, |_call| async { Ok::<u32, Class>(1299) }, NoProbe).await;
+/// assert_eq!(report.outcome, Outcome::Ok);
+/// assert_eq!(report.value, Some(1299));
+/// # }
+/// ```
+pub async fn run<T, E, A, AF, P>(
+    task: &Task,
+    spec: &ToolSpec,
+    key: IntentKey,
+    mut attempt: A,
+    mut probe: P,
+) -> Report<T>
+where
+    T: LogValue,
+    E: Classify,
+    A: FnMut(Call) -> AF,
+    AF: Future<Output = Result<T, E>>,
+    P: Prober<T>,
+{
+    let mut run = Run::new(task, spec, key);
+    let side = spec.effect().has_side_effect();
+    let mut last: Option<Class> = None;
+    let mut resume_wait = None;
+    // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
+    // second waits for the first, then starts from what the first left, with or without a log.
+    let (claim, recall) = if side {
+        match take_claim(task, spec, key).await {
+            Ok((claim, recall)) => (Some(claim), recall),
+            Err(stop) => return run.stopped(stop),
+        }
+    } else {
+        (None, None)
+    };
+    run.claim = claim.as_ref();
+
+    // Only side effects are recognised from the log: a read is cheap to repeat and its value goes stale,
+    // so of a read's history only the attempt count carries over.
+    if !side {
+        run.attempt = run.logged_attempts().await.unwrap_or(0);
+    } else if let Some(recall) = recall {
+        run.attempt = recall.attempts;
+        run.attempt_id = recall.last.attempt_id.clone();
+        resume_wait = ResumeWait::of(&recall.last);
+        let earlier = match recall.last_word() {
+            LastWord::Ok(value) => match value.map(T::from_log) {
+                Some(Ok(value)) => return run.replayed(value),
+                _ => {
+                    Some(format!("attempt {} is recorded ok but its value is not in the log", run.attempt_id))
+                }
+            },
+            LastWord::Unfinished => {
+                Some(format!("attempt {} started in an earlier run and never finished", run.attempt_id))
+            }
+            // An end that applied nothing for sure leaves nothing to resolve.
+            LastWord::Ended(_) if recall.last.effect_applied == Some(Applied::No) => None,
+            LastWord::Ended(outcome) => Some(format!(
+                "attempt {} ended {outcome} in an earlier run with its effect {}",
+                run.attempt_id,
+                recall.last.effect_applied.unwrap_or(Applied::Unknown)
+            )),
+        };
+        last = earlier.map(Class::unknown);
+        run.maybe_applied = last.is_some();
+    }
+
+    let mut made = 0u32;
+    loop {
+        if let Some(mut class) = last.take() {
+            if side && must_probe(spec, &class, probe.exists()) {
+                if !probe.exists() {
+                    return run.without_probe(class);
+                }
+                match run.probe(&mut probe).await {
+                    Probe::Landed(value) => return run.landed(value, &class),
+                    Probe::Failed(why) => return run.probe_failed(class, &why),
+                    Probe::NotLanded => {
+                        run.maybe_applied = false;
+                        class = resolved_not_landed(class);
+                    }
+                }
+            }
+            match spec.effect().policy().auto_retry {
+                AutoRetry::Never => {
+                    return run.report(
+                        class.outcome(),
+                        class.effect(),
+                        never_retried(spec, class.message()),
+                        class.wait(),
+                    );
+                }
+                _ if class.effect() != Applied::No && !(spec.effect() == EffectKind::Create) => {
+                    // Unresolved and not a kind that may repeat itself with the same key.
+                    return run.unresolved(class.message());
+                }
+                _ => {}
+            }
+            if made >= spec.attempts() {
+                let msg = format!("{}; gave up after {made} attempts", class.message());
+                return run.report(class.outcome(), class.effect(), msg, class.wait());
+            }
+            // A call resumed from the log has no earlier attempt of its own to back off from.
+            if made > 0
+                && let Err(stop) = run.wait_before_retry(&class).await
+            {
+                return run.stopped(stop);
+            }
+            if spec.effect() == EffectKind::Money
+                && let Err(stop) = run.approve(&class).await
+            {
+                return run.stopped(stop);
+            }
+        }
+
+        if let Some(wait) = resume_wait.take()
+            && let Err(stop) = run.wait_as_asked_before(wait).await
+        {
+            return run.stopped(stop);
+        }
+        let left = task.remaining();
+        if let Err(stop) = run.may_start(left) {
+            return run.stopped(stop);
+        }
+        made += 1;
+        run.next_attempt();
+        let started = if run.keeps_records() { SystemTime::now() } else { SystemTime::UNIX_EPOCH };
+        if let Err(err) = run.log_start(left, started, None).await
+            && side
+        {
+            let msg = format!("{err}; the attempt was not started");
+            return run.report(Outcome::Retryable, Applied::No, msg, None);
+        }
+        let limit =
+            if side && probe.exists() { left.saturating_sub(spec.reserve()).max(spec.floor()) } else { left };
+        let call = run.call(limit);
+        let deadline = call.deadline;
+        let class = match within(deadline, guarded(|| attempt(call)), || run.flush()).await {
+            Ok(Ok(Ok(value))) => return run.succeeded(value, left, started).await,
+            Ok(Ok(Err(err))) => normalise(spec.effect(), err.classify()),
+            Ok(Err(panic)) if side => {
+                Class::unknown(format!("the tool panicked mid-call ({panic}); the effect may have landed"))
+            }
+            Ok(Err(panic)) => {
+                Class::permanent(format!("the tool panicked ({panic}); this is a bug in the tool"))
+            }
+            Err(_) => classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit))),
+        };
+        if let Some(wait) = class.wait() {
+            run.retry_at = Some(retry_stamp(wait));
+        }
+        // The log keeps the call's effect, not the attempt's: an attempt that applied nothing after one that
+        // may have landed leaves the intent unresolved for the next run.
+        let recorded = run.call_effect(class.effect());
+        run.log_end(left, started, class.outcome(), recorded, None, class.message(), None).await;
+        if class.outcome() == Outcome::Permanent {
+            return run.report(class.outcome(), class.effect(), class.message().to_owned(), None);
+        }
+        run.maybe_applied |= class.effect() != Applied::No;
+        last = Some(class);
+    }
+}
+
+/// Whether the kind and the failure call for a probe before anything else.
+pub(crate) fn must_probe(spec: &ToolSpec, class: &Class, has_probe: bool) -> bool {
+    match spec.effect() {
+        EffectKind::Read => false,
+        EffectKind::Create => {
+            has_probe || (spec.deduplication() == Dedupe::Probe && class.effect() != Applied::No)
+        }
+        EffectKind::Send | EffectKind::Money => true,
+        EffectKind::Destructive => class.effect() != Applied::No,
+    }
+}
+
+fn resolved_not_landed(class: Class) -> Class {
+    if class.outcome() == Outcome::Unknown {
+        let mut resolved = Class::retryable(format!("{}; the probe found it did not land", class.message()));
+        if let Some(wait) = class.wait() {
+            resolved = resolved.retry_after(wait);
+        }
+        resolved
+    } else {
+        class.with_effect(Applied::No)
+    }
+}
+
+fn never_retried(spec: &ToolSpec, why: &str) -> String {
+    format!("{why}; {} calls are never retried automatically: check the state and call again", spec.effect())
+}
+
+/// A read has no effect: whatever its error says, nothing was applied and a retry is harmless.
+pub(crate) fn normalise(kind: EffectKind, class: Class) -> Class {
+    if kind.has_side_effect() || class.effect() == Applied::No && class.outcome() != Outcome::Unknown {
+        return class;
+    }
+    let mut read = if class.outcome() == Outcome::Permanent {
+        Class::permanent(class.message())
+    } else {
+        Class::retryable(class.message())
+    };
+    if let Some(wait) = class.wait() {
+        read = read.retry_after(wait);
+    }
+    read
+}
