@@ -4,12 +4,13 @@ use std::future::Future;
 use std::time::SystemTime;
 
 use crate::classify::{self, Class, Classify};
-use crate::effect::{AutoRetry, EffectKind};
+use crate::effect::EffectKind;
 use crate::engine::{
     ResumeWait, Run, Stop, ceil_secs, guarded, normalise, retry_stamp, secs, take_claim, within,
 };
 use crate::journal::LastWord;
 use crate::key::IntentKey;
+use crate::policy::{self, End, Facts, Room, Step};
 use crate::probe::{NoProbe, ProbeMark};
 use crate::report::{Applied, Item, Outcome, Report};
 use crate::spec::{Dedupe, ToolSpec};
@@ -204,18 +205,45 @@ where
         if made > 0 {
             let class =
                 last.take().unwrap_or_else(|| Class::retryable(format!("{} items left", pending.len())));
-            if spec.effect().policy().auto_retry == AutoRetry::Never || made >= spec.attempts() {
-                break;
-            }
-            if let Err(why) = run.wait_before_retry(&class).await {
-                stop = Some(why);
-                break;
-            }
-            if spec.effect() == EffectKind::Money
-                && let Err(why) = run.approve(&class).await
-            {
-                stop = Some(why);
-                break;
+            // The items still to do applied nothing: the tool said so per item, or the probe did.
+            let mut facts = Facts {
+                kind: spec.effect(),
+                dedupe: spec.deduplication(),
+                has_probe: probe.exists(),
+                has_approver: task.approver_ref().is_some(),
+                outcome: class.outcome(),
+                effect: Applied::No,
+                probe: side.then_some(ProbeMark::NotLanded),
+                approved: None,
+                made,
+                max_attempts: spec.attempts(),
+                room: Room::Enough,
+            };
+            let mut denied = None;
+            let next = loop {
+                let (room, wait) = run.room(&class, made);
+                facts.room = room;
+                match policy::next(&facts) {
+                    Step::Approve => match run.approve(&class).await {
+                        Ok(()) => facts.approved = Some(true),
+                        Err(why) => (facts.approved, denied) = (Some(false), Some(why)),
+                    },
+                    Step::Retry => break Ok(wait),
+                    Step::Stop(End::OutOfBudget(room)) => {
+                        break Err(Some(run.out_of_budget(&class, room, wait)));
+                    }
+                    Step::Stop(End::NoApprover) => break Err(Some(run.no_approver(&class))),
+                    Step::Stop(End::Denied) => break Err(denied.take()),
+                    // The items carry their own outcomes; nothing more to say.
+                    Step::Probe | Step::Stop(_) => break Err(None),
+                }
+            };
+            match next {
+                Ok(wait) => tokio::time::sleep(wait).await,
+                Err(why) => {
+                    stop = why;
+                    break;
+                }
             }
         }
         if let Some(wait) = resume_wait.take()

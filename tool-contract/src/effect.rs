@@ -78,7 +78,8 @@ impl EffectKind {
     pub const ALL: [EffectKind; 5] =
         [EffectKind::Read, EffectKind::Create, EffectKind::Send, EffectKind::Money, EffectKind::Destructive];
 
-    /// The policy table, in one place:
+    /// The policy table, in one place; [`crate::policy::next`] executes it, and the README's table is
+    /// checked against it (`Display` of each column):
     ///
     /// | kind | probe | automatic retry | before a second attempt |
     /// |---|---|---|---|
@@ -114,6 +115,17 @@ impl EffectKind {
         }
     }
 
+    /// What a duplicate of this kind is, in the words of the policy table.
+    pub const fn duplicate(self) -> &'static str {
+        match self {
+            EffectKind::Read => "harmless",
+            EffectKind::Create => "deduplicated by the receiver's key",
+            EffectKind::Send => "visible to a human",
+            EffectKind::Money => "expensive to reverse",
+            EffectKind::Destructive => "possibly irreversible",
+        }
+    }
+
     /// `false` for a read, `true` for every kind that changes the world.
     pub const fn has_side_effect(self) -> bool {
         !matches!(self, EffectKind::Read)
@@ -134,6 +146,42 @@ impl EffectKind {
 impl fmt::Display for EffectKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for ProbeRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ProbeRule::NotNeeded => "not needed (rejected)",
+            ProbeRule::RequiredUnlessReceiverDedupes => "required, unless `dedupe = \"receiver\"`",
+            ProbeRule::Required => "required",
+        })
+    }
+}
+
+impl fmt::Display for AutoRetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AutoRetry::WithBackoff => "yes, backoff with full jitter, within budget",
+            AutoRetry::SameKey => "yes, always with the same key",
+            AutoRetry::AfterProbeSaysNotLanded => "only after the probe says it did not land",
+            AutoRetry::AfterProbeAndApproval => {
+                "only after the probe says it did not land and an approver says yes"
+            }
+            AutoRetry::Never => "never",
+        })
+    }
+}
+
+impl fmt::Display for BeforeSecond {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BeforeSecond::Nothing => "nothing",
+            BeforeSecond::ProbeIfAny => "probe, if there is one",
+            BeforeSecond::Probe => "probe",
+            BeforeSecond::ProbeThenApproval => "probe, then approval",
+            BeforeSecond::ProbeThenStop => "probe resolves the state, then stop and report",
+        })
     }
 }
 
@@ -161,15 +209,6 @@ mod tests {
             let looks_first = policy.before_second != BeforeSecond::Nothing;
             assert_eq!(looks_first, kind.has_side_effect(), "{kind}");
         }
-    }
-
-    #[test]
-    fn table_rows() {
-        assert_eq!(EffectKind::Money.policy().auto_retry, AutoRetry::AfterProbeAndApproval);
-        assert_eq!(EffectKind::Destructive.policy().auto_retry, AutoRetry::Never);
-        assert_eq!(EffectKind::Create.policy().probe, ProbeRule::RequiredUnlessReceiverDedupes);
-        assert_eq!(EffectKind::Send.policy().probe, ProbeRule::Required);
-        assert_eq!(EffectKind::Read.policy().probe, ProbeRule::NotNeeded);
     }
 
     #[test]

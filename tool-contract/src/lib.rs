@@ -49,6 +49,7 @@ pub mod effect;
 pub mod engine;
 pub mod journal;
 pub mod key;
+pub mod policy;
 pub mod probe;
 pub mod report;
 #[cfg(feature = "reqwest")]

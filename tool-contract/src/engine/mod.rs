@@ -7,12 +7,13 @@ use std::time::SystemTime;
 
 use crate::call::Call;
 use crate::classify::{self, Class, Classify};
-use crate::effect::{AutoRetry, EffectKind};
+use crate::effect::EffectKind;
 use crate::journal::{LastWord, LogValue};
 use crate::key::IntentKey;
+use crate::policy::{self, End, Facts, Room, Step};
 use crate::probe::{Probe, Prober};
 use crate::report::{Applied, Outcome, Report};
-use crate::spec::{Dedupe, ToolSpec};
+use crate::spec::ToolSpec;
 use crate::task::Task;
 
 mod claim;
@@ -28,7 +29,8 @@ pub use crate::bulk::run_bulk;
 ///
 /// `attempt` is called once per attempt with that attempt's [`Call`]; `probe` is asked whether an earlier
 /// attempt landed before any second attempt of a side-effecting tool. The order is always probe, decide,
-/// act; the rules per effect kind are in [`EffectKind::policy`].
+/// act; the rules per effect kind are in [`EffectKind::policy`], and [`crate::policy::next`] carries them
+/// out.
 ///
 /// ```
 /// use std::time::Duration;
@@ -107,49 +109,77 @@ where
     let mut made = 0u32;
     loop {
         if let Some(mut class) = last.take() {
-            if side && must_probe(spec, &class, probe.exists()) {
-                if !probe.exists() {
-                    return run.without_probe(class);
-                }
-                match run.probe(&mut probe).await {
-                    Probe::Landed(value) => return run.landed(value, &class),
-                    Probe::Failed(why) => return run.probe_failed(class, &why),
-                    Probe::NotLanded => {
-                        run.maybe_applied = false;
-                        class = resolved_not_landed(class);
+            // What to do next is the policy's call (`policy::next`); the engine only carries it out.
+            let mut facts = Facts {
+                kind: spec.effect(),
+                dedupe: spec.deduplication(),
+                has_probe: probe.exists(),
+                has_approver: task.approver_ref().is_some(),
+                outcome: class.outcome(),
+                effect: class.effect(),
+                probe: None,
+                approved: None,
+                made,
+                max_attempts: spec.attempts(),
+                room: Room::Enough,
+            };
+            let (mut landed, mut unsure, mut denied) = (None, String::new(), None);
+            let wait = loop {
+                let (room, wait) = run.room(&class, made);
+                facts.room = room;
+                match policy::next(&facts) {
+                    Step::Probe => {
+                        let verdict = run.probe(&mut probe).await;
+                        facts.probe = Some(verdict.mark());
+                        match verdict {
+                            Probe::Landed(value) => landed = Some(value),
+                            Probe::Failed(why) => unsure = why,
+                            Probe::NotLanded => {
+                                run.maybe_applied = false;
+                                class = resolved_not_landed(class);
+                                (facts.outcome, facts.effect) = (class.outcome(), class.effect());
+                            }
+                        }
+                    }
+                    Step::Approve => match run.approve(&class).await {
+                        Ok(()) => facts.approved = Some(true),
+                        Err(stop) => (facts.approved, denied) = (Some(false), Some(stop)),
+                    },
+                    Step::Retry => break wait,
+                    Step::Stop(end) => {
+                        return match end {
+                            End::Landed => match landed {
+                                Some(value) => run.landed(value, &class),
+                                None => run.unresolved(class.message()),
+                            },
+                            End::AsIs => {
+                                let wait = class.wait().filter(|_| class.outcome() != Outcome::Permanent);
+                                run.report(class.outcome(), class.effect(), class.message().to_owned(), wait)
+                            }
+                            End::NoProbe => run.without_probe(class),
+                            End::ProbeFailed => run.probe_failed(class, &unsure),
+                            End::Unresolved => run.unresolved(class.message()),
+                            End::NeverRetried => run.report(
+                                class.outcome(),
+                                class.effect(),
+                                never_retried(spec, class.message()),
+                                class.wait(),
+                            ),
+                            End::GaveUp => {
+                                let msg = format!("{}; gave up after {made} attempts", class.message());
+                                run.report(class.outcome(), class.effect(), msg, class.wait())
+                            }
+                            End::OutOfBudget(room) => run.stopped(run.out_of_budget(&class, room, wait)),
+                            End::NoApprover => run.stopped(run.no_approver(&class)),
+                            End::Denied => match denied {
+                                Some(stop) => run.stopped(stop),
+                                None => run.stopped(run.no_approver(&class)),
+                            },
+                        };
                     }
                 }
-            }
-            match spec.effect().policy().auto_retry {
-                AutoRetry::Never => {
-                    return run.report(
-                        class.outcome(),
-                        class.effect(),
-                        never_retried(spec, class.message()),
-                        class.wait(),
-                    );
-                }
-                _ if class.effect() != Applied::No && !(spec.effect() == EffectKind::Create) => {
-                    // Unresolved and not a kind that may repeat itself with the same key.
-                    return run.unresolved(class.message());
-                }
-                _ => {}
-            }
-            if made >= spec.attempts() {
-                let msg = format!("{}; gave up after {made} attempts", class.message());
-                return run.report(class.outcome(), class.effect(), msg, class.wait());
-            }
-            // A call resumed from the log has no earlier attempt of its own to back off from.
-            if made > 0
-                && let Err(stop) = run.wait_before_retry(&class).await
-            {
-                return run.stopped(stop);
-            }
-            if spec.effect() == EffectKind::Money
-                && let Err(stop) = run.approve(&class).await
-            {
-                return run.stopped(stop);
-            }
+            };
+            tokio::time::sleep(wait).await;
         }
 
         if let Some(wait) = resume_wait.take()
@@ -192,23 +222,8 @@ where
         // may have landed leaves the intent unresolved for the next run.
         let recorded = run.call_effect(class.effect());
         run.log_end(left, started, class.outcome(), recorded, None, class.message(), None).await;
-        if class.outcome() == Outcome::Permanent {
-            return run.report(class.outcome(), class.effect(), class.message().to_owned(), None);
-        }
         run.maybe_applied |= class.effect() != Applied::No;
         last = Some(class);
-    }
-}
-
-/// Whether the kind and the failure call for a probe before anything else.
-pub(crate) fn must_probe(spec: &ToolSpec, class: &Class, has_probe: bool) -> bool {
-    match spec.effect() {
-        EffectKind::Read => false,
-        EffectKind::Create => {
-            has_probe || (spec.deduplication() == Dedupe::Probe && class.effect() != Applied::No)
-        }
-        EffectKind::Send | EffectKind::Money => true,
-        EffectKind::Destructive => class.effect() != Applied::No,
     }
 }
 

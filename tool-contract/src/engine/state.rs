@@ -11,6 +11,7 @@ use crate::call::Call;
 use crate::classify::Class;
 use crate::journal::{Durability, LogValue, Phase, Recall, RecordRef, rfc3339};
 use crate::key::IntentKey;
+use crate::policy::Room;
 use crate::probe::{Probe, ProbeMark, Prober};
 use crate::report::{Applied, Item, Outcome, Report};
 use crate::spec::ToolSpec;
@@ -420,34 +421,47 @@ impl<'a> Run<'a> {
         verdict
     }
 
-    /// Wait out Retry-After and backoff inside the budget, or say why the budget cannot hold them.
-    pub(crate) async fn wait_before_retry(&self, class: &Class) -> Result<(), Stop> {
+    /// Whether the budget left can hold the wait before the next attempt (backoff, or the service's
+    /// `Retry-After` when longer) and the tool's floor; the wait when it can. A call resumed from the
+    /// log (`made == 0`) has no earlier attempt of its own to back off from.
+    pub(crate) fn room(&self, class: &Class, made: u32) -> (Room, Duration) {
+        if made == 0 {
+            return (Room::Enough, Duration::ZERO);
+        }
         let left = self.task.remaining();
         let floor = self.spec.floor();
         if let Some(asked) = class.wait()
             && asked.saturating_add(floor) > left
         {
+            return (Room::AskedTooLong, asked);
+        }
+        let seed = u64::from_le_bytes(self.key.as_bytes()[..8].try_into().unwrap_or([0; 8]));
+        let backoff = self.spec.waits().wait(self.attempt.max(1), seed);
+        let wait = class.wait().map_or(backoff, |asked| asked.max(backoff));
+        if wait.saturating_add(floor) > left || left < floor {
+            return (Room::TooShort, wait);
+        }
+        (Room::Enough, wait)
+    }
+
+    /// Why the budget cannot hold another attempt, as [`Run::room`] found.
+    pub(crate) fn out_of_budget(&self, class: &Class, room: Room, asked: Duration) -> Stop {
+        let left = self.task.remaining();
+        if room == Room::AskedTooLong {
             let message = format!(
                 "{}; the service asked to wait {}, longer than the {} left: not retried",
                 class.message(),
                 secs(asked),
                 secs(left)
             );
-            return Err(Stop::from_class(class, message, Some(asked)));
+            return Stop::from_class(class, message, Some(asked));
         }
-        let seed = u64::from_le_bytes(self.key.as_bytes()[..8].try_into().unwrap_or([0; 8]));
-        let backoff = self.spec.waits().wait(self.attempt.max(1), seed);
-        let wait = class.wait().map_or(backoff, |asked| asked.max(backoff));
-        if wait.saturating_add(floor) > left || left < floor {
-            let message = format!(
-                "{}; not retried: {} left cannot hold the next wait and attempt",
-                class.message(),
-                secs(left)
-            );
-            return Err(Stop::from_class(class, message, class.wait()));
-        }
-        tokio::time::sleep(wait).await;
-        Ok(())
+        let message = format!(
+            "{}; not retried: {} left cannot hold the next wait and attempt",
+            class.message(),
+            secs(left)
+        );
+        Stop::from_class(class, message, class.wait())
     }
 
     /// Honour, in a restarted process, the wait the service asked of an earlier one.
@@ -466,20 +480,18 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// Ask the approver before a second attempt of a `money` call.
+    /// The stop of a second attempt of a `money` call with no approver to ask.
+    pub(crate) fn no_approver(&self, class: &Class) -> Stop {
+        let message = self.escalate(format!(
+            "{}; a second attempt of a money call needs an approver and none is configured",
+            class.message()
+        ));
+        Stop { outcome: class.outcome(), applied: class.effect(), message, wait: class.wait() }
+    }
+
+    /// Ask the approver before a second attempt of a `money` call: `Ok` on yes, the stop on no.
     pub(crate) async fn approve(&self, class: &Class) -> Result<(), Stop> {
-        let Some(approver) = self.task.approver_ref() else {
-            let message = self.escalate(format!(
-                "{}; a second attempt of a money call needs an approver and none is configured",
-                class.message()
-            ));
-            return Err(Stop {
-                outcome: class.outcome(),
-                applied: class.effect(),
-                message,
-                wait: class.wait(),
-            });
-        };
+        let Some(approver) = self.task.approver_ref() else { return Err(self.no_approver(class)) };
         let request = ApprovalRequest {
             task: self.task.id().to_owned(),
             call: self.spec.name().to_owned(),

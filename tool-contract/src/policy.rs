@@ -1,0 +1,331 @@
+//! The retry policy as the engine runs it: one pure function from what is known after an attempt that
+//! did not end `ok` to the engine's next step.
+//!
+//! [`EffectKind::policy`] is the table per kind; [`next`] reads that table and nothing else decides.
+//! Single and bulk calls both ask it, so they cannot drift apart. In the order the rules apply:
+//!
+//! 1. A `permanent` outcome stops the call: the same call gives the same answer.
+//! 2. Before a second attempt, the kind's [`BeforeSecond`] says whether to probe: never for a read; a
+//!    `create` when it has a probe (without one, when `dedupe = "receiver"`, the receiver's key makes the
+//!    retry safe); always for `send` and `money`; for `destructive`, when the effect may have landed. A
+//!    probe that is needed and missing stops the call (`unknown` when the effect may have landed).
+//! 3. The probe's verdict: landed ends the call `ok`; failed stops it (`unknown` when the effect may have
+//!    landed); not landed means nothing was applied.
+//! 4. The kind's [`AutoRetry`]: `destructive` never retries; an effect that may have landed is retried
+//!    only by `create` (same key); everything else stops `unknown` and escalates.
+//! 5. The attempt limit, then the budget (the next wait and the tool's floor must fit), then, for
+//!    `money`, the approver's yes.
+//! 6. Otherwise: wait (backoff and `Retry-After`, within the budget) and attempt again.
+
+use crate::effect::{AutoRetry, BeforeSecond, EffectKind};
+use crate::probe::ProbeMark;
+use crate::report::{Applied, Outcome};
+use crate::spec::Dedupe;
+
+/// What is known when the engine decides what to do after an attempt that did not end `ok`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Facts {
+    /// The tool's effect kind.
+    pub kind: EffectKind,
+    /// Who deduplicates a `create`.
+    pub dedupe: Dedupe,
+    /// Whether the tool has a probe.
+    pub has_probe: bool,
+    /// Whether the task has an approver (asked before a second attempt of `money`).
+    pub has_approver: bool,
+    /// How the last attempt ended.
+    pub outcome: Outcome,
+    /// What is known of the call's effect now, after the probe if one ran.
+    pub effect: Applied,
+    /// The probe's verdict on the last attempt, once asked.
+    pub probe: Option<ProbeMark>,
+    /// The approver's answer for the next attempt, once asked.
+    pub approved: Option<bool>,
+    /// Attempts made by this call, and the tool's limit.
+    pub made: u32,
+    /// The tool's attempt limit.
+    pub max_attempts: u32,
+    /// Whether the budget left can hold the next wait and an attempt.
+    pub room: Room,
+}
+
+/// Whether the budget left can hold the next wait and an attempt of at least the tool's floor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Room {
+    /// It can.
+    Enough,
+    /// The service asked for a wait (`Retry-After`) longer than the budget can hold.
+    AskedTooLong,
+    /// The backoff and the floor do not fit in what is left.
+    TooShort,
+}
+
+/// The engine's next step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Run the probe.
+    Probe,
+    /// Ask the approver.
+    Approve,
+    /// Wait (backoff, `Retry-After`) and attempt again.
+    Retry,
+    /// Stop and report.
+    Stop(End),
+}
+
+/// Why the call stops, which decides its report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The probe found the effect: `ok`, effect `yes`.
+    Landed,
+    /// The attempt's own outcome stands (`permanent`, or a failure that applied nothing).
+    AsIs,
+    /// A probe was needed and the tool has none.
+    NoProbe,
+    /// The probe could not tell.
+    ProbeFailed,
+    /// The effect may have landed and the kind may not repeat it: `unknown`, escalated.
+    Unresolved,
+    /// The kind never retries on its own (`destructive`).
+    NeverRetried,
+    /// The attempt limit is reached.
+    GaveUp,
+    /// The budget cannot hold the next wait and attempt.
+    OutOfBudget(Room),
+    /// A `money` call has no approver to ask.
+    NoApprover,
+    /// The approver said no.
+    Denied,
+}
+
+/// The next step after an attempt that did not end `ok`: the policy table of [`EffectKind::policy`],
+/// executed.
+pub fn next(f: &Facts) -> Step {
+    let policy = f.kind.policy();
+    if f.outcome == Outcome::Permanent {
+        return Step::Stop(End::AsIs);
+    }
+    let maybe = f.effect != Applied::No;
+    if f.probe.is_none() {
+        let wanted = match policy.before_second {
+            BeforeSecond::Nothing => false,
+            BeforeSecond::ProbeIfAny => f.has_probe || (maybe && f.dedupe == Dedupe::Probe),
+            BeforeSecond::Probe | BeforeSecond::ProbeThenApproval => true,
+            BeforeSecond::ProbeThenStop => maybe,
+        };
+        if wanted {
+            return if f.has_probe { Step::Probe } else { Step::Stop(End::NoProbe) };
+        }
+    }
+    match f.probe {
+        Some(ProbeMark::Landed) => return Step::Stop(End::Landed),
+        Some(ProbeMark::Failed) => return Step::Stop(End::ProbeFailed),
+        Some(ProbeMark::NotLanded) | None => {}
+    }
+    match policy.auto_retry {
+        AutoRetry::Never => return Step::Stop(End::NeverRetried),
+        AutoRetry::SameKey => {}
+        AutoRetry::WithBackoff | AutoRetry::AfterProbeSaysNotLanded | AutoRetry::AfterProbeAndApproval
+            if maybe =>
+        {
+            return Step::Stop(End::Unresolved);
+        }
+        _ => {}
+    }
+    if f.made >= f.max_attempts {
+        return Step::Stop(End::GaveUp);
+    }
+    if f.room != Room::Enough {
+        return Step::Stop(End::OutOfBudget(f.room));
+    }
+    if policy.auto_retry == AutoRetry::AfterProbeAndApproval {
+        match f.approved {
+            None if !f.has_approver => return Step::Stop(End::NoApprover),
+            None => return Step::Approve,
+            Some(false) => return Step::Stop(End::Denied),
+            Some(true) => {}
+        }
+    }
+    Step::Retry
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use EffectKind::*;
+
+    fn facts(kind: EffectKind) -> Facts {
+        Facts {
+            kind,
+            dedupe: Dedupe::Probe,
+            has_probe: kind.has_side_effect(),
+            has_approver: true,
+            outcome: Outcome::Unknown,
+            effect: if kind.has_side_effect() { Applied::Unknown } else { Applied::No },
+            probe: None,
+            approved: None,
+            made: 1,
+            max_attempts: 3,
+            room: Room::Enough,
+        }
+    }
+
+    /// One call's decisions in order: after a timeout, the probe says `verdict`, the approver says yes.
+    fn walk(mut f: Facts, verdict: ProbeMark) -> Vec<Step> {
+        let mut steps = Vec::new();
+        loop {
+            let step = next(&f);
+            steps.push(step);
+            match step {
+                Step::Probe => {
+                    f.probe = Some(verdict);
+                    if verdict == ProbeMark::NotLanded {
+                        f.effect = Applied::No;
+                    }
+                }
+                Step::Approve => f.approved = Some(true),
+                Step::Retry | Step::Stop(_) => return steps,
+            }
+        }
+    }
+
+    #[test]
+    fn after_a_timeout_each_kind_does_what_its_row_says() {
+        use ProbeMark::*;
+        use Step::*;
+        let rows: [(EffectKind, ProbeMark, &[Step]); 10] = [
+            (Read, NotLanded, &[Retry]),
+            (Create, NotLanded, &[Probe, Retry]),
+            (Create, Landed, &[Probe, Stop(End::Landed)]),
+            (Send, NotLanded, &[Probe, Retry]),
+            (Send, Landed, &[Probe, Stop(End::Landed)]),
+            (Send, Failed, &[Probe, Stop(End::ProbeFailed)]),
+            (Money, NotLanded, &[Probe, Approve, Retry]),
+            (Money, Failed, &[Probe, Stop(End::ProbeFailed)]),
+            (Destructive, NotLanded, &[Probe, Stop(End::NeverRetried)]),
+            (Destructive, Landed, &[Probe, Stop(End::Landed)]),
+        ];
+        for (kind, verdict, steps) in rows {
+            assert_eq!(walk(facts(kind), verdict), steps, "{kind} with the probe saying {verdict:?}");
+        }
+    }
+
+    #[test]
+    fn without_a_probe_only_a_receiver_deduplicated_create_retries_an_unknown() {
+        for kind in [Send, Money, Destructive] {
+            let f = Facts { has_probe: false, ..facts(kind) };
+            assert_eq!(next(&f), Step::Stop(End::NoProbe), "{kind}");
+        }
+        let receiver = Facts { has_probe: false, dedupe: Dedupe::Receiver, ..facts(Create) };
+        assert_eq!(next(&receiver), Step::Retry);
+        let unprotected = Facts { has_probe: false, ..facts(Create) };
+        assert_eq!(next(&unprotected), Step::Stop(End::NoProbe));
+    }
+
+    #[test]
+    fn a_failure_that_applied_nothing_is_still_probed_before_a_second_send() {
+        let refused = Facts { outcome: Outcome::Retryable, effect: Applied::No, ..facts(Send) };
+        assert_eq!(walk(refused, ProbeMark::NotLanded), [Step::Probe, Step::Retry]);
+        // A destructive call that applied nothing for sure needs no probe, and still never retries.
+        let destructive = Facts { outcome: Outcome::Retryable, effect: Applied::No, ..facts(Destructive) };
+        assert_eq!(next(&destructive), Step::Stop(End::NeverRetried));
+    }
+
+    #[test]
+    fn limits_stop_in_order_attempts_then_budget_then_approval() {
+        let probed = |kind| Facts { probe: Some(ProbeMark::NotLanded), effect: Applied::No, ..facts(kind) };
+        let spent = Facts { made: 3, room: Room::TooShort, ..probed(Money) };
+        assert_eq!(next(&spent), Step::Stop(End::GaveUp));
+        let short = Facts { room: Room::AskedTooLong, ..probed(Money) };
+        assert_eq!(next(&short), Step::Stop(End::OutOfBudget(Room::AskedTooLong)));
+        assert_eq!(next(&Facts { has_approver: false, ..probed(Money) }), Step::Stop(End::NoApprover));
+        assert_eq!(next(&Facts { approved: Some(false), ..probed(Money) }), Step::Stop(End::Denied));
+        assert_eq!(next(&Facts { approved: Some(true), ..probed(Money) }), Step::Retry);
+    }
+
+    #[test]
+    fn permanent_stops_every_kind_and_an_unresolved_effect_stops_all_but_create() {
+        for kind in EffectKind::ALL {
+            let f = Facts { outcome: Outcome::Permanent, ..facts(kind) };
+            assert_eq!(next(&f), Step::Stop(End::AsIs), "{kind}");
+        }
+        // The probe ran and could tell nothing new (a verdict of not landed on an effect still unknown
+        // cannot happen; an unknown effect with no probe needed can): only create repeats itself.
+        let unknown = |kind| Facts { probe: Some(ProbeMark::NotLanded), ..facts(kind) };
+        assert_eq!(next(&unknown(Create)), Step::Retry);
+        assert_eq!(next(&unknown(Send)), Step::Stop(End::Unresolved));
+    }
+
+    /// The table as the engine carries it out: a first attempt whose reply was lost, then the probe's
+    /// verdict, then whatever the engine does; counted at the tool and at the probe.
+    #[tokio::test(start_paused = true)]
+    async fn the_engine_runs_the_table() {
+        use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+        use std::time::Duration;
+
+        use crate::probe::Probe;
+        use crate::{Approval, Class, EscalationQueue, Task, ToolSpec, engine};
+
+        let rows: [(EffectKind, ProbeMark, u32, u32, Outcome); 10] = [
+            (Read, ProbeMark::NotLanded, 2, 0, Outcome::Ok),
+            (Create, ProbeMark::NotLanded, 2, 1, Outcome::Ok),
+            (Create, ProbeMark::Landed, 1, 1, Outcome::Ok),
+            (Send, ProbeMark::NotLanded, 2, 1, Outcome::Ok),
+            (Send, ProbeMark::Landed, 1, 1, Outcome::Ok),
+            (Send, ProbeMark::Failed, 1, 1, Outcome::Unknown),
+            (Money, ProbeMark::NotLanded, 2, 1, Outcome::Ok),
+            (Money, ProbeMark::Failed, 1, 1, Outcome::Unknown),
+            (Destructive, ProbeMark::NotLanded, 1, 1, Outcome::Retryable),
+            (Destructive, ProbeMark::Landed, 1, 1, Outcome::Ok),
+        ];
+        for (kind, verdict, attempts, probes, outcome) in rows {
+            let spec = ToolSpec::new("tool", kind);
+            let task = Task::new(format!("table-{kind}-{verdict:?}"), "agent", Duration::from_secs(30))
+                .approver(|_| async { Approval::Approved })
+                .escalate_to(EscalationQueue::new());
+            let (made, asked) = (AtomicU32::new(0), AtomicU32::new(0));
+            let report = engine::run(
+                &task,
+                &spec,
+                task.key(&spec, &"x", None),
+                |_| async {
+                    match made.fetch_add(1, SeqCst) {
+                        0 => Err(Class::unknown("connection reset after the request was sent")),
+                        _ => Ok(7u32),
+                    }
+                },
+                |_| async {
+                    asked.fetch_add(1, SeqCst);
+                    match verdict {
+                        ProbeMark::Landed => Probe::Landed(7u32),
+                        ProbeMark::NotLanded => Probe::NotLanded,
+                        ProbeMark::Failed => Probe::Failed("the thread cannot be read".to_owned()),
+                    }
+                },
+            )
+            .await;
+            let row = format!("{kind} with the probe saying {verdict:?}: {}", report.message);
+            assert_eq!(
+                (made.load(SeqCst), asked.load(SeqCst), report.outcome),
+                (attempts, probes, outcome),
+                "{row}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_readme_table_is_this_table() {
+        let readme = include_str!("../../README.md");
+        for kind in EffectKind::ALL {
+            let p = kind.policy();
+            let row = format!(
+                "| `{kind}` | {} | {} | {} | {} |",
+                kind.duplicate(),
+                p.probe,
+                p.auto_retry,
+                p.before_second
+            );
+            assert!(readme.contains(&row), "README.md lacks the row\n{row}");
+        }
+    }
+}
