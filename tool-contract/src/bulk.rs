@@ -263,16 +263,15 @@ where
         // The start record carries the items as known before this attempt: if the process dies mid-attempt,
         // a restart keeps what had landed or been refused and probes only what this attempt carried.
         let before = serde_json::to_value(honest(&results, &maybe)).ok();
-        if let Err(err) = run.log_start(left, started, before).await
-            && side
-        {
-            let message = format!("{err}; not started");
-            stop = Some(Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None });
-            break;
-        }
+        let left = match run.start_attempt(left, started, before).await {
+            Ok(left) => left,
+            Err(why) => {
+                stop = Some(why);
+                break;
+            }
+        };
         let batch: Vec<I> = pending.iter().map(|&i| items[i].clone()).collect();
-        let limit =
-            if side && probe.exists() { left.saturating_sub(spec.reserve()).max(spec.floor()) } else { left };
+        let limit = run.limit(left, probe.exists());
         let call = run.call(limit);
         let deadline = call.deadline;
         let whole = match within(deadline, guarded(|| attempt(call, batch)), || run.flush()).await {

@@ -112,7 +112,8 @@ impl ToolSpec {
         self
     }
 
-    /// How much of the budget a side-effecting attempt keeps back for its probe (default: the floor).
+    /// How much of the budget a side-effecting attempt keeps back for its probe (default: the floor;
+    /// with no floor either, a quarter of the budget left when the attempt starts).
     pub const fn probe_reserve(mut self, reserve: Duration) -> ToolSpec {
         self.probe_reserve = Some(reserve);
         self

@@ -194,14 +194,11 @@ where
         made += 1;
         run.next_attempt();
         let started = if run.keeps_records() { SystemTime::now() } else { SystemTime::UNIX_EPOCH };
-        if let Err(err) = run.log_start(left, started, None).await
-            && side
-        {
-            let msg = format!("{err}; the attempt was not started");
-            return run.report(Outcome::Retryable, Applied::No, msg, None);
-        }
-        let limit =
-            if side && probe.exists() { left.saturating_sub(spec.reserve()).max(spec.floor()) } else { left };
+        let left = match run.start_attempt(left, started, None).await {
+            Ok(left) => left,
+            Err(stop) => return run.stopped(stop),
+        };
+        let limit = run.limit(left, probe.exists());
         let call = run.call(limit);
         let deadline = call.deadline;
         let class = match within(deadline, guarded(|| attempt(call)), || run.flush()).await {
@@ -257,4 +254,36 @@ pub(crate) fn normalise(kind: EffectKind, class: Class) -> Class {
         read = read.retry_after(wait);
     }
     read
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+    use std::time::Duration;
+
+    use crate::{Class, EffectKind, Outcome, Probe, Task, ToolSpec};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_side_effect_without_a_floor_keeps_part_of_the_budget_for_its_probe() {
+        const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+        let task = Task::new("ord-7741", "agent", Duration::from_secs(4));
+        let probes = AtomicU32::new(0);
+        let began = tokio::time::Instant::now();
+        let report = super::run(
+            &task,
+            &SEND,
+            task.key(&SEND, &"thread-9", None),
+            // The reply never comes; the notice was posted.
+            |_| std::future::pending::<Result<u64, Class>>(),
+            |_| async {
+                probes.fetch_add(1, SeqCst);
+                Probe::Landed(4411u64)
+            },
+        )
+        .await;
+        assert_eq!(probes.load(SeqCst), 1, "{}", report.message);
+        assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(4411)));
+        assert!(report.message.contains("timed out after 3.0s"), "{}", report.message);
+        assert_eq!(began.elapsed(), Duration::from_secs(3), "a quarter of the budget kept for the probe");
+    }
 }

@@ -345,6 +345,55 @@ impl<'a> Run<'a> {
         self.ok(value, self.applied_on_ok(), message)
     }
 
+    /// Write the attempt's start record, then check the budget again: a side effect whose start record
+    /// cannot be stored, or whose storing left less than the attempt may start with, is not started.
+    /// When the start record may still land (a store slower than the budget), an end record follows
+    /// it saying the attempt was not started, so the log says what the report says. `Ok` with the
+    /// budget left for the attempt.
+    pub(crate) async fn start_attempt(
+        &self,
+        left: Duration,
+        started: SystemTime,
+        value: Option<serde_json::Value>,
+    ) -> Result<Duration, Stop> {
+        let side = self.spec.effect().has_side_effect();
+        // `logged`: the start record is, or may yet be, in the log, so it gets an end record.
+        let (stop, logged) = match self.log_start(left, started, value.clone()).await {
+            Err(err) if side => {
+                let late = matches!(&err, crate::JournalError::Io { source, .. }
+                    if source.kind() == std::io::ErrorKind::TimedOut);
+                let message = format!("{err}; the attempt was not started");
+                (Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None }, late)
+            }
+            _ => {
+                let now = self.task.remaining();
+                match self.may_start(now) {
+                    Err(stop) if side => (stop, true),
+                    _ => return Ok(now),
+                }
+            }
+        };
+        if logged {
+            let applied = self.call_effect(Applied::No);
+            self.log_end(left, started, Outcome::Retryable, applied, None, &stop.message, value).await;
+        }
+        Err(stop)
+    }
+
+    /// The time an attempt gets of `left`: all of it, but for a side effect with a probe, what the probe
+    /// needs is kept back (the reserve; without one, the floor; without a floor, a quarter of `left`),
+    /// so an attempt that times out can still be resolved inside the budget.
+    pub(crate) fn limit(&self, left: Duration, has_probe: bool) -> Duration {
+        if !self.spec.effect().has_side_effect() || !has_probe {
+            return left;
+        }
+        let reserve = match self.spec.reserve() {
+            Duration::ZERO => left / 4,
+            reserve => reserve,
+        };
+        left.saturating_sub(reserve).max(self.spec.floor()).min(left)
+    }
+
     /// Whether an attempt may start with `left` of the budget: never on an empty budget, floor or none
     /// (it could land and never be resolved), never below the floor.
     pub(crate) fn may_start(&self, left: Duration) -> Result<(), Stop> {

@@ -213,23 +213,26 @@ struct State {
     index: HashMap<IntentKey, Entry, KeyHashing>,
     /// Who holds which intent.
     leases: Leases,
-    /// The log, opened for appends: every record is written here by the task appending it, under the lock.
-    file: File,
-    /// The line being written, kept to reuse its buffer.
-    line: Vec<u8>,
     /// The file ends with a torn line: the next record starts with a newline.
     needs_newline: bool,
-    /// [`Durability::Lazy`] records not yet written, whole lines, and how many; the next write carries
-    /// them first.
+    /// Records queued for the writer thread, whole lines, in the order of the appends. Every `write(2)`
+    /// happens on that thread, so a stalled disk never blocks a task's executor thread.
     pending: Vec<u8>,
-    pending_records: u64,
-    /// Sequence number of the last record written; records `1..=synced` are on stable storage.
-    appended: u64,
+    /// Sequence number of the last record queued, of the last one written, and of the last one on
+    /// stable storage.
+    queued: u64,
+    written: u64,
     synced: u64,
+    /// The pending records must be written now: a record other than a [`Durability::Lazy`] one is
+    /// queued, or someone flushed.
+    wake: bool,
     sync_waiters: VecDeque<Waiter>,
     failed: Option<String>,
     closing: bool,
     stats: JournalStats,
+    /// Test only: the writer thread waits while this is `true` (a stalled disk).
+    #[cfg(test)]
+    stalled: bool,
 }
 
 /// What the index keeps of one intent: its attempt count, and its last record as the line it is in the
@@ -355,33 +358,39 @@ impl FileJournal {
             // The new file's name must survive a crash as well as its first synced record.
             sync_dir(&path)?;
         }
-        let syncer_file =
-            file.try_clone().map_err(|e| io_error(format!("cannot open {}", path.display()), e))?;
         let state = State {
             index,
             leases: Leases::default(),
-            file,
-            line: Vec::new(),
             needs_newline: scan.torn_tail,
             pending: Vec::new(),
-            pending_records: 0,
-            appended: 0,
+            queued: 0,
+            written: 0,
             synced: 0,
+            wake: false,
             sync_waiters: VecDeque::new(),
             failed: None,
             closing: false,
             stats: JournalStats { records_read: scan.records, ..JournalStats::default() },
+            #[cfg(test)]
+            stalled: false,
         };
         let shared =
             Arc::new(Shared { path, identity: opened, state: Mutex::new(state), to_syncer: Condvar::new() });
         let mut journal = FileJournal { shared, warnings: scan.warnings, threads: Vec::with_capacity(1) };
         let shared = Arc::clone(&journal.shared);
         let syncer = std::thread::Builder::new()
-            .name("attempt-log-syncer".to_owned())
-            .spawn(move || sync_loop(&shared, &syncer_file))
-            .map_err(|e| io_error("cannot start the attempt log's syncer thread".to_owned(), e))?;
+            .name("attempt-log-writer".to_owned())
+            .spawn(move || write_loop(&shared, file))
+            .map_err(|e| io_error("cannot start the attempt log's writer thread".to_owned(), e))?;
         journal.threads.push(syncer);
         Ok(journal)
+    }
+
+    /// Test only: stall the writer thread (a disk whose writes and syncs do not complete), or let it go.
+    #[cfg(test)]
+    fn stall(&self, stalled: bool) {
+        self.shared.lock().stalled = stalled;
+        self.shared.to_syncer.notify_one();
     }
 
     /// The lines skipped when the log was opened (a torn last line after a crash, a hand edit).
@@ -407,11 +416,11 @@ impl FileJournal {
             if let Some(why) = &state.failed {
                 return Err(self.shared.failed(why));
             }
-            if state.synced >= state.appended {
+            if state.synced >= state.queued {
                 return Ok(());
             }
             let (done, wait) = oneshot::channel();
-            let seq = state.appended;
+            let seq = state.queued;
             state.sync_waiters.push_back(Waiter { seq, done });
             wait
         };
@@ -492,53 +501,29 @@ impl FileJournal {
                 return Err(JournalError::Conflict { log, attempt_id, why });
             }
         }
-        if durability == Durability::Synced
-            && let Some(why) = self.shared.moved()
-        {
-            state.fail(why.clone());
-            self.shared.to_syncer.notify_one();
-            return Err(self.shared.failed(&why));
-        }
         let state = &mut *state;
-        state.line.clear();
+        let mark = state.pending.len();
         if state.needs_newline {
-            state.line.push(b'\n');
+            state.pending.push(b'\n');
         }
-        let from = state.line.len();
-        if let Err(e) = encode(&mut state.line, record) {
+        let from = state.pending.len();
+        if let Err(e) = encode(&mut state.pending, record) {
+            state.pending.truncate(mark);
             return Err(io_error(
                 format!("cannot encode a record for {}", self.shared.path.display()),
                 e.into(),
             ));
         }
-        let to = state.line.len();
-        state.line.push(b'\n');
-        if durability == Durability::Lazy {
-            state.pending.extend_from_slice(&state.line);
-            state.pending_records += 1;
-            state.needs_newline = false;
-        } else {
-            state.stats.writes += 1;
-            let written = if state.pending.is_empty() {
-                state.file.write_all(&state.line)
-            } else {
-                // One write for the held records and this one, in their order.
-                state.pending.extend_from_slice(&state.line);
-                let written = state.file.write_all(&state.pending);
-                state.pending.clear();
-                written
-            };
-            if let Err(e) = written {
-                let why = format!("a write failed: {e}");
-                state.fail(why.clone());
-                self.shared.to_syncer.notify_one();
-                return Err(self.shared.failed(&why));
-            }
-            state.needs_newline = false;
-            state.appended += 1 + std::mem::take(&mut state.pending_records);
+        let to = state.pending.len();
+        state.pending.push(b'\n');
+        state.needs_newline = false;
+        state.queued += 1;
+        if durability != Durability::Lazy && !state.wake {
+            state.wake = true;
+            self.shared.to_syncer.notify_one();
         }
         state.stats.appended += 1;
-        let line = &state.line[from..to];
+        let line = &state.pending[from..to];
         let (attempt, phase, outcome) = (record.attempt, record.phase, record.outcome);
         match state.index.entry(record.intent_key) {
             std::collections::hash_map::Entry::Occupied(kept) => {
@@ -552,8 +537,7 @@ impl FileJournal {
             Durability::Buffered | Durability::Lazy => Ok(None),
             Durability::Synced => {
                 let (done, wait) = oneshot::channel();
-                state.sync_waiters.push_back(Waiter { seq: state.appended, done });
-                self.shared.to_syncer.notify_one();
+                state.sync_waiters.push_back(Waiter { seq: state.queued, done });
                 Ok(Some(wait))
             }
         }
@@ -651,19 +635,10 @@ impl Journal for FileJournal {
         if let Some(why) = &state.failed {
             return Err(self.shared.failed(why));
         }
-        if state.pending.is_empty() {
-            return Ok(());
-        }
-        let state = &mut *state;
-        state.stats.writes += 1;
-        if let Err(e) = state.file.write_all(&state.pending) {
-            let why = format!("a write failed: {e}");
-            state.fail(why.clone());
+        if !state.pending.is_empty() && !state.wake {
+            state.wake = true;
             self.shared.to_syncer.notify_one();
-            return Err(self.shared.failed(&why));
         }
-        state.pending.clear();
-        state.appended += std::mem::take(&mut state.pending_records);
         Ok(())
     }
 
@@ -700,23 +675,54 @@ impl Drop for FileJournal {
     }
 }
 
-/// The syncer thread: make what is written durable when someone waits for it, and once more at close.
+/// The writer thread: every `write(2)` and `fdatasync(2)` of the log, so a stalled disk stalls this
+/// thread and no task's executor; a task waits for its synced record within its budget.
 ///
-/// A sync covers every record written before it began; the synced records appended while it runs wait
-/// for the next one together (group commit).
-fn sync_loop(shared: &Shared, file: &File) {
+/// A write takes every record queued so far; a sync covers every record written before it began, so the
+/// synced records appended while one runs wait for the next one together (group commit).
+fn write_loop(shared: &Shared, mut file: File) {
+    let mut batch = Vec::new();
     let mut state = shared.lock();
     loop {
         if state.failed.is_some() {
             break;
         }
-        // Every waiter's record is written before it queues.
-        let waited = !state.sync_waiters.is_empty();
-        let closing = state.closing && state.appended > state.synced;
-        if waited || closing {
-            let target = state.appended;
+        #[cfg(test)]
+        if state.stalled {
+            state = shared.to_syncer.wait(state).unwrap_or_else(|e| e.into_inner());
+            continue;
+        }
+        let must_write = state.wake || state.closing || !state.sync_waiters.is_empty();
+        if must_write && !state.pending.is_empty() {
+            std::mem::swap(&mut batch, &mut state.pending);
+            let upto = state.queued;
+            state.wake = false;
+            state.stats.writes += 1;
             drop(state);
-            let result = file.sync_data();
+            let result = file.write_all(&batch);
+            batch.clear();
+            state = shared.lock();
+            match result {
+                Ok(()) => state.written = upto,
+                Err(e) => {
+                    state.fail(format!("a write failed: {e}"));
+                    break;
+                }
+            }
+            continue;
+        }
+        state.wake = false;
+        let waited = state.sync_waiters.front().is_some_and(|w| w.seq <= state.written);
+        let closing = state.closing && state.written > state.synced;
+        if waited || closing {
+            let target = state.written;
+            drop(state);
+            // A synced record vouches for a file the path still names: a log deleted or replaced under
+            // the agent is noticed before the side effect it guards.
+            let result = match shared.moved() {
+                Some(why) if waited => Err(why),
+                _ => file.sync_data().map_err(|e| format!("a sync failed: {e}")),
+            };
             state = shared.lock();
             state.stats.syncs += 1;
             let released = match result {
@@ -724,8 +730,8 @@ fn sync_loop(shared: &Shared, file: &File) {
                     state.synced = target;
                     State::release(&mut state.sync_waiters, target)
                 }
-                Err(e) => {
-                    state.fail(format!("a sync failed: {e}"));
+                Err(why) => {
+                    state.fail(why);
                     break;
                 }
             };
@@ -1444,6 +1450,19 @@ mod tests {
         serde_json::to_string(record).unwrap() + "\n"
     }
 
+    /// The log's text once the writer thread has written `expected` (or after five seconds, whatever it
+    /// holds then): the writer is another thread, so the test waits for it, not for a time.
+    fn written(path: &Path, expected: impl Fn(&str) -> bool) -> String {
+        let give_up = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let text = fs::read_to_string(path).unwrap();
+            if expected(&text) || std::time::Instant::now() > give_up {
+                return text;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     #[tokio::test]
     async fn a_lazy_record_rides_the_next_write_or_a_flush() {
         let dir = Scratch::new("lazy");
@@ -1454,17 +1473,65 @@ mod tests {
         assert_eq!(fs::read_to_string(dir.log()).unwrap(), "", "held in the process");
         assert_eq!(log.attempts(&key("a")).ready(), Some(Some(1)), "but already indexed");
         log.append(&end, Durability::Buffered).await.unwrap();
-        assert_eq!(fs::read_to_string(dir.log()).unwrap(), line(&start) + &line(&end));
+        let both = line(&start) + &line(&end);
+        assert_eq!(written(&dir.log(), |text| text == both), both);
         assert_eq!(log.stats().writes, 1, "one write carried both");
 
         let again = record("b", Phase::Start, 1, None);
         log.append(&again, Durability::Lazy).await.unwrap();
         Journal::flush(&log).unwrap();
-        assert!(fs::read_to_string(dir.log()).unwrap().ends_with(&line(&again)));
+        assert!(written(&dir.log(), |text| text.ends_with(&line(&again))).ends_with(&line(&again)));
         let last = record("c", Phase::Start, 1, None);
         log.append(&last, Durability::Lazy).await.unwrap();
         drop(log);
         assert!(fs::read_to_string(dir.log()).unwrap().ends_with(&line(&last)), "a clean close writes it");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_disk_refuses_the_side_effect_within_its_budget_and_stalls_no_other_task() {
+        use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+        let dir = Scratch::new("stalled");
+        let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+        log.stall(true);
+        let task = Task::new("ord-7741", "agent", Duration::from_secs(2)).journal(log.clone());
+        const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+        let (sent, ticks) = (AtomicU32::new(0), AtomicU32::new(0));
+        let began = tokio::time::Instant::now();
+        let call = engine::run(
+            &task,
+            &SEND,
+            task.key(&SEND, &"thread-9", None),
+            |_| async {
+                sent.fetch_add(1, SeqCst);
+                Ok::<u64, Class>(4411)
+            },
+            |_| async { crate::Probe::NotLanded },
+        );
+        // Another task of the same executor thread keeps running while the log's disk is stuck.
+        let ticker = async {
+            for _ in 0..10 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                ticks.fetch_add(1, SeqCst);
+            }
+        };
+        let (report, ()) = tokio::join!(call, ticker);
+        assert_eq!(sent.load(SeqCst), 0, "nothing sent without a durable start record");
+        assert_eq!((report.outcome, report.effect_applied), (Outcome::Retryable, Applied::No));
+        assert!(report.message.contains("not stored within the budget"), "{}", report.message);
+        assert_eq!(began.elapsed(), Duration::from_secs(2), "bounded by the budget, not by the disk");
+        assert_eq!(ticks.load(SeqCst), 10);
+        // The disk comes back: the log says what the report said, start and end.
+        log.stall(false);
+        drop(task);
+        drop(log);
+        let records = read_log(dir.log()).unwrap().records;
+        let said: Vec<_> =
+            records.iter().map(|r| (r.phase, r.attempt, r.outcome, r.effect_applied)).collect();
+        assert_eq!(
+            said,
+            [(Phase::Start, 1, None, None), (Phase::End, 1, Some(Outcome::Retryable), Some(Applied::No))]
+        );
+        assert!(records[1].message.as_deref().unwrap_or_default().contains("not started"));
     }
 
     #[tokio::test(start_paused = true)]
@@ -1482,8 +1549,8 @@ mod tests {
                 let path = path.clone();
                 async move {
                     tokio::time::sleep(Duration::from_millis(10)).await;
-                    // The read waited once: its start record is in the file while it runs.
-                    let seen = fs::read_to_string(&path).unwrap();
+                    // The read waited once: its start record reaches the file while it runs.
+                    let seen = written(&path, |text| !text.is_empty());
                     Ok::<usize, Class>(seen.lines().count())
                 }
             },

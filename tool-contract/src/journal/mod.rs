@@ -168,8 +168,10 @@ impl Record {
 pub enum Durability {
     /// On stable storage before the future resolves (side-effecting starts).
     Synced,
-    /// Handed to the operating system before the future resolves, riding the next sync (end records):
-    /// a killed process does not lose it, a crashed machine may.
+    /// Handed to the store's writer before the future resolves, written at once and riding the next
+    /// sync (end records). The file log writes on its own thread, so a stalled disk never blocks the
+    /// caller: a killed process may lose the records of its last moments, a crashed machine those not
+    /// yet synced. Losing an end record is safe: the attempt then reads as unfinished and is probed.
     Buffered,
     /// May stay in the process until the next append or [`Journal::flush`] (a read's start record,
     /// written out together with its end record when the read is done at once, and flushed as soon as
@@ -338,8 +340,7 @@ pub trait Journal: Send + Sync {
 
     /// Append one record, unfenced: an end record, or a read's start record (reads never claim). With
     /// [`Durability::Synced`] the answer comes only once the record is on stable storage; with
-    /// [`Durability::Buffered`] once it is out of the process (a crash of the process no longer loses
-    /// it; a crash of the machine may).
+    /// [`Durability::Buffered`] once the store has taken it to write.
     fn append<'a>(
         &'a self,
         record: &'a Record,
