@@ -13,7 +13,8 @@ use tool_contract::{
 
 const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
 
-/// A send that takes a second at the service and counts what landed.
+/// A send that takes a second at the service and counts what landed. Each test uses its own task id:
+/// calls of one intent take turns across the whole process, tests included.
 async fn post(task: &Task, effects: &AtomicU32) -> tool_contract::Report<u64> {
     engine::run(
         task,
@@ -36,7 +37,7 @@ async fn post(task: &Task, effects: &AtomicU32) -> tool_contract::Report<u64> {
 #[tokio::test(start_paused = true)]
 async fn two_hundred_calls_of_one_send_at_once_without_a_log_make_one_effect() {
     // No attempt log is configured: the calls still take turns and each finds what the first did.
-    let task = Task::new("ord-7741", "agent", Duration::from_secs(30));
+    let task = Task::new("two-hundred", "agent", Duration::from_secs(30));
     let effects = AtomicU32::new(0);
     let reports = futures_join_all((0..200).map(|_| post(&task, &effects))).await;
     assert_eq!(effects.load(Ordering::SeqCst), 1, "one effect for one intent");
@@ -55,7 +56,7 @@ async fn two_hundred_calls_of_one_send_at_once_without_a_log_make_one_effect() {
 
 #[tokio::test(start_paused = true)]
 async fn a_call_cancelled_mid_attempt_without_a_log_makes_the_next_call_probe_first() {
-    let task = Task::new("ord-7741", "agent", Duration::from_secs(30));
+    let task = Task::new("cancelled", "agent", Duration::from_secs(30));
     let effects = AtomicU32::new(0);
     // The first call is cancelled (an MCP client gave up) after its request left, and the service
     // applies it anyway; a second call of the intent was waiting its turn.
@@ -76,18 +77,20 @@ async fn a_call_cancelled_mid_attempt_without_a_log_makes_the_next_call_probe_fi
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_intent_claimed_by_another_worker_is_not_started_beyond_the_budget() {
+async fn an_intent_claimed_by_another_worker_past_the_budget_is_not_started() {
     let journal = Arc::new(MemoryJournal::new());
-    let key = Task::new("ord-7741", "agent", Duration::ZERO).key(&POST, &"thread-9", None);
+    let key = Task::new("claimed-elsewhere", "agent", Duration::ZERO).key(&POST, &"thread-9", None);
     let other = Owner::new("worker-b.1");
     let claimed = journal.claim(&key, &other, Duration::from_secs(60)).await.unwrap();
     assert_eq!(claimed, Claimed::Held(None));
-    let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(journal.clone());
+    let task = Task::new("claimed-elsewhere", "agent", Duration::from_secs(30)).journal(journal.clone());
     let effects = AtomicU32::new(0);
     let report = post(&task, &effects).await;
     assert_eq!(effects.load(Ordering::SeqCst), 0, "nothing sent while another worker holds the intent");
     assert_eq!(report.outcome, Outcome::Retryable);
-    assert_eq!(report.retry_after_s, Some(60));
+    // It waited for an early release while the budget lasted, then stopped: the claim outlives it.
+    let (after, left) = (report.retry_after_s.unwrap_or(0), report.deadline_left_s);
+    assert!(after > left && after >= 30, "retry after {after} s with {left} s left");
     assert!(report.message.contains("worker-b.1"), "{}", report.message);
     assert!(journal.records().is_empty(), "no start record from a call without the claim");
 }
@@ -95,9 +98,9 @@ async fn an_intent_claimed_by_another_worker_is_not_started_beyond_the_budget() 
 #[tokio::test(start_paused = true)]
 async fn a_claim_that_ends_within_the_budget_is_waited_for() {
     let journal = Arc::new(MemoryJournal::new());
-    let key = Task::new("ord-7741", "agent", Duration::ZERO).key(&POST, &"thread-9", None);
+    let key = Task::new("claim-ends", "agent", Duration::ZERO).key(&POST, &"thread-9", None);
     journal.claim(&key, &Owner::new("worker-b.1"), Duration::from_secs(5)).await.unwrap();
-    let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(journal.clone());
+    let task = Task::new("claim-ends", "agent", Duration::from_secs(30)).journal(journal.clone());
     let effects = AtomicU32::new(0);
     let started = tokio::time::Instant::now();
     let report = post(&task, &effects).await;
@@ -182,4 +185,17 @@ async fn futures_join_all<F: std::future::Future>(futures: impl IntoIterator<Ite
     })
     .await;
     out.into_iter().map(|v| v.expect("every future finished")).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_unrelated_tasks_sharing_a_log_send_once() {
+    // Not clones of one task: two tasks built apart, one log. The store's claim keeps them apart.
+    let journal = Arc::new(MemoryJournal::new());
+    let task = || Task::new("two-tasks", "agent", Duration::from_secs(30)).journal(journal.clone());
+    let (a, b) = (task(), task());
+    let effects = AtomicU32::new(0);
+    let (first, second) = tokio::join!(post(&a, &effects), post(&b, &effects));
+    assert_eq!(effects.load(Ordering::SeqCst), 1);
+    assert_eq!((first.outcome, second.outcome), (Outcome::Ok, Outcome::Ok));
+    assert!(second.message.contains("not repeated"), "{}", second.message);
 }

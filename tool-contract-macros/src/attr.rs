@@ -30,8 +30,9 @@ pub const DESCRIPTION: Key =
 pub const MAX_ATTEMPTS: Key = Key { name: "max_attempts", example: "max_attempts = 5" };
 pub const BACKOFF: Key = Key { name: "backoff", example: "backoff = \"200ms..5s\"" };
 pub const PROBE_RESERVE: Key = Key { name: "probe_reserve", example: "probe_reserve = \"1s\"" };
+pub const SETTLE: Key = Key { name: "settle", example: "settle = \"30s\"" };
 
-const KEYS: [Key; 13] = [
+const KEYS: [Key; 14] = [
     EFFECT,
     PROBE,
     DEADLINE_FLOOR,
@@ -45,6 +46,7 @@ const KEYS: [Key; 13] = [
     MAX_ATTEMPTS,
     BACKOFF,
     PROBE_RESERVE,
+    SETTLE,
 ];
 
 /// Names authors reach for that mean one of the keys.
@@ -161,6 +163,8 @@ pub struct Args {
     pub backoff: Option<Given<(u64, u64)>>,
     /// In milliseconds.
     pub probe_reserve: Option<Given<u64>>,
+    /// In milliseconds.
+    pub settle: Option<Given<u64>>,
     /// A syntax error stopped the parse; the keys after it were never seen.
     pub broken: bool,
     /// Known keys an unknown key was a near miss of: already reported, so not missing as well.
@@ -183,6 +187,7 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
     let mut max_attempts = Setting::new(MAX_ATTEMPTS);
     let mut backoff = Setting::new(BACKOFF);
     let mut probe_reserve = Setting::new(PROBE_RESERVE);
+    let mut settle = Setting::new(SETTLE);
     let mut misspelled = Vec::new();
 
     let parser = syn::meta::parser(|meta| {
@@ -207,6 +212,7 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
             PROBE => probe.set(ctxt, parse_path(ctxt, key, ident, value)),
             DEADLINE_FLOOR => deadline_floor.set(ctxt, parse_duration(ctxt, key, ident, value)),
             PROBE_RESERVE => probe_reserve.set(ctxt, parse_duration(ctxt, key, ident, value)),
+            SETTLE => settle.set(ctxt, parse_duration(ctxt, key, ident, value)),
             MAX_ATTEMPTS => max_attempts.set(ctxt, parse_attempts(ctxt, ident, value)),
             BACKOFF => backoff.set(ctxt, parse_backoff(ctxt, ident, value)),
             TARGET => target.set(ctxt, parse_param(ctxt, key, ident, value)),
@@ -241,6 +247,7 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
         max_attempts: max_attempts.given,
         backoff: backoff.given,
         probe_reserve: probe_reserve.given,
+        settle: settle.given,
         broken,
         misspelled,
         tokens: args,

@@ -40,6 +40,26 @@ fn check_timing(ctxt: &Ctxt, tool: &Tool) {
         );
         ctxt.error_spanned_by(floor.tokens(), message);
     }
+    if let Some(settle) = &args.settle {
+        if args.probe.is_none() && !args.misspelled.contains(&PROBE) && kind.is_some() {
+            let why = match kind {
+                Some(Kind::Read) => "a read has no probe",
+                _ => "this tool has no probe",
+            };
+            let message = format!(
+                "`{}` says how long to wait before trusting the probe, and {why}: remove it",
+                settle.text()
+            );
+            ctxt.error_spanned_by(settle.tokens(), message);
+        } else if settle.parsed == Some(0) {
+            let message = format!(
+                "`{}` is the default (a request not landed when the probe looks never will): remove it, or write how \
+                 long the service may hold a request, like `settle = \"30s\"`",
+                settle.text()
+            );
+            ctxt.error_spanned_by(settle.tokens(), message);
+        }
+    }
     let Some(reserve) = &args.probe_reserve else { return };
     if args.probe.is_none() && !args.misspelled.contains(&PROBE) && kind.is_some() {
         let why = match kind {

@@ -10,7 +10,7 @@ use crate::engine::{
 };
 use crate::journal::LastWord;
 use crate::key::IntentKey;
-use crate::policy::{self, End, Facts, Room, Step};
+use crate::policy::{self, End, Facts, Room, Settle, Step};
 use crate::probe::{NoProbe, ProbeMark};
 use crate::report::{Applied, Item, Outcome, Report};
 use crate::spec::{Dedupe, ToolSpec};
@@ -131,6 +131,7 @@ where
     if let Some(recall) = recall {
         run.attempt = recall.attempts;
         run.attempt_id = recall.last.attempt_id.clone();
+        run.reached_at(&recall.last.started);
         resume_wait = ResumeWait::of(&recall.last);
         let recorded =
             recall.last.value.as_ref().and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
@@ -218,6 +219,7 @@ where
                 made,
                 max_attempts: spec.attempts(),
                 room: Room::Enough,
+                settle: Settle::Settled,
             };
             let mut denied = None;
             let next = loop {
@@ -235,7 +237,7 @@ where
                     Step::Stop(End::NoApprover) => break Err(Some(run.no_approver(&class))),
                     Step::Stop(End::Denied) => break Err(denied.take()),
                     // The items carry their own outcomes; nothing more to say.
-                    Step::Probe | Step::Stop(_) => break Err(None),
+                    Step::Probe | Step::Settle | Step::Stop(_) => break Err(None),
                 }
             };
             match next {
@@ -387,6 +389,22 @@ async fn resolve<I: Clone + ItemId, P: BulkProber<I>>(
 ) -> Option<ProbeMark> {
     if !probe.exists() {
         return None;
+    }
+    // Items the service may still hold are probed once they cannot be in flight any more.
+    let unsettled = run.unsettled_for();
+    if !unsettled.is_zero() {
+        if unsettled >= run.task.remaining() {
+            let why = format!(
+                "the service may hold it for {} more, longer than the {} left",
+                secs(unsettled),
+                secs(run.task.remaining())
+            );
+            for &i in unknown {
+                results[i].reason = Some(why.clone());
+            }
+            return Some(ProbeMark::Failed);
+        }
+        tokio::time::sleep(unsettled).await;
     }
     let left = run.task.remaining();
     if left.is_zero() {

@@ -10,7 +10,9 @@
 //!    retry safe); always for `send` and `money`; for `destructive`, when the effect may have landed. A
 //!    probe that is needed and missing stops the call (`unknown` when the effect may have landed).
 //! 3. The probe's verdict: landed ends the call `ok`; failed stops it (`unknown` when the effect may have
-//!    landed); not landed means nothing was applied.
+//!    landed); not landed means nothing was applied, once the tool's settle window has passed since
+//!    the attempt may have reached the service (before that, wait and probe again, or end `unknown`
+//!    when the budget cannot hold the wait).
 //! 4. The kind's [`AutoRetry`]: `destructive` never retries; an effect that may have landed is retried
 //!    only by `create` (same key); everything else stops `unknown` and escalates.
 //! 5. The attempt limit, then the budget (the next wait and the tool's floor must fit), then, for
@@ -47,6 +49,20 @@ pub struct Facts {
     pub max_attempts: u32,
     /// Whether the budget left can hold the next wait and an attempt.
     pub room: Room,
+    /// Whether the last attempt's request may still be held by the service (the tool's settle window).
+    pub settle: Settle,
+}
+
+/// Whether a probe that found nothing can be trusted yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// The settle window has passed since the attempt may have reached the service (or the tool has
+    /// none, or the attempt applied nothing for sure).
+    Settled,
+    /// It has not passed; the budget can hold the rest of it.
+    Wait,
+    /// It has not passed, and the budget cannot hold the rest of it.
+    TooLong,
 }
 
 /// Whether the budget left can hold the next wait and an attempt of at least the tool's floor.
@@ -67,6 +83,8 @@ pub enum Step {
     Probe,
     /// Ask the approver.
     Approve,
+    /// Wait out the settle window, then probe again.
+    Settle,
     /// Wait (backoff, `Retry-After`) and attempt again.
     Retry,
     /// Stop and report.
@@ -84,6 +102,8 @@ pub enum End {
     NoProbe,
     /// The probe could not tell.
     ProbeFailed,
+    /// The probe found nothing, but the service may still hold the request past the budget.
+    Unsettled,
     /// The effect may have landed and the kind may not repeat it: `unknown`, escalated.
     Unresolved,
     /// The kind never retries on its own (`destructive`).
@@ -120,7 +140,13 @@ pub fn next(f: &Facts) -> Step {
     match f.probe {
         Some(ProbeMark::Landed) => return Step::Stop(End::Landed),
         Some(ProbeMark::Failed) => return Step::Stop(End::ProbeFailed),
-        Some(ProbeMark::NotLanded) | None => {}
+        // Not landed is trusted once the request cannot be in flight any more.
+        Some(ProbeMark::NotLanded) => match f.settle {
+            Settle::Settled => {}
+            Settle::Wait => return Step::Settle,
+            Settle::TooLong => return Step::Stop(End::Unsettled),
+        },
+        None => {}
     }
     match policy.auto_retry {
         AutoRetry::Never => return Step::Stop(End::NeverRetried),
@@ -167,6 +193,7 @@ mod tests {
             made: 1,
             max_attempts: 3,
             room: Room::Enough,
+            settle: Settle::Settled,
         }
     }
 
@@ -184,6 +211,7 @@ mod tests {
                     }
                 }
                 Step::Approve => f.approved = Some(true),
+                Step::Settle => f.settle = Settle::Settled,
                 Step::Retry | Step::Stop(_) => return steps,
             }
         }
@@ -229,6 +257,17 @@ mod tests {
         // A destructive call that applied nothing for sure needs no probe, and still never retries.
         let destructive = Facts { outcome: Outcome::Retryable, effect: Applied::No, ..facts(Destructive) };
         assert_eq!(next(&destructive), Step::Stop(End::NeverRetried));
+    }
+
+    #[test]
+    fn not_landed_is_trusted_only_once_the_request_has_settled() {
+        let unsettled = Facts { probe: Some(ProbeMark::NotLanded), settle: Settle::Wait, ..facts(Send) };
+        assert_eq!(next(&unsettled), Step::Settle);
+        let past_budget = Facts { settle: Settle::TooLong, ..unsettled };
+        assert_eq!(next(&past_budget), Step::Stop(End::Unsettled));
+        // A verdict of landed needs no settling.
+        let landed = Facts { probe: Some(ProbeMark::Landed), ..past_budget };
+        assert_eq!(next(&landed), Step::Stop(End::Landed));
     }
 
     #[test]

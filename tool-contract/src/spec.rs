@@ -80,6 +80,7 @@ pub struct ToolSpec {
     effect: EffectKind,
     floor: Duration,
     probe_reserve: Option<Duration>,
+    settle: Duration,
     max_attempts: u32,
     backoff: Backoff,
     dedupe: Dedupe,
@@ -94,6 +95,7 @@ impl ToolSpec {
             effect,
             floor: Duration::ZERO,
             probe_reserve: None,
+            settle: Duration::ZERO,
             max_attempts: 3,
             backoff: Backoff::DEFAULT,
             dedupe: Dedupe::Probe,
@@ -116,6 +118,17 @@ impl ToolSpec {
     /// with no floor either, a quarter of the budget left when the attempt starts).
     pub const fn probe_reserve(mut self, reserve: Duration) -> ToolSpec {
         self.probe_reserve = Some(reserve);
+        self
+    }
+
+    /// How long a request may stay in flight at the service after it was sent (queued behind a
+    /// gateway, retried by a load balancer, held by a worker that was killed and restarts): a probe that
+    /// finds nothing is trusted only once this long has passed since the attempt may have reached the
+    /// service. Until then the engine waits, within the budget, and probes again; when the budget cannot
+    /// hold the wait, the call ends `unknown`. Zero by default: a request that has not landed when the
+    /// probe looks never will.
+    pub const fn settle(mut self, window: Duration) -> ToolSpec {
+        self.settle = window;
         self
     }
 
@@ -163,6 +176,11 @@ impl ToolSpec {
             Some(reserve) => reserve,
             None => self.floor,
         }
+    }
+
+    /// Its settle window.
+    pub const fn settle_window(&self) -> Duration {
+        self.settle
     }
 
     /// The most attempts one call makes.

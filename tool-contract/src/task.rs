@@ -36,6 +36,9 @@ pub struct Task {
     escalation: Option<Arc<dyn Escalate>>,
     approver: Option<Arc<dyn Approve>>,
     journal: Option<Arc<dyn Journal>>,
+    /// The intents with a side-effecting call under way, shared by the task's clones and the tasks
+    /// made with [`Task::new_like`]: two calls of one intent take turns.
+    turns: Arc<crate::engine::Turns>,
 }
 
 impl Task {
@@ -49,6 +52,7 @@ impl Task {
             escalation: None,
             approver: None,
             journal: None,
+            turns: Arc::default(),
         }
     }
 
@@ -71,13 +75,15 @@ impl Task {
     }
 
     /// A new task, `id` for `actor` with a budget of `budget` from now, that shares this one's escalation
-    /// sink, approver and attempt log: what a server that opens a task per request keeps as a template.
+    /// sink, approver and attempt log, and its turns: two calls of one intent through either wait for each
+    /// other. What a server that opens a task per request keeps as a template.
     pub fn new_like(&self, id: impl Into<Arc<str>>, actor: impl Into<Arc<str>>, budget: Duration) -> Task {
         let fresh = Task::new(id, actor, budget);
         Task {
             escalation: self.escalation.clone(),
             approver: self.approver.clone(),
             journal: self.journal.clone(),
+            turns: Arc::clone(&self.turns),
             ..fresh
         }
     }
@@ -122,6 +128,10 @@ impl Task {
 
     pub(crate) fn approver_ref(&self) -> Option<&dyn Approve> {
         self.approver.as_deref()
+    }
+
+    pub(crate) fn turns(&self) -> &crate::engine::Turns {
+        &self.turns
     }
 
     pub(crate) fn journal_ref(&self) -> Option<&dyn Journal> {

@@ -1,4 +1,5 @@
-//! `max_attempts`, `backoff` and `probe_reserve`, and a floor in hours: each changes what the engine does.
+//! `max_attempts`, `backoff`, `probe_reserve` and `settle`, and a floor in hours: each changes what the
+//! engine does.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -35,6 +36,32 @@ pub async fn hanging_send(call: &Call, thread: String) -> Result<u64, Class> {
     std::future::pending().await
 }
 
+static QUEUED: AtomicU32 = AtomicU32::new(0);
+
+/// Lands 15 s after it was sent: the service queues it.
+pub async fn queued_landed(thread: &String, key: IntentKey) -> Probe<u64> {
+    let _ = (thread, key);
+    let sent_at = QUEUED.load(Ordering::SeqCst);
+    if sent_at > 0 && landed_yet() { Probe::Landed(6) } else { Probe::NotLanded }
+}
+
+fn landed_yet() -> bool {
+    START.with(|start| start.get().is_some_and(|start| start.elapsed() >= Duration::from_secs(15)))
+}
+
+thread_local! {
+    static START: std::cell::Cell<Option<tokio::time::Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// A send to a queue that may hold it 20 s; the connection drops at once.
+#[tool(effect = "send", probe = queued_landed, target = thread, deadline_floor = "1s", settle = "20s")]
+pub async fn queued_send(thread: String) -> Result<u64, Class> {
+    let _ = thread;
+    QUEUED.fetch_add(1, Ordering::SeqCst);
+    START.with(|start| start.set(Some(tokio::time::Instant::now())));
+    Err(Class::unknown("connection reset after the request was sent"))
+}
+
 #[tokio::main(flavor = "current_thread", start_paused = true)]
 async fn main() {
     let task = Task::new("settings-1", "agent", Duration::from_secs(60));
@@ -56,4 +83,10 @@ async fn main() {
     assert_eq!(SENDS.load(Ordering::SeqCst), 1);
     let elapsed = started.elapsed();
     assert!(elapsed >= Duration::from_secs(7) && elapsed < Duration::from_secs(8), "{elapsed:?}");
+
+    let task = Task::new("settings-4", "agent", Duration::from_secs(60));
+    let report = queued_send(&task, "thread-2".to_owned()).await;
+    // The first probe found nothing; the engine waited out the 20 s window and looked again.
+    assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(6)), "{}", report.message);
+    assert_eq!(QUEUED.load(Ordering::SeqCst), 1, "sent once");
 }

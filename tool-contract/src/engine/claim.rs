@@ -1,14 +1,15 @@
 //! Who may run an intent's side effect now: the process's turn on the intent, then the store's claim.
 //!
-//! Two calls of one intent in one process (a model that issues the same tool call twice in parallel, an
-//! MCP client that re-sends a call whose reply stream broke) take turns: the second waits for the first,
-//! then starts from what the first left. That holds with no attempt log configured too: the turn keeps
-//! the intent's last word in memory while any call of it runs or waits, and forgets it when none does.
-//! With a log, the store's [`Journal::claim`] then fences the intent against other processes.
+//! Two calls of one intent through one task (a model that issues the same tool call twice in parallel,
+//! an MCP client that re-sends a call whose reply stream broke; a task's clones and the tasks made with
+//! [`Task::new_like`](crate::Task::new_like) share its turns) take turns: the second waits for the
+//! first, then starts from what the first left. That holds with no attempt log configured too: the turn
+//! keeps the intent's last word in memory while any call of it runs or waits, and forgets it when none
+//! does. With a log, the store's [`Journal::claim`] then fences the intent against every other owner.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::journal::{Claimed, Journal, Owner, Recall, RecordRef};
@@ -26,16 +27,20 @@ struct Turn {
     word: Mutex<Option<Recall>>,
 }
 
-/// The intents of this process with a side-effecting call under way or waiting.
-static TURNS: LazyLock<Mutex<HashMap<IntentKey, Arc<Turn>, KeyHashing>>> = LazyLock::new(Default::default);
+/// The intents of a task family with a side-effecting call under way or waiting.
+#[derive(Default)]
+pub(crate) struct Turns(Mutex<HashMap<IntentKey, Arc<Turn>, KeyHashing>>);
 
-fn turns() -> std::sync::MutexGuard<'static, HashMap<IntentKey, Arc<Turn>, KeyHashing>> {
-    TURNS.lock().unwrap_or_else(|e| e.into_inner())
+impl Turns {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IntentKey, Arc<Turn>, KeyHashing>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// The right to run one intent's side effect: this process's turn, and the store's claim when there is a
 /// store. Both are given up when it is dropped, also when the call is cancelled.
 pub(crate) struct Claim<'a> {
+    turns: &'a Turns,
     key: IntentKey,
     turn: Arc<Turn>,
     held: Option<tokio::sync::OwnedMutexGuard<()>>,
@@ -53,15 +58,15 @@ pub(crate) enum Refused {
 
 impl<'a> Claim<'a> {
     /// Wait for this process's turn on `key`.
-    pub(crate) async fn turn(key: IntentKey) -> Claim<'a> {
+    pub(crate) async fn turn(turns: &'a Turns, key: IntentKey) -> Claim<'a> {
         let turn = {
-            let mut turns = turns();
+            let mut turns = turns.lock();
             let turn = Arc::clone(turns.entry(key).or_default());
             turn.users.fetch_add(1, Ordering::Relaxed);
             turn
         };
         // Built before the wait, so a call dropped while waiting still leaves the registry clean.
-        let mut claim = Claim { key, turn, held: None, store: None };
+        let mut claim = Claim { turns, key, turn, held: None, store: None };
         claim.held = Some(Arc::clone(&claim.turn.lock).lock_owned().await);
         claim
     }
@@ -75,6 +80,8 @@ impl<'a> Claim<'a> {
         floor: Duration,
     ) -> Result<Option<Recall>, Refused> {
         let owner = Owner::unique();
+        // A holder that finishes early releases its claim: look again soon, then less often.
+        let mut poll = Duration::from_millis(50);
         loop {
             let lease = budget().saturating_add(LEASE_MARGIN);
             match store.claim(&self.key, &owner, lease).await {
@@ -83,10 +90,13 @@ impl<'a> Claim<'a> {
                     return Ok(recall);
                 }
                 Ok(Claimed::Busy { holder, left }) => {
-                    if left.saturating_add(floor) >= budget() {
+                    // Wait while the budget can hold the wait and still start an attempt.
+                    let nap = left.min(poll);
+                    if nap.saturating_add(floor) >= budget() {
                         return Err(Refused::Busy { holder, left });
                     }
-                    tokio::time::sleep(left).await;
+                    tokio::time::sleep(nap).await;
+                    poll = (poll * 2).min(Duration::from_secs(1));
                 }
                 Err(e) => return Err(Refused::Store(e)),
             }
@@ -120,7 +130,7 @@ impl Drop for Claim<'_> {
             store.release(&self.key, &owner);
         }
         self.held = None;
-        let mut turns = turns();
+        let mut turns = self.turns.lock();
         // The last user removes the intent, and with it the last word kept in memory.
         if self.turn.users.fetch_sub(1, Ordering::Relaxed) == 1 {
             turns.remove(&self.key);
@@ -135,24 +145,26 @@ mod tests {
 
     use super::*;
 
+    static TURNS: std::sync::LazyLock<Turns> = std::sync::LazyLock::new(Turns::default);
+
     fn held(key: &IntentKey) -> bool {
-        turns().contains_key(key)
+        TURNS.lock().contains_key(key)
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_claim_is_released_by_its_last_holder_even_one_dropped_while_waiting() {
         let key = crate::Intent::new("claims", "test", "post", "x").key();
-        let first = Claim::turn(key).await;
+        let first = Claim::turn(&TURNS, key).await;
         assert!(held(&key));
         // A second call waits; the first finishes; the second is dropped (cancelled) before its turn.
-        let mut waiting = Box::pin(Claim::turn(key));
+        let mut waiting = Box::pin(Claim::turn(&TURNS, key));
         let noop = &mut std::task::Context::from_waker(Waker::noop());
         assert!(waiting.as_mut().poll(noop).is_pending(), "the second call waits for the first");
         drop(first);
         assert!(held(&key), "handed to the waiting call");
         drop(waiting);
         assert!(!held(&key), "nobody holds the intent: the registry forgets it");
-        let again = Claim::turn(key).await;
+        let again = Claim::turn(&TURNS, key).await;
         drop(again);
         assert!(!held(&key));
     }
@@ -161,8 +173,8 @@ mod tests {
     async fn the_last_word_is_kept_while_a_call_waits_and_forgotten_after() {
         use crate::journal::Phase;
         let key = crate::Intent::new("claims", "test", "post", "word").key();
-        let first = Claim::turn(key).await;
-        let mut second = Box::pin(Claim::turn(key));
+        let first = Claim::turn(&TURNS, key).await;
+        let mut second = Box::pin(Claim::turn(&TURNS, key));
         assert!(
             std::pin::pin!(&mut second)
                 .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
@@ -189,6 +201,9 @@ mod tests {
         let second = second.await;
         assert_eq!(second.word().map(|w| (w.attempts, w.last.phase)), Some((1, Phase::Start)));
         drop(second);
-        assert!(Claim::turn(key).await.word().is_none(), "no call of the intent runs: nothing is kept");
+        assert!(
+            Claim::turn(&TURNS, key).await.word().is_none(),
+            "no call of the intent runs: nothing is kept"
+        );
     }
 }

@@ -10,7 +10,7 @@ use crate::classify::{self, Class, Classify};
 use crate::effect::EffectKind;
 use crate::journal::{LastWord, LogValue};
 use crate::key::IntentKey;
-use crate::policy::{self, End, Facts, Room, Step};
+use crate::policy::{self, End, Facts, Room, Settle, Step};
 use crate::probe::{Probe, Prober};
 use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
@@ -20,6 +20,7 @@ mod claim;
 mod guard;
 mod state;
 
+pub(crate) use claim::Turns;
 pub(crate) use guard::{guarded, secs, within};
 pub(crate) use state::{ResumeWait, Run, Stop, attempt_id, ceil_secs, decimal, retry_stamp, take_claim};
 
@@ -83,6 +84,7 @@ where
     } else if let Some(recall) = recall {
         run.attempt = recall.attempts;
         run.attempt_id = recall.last.attempt_id.clone();
+        run.reached_at(&recall.last.started);
         resume_wait = ResumeWait::of(&recall.last);
         let earlier = match recall.last_word() {
             LastWord::Ok(value) => match value.map(T::from_log) {
@@ -122,6 +124,7 @@ where
                 made,
                 max_attempts: spec.attempts(),
                 room: Room::Enough,
+                settle: Settle::Settled,
             };
             let (mut landed, mut unsure, mut denied) = (None, String::new(), None);
             let wait = loop {
@@ -135,9 +138,12 @@ where
                             Probe::Landed(value) => landed = Some(value),
                             Probe::Failed(why) => unsure = why,
                             Probe::NotLanded => {
-                                run.maybe_applied = false;
-                                class = resolved_not_landed(class);
-                                (facts.outcome, facts.effect) = (class.outcome(), class.effect());
+                                facts.settle = run.settle(&class);
+                                if facts.settle == Settle::Settled {
+                                    run.maybe_applied = false;
+                                    class = resolved_not_landed(class);
+                                    (facts.outcome, facts.effect) = (class.outcome(), class.effect());
+                                }
                             }
                         }
                     }
@@ -145,6 +151,11 @@ where
                         Ok(()) => facts.approved = Some(true),
                         Err(stop) => (facts.approved, denied) = (Some(false), Some(stop)),
                     },
+                    Step::Settle => {
+                        // The service may still be holding the request: look again once it cannot.
+                        tokio::time::sleep(run.unsettled_for()).await;
+                        facts.probe = None;
+                    }
                     Step::Retry => break wait,
                     Step::Stop(end) => {
                         return match end {
@@ -158,6 +169,7 @@ where
                             }
                             End::NoProbe => run.without_probe(class),
                             End::ProbeFailed => run.probe_failed(class, &unsure),
+                            End::Unsettled => run.unsettled(&class),
                             End::Unresolved => run.unresolved(class.message()),
                             End::NeverRetried => run.report(
                                 class.outcome(),
@@ -266,7 +278,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_side_effect_without_a_floor_keeps_part_of_the_budget_for_its_probe() {
         const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
-        let task = Task::new("ord-7741", "agent", Duration::from_secs(4));
+        let task = Task::new("reserve-quarter", "agent", Duration::from_secs(4));
         let probes = AtomicU32::new(0);
         let began = tokio::time::Instant::now();
         let report = super::run(
@@ -285,5 +297,78 @@ mod tests {
         assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(4411)));
         assert!(report.message.contains("timed out after 3.0s"), "{}", report.message);
         assert_eq!(began.elapsed(), Duration::from_secs(3), "a quarter of the budget kept for the probe");
+    }
+
+    /// A service that holds a request for 8 s before applying it (a queue behind the gateway); the
+    /// connection drops at 3 s and a probe then finds nothing.
+    async fn held_for_8s(task: &str, spec: &ToolSpec, budget_s: u64) -> (crate::Report<u64>, u32, u32) {
+        // Each test its own task: calls of one intent take turns across the whole process.
+        let task = Task::new(task, "agent", Duration::from_secs(budget_s));
+        let began = tokio::time::Instant::now();
+        let (sent, probes) = (AtomicU32::new(0), AtomicU32::new(0));
+        let landed = |sent: &AtomicU32| {
+            // Each request sent lands 8 s after it was sent.
+            let n = sent.load(SeqCst);
+            let first_lands = began + Duration::from_secs(8);
+            if n > 0 && tokio::time::Instant::now() >= first_lands { Some(4411u64) } else { None }
+        };
+        let report = super::run(
+            &task,
+            spec,
+            task.key(spec, &"thread-9", None),
+            |_| {
+                sent.fetch_add(1, SeqCst);
+                async move {
+                    // The connection drops after 3 s, the request still queued at the service.
+                    tokio::time::sleep(Duration::from_secs(3)).await;
+                    Err::<u64, Class>(Class::unknown("connection reset after the request was sent"))
+                }
+            },
+            |_| async {
+                probes.fetch_add(1, SeqCst);
+                match landed(&sent) {
+                    Some(id) => Probe::Landed(id),
+                    None => Probe::NotLanded,
+                }
+            },
+        )
+        .await;
+        (report, sent.load(SeqCst), probes.load(SeqCst))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_the_service_still_holds_is_waited_for_not_sent_again() {
+        const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send)
+            .deadline_floor(Duration::from_secs(3))
+            .probe_reserve(Duration::from_secs(1))
+            .settle(Duration::from_secs(10));
+        let (report, sent, probes) = held_for_8s("settle-waited", &SEND, 30).await;
+        assert_eq!(sent, 1, "{}", report.message);
+        assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(4411)), "{}", report.message);
+        assert_eq!(probes, 2, "a probe at the timeout found nothing; one after the settle window found it");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_settle_window_the_held_request_is_sent_twice() {
+        // The limit the settle window exists for, shown: the probe's "not landed" is trusted at once.
+        const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send)
+            .deadline_floor(Duration::from_secs(3))
+            .probe_reserve(Duration::from_secs(1));
+        let (_, sent, _) = held_for_8s("settle-none", &SEND, 30).await;
+        assert!(sent >= 2, "each probe before 8 s found nothing, so the notice went out {sent} times");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_settle_window_longer_than_the_budget_ends_unknown() {
+        const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send)
+            .deadline_floor(Duration::from_secs(3))
+            .probe_reserve(Duration::from_secs(1))
+            .settle(Duration::from_secs(60));
+        let (report, sent, probes) = held_for_8s("settle-too-long", &SEND, 5).await;
+        assert_eq!((sent, probes), (1, 1));
+        assert_eq!(report.outcome, Outcome::Unknown, "{}", report.message);
+        assert!(report.message.contains("may stay in flight"), "{}", report.message);
+        // Reported at 3 s: the rest of the window that began when the attempt was sent, at 0 s.
+        assert_eq!(report.retry_after_s, Some(57));
     }
 }

@@ -11,7 +11,7 @@ use crate::call::Call;
 use crate::classify::Class;
 use crate::journal::{Durability, LogValue, Phase, Recall, RecordRef, rfc3339};
 use crate::key::IntentKey;
-use crate::policy::Room;
+use crate::policy::{Room, Settle};
 use crate::probe::{Probe, ProbeMark, Prober};
 use crate::report::{Applied, Item, Outcome, Report};
 use crate::spec::ToolSpec;
@@ -24,7 +24,7 @@ pub(crate) async fn take_claim<'a>(
     spec: &ToolSpec,
     key: IntentKey,
 ) -> Result<(Claim<'a>, Option<Recall>), Stop> {
-    let mut claim = Claim::turn(key).await;
+    let mut claim = Claim::turn(task.turns(), key).await;
     let Some(store) = task.journal_ref() else {
         let word = claim.word();
         return Ok((claim, word));
@@ -107,6 +107,8 @@ pub(crate) struct Run<'a> {
     pub(crate) retry_at: Option<String>,
     /// The side effect's claim on its intent; `None` for a read.
     pub(crate) claim: Option<&'a Claim<'a>>,
+    /// When the last attempt may have reached the service, for the settle window.
+    pub(crate) reached: Option<tokio::time::Instant>,
 }
 
 impl<'a> Run<'a> {
@@ -120,6 +122,7 @@ impl<'a> Run<'a> {
             maybe_applied: false,
             retry_at: None,
             claim: None,
+            reached: None,
         }
     }
 
@@ -128,6 +131,53 @@ impl<'a> Run<'a> {
         self.attempt += 1;
         self.retry_at = None;
         self.attempt_id = attempt_id(self.task.id(), &self.key, self.attempt);
+    }
+
+    /// Take the attempt an earlier run recorded as the one that may have reached the service, by the
+    /// wall-clock stamp it logged.
+    pub(crate) fn reached_at(&mut self, started: &str) {
+        let since = crate::journal::parse_rfc3339(started)
+            .and_then(|at| SystemTime::now().duration_since(at).ok())
+            .unwrap_or_default();
+        let now = tokio::time::Instant::now();
+        self.reached = Some(now.checked_sub(since).unwrap_or(now));
+    }
+
+    /// How much longer the last attempt's request may be held by the service (its settle window).
+    pub(crate) fn unsettled_for(&self) -> Duration {
+        match self.reached {
+            Some(at) => {
+                (at + self.spec.settle_window()).saturating_duration_since(tokio::time::Instant::now())
+            }
+            None => Duration::ZERO,
+        }
+    }
+
+    /// Whether a probe that found nothing of an attempt with this outcome can be trusted yet.
+    pub(crate) fn settle(&self, class: &Class) -> Settle {
+        let unsettled = self.unsettled_for();
+        if class.effect() == Applied::No || unsettled.is_zero() {
+            Settle::Settled
+        } else if unsettled >= self.task.remaining() {
+            Settle::TooLong
+        } else {
+            Settle::Wait
+        }
+    }
+
+    /// The report of a call whose probe found nothing while the service may still hold the request.
+    pub(crate) fn unsettled<T>(&self, class: &Class) -> Report<T> {
+        let wait = self.unsettled_for();
+        let message = format!(
+            "{}; the probe found nothing, but {} requests may stay in flight at the service for {}: \
+             {} more, longer than the {} left",
+            class.message(),
+            self.spec.name(),
+            secs(self.spec.settle_window()),
+            secs(wait),
+            secs(self.task.remaining())
+        );
+        self.report(Outcome::Unknown, Applied::Unknown, message, Some(wait))
     }
 
     /// Whether the call's records are kept: in the task's log, or, for a side effect with no log, in
@@ -152,8 +202,10 @@ impl<'a> Run<'a> {
         }
     }
 
-    pub(crate) fn call(&self, limit: Duration) -> Call {
+    /// The attempt's call context; from now on its request may reach the service.
+    pub(crate) fn call(&mut self, limit: Duration) -> Call {
         let now = tokio::time::Instant::now();
+        self.reached = Some(now);
         Call {
             task_id: self.task.id_arc(),
             key: self.key,

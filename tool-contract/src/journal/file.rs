@@ -1493,7 +1493,7 @@ mod tests {
         let dir = Scratch::new("stalled");
         let log = Arc::new(FileJournal::open(dir.log()).unwrap());
         log.stall(true);
-        let task = Task::new("ord-7741", "agent", Duration::from_secs(2)).journal(log.clone());
+        let task = Task::new("stalled-disk", "agent", Duration::from_secs(2)).journal(log.clone());
         const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
         let (sent, ticks) = (AtomicU32::new(0), AtomicU32::new(0));
         let began = tokio::time::Instant::now();
