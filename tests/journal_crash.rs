@@ -205,20 +205,20 @@ fn killed_with_a_line_half_written_then_recovered_with_a_warning() {
     let torn = read_log(dir.log()).unwrap();
     assert_eq!(torn.records.len(), 1);
     assert_eq!(torn.warnings.len(), 1);
-    assert_eq!(torn.warnings[0].line, 2);
+    assert_eq!(torn.warnings[0].line, 3, "after the header and the first start record");
 
     let out = run_to_end(&dir);
     let warnings = out["warnings"].as_array().unwrap();
     assert_eq!(warnings.len(), 1, "{out}");
-    assert!(warnings[0].as_str().unwrap().starts_with("line 2: torn last line"), "{out}");
+    assert!(warnings[0].as_str().unwrap().starts_with("line 3: torn last line"), "{out}");
     assert_eq!(out["report"]["outcome"], "ok", "{out}");
     assert_eq!((out["probes"].as_u64(), out["attempts"].as_u64()), (Some(1), Some(1)), "{out}");
     assert_eq!(dir.effects(), 1);
 
-    // The torn bytes stay as line 2, closed by a newline; every record after them is whole.
+    // The torn bytes stay as line 3, closed by a newline; every record after them is whole.
     let after = read_log(dir.log()).unwrap();
     assert_eq!(after.warnings.len(), 1);
-    assert_eq!(after.warnings[0].line, 2);
+    assert_eq!(after.warnings[0].line, 3);
     assert_eq!(
         phases(&after.records),
         [
@@ -230,5 +230,5 @@ fn killed_with_a_line_half_written_then_recovered_with_a_warning() {
     );
     let text = fs::read_to_string(dir.log()).unwrap();
     assert!(text.ends_with('\n'));
-    assert_eq!(text.lines().count(), 5);
+    assert_eq!(text.lines().count(), 6, "the header, the torn line and four records");
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_contract::classify::{self, Body, HttpReply, RetryAfter};
 use tool_contract::journal::{self, Recall};
-use tool_contract::{Class, EffectKind, FileJournal, IntentKey, Item, Probe, Task, Toolbox, tool};
+use tool_contract::{Call, Class, EffectKind, FileJournal, IntentKey, Item, Probe, Task, Toolbox, tool};
 use tool_contract_mcp::McpServer;
 
 use crate::Target;
@@ -273,6 +273,13 @@ impl Target for LogFile {
 
     fn run(&mut self, input: &[u8]) -> u64 {
         let path = self.dir.join("attempts.log");
+        // Half the inputs get the header in front, so the mutants that lose it still test what follows.
+        let header = journal::HEADER.as_bytes();
+        let input = &if !input.starts_with(header) && fnv(input).is_multiple_of(2) {
+            [header, b"\n", input].concat()
+        } else {
+            input.to_vec()
+        };
         std::fs::write(&path, input).expect("the fuzz directory is writable");
         let opened = FileJournal::open(&path);
         let shape = match &opened {
@@ -286,7 +293,7 @@ impl Target for LogFile {
             }
             Err(_) => {
                 let after = std::fs::read(&path).expect("readable");
-                assert_eq!(after, input, "a file refused as a log was changed");
+                assert_eq!(after, *input, "a file refused as a log was changed");
                 0
             }
         };
@@ -353,13 +360,11 @@ async fn post_notice(thread: String, text: &str) -> Result<u64, Class> {
     if text.is_empty() { Err(Class::permanent("empty notice")) } else { Ok(thread.len() as u64) }
 }
 
-static LOST: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-
-/// Sends a notice whose first reply is lost.
+/// Sends a notice whose first reply is lost (by attempt number, so every run writes the same log).
 #[tool(effect = "send", probe = posted_once, target = thread)]
-async fn lost_reply(thread: String) -> Result<u64, Class> {
+async fn lost_reply(call: &Call, thread: String) -> Result<u64, Class> {
     let _ = thread;
-    if LOST.fetch_add(1, std::sync::atomic::Ordering::Relaxed).is_multiple_of(2) {
+    if call.attempt() == 1 {
         Err(Class::unknown("connection reset after the request was sent"))
     } else {
         Ok(7)

@@ -37,13 +37,15 @@ fn record(n: usize, phase: Phase, attempt: u32) -> Record {
 /// `retryable` with nothing applied, the second `ok` with its value), each a start and an end line.
 /// Written once into the temporary directory and synced, then reused. Returns the path and its lines.
 pub fn large_log(attempts: usize) -> (PathBuf, u64) {
-    let path = std::env::temp_dir().join(format!("tc-bench-log-{attempts}-attempts.log"));
+    let path = std::env::temp_dir().join(format!("tc-bench-log-{attempts}-attempts-format1.log"));
     let lines = (attempts / 2 * 4) as u64;
     let complete = path.with_extension("done");
     if complete.exists() && path.exists() {
         return (path, lines);
     }
     let mut out = BufWriter::with_capacity(1 << 20, fs::File::create(&path).expect("a log file"));
+    out.write_all(tool_contract::journal::HEADER.as_bytes()).expect("the header");
+    out.write_all(b"\n").expect("the header");
     for n in 0..attempts / 2 {
         for attempt in 1..=2 {
             let mut end = record(n, Phase::End, attempt);

@@ -79,6 +79,46 @@ pub struct LogContents {
     pub warnings: Vec<Warning>,
 }
 
+/// The first line of every attempt log this crate creates: what the file is, and the version of its
+/// format. [`FileJournal::open`] appends only to a file that begins with it (or to an empty one, which
+/// it gives one), so nothing else is ever taken for a log and written to.
+pub const HEADER: &str = r#"{"tool_contract":"attempt-log","format":1}"#;
+
+/// How a file begins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Beginning {
+    /// Nothing yet, or the header cut short by a crash at creation: a new log.
+    Empty,
+    /// The header, then the records from this byte on.
+    Header(usize),
+    /// No header: a log written before format 1, or not a log.
+    Headless,
+}
+
+fn beginning(bytes: &[u8]) -> Result<Beginning, String> {
+    let header = HEADER.as_bytes();
+    if bytes.len() <= header.len() && header.starts_with(bytes) {
+        return Ok(Beginning::Empty);
+    }
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    if first == header {
+        return Ok(Beginning::Header(header.len() + 1));
+    }
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow)]
+        tool_contract: &'a str,
+        format: serde_json::Value,
+    }
+    match serde_json::from_slice::<Head<'_>>(first) {
+        Ok(head) if head.tool_contract == "attempt-log" => Err(format!(
+            "its header says format {}, and this version reads format 1",
+            shorten(&head.format.to_string(), 20, 0)
+        )),
+        _ => Ok(Beginning::Headless),
+    }
+}
+
 /// Read a log whole without opening it for appends (the file is neither created nor changed).
 ///
 /// Fails on a missing or unreadable file, and with [`JournalError::NotALog`] on a file that holds
@@ -352,8 +392,24 @@ impl FileJournal {
         let opened = file.metadata().ok().and_then(|metadata| identity(&metadata));
         let bytes =
             read_whole(&mut file).map_err(|e| io_error(format!("cannot read {}", path.display()), e))?;
+        let fresh = match beginning(&bytes).map_err(|why| not_a_log(&path, why))? {
+            Beginning::Empty => true,
+            Beginning::Header(_) => false,
+            Beginning::Headless => return Err(not_a_log(&path, headless(&bytes))),
+        };
         let (index, scan) = index_bytes(&bytes).map_err(|why| not_a_log(&path, why))?;
         drop(bytes);
+        if fresh {
+            // A new log (or one whose header a crash cut short, which holds nothing else) gets its
+            // header, on disk before the first record.
+            let written = file.set_len(0).and_then(|()| {
+                let mut line = HEADER.as_bytes().to_vec();
+                line.push(b'\n');
+                file.write_all(&line)?;
+                file.sync_data()
+            });
+            written.map_err(|e| io_error(format!("cannot write the header of {}", path.display()), e))?;
+        }
         if created {
             // The new file's name must survive a crash as well as its first synced record.
             sync_dir(&path)?;
@@ -445,6 +501,12 @@ impl FileJournal {
         let bytes =
             read_whole(&mut held).map_err(|e| io_error(format!("cannot read {}", path.display()), e))?;
         let (records, scan) = parse_all(&bytes).map_err(|why| not_a_log(path, why))?;
+        // A log without the header is rewritten with one only when every line is a record (a log of
+        // an earlier version); anything else is left as it is.
+        let garbled = scan.warnings.len() > usize::from(scan.torn_tail);
+        if !scan.header && (garbled || records.is_empty()) {
+            return Err(not_a_log(path, headless(&bytes)));
+        }
         let mut latest: HashMap<IntentKey, u32> = HashMap::new();
         for record in &records {
             let attempt = latest.entry(record.intent_key).or_insert(record.attempt);
@@ -826,6 +888,8 @@ struct Scan {
     warnings: Vec<Warning>,
     torn_tail: bool,
     records: u64,
+    /// The file begins with [`HEADER`] (or is empty).
+    header: bool,
 }
 
 /// Every record of a log serialises to a line starting with this.
@@ -852,11 +916,16 @@ fn scan<'a, T: Send>(
     start: impl Fn() -> T + Sync,
     record: impl Fn(&mut T, &'a [u8]) -> Result<(), serde_json::Error> + Sync,
 ) -> Result<(Vec<T>, Scan), String> {
+    let (bytes, first_line, header) = match beginning(bytes)? {
+        Beginning::Empty => (&bytes[..0], 1, true),
+        Beginning::Header(skip) => (&bytes[skip..], 2, true),
+        Beginning::Headless => (bytes, 1, false),
+    };
     let torn_tail = !bytes.is_empty() && !bytes.ends_with(b"\n");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     let pieces = if bytes.len() < PARALLEL_FROM { 1 } else { cores };
     // Cut right after a newline, so each piece holds whole lines; number each piece's first line.
-    let mut cuts = vec![(0usize, 1u64)];
+    let mut cuts = vec![(0usize, first_line)];
     for i in 1..pieces {
         let (from, line) = cuts[cuts.len() - 1];
         let aim = (bytes.len() / pieces * i).max(from);
@@ -883,7 +952,7 @@ fn scan<'a, T: Send>(
                 .collect()
         })
     };
-    let mut scan = Scan { warnings: Vec::new(), torn_tail, records: 0 };
+    let mut scan = Scan { warnings: Vec::new(), torn_tail, records: 0, header };
     let (mut looks_like_a_log, mut first_error) = (false, None);
     let mut found = Vec::with_capacity(pieces.len());
     for piece in pieces {
@@ -1288,6 +1357,8 @@ fn write_new_log(path: &Path, records: &[&Record]) -> io::Result<u64> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let mut out = BufWriter::with_capacity(1 << 16, options.open(path)?);
+    out.write_all(HEADER.as_bytes())?;
+    out.write_all(b"\n")?;
     for record in records {
         serde_json::to_writer(&mut out, record)?;
         out.write_all(b"\n")?;
@@ -1305,6 +1376,18 @@ fn read_path(path: &Path) -> Result<Vec<u8>, JournalError> {
 
 fn io_error(context: String, source: io::Error) -> JournalError {
     JournalError::Io { context, source }
+}
+
+/// Why a file without the header is not appended to.
+fn headless(bytes: &[u8]) -> String {
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    if serde_json::from_slice::<Record>(first).is_ok() {
+        "it does not begin with the attempt-log header; a log written before format 1 has none: \
+         `tool-contract compact PATH` rewrites it with one"
+            .to_owned()
+    } else {
+        "it does not begin with the attempt-log header".to_owned()
+    }
 }
 
 fn not_a_log(path: &Path, why: String) -> JournalError {
@@ -1446,6 +1529,11 @@ mod tests {
         }
     }
 
+    /// A log file's text: the header, then `records`.
+    fn logged(records: impl AsRef<str>) -> String {
+        format!("{HEADER}\n{}", records.as_ref())
+    }
+
     fn line(record: &Record) -> String {
         serde_json::to_string(record).unwrap() + "\n"
     }
@@ -1470,10 +1558,10 @@ mod tests {
         let start = record("a", Phase::Start, 1, None);
         let end = record("a", Phase::End, 1, Some(Outcome::Ok));
         log.append(&start, Durability::Lazy).await.unwrap();
-        assert_eq!(fs::read_to_string(dir.log()).unwrap(), "", "held in the process");
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(""), "held in the process");
         assert_eq!(log.attempts(&key("a")).ready(), Some(Some(1)), "but already indexed");
         log.append(&end, Durability::Buffered).await.unwrap();
-        let both = line(&start) + &line(&end);
+        let both = logged(line(&start) + &line(&end));
         assert_eq!(written(&dir.log(), |text| text == both), both);
         assert_eq!(log.stats().writes, 1, "one write carried both");
 
@@ -1550,14 +1638,14 @@ mod tests {
                 async move {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     // The read waited once: its start record reaches the file while it runs.
-                    let seen = written(&path, |text| !text.is_empty());
+                    let seen = written(&path, |text| text.lines().count() > 1);
                     Ok::<usize, Class>(seen.lines().count())
                 }
             },
             crate::NoProbe,
         )
         .await;
-        assert_eq!(report.value, Some(1));
+        assert_eq!(report.value, Some(2), "the header and the start record");
     }
 
     async fn append_all(log: &FileJournal, records: &[Record]) {
@@ -1601,13 +1689,14 @@ mod tests {
         let log = FileJournal::open(dir.log()).unwrap();
         let start = record("a", Phase::Start, 1, None);
         log.append(&start, Durability::Synced).await.unwrap();
-        assert_eq!(fs::read_to_string(dir.log()).unwrap(), line(&start));
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(line(&start)));
         let stats = log.stats();
         assert_eq!((stats.appended, stats.writes, stats.syncs), (1, 1, 1));
-        // A buffered record is handed to the OS (a killed process does not lose it) but not synced.
+        // A buffered record is handed to the writer thread, which writes it at once, but not synced.
         let end = record("a", Phase::End, 1, Some(Outcome::Ok));
         log.append(&end, Durability::Buffered).await.unwrap();
-        assert_eq!(fs::read_to_string(dir.log()).unwrap(), line(&start) + &line(&end));
+        let both = logged(line(&start) + &line(&end));
+        assert_eq!(written(&dir.log(), |text| text == both), both);
         assert_eq!(log.stats().syncs, 1);
         // It rides the next sync.
         log.sync().await.unwrap();
@@ -1682,26 +1771,26 @@ mod tests {
         let first = record("a", Phase::Start, 1, None);
         let torn = line(&record("b", Phase::Start, 1, None));
         let torn = &torn[..torn.len() / 2];
-        fs::write(dir.log(), line(&first) + torn).unwrap();
+        fs::write(dir.log(), logged(line(&first) + torn)).unwrap();
 
         let log = FileJournal::open(dir.log()).unwrap();
         assert_eq!(log.warnings().len(), 1);
-        assert_eq!(log.warnings()[0].line, 2);
+        assert_eq!(log.warnings()[0].line, 3);
         assert!(log.warnings()[0].message.starts_with("torn last line"), "{}", log.warnings()[0]);
         assert_eq!(log.recall(&key("a")).unwrap().last_word(), LastWord::Unfinished);
         assert!(log.recall(&key("b")).is_none());
         // Opening changed nothing.
-        assert_eq!(fs::read_to_string(dir.log()).unwrap(), line(&first) + torn);
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(line(&first) + torn));
 
         let next = record("c", Phase::Start, 1, None);
         log.append(&next, Durability::Synced).await.unwrap();
         drop(log);
         // The torn bytes stay where they were, ended by a newline; the new record is a line of its own.
-        assert_eq!(fs::read_to_string(dir.log()).unwrap(), line(&first) + torn + "\n" + &line(&next));
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(line(&first) + torn + "\n" + &line(&next)));
         let read = read_log(dir.log()).unwrap();
         assert_eq!(read.records, [first, next]);
         assert_eq!(read.warnings.len(), 1);
-        assert_eq!(read.warnings[0].line, 2);
+        assert_eq!(read.warnings[0].line, 3);
         assert!(read.warnings[0].message.starts_with("not a record"), "{}", read.warnings[0]);
     }
 
@@ -1715,16 +1804,16 @@ mod tests {
         );
         let hand_edit = line(&record("x", Phase::Start, 1, None)).replace("\"attempt\":1", "\"attempt\":one");
         let text = line(&a1) + "\n" + &hand_edit + "not json at all\n" + &line(&a1_end) + &line(&b1);
-        fs::write(dir.log(), &text).unwrap();
+        fs::write(dir.log(), logged(&text)).unwrap();
         let read = read_log(dir.log()).unwrap();
         assert_eq!(read.records, [a1, a1_end, b1]);
         let lines: Vec<u64> = read.warnings.iter().map(|w| w.line).collect();
-        assert_eq!(lines, [3, 4], "the blank line 2 is not a warning: {:?}", read.warnings);
+        assert_eq!(lines, [4, 5], "the blank line 3 is not a warning: {:?}", read.warnings);
         let log = FileJournal::open(dir.log()).unwrap();
         assert_eq!(log.warnings(), read.warnings);
         assert!(matches!(log.recall(&key("a")).unwrap().last_word(), LastWord::Ok(_)));
         drop(log);
-        assert_eq!(fs::read_to_string(dir.log()).unwrap(), text, "nothing is rewritten");
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(&text), "nothing is rewritten");
     }
 
     #[test]
@@ -1750,16 +1839,55 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_file_and_a_torn_first_record_are_logs() {
+    fn an_empty_file_a_torn_header_and_a_torn_first_record_are_logs() {
         let dir = Scratch::new("empty");
-        fs::write(dir.log(), "").unwrap();
-        assert!(FileJournal::open(dir.log()).unwrap().warnings().is_empty());
+        // Empty, or a header a crash cut short at creation: a new log, given its header.
+        for fresh in ["", "{", &HEADER[..HEADER.len() / 2], HEADER] {
+            fs::write(dir.log(), fresh).unwrap();
+            assert!(FileJournal::open(dir.log()).unwrap().warnings().is_empty(), "{fresh}");
+            assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(""), "{fresh}");
+        }
         for torn in ["{", "{\"pha", "{\"phase\":\"start\",\"task\":\"ord-"] {
-            fs::write(dir.log(), torn).unwrap();
+            fs::write(dir.log(), logged(torn)).unwrap();
             let log = FileJournal::open(dir.log()).unwrap();
             assert_eq!(log.warnings().len(), 1, "{torn}");
-            assert_eq!(log.warnings()[0].line, 1);
+            assert_eq!(log.warnings()[0].line, 2);
         }
+    }
+
+    #[test]
+    fn a_file_that_merely_looks_like_a_log_is_refused_untouched() {
+        let dir = Scratch::new("looks-like");
+        // A binary file with one line that parses as a record: no header, so not a log.
+        let mut bytes = b"\x7fELF\x02\x01\x01\0\0\0\n".to_vec();
+        bytes.extend(line(&record("a", Phase::Start, 1, None)).as_bytes());
+        bytes.extend(b"\0\0\xff\xfe garbage\n");
+        fs::write(dir.log(), &bytes).unwrap();
+        let err = FileJournal::open(dir.log()).unwrap_err();
+        assert!(matches!(err, JournalError::NotALog { .. }), "{err}");
+        assert!(err.to_string().contains("does not begin with the attempt-log header"), "{err}");
+        assert!(FileJournal::compact(dir.log()).is_err(), "nor rewritten by a compaction");
+        assert_eq!(fs::read(dir.log()).unwrap(), bytes, "left untouched");
+        // A header of a later format is refused too.
+        let newer = r#"{"tool_contract":"attempt-log","format":2}"#.to_owned() + "\n";
+        fs::write(dir.log(), &newer).unwrap();
+        let err = FileJournal::open(dir.log()).unwrap_err();
+        assert!(err.to_string().contains("format 2, and this version reads format 1"), "{err}");
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), newer);
+    }
+
+    #[test]
+    fn a_log_of_an_earlier_version_is_migrated_by_a_compaction() {
+        let dir = Scratch::new("migrate");
+        let text: String = mixed_log().iter().map(line).collect();
+        fs::write(dir.log(), &text).unwrap();
+        let err = FileJournal::open(dir.log()).unwrap_err();
+        assert!(err.to_string().contains("`tool-contract compact PATH` rewrites it with one"), "{err}");
+        assert_eq!(read_log(dir.log()).unwrap().records, mixed_log(), "still readable as it is");
+        FileJournal::compact(dir.log()).unwrap();
+        assert!(fs::read_to_string(dir.log()).unwrap().starts_with(&logged("")));
+        let log = FileJournal::open(dir.log()).unwrap();
+        assert_eq!(log.recall(&key("d")).unwrap().attempts, 3);
     }
 
     #[test]
@@ -1793,7 +1921,7 @@ mod tests {
     async fn attempt_numbers_continue_after_an_older_process() {
         const READ: ToolSpec = ToolSpec::new("post_notice", EffectKind::Read);
         let dir = Scratch::new("older");
-        fs::write(dir.log(), older_log("retryable")).unwrap();
+        fs::write(dir.log(), logged(older_log("retryable"))).unwrap();
         let log = Arc::new(FileJournal::open(dir.log()).unwrap());
         assert!(log.warnings().is_empty());
         let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
@@ -1816,7 +1944,7 @@ mod tests {
     async fn an_unknown_left_by_an_older_process_is_probed_before_attempt_3() {
         const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
         let dir = Scratch::new("older-unknown");
-        fs::write(dir.log(), older_log("unknown")).unwrap();
+        fs::write(dir.log(), logged(older_log("unknown"))).unwrap();
         let log = Arc::new(FileJournal::open(dir.log()).unwrap());
         assert_eq!(log.unresolved().len(), 1);
         let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
@@ -1902,7 +2030,7 @@ mod tests {
         assert_eq!((report.outcome, report.effect_applied), (Outcome::Retryable, Applied::No));
         drop(task);
         drop(log);
-        assert_eq!(fs::read(dir.log()).unwrap(), b"");
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(""), "the header alone");
     }
 
     /// A small deterministic generator (xorshift), so the property tests need no crate.
@@ -1944,7 +2072,7 @@ mod tests {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..200 {
             let records: Vec<Record> = (0..rng.below(30)).map(|_| random_record(&mut rng, 3)).collect();
-            fs::write(dir.log(), records.iter().map(line).collect::<String>()).unwrap();
+            fs::write(dir.log(), logged(records.iter().map(line).collect::<String>())).unwrap();
             let log = FileJournal::open(dir.log()).unwrap();
             let fold = crate::MemoryJournal::from_records(records);
             assert_same_index(&log, &fold, 3);
@@ -1965,7 +2093,7 @@ mod tests {
         let mut text = String::new();
         let mut records = Vec::new();
         let mut garbled = Vec::new();
-        let mut number = 0u64;
+        let mut number = 1u64; // the header
         while text.len() < 3 * PARALLEL_FROM {
             number += 1;
             if rng.below(997) == 0 {
@@ -1977,7 +2105,7 @@ mod tests {
                 records.push(r);
             }
         }
-        fs::write(dir.log(), &text).unwrap();
+        fs::write(dir.log(), logged(&text)).unwrap();
         let log = FileJournal::open(dir.log()).unwrap();
         let lines: Vec<u64> = log.warnings().iter().map(|w| w.line).collect();
         assert!(garbled.len() > 3);
@@ -2161,14 +2289,14 @@ mod tests {
         let dir = Scratch::new("compact");
         let records = mixed_log();
         let text: String = records.iter().map(line).collect();
-        fs::write(dir.log(), text + "torn{\"phase\"").unwrap();
+        fs::write(dir.log(), logged(text + "torn{\"phase\"")).unwrap();
         let before = index_of(&dir.log());
         let unresolved_before = FileJournal::open(dir.log()).unwrap().unresolved();
 
         let done = FileJournal::compact(dir.log()).unwrap();
         assert_eq!((done.records_before, done.records_after, done.intents), (13, 7, 4));
         assert_eq!(done.dropped.len(), 1);
-        assert_eq!(done.dropped[0].line, 14);
+        assert_eq!(done.dropped[0].line, 15, "the header is line 1");
         assert!(done.bytes_after < done.bytes_before);
         assert_eq!(fs::metadata(dir.log()).unwrap().len(), done.bytes_after);
         assert_eq!(fs::metadata(dir.log()).unwrap().permissions().mode() & 0o777, 0o600);
@@ -2200,7 +2328,7 @@ mod tests {
     #[test]
     fn a_compaction_cut_short_leaves_the_log_whole_and_its_leftover_unread() {
         let dir = Scratch::new("compact-crash");
-        let text: String = mixed_log().iter().map(line).collect();
+        let text = logged(mixed_log().iter().map(line).collect::<String>());
         fs::write(dir.log(), &text).unwrap();
         // What a crash in the middle of a compaction leaves: the new file half written, not renamed.
         let leftover = compaction_path(&dir.log());

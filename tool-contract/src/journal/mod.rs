@@ -37,7 +37,7 @@ pub mod file;
 mod leases;
 mod memory;
 
-pub use file::{Compaction, FileJournal, JournalStats, LogContents, Warning, parse_log, read_log};
+pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::MemoryJournal;
 
 /// Whether a record is a promise made before an attempt or the account given after it.
