@@ -27,7 +27,7 @@ impl Call {
             task_id: task_id.into(),
             key,
             attempt,
-            attempt_id: crate::engine::attempt_id(task_id, &key, attempt).into(),
+            attempt_id: attempt_id(task_id, &key, attempt).into(),
             deadline: now.checked_add(budget).unwrap_or(now),
         }
     }
@@ -56,4 +56,17 @@ impl Call {
     pub fn budget_left(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())
     }
+}
+
+/// `{task}-{first 8 hex of the key}-a{n}`.
+pub(crate) fn attempt_id(task: &str, key: &IntentKey, attempt: u32) -> String {
+    let hex = key.hex();
+    let mut id = String::with_capacity(task.len() + 12 + 10);
+    id.push_str(task);
+    id.push('-');
+    // The digits are ASCII by construction.
+    id.push_str(std::str::from_utf8(&hex[..8]).unwrap_or_default());
+    id.push_str("-a");
+    crate::text::push_decimal(&mut id, u64::from(attempt));
+    id
 }

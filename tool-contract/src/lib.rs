@@ -58,6 +58,7 @@ pub mod spec;
 pub mod task;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod text;
 pub mod toolbox;
 
 pub use bulk::{BulkProber, ItemId};

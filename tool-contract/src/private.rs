@@ -6,9 +6,9 @@
 use std::future::Future;
 use std::marker::PhantomData;
 
-pub use crate::bulk::run_bulk;
 pub use crate::define::{Definition, Params};
 pub use crate::engine::run;
+pub use crate::engine::run_bulk;
 pub use crate::toolbox::{Args, BoxFuture, ModelArg, ModelValue, ToolFn, into_json};
 pub use crate::{
     Backoff, Call, Classify, Dedupe, EffectKind, IntentKey, Item, Jitter, NoProbe, Probe, Report, Task,

@@ -1,18 +1,18 @@
 //! The task: the durable unit of work, its one deadline budget, and who hears about what it cannot resolve.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::journal::Journal;
+use crate::journal::{Journal, Recall};
 use crate::key::IntentKey;
+use crate::key::KeyHashing;
+use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
 
-/// A boxed future, for the object-safe traits of this crate.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::journal::BoxFuture;
 
 /// One piece of work an agent does for someone: its identity, its actor, one wall-clock budget, and the
 /// people or systems that hear about what it cannot resolve alone.
@@ -38,7 +38,7 @@ pub struct Task {
     journal: Option<Arc<dyn Journal>>,
     /// The intents with a side-effecting call under way, shared by the task's clones and the tasks
     /// made with [`Task::new_like`]: two calls of one intent take turns.
-    turns: Arc<crate::engine::Turns>,
+    turns: Arc<Turns>,
 }
 
 impl Task {
@@ -130,7 +130,7 @@ impl Task {
         self.approver.as_deref()
     }
 
-    pub(crate) fn turns(&self) -> &crate::engine::Turns {
+    pub(crate) fn turns(&self) -> &Turns {
         &self.turns
     }
 
@@ -301,5 +301,24 @@ mod tests {
     async fn an_absurd_budget_does_not_overflow() {
         let task = Task::new("t", "a", Duration::MAX);
         assert!(task.remaining() > Duration::from_secs(86400 * 365));
+    }
+}
+
+/// One intent's turn in a task family, and its last word while no store keeps it.
+#[derive(Default)]
+pub(crate) struct Turn {
+    pub(crate) lock: Arc<tokio::sync::Mutex<()>>,
+    /// The calls holding or waiting for the turn; changed only under the [`Turns`]'s lock.
+    pub(crate) users: AtomicUsize,
+    pub(crate) word: Mutex<Option<Recall>>,
+}
+
+/// The intents of a task family with a side-effecting call under way or waiting.
+#[derive(Default)]
+pub(crate) struct Turns(Mutex<HashMap<IntentKey, Arc<Turn>, KeyHashing>>);
+
+impl Turns {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IntentKey, Arc<Turn>, KeyHashing>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

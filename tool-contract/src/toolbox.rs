@@ -54,8 +54,6 @@
 //! ```
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -68,8 +66,7 @@ use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
 use crate::task::Task;
 
-/// A boxed future that can move between threads, as a server's executor needs.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::journal::BoxFuture;
 
 /// How deep a model's arguments may nest. `serde_json` refuses deeper text already; this also holds for
 /// a `Value` built in memory.

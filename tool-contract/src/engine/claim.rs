@@ -7,35 +7,16 @@
 //! keeps the intent's last word in memory while any call of it runs or waits, and forgets it when none
 //! does. With a log, the store's [`Journal::claim`] then fences the intent against every other owner.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::journal::{Claimed, Journal, Owner, Recall, RecordRef};
-use crate::key::{IntentKey, KeyHashing};
+use crate::key::IntentKey;
+use crate::task::{Turn, Turns};
 
 /// How long a claim outlives the budget it was taken for: room for the end record after the deadline.
 const LEASE_MARGIN: Duration = Duration::from_secs(1);
-
-/// One intent's turn in this process, and its last word while no store keeps it.
-#[derive(Default)]
-struct Turn {
-    lock: Arc<tokio::sync::Mutex<()>>,
-    /// The calls holding or waiting for the turn; changed only under [`TURNS`]'s lock.
-    users: AtomicUsize,
-    word: Mutex<Option<Recall>>,
-}
-
-/// The intents of a task family with a side-effecting call under way or waiting.
-#[derive(Default)]
-pub(crate) struct Turns(Mutex<HashMap<IntentKey, Arc<Turn>, KeyHashing>>);
-
-impl Turns {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IntentKey, Arc<Turn>, KeyHashing>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 /// The right to run one intent's side effect: this process's turn, and the store's claim when there is a
 /// store. Both are given up when it is dropped, also when the call is cancelled.

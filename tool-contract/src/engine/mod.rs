@@ -17,14 +17,18 @@ use crate::spec::ToolSpec;
 use crate::task::Task;
 
 mod claim;
+mod ending;
 mod guard;
 mod state;
+mod wait;
 
-pub(crate) use claim::Turns;
 pub(crate) use guard::{guarded, secs, within};
-pub(crate) use state::{ResumeWait, Run, Stop, attempt_id, ceil_secs, decimal, retry_stamp, take_claim};
+pub(crate) use state::{Run, Stop, ceil_secs, take_claim};
+pub(crate) use wait::{ResumeWait, retry_stamp};
 
-pub use crate::bulk::run_bulk;
+mod bulk;
+
+pub use bulk::run_bulk;
 
 /// Run one call of a tool to its report.
 ///

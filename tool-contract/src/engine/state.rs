@@ -11,11 +11,11 @@ use crate::call::Call;
 use crate::classify::Class;
 use crate::journal::{Durability, LogValue, Phase, Recall, RecordRef, rfc3339};
 use crate::key::IntentKey;
-use crate::policy::{Room, Settle};
+use crate::policy::Settle;
 use crate::probe::{Probe, ProbeMark, Prober};
-use crate::report::{Applied, Item, Outcome, Report};
+use crate::report::{Applied, Outcome};
 use crate::spec::ToolSpec;
-use crate::task::{Approval, ApprovalRequest, Escalation, Task};
+use crate::task::Task;
 
 /// Take the intent's turn in this process and, with a log, its claim in the store: what is known of
 /// the intent, or why the call may not start.
@@ -48,32 +48,6 @@ pub(crate) async fn take_claim<'a>(
             ),
             wait: Some(left),
         }),
-    }
-}
-
-/// The instant a wait ends, as the log writes it: RFC 3339, rounded up to the second.
-pub(crate) fn retry_stamp(wait: Duration) -> String {
-    let at = SystemTime::now() + wait;
-    let rounded = match at.duration_since(std::time::UNIX_EPOCH) {
-        Ok(since) if since.subsec_nanos() > 0 => {
-            at + Duration::from_nanos(u64::from(1_000_000_000 - since.subsec_nanos()))
-        }
-        _ => at,
-    };
-    rfc3339(rounded)
-}
-
-/// A wait an earlier run was asked for (`retry_at` on its last record) that has not yet passed.
-pub(crate) struct ResumeWait {
-    until: String,
-    left: Duration,
-}
-
-impl ResumeWait {
-    pub(crate) fn of(last: &crate::journal::Record) -> Option<ResumeWait> {
-        let until = last.retry_at.as_deref()?;
-        let left = crate::journal::parse_rfc3339(until)?.duration_since(SystemTime::now()).ok()?;
-        Some(ResumeWait { until: until.to_owned(), left })
     }
 }
 
@@ -130,7 +104,7 @@ impl<'a> Run<'a> {
     pub(crate) fn next_attempt(&mut self) {
         self.attempt += 1;
         self.retry_at = None;
-        self.attempt_id = attempt_id(self.task.id(), &self.key, self.attempt);
+        self.attempt_id = crate::call::attempt_id(self.task.id(), &self.key, self.attempt);
     }
 
     /// Take the attempt an earlier run recorded as the one that may have reached the service, by the
@@ -163,21 +137,6 @@ impl<'a> Run<'a> {
         } else {
             Settle::Wait
         }
-    }
-
-    /// The report of a call whose probe found nothing while the service may still hold the request.
-    pub(crate) fn unsettled<T>(&self, class: &Class) -> Report<T> {
-        let wait = self.unsettled_for();
-        let message = format!(
-            "{}; the probe found nothing, but {} requests may stay in flight at the service for {}: \
-             {} more, longer than the {} left",
-            class.message(),
-            self.spec.name(),
-            secs(self.spec.settle_window()),
-            secs(wait),
-            secs(self.task.remaining())
-        );
-        self.report(Outcome::Unknown, Applied::Unknown, message, Some(wait))
     }
 
     /// Whether the call's records are kept: in the task's log, or, for a side effect with no log, in
@@ -307,96 +266,6 @@ impl<'a> Run<'a> {
         if self.maybe_applied && attempt == Applied::No { Applied::Unknown } else { attempt }
     }
 
-    pub(crate) fn report<T>(
-        &self,
-        outcome: Outcome,
-        applied: Applied,
-        message: String,
-        wait: Option<Duration>,
-    ) -> Report<T> {
-        let mut message = message;
-        if outcome == Outcome::Unknown {
-            message = self.escalate(message);
-        }
-        let call_effect = self.call_effect(applied);
-        if call_effect != applied {
-            message.push_str("; an earlier attempt may have landed");
-        }
-        let applied = call_effect;
-        Report {
-            outcome,
-            effect_applied: applied,
-            attempt_id: self.attempt_id.clone(),
-            idempotency_key: self.key,
-            retry_after_s: wait.map(ceil_secs),
-            deadline_left_s: self.task.remaining().as_secs(),
-            message,
-            value: None,
-            items: Vec::new(),
-        }
-    }
-
-    /// Hand the call to the task's escalation sink; the message says where it went.
-    pub(crate) fn escalate(&self, message: String) -> String {
-        match self.task.escalation() {
-            Some(sink) => {
-                sink.escalate(Escalation {
-                    task: self.task.id().to_owned(),
-                    call: self.spec.name().to_owned(),
-                    key: self.key,
-                    attempt_id: self.attempt_id.clone(),
-                    reason: message.clone(),
-                });
-                format!("{message}; escalated")
-            }
-            None => format!("{message}; no escalation sink is configured: resolve it by reading the world"),
-        }
-    }
-
-    pub(crate) fn ok<T>(&self, value: T, applied: Applied, message: String) -> Report<T> {
-        Report {
-            outcome: Outcome::Ok,
-            effect_applied: applied,
-            attempt_id: self.attempt_id.clone(),
-            idempotency_key: self.key,
-            retry_after_s: None,
-            deadline_left_s: self.task.remaining().as_secs(),
-            message,
-            value: Some(value),
-            items: Vec::new(),
-        }
-    }
-
-    pub(crate) fn applied_on_ok(&self) -> Applied {
-        if self.spec.effect().has_side_effect() { Applied::Yes } else { Applied::No }
-    }
-
-    pub(crate) async fn succeeded<T: LogValue>(
-        &self,
-        value: T,
-        left: Duration,
-        started: SystemTime,
-    ) -> Report<T> {
-        let mut message = String::with_capacity(self.spec.name().len() + 28);
-        message.push_str(self.spec.name());
-        message.push_str(" done on attempt ");
-        push_decimal(&mut message, u64::from(self.attempt));
-        if self.keeps_records() {
-            let json = value.to_log().ok();
-            self.log_end(left, started, Outcome::Ok, self.applied_on_ok(), None, &message, json).await;
-        }
-        self.ok(value, self.applied_on_ok(), message)
-    }
-
-    pub(crate) fn replayed<T>(&self, value: T) -> Report<T> {
-        let message = format!(
-            "{} already done by attempt {} (recorded in the attempt log); not repeated",
-            self.spec.name(),
-            self.attempt_id
-        );
-        self.ok(value, self.applied_on_ok(), message)
-    }
-
     /// Write the attempt's start record, then check the budget again: a side effect whose start record
     /// cannot be stored, or whose storing left less than the attempt may start with, is not started.
     /// When the start record may still land (a store slower than the budget), an end record follows
@@ -467,39 +336,6 @@ impl<'a> Run<'a> {
         Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None }
     }
 
-    pub(crate) fn landed<T>(&self, value: T, class: &Class) -> Report<T> {
-        let message = format!(
-            "{}; the probe found attempt {} landed, so it was not repeated",
-            class.message(),
-            self.attempt_id
-        );
-        self.ok(value, Applied::Yes, message)
-    }
-
-    pub(crate) fn without_probe<T>(&self, class: Class) -> Report<T> {
-        if class.effect() == Applied::No {
-            let msg =
-                format!("{}; not retried: {} has no probe to check first", class.message(), self.spec.name());
-            self.report(class.outcome(), Applied::No, msg, class.wait())
-        } else {
-            self.unresolved(&format!("{}; {} has no probe to resolve it", class.message(), self.spec.name()))
-        }
-    }
-
-    pub(crate) fn probe_failed<T>(&self, class: Class, why: &str) -> Report<T> {
-        if class.effect() == Applied::No {
-            let msg =
-                format!("{}; not retried: the probe before a second attempt failed ({why})", class.message());
-            self.report(class.outcome(), Applied::No, msg, class.wait())
-        } else {
-            self.unresolved(&format!("{}; the probe could not tell ({why})", class.message()))
-        }
-    }
-
-    pub(crate) fn unresolved<T>(&self, why: &str) -> Report<T> {
-        self.report(Outcome::Unknown, Applied::Unknown, why.to_owned(), None)
-    }
-
     /// Run the probe under the budget left and log its verdict against the attempt it resolves.
     pub(crate) async fn probe<T: LogValue, P: Prober<T>>(&self, probe: &mut P) -> Probe<T> {
         let left = self.task.remaining();
@@ -521,141 +357,6 @@ impl<'a> Run<'a> {
         self.log_end(left, started, outcome, applied, Some(verdict.mark()), &msg, value).await;
         verdict
     }
-
-    /// Whether the budget left can hold the wait before the next attempt (backoff, or the service's
-    /// `Retry-After` when longer) and the tool's floor; the wait when it can. A call resumed from the
-    /// log (`made == 0`) has no earlier attempt of its own to back off from.
-    pub(crate) fn room(&self, class: &Class, made: u32) -> (Room, Duration) {
-        if made == 0 {
-            return (Room::Enough, Duration::ZERO);
-        }
-        let left = self.task.remaining();
-        let floor = self.spec.floor();
-        if let Some(asked) = class.wait()
-            && asked.saturating_add(floor) > left
-        {
-            return (Room::AskedTooLong, asked);
-        }
-        let seed = u64::from_le_bytes(self.key.as_bytes()[..8].try_into().unwrap_or([0; 8]));
-        let backoff = self.spec.waits().wait(self.attempt.max(1), seed);
-        let wait = class.wait().map_or(backoff, |asked| asked.max(backoff));
-        if wait.saturating_add(floor) > left || left < floor {
-            return (Room::TooShort, wait);
-        }
-        (Room::Enough, wait)
-    }
-
-    /// Why the budget cannot hold another attempt, as [`Run::room`] found.
-    pub(crate) fn out_of_budget(&self, class: &Class, room: Room, asked: Duration) -> Stop {
-        let left = self.task.remaining();
-        if room == Room::AskedTooLong {
-            let message = format!(
-                "{}; the service asked to wait {}, longer than the {} left: not retried",
-                class.message(),
-                secs(asked),
-                secs(left)
-            );
-            return Stop::from_class(class, message, Some(asked));
-        }
-        let message = format!(
-            "{}; not retried: {} left cannot hold the next wait and attempt",
-            class.message(),
-            secs(left)
-        );
-        Stop::from_class(class, message, class.wait())
-    }
-
-    /// Honour, in a restarted process, the wait the service asked of an earlier one.
-    pub(crate) async fn wait_as_asked_before(&self, wait: ResumeWait) -> Result<(), Stop> {
-        let left = self.task.remaining();
-        if wait.left.saturating_add(self.spec.floor()) > left {
-            let message = format!(
-                "the service asked an earlier run to wait until {}, longer than the {} left: not started",
-                wait.until,
-                secs(left)
-            );
-            let (outcome, applied) = (Outcome::Retryable, Applied::No);
-            return Err(Stop { outcome, applied, message, wait: Some(wait.left) });
-        }
-        tokio::time::sleep(wait.left).await;
-        Ok(())
-    }
-
-    /// The stop of a second attempt of a `money` call with no approver to ask.
-    pub(crate) fn no_approver(&self, class: &Class) -> Stop {
-        let message = self.escalate(format!(
-            "{}; a second attempt of a money call needs an approver and none is configured",
-            class.message()
-        ));
-        Stop { outcome: class.outcome(), applied: class.effect(), message, wait: class.wait() }
-    }
-
-    /// Ask the approver before a second attempt of a `money` call: `Ok` on yes, the stop on no.
-    pub(crate) async fn approve(&self, class: &Class) -> Result<(), Stop> {
-        let Some(approver) = self.task.approver_ref() else { return Err(self.no_approver(class)) };
-        let request = ApprovalRequest {
-            task: self.task.id().to_owned(),
-            call: self.spec.name().to_owned(),
-            key: self.key,
-            next_attempt: self.attempt + 1,
-            history: class.message().to_owned(),
-        };
-        match approver.approve(&request).await {
-            Approval::Approved => Ok(()),
-            Approval::Denied(why) => Err(Stop {
-                outcome: Outcome::Permanent,
-                applied: Applied::No,
-                message: format!("{}; the approver refused a second attempt: {why}", class.message()),
-                wait: None,
-            }),
-        }
-    }
-
-    /// The report of a call the engine stopped before another attempt.
-    /// `deadline_left_s` is the budget left, as in every report: the caller stops when it is `0` or
-    /// when `retry_after_s` is larger.
-    pub(crate) fn stopped<T>(&self, stop: Stop) -> Report<T> {
-        self.report(stop.outcome, stop.applied, stop.message, stop.wait)
-    }
-
-    pub(crate) fn bulk_report(&self, items: Vec<Item>, noun: &str) -> Report<()> {
-        crate::bulk::summarise(self, items, noun)
-    }
-}
-
-/// `{task}-{first 8 hex of the key}-a{n}`.
-pub(crate) fn attempt_id(task: &str, key: &IntentKey, attempt: u32) -> String {
-    let hex = key.hex();
-    let mut id = String::with_capacity(task.len() + 12 + 10);
-    id.push_str(task);
-    id.push('-');
-    // The digits are ASCII by construction.
-    id.push_str(std::str::from_utf8(&hex[..8]).unwrap_or_default());
-    id.push_str("-a");
-    push_decimal(&mut id, u64::from(attempt));
-    id
-}
-
-/// Append `n` in decimal, without the formatting machinery.
-pub(crate) fn push_decimal(out: &mut String, n: u64) {
-    let mut digits = [0u8; 20];
-    // The digits are ASCII by construction.
-    out.push_str(std::str::from_utf8(decimal(n, &mut digits)).unwrap_or_default());
-}
-
-/// `n` in decimal, written at the end of `digits`: the shared number writer of attempt ids, messages and
-/// log records.
-pub(crate) fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    &digits[at..]
 }
 
 /// Whole seconds, rounded up: a wait is never reported shorter than it is.

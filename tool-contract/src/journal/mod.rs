@@ -31,7 +31,6 @@ use serde::{Deserialize, Serialize};
 use crate::key::IntentKey;
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome};
-use crate::task::BoxFuture;
 
 pub mod file;
 mod leases;
@@ -290,6 +289,9 @@ impl From<std::io::Error> for JournalError {
         JournalError::Io { context: "attempt log".to_owned(), source }
     }
 }
+
+/// A boxed future, for the object-safe traits of this crate.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A store for the attempt log.
 ///

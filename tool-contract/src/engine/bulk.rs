@@ -1,0 +1,451 @@
+//! Bulk work: per-item outcomes, an honest aggregate, and retries scoped to what did not land.
+
+use std::future::Future;
+use std::time::SystemTime;
+
+use super::{ResumeWait, Run, Stop, ceil_secs, guarded, normalise, retry_stamp, secs, take_claim, within};
+use crate::bulk::{BulkProber, ItemId};
+use crate::classify::{self, Class, Classify};
+use crate::effect::EffectKind;
+use crate::journal::LastWord;
+use crate::key::IntentKey;
+use crate::policy::{self, End, Facts, Room, Settle, Step};
+use crate::probe::ProbeMark;
+use crate::report::{Applied, Item, Outcome, Report};
+use crate::spec::{Dedupe, ToolSpec};
+use crate::task::Task;
+
+/// Run one bulk call: each attempt gets the items still to do, and reports per item.
+///
+/// Items that landed or were refused for good are never sent again; items whose fate is unknown are
+/// probed before the next attempt; the report counts every item and never presents a partial list as
+/// complete.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::{Applied, Class, EffectKind, Item, NoProbe, Outcome, Task, ToolSpec, engine};
+///
+/// const WRITE_ROWS: ToolSpec = ToolSpec::new("write_rows", EffectKind::Create)
+///     .dedupe(tool_contract::Dedupe::Receiver);
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let task = Task::new("sheet-import", "agent", Duration::from_secs(30));
+/// let key = task.key(&WRITE_ROWS, &"sheet-1", None);
+/// let rows = vec![1u32, 2, 3];
+/// let report = engine::run_bulk(&task, &WRITE_ROWS, key, rows, |_call, rows: Vec<u32>| async move {
+///     Ok::<_, Class>(rows.iter().map(|r| match r {
+///         2 => Item::permanent(r.to_string(), "row 2 has no email"),
+///         _ => Item::ok(r.to_string()),
+///     }).collect())
+/// }, NoProbe).await;
+/// assert_eq!(report.outcome, Outcome::Permanent);
+/// assert_eq!(report.effect_applied, Applied::Partial);
+/// assert_eq!(report.message, "write_rows: 2 of 3 items done; 1 refused");
+/// # }
+/// ```
+pub async fn run_bulk<I, E, A, AF, P>(
+    task: &Task,
+    spec: &ToolSpec,
+    key: IntentKey,
+    items: Vec<I>,
+    mut attempt: A,
+    mut probe: P,
+) -> Report<()>
+where
+    I: Clone + ItemId,
+    E: Classify,
+    A: FnMut(crate::Call, Vec<I>) -> AF,
+    AF: Future<Output = Result<Vec<Item>, E>>,
+    P: BulkProber<I>,
+{
+    let mut run = Run::new(task, spec, key);
+    let side = spec.effect().has_side_effect();
+    let (claim, recall) = if side {
+        match take_claim(task, spec, key).await {
+            Ok((claim, recall)) => (Some(claim), recall),
+            Err(stop) => return run.stopped(stop),
+        }
+    } else {
+        (None, None)
+    };
+    run.claim = claim.as_ref();
+    let ids: Vec<String> = items.iter().map(ItemId::item_id).collect();
+    let mut results: Vec<Item> = ids.iter().map(|id| Item::retryable(id.clone(), "not attempted")).collect();
+    let mut to_probe: Vec<usize> = Vec::new();
+    // Items an earlier attempt may have applied, not since cleared by a probe.
+    let mut maybe = vec![false; results.len()];
+
+    let mut resume_wait = None;
+    if let Some(recall) = recall {
+        run.attempt = recall.attempts;
+        run.attempt_id = recall.last.attempt_id.clone();
+        run.reached_at(&recall.last.started);
+        resume_wait = ResumeWait::of(&recall.last);
+        let recorded =
+            recall.last.value.as_ref().and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
+        match (recall.last_word(), recorded) {
+            (LastWord::Ok(_), Some(recorded)) => {
+                let mut report = run.bulk_report(recorded, "items");
+                report.message = format!("{} (recorded in the attempt log; not repeated)", report.message);
+                return report;
+            }
+            // An earlier run ended with per-item results: resume from them, so what landed is not sent
+            // again and what is unknown is probed first.
+            (LastWord::Ended(_), Some(recorded)) if side => {
+                for item in recorded {
+                    let Some(i) = ids.iter().position(|id| *id == item.id) else { continue };
+                    if item.applied == Applied::Unknown {
+                        to_probe.push(i);
+                        maybe[i] = true;
+                    }
+                    results[i] = item;
+                }
+            }
+            (LastWord::Unfinished, Some(recorded)) if side => {
+                for item in recorded {
+                    let Some(i) = ids.iter().position(|id| *id == item.id) else { continue };
+                    results[i] = match item.outcome {
+                        Outcome::Ok | Outcome::Permanent => item,
+                        // Carried by the attempt that never finished: it may have landed.
+                        _ => {
+                            to_probe.push(i);
+                            maybe[i] = true;
+                            Item::unknown(item.id, "sent by an attempt that never finished")
+                        }
+                    };
+                }
+            }
+            (LastWord::Ended(_), None) if recall.last.effect_applied == Some(Applied::No) => {}
+            (LastWord::Unfinished | LastWord::Ended(_), _) if side => {
+                for item in &mut results {
+                    *item = Item::unknown(item.id.clone(), "left unresolved by an earlier run");
+                }
+                to_probe = (0..results.len()).collect();
+                maybe = vec![true; results.len()];
+            }
+            _ => {}
+        }
+    }
+
+    let mut made = 0u32;
+    let mut last: Option<Class> = None;
+    let mut stop: Option<Stop> = None;
+    loop {
+        if !to_probe.is_empty() {
+            let started = SystemTime::now();
+            let left = task.remaining();
+            if let Some(mark) = resolve(&run, &mut probe, &items, &mut results, &to_probe).await {
+                for &i in &to_probe {
+                    maybe[i] = results[i].applied == Applied::Unknown;
+                }
+                let now = honest(&results, &maybe);
+                let Tally { outcome, applied, message } = tally(spec, &now, "items");
+                let value = serde_json::to_value(&now).ok();
+                run.log_end(left, started, outcome, applied, Some(mark), &format!("probe: {message}"), value)
+                    .await;
+            }
+            to_probe.clear();
+        }
+        let pending: Vec<usize> =
+            (0..results.len()).filter(|&i| results[i].outcome == Outcome::Retryable).collect();
+        if pending.is_empty() {
+            break;
+        }
+        if made > 0 {
+            let class =
+                last.take().unwrap_or_else(|| Class::retryable(format!("{} items left", pending.len())));
+            // The items still to do applied nothing: the tool said so per item, or the probe did.
+            let mut facts = Facts {
+                kind: spec.effect(),
+                dedupe: spec.deduplication(),
+                has_probe: probe.exists(),
+                has_approver: task.approver_ref().is_some(),
+                outcome: class.outcome(),
+                effect: Applied::No,
+                probe: side.then_some(ProbeMark::NotLanded),
+                approved: None,
+                made,
+                max_attempts: spec.attempts(),
+                room: Room::Enough,
+                settle: Settle::Settled,
+            };
+            let mut denied = None;
+            let next = loop {
+                let (room, wait) = run.room(&class, made);
+                facts.room = room;
+                match policy::next(&facts) {
+                    Step::Approve => match run.approve(&class).await {
+                        Ok(()) => facts.approved = Some(true),
+                        Err(why) => (facts.approved, denied) = (Some(false), Some(why)),
+                    },
+                    Step::Retry => break Ok(wait),
+                    Step::Stop(End::OutOfBudget(room)) => {
+                        break Err(Some(run.out_of_budget(&class, room, wait)));
+                    }
+                    Step::Stop(End::NoApprover) => break Err(Some(run.no_approver(&class))),
+                    Step::Stop(End::Denied) => break Err(denied.take()),
+                    // The items carry their own outcomes; nothing more to say.
+                    Step::Probe | Step::Settle | Step::Stop(_) => break Err(None),
+                }
+            };
+            match next {
+                Ok(wait) => tokio::time::sleep(wait).await,
+                Err(why) => {
+                    stop = why;
+                    break;
+                }
+            }
+        }
+        if let Some(wait) = resume_wait.take()
+            && let Err(why) = run.wait_as_asked_before(wait).await
+        {
+            stop = Some(why);
+            break;
+        }
+        let left = task.remaining();
+        if let Err(why) = run.may_start(left) {
+            stop = Some(why);
+            break;
+        }
+        made += 1;
+        run.next_attempt();
+        let started = SystemTime::now();
+        // The start record carries the items as known before this attempt: if the process dies mid-attempt,
+        // a restart keeps what had landed or been refused and probes only what this attempt carried.
+        let before = serde_json::to_value(honest(&results, &maybe)).ok();
+        let left = match run.start_attempt(left, started, before).await {
+            Ok(left) => left,
+            Err(why) => {
+                stop = Some(why);
+                break;
+            }
+        };
+        let batch: Vec<I> = pending.iter().map(|&i| items[i].clone()).collect();
+        let limit = run.limit(left, probe.exists());
+        let call = run.call(limit);
+        let deadline = call.deadline;
+        let whole = match within(deadline, guarded(|| attempt(call, batch)), || run.flush()).await {
+            Ok(Ok(Ok(reported))) => {
+                merge(spec.effect(), &mut results, &pending, reported);
+                None
+            }
+            Ok(Ok(Err(err))) => Some(normalise(spec.effect(), err.classify())),
+            Ok(Err(panic)) if side => Some(Class::unknown(format!("the tool panicked mid-batch ({panic})"))),
+            Ok(Err(panic)) => Some(Class::permanent(format!("the tool panicked ({panic})"))),
+            Err(_) => {
+                Some(classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit))))
+            }
+        };
+        if let Some(class) = &whole {
+            for &i in &pending {
+                results[i] = Item {
+                    id: results[i].id.clone(),
+                    outcome: class.outcome(),
+                    applied: class.effect(),
+                    reason: Some(class.message().to_owned()),
+                };
+            }
+        }
+        for (i, item) in results.iter().enumerate() {
+            maybe[i] |= item.applied == Applied::Unknown;
+        }
+        if let Some(wait) = whole.as_ref().and_then(Class::wait) {
+            run.retry_at = Some(retry_stamp(wait));
+        }
+        let now = honest(&results, &maybe);
+        let Tally { outcome, applied, message } = tally(spec, &now, "items");
+        // Every end record carries the items, so a restart resumes from them.
+        let value = serde_json::to_value(&now).ok();
+        run.log_end(left, started, outcome, applied, None, &message, value).await;
+        last = whole;
+        if side {
+            to_probe = pending.iter().copied().filter(|&i| results[i].outcome == Outcome::Unknown).collect();
+            if !probe.exists()
+                && spec.effect() == EffectKind::Create
+                && spec.deduplication() == Dedupe::Receiver
+            {
+                // The receiver deduplicates by the key: an unknown item is simply sent again.
+                for &i in &to_probe {
+                    results[i].outcome = Outcome::Retryable;
+                }
+                to_probe.clear();
+            }
+        }
+    }
+
+    let mut report = summarise(&run, honest(&results, &maybe), "items");
+    if let Some(stop) = stop {
+        // The items carry the outcome; the stop adds why the rest was not tried again.
+        report.message = format!("{}; {}", report.message, stop.message);
+        report.retry_after_s = stop.wait.map(ceil_secs);
+    }
+    report
+}
+
+/// The items as reported: one that an earlier attempt may have applied is never `no`.
+fn honest(results: &[Item], maybe: &[bool]) -> Vec<Item> {
+    results
+        .iter()
+        .zip(maybe)
+        .map(|(item, &maybe)| {
+            let mut item = item.clone();
+            if maybe && item.applied == Applied::No {
+                item.applied = Applied::Unknown;
+            }
+            item
+        })
+        .collect()
+}
+
+/// Fold one attempt's per-item answers into the results; an item the tool left out is not done.
+fn merge(kind: EffectKind, results: &mut [Item], pending: &[usize], reported: Vec<Item>) {
+    let mut answered = vec![false; results.len()];
+    for item in reported {
+        if let Some(&i) = pending.iter().find(|&&i| results[i].id == item.id && !answered[i]) {
+            answered[i] = true;
+            let item = if kind.has_side_effect() { item } else { read_item(item) };
+            results[i] = item;
+        }
+    }
+    for &i in pending {
+        if !answered[i] {
+            let id = results[i].id.clone();
+            results[i] = if kind.has_side_effect() {
+                Item::unknown(id, "the tool did not report this item")
+            } else {
+                Item::retryable(id, "the tool did not report this item")
+            };
+        }
+    }
+}
+
+fn read_item(mut item: Item) -> Item {
+    item.applied = Applied::No;
+    if item.outcome == Outcome::Unknown {
+        item.outcome = Outcome::Retryable;
+    }
+    item
+}
+
+/// Ask the probe about unknown items; items it cannot answer for stay unknown.
+async fn resolve<I: Clone + ItemId, P: BulkProber<I>>(
+    run: &Run<'_>,
+    probe: &mut P,
+    items: &[I],
+    results: &mut [Item],
+    unknown: &[usize],
+) -> Option<ProbeMark> {
+    if !probe.exists() {
+        return None;
+    }
+    // Items the service may still hold are probed once they cannot be in flight any more.
+    let unsettled = run.unsettled_for();
+    if !unsettled.is_zero() {
+        if unsettled >= run.task.remaining() {
+            let why = format!(
+                "the service may hold it for {} more, longer than the {} left",
+                secs(unsettled),
+                secs(run.task.remaining())
+            );
+            for &i in unknown {
+                results[i].reason = Some(why.clone());
+            }
+            return Some(ProbeMark::Failed);
+        }
+        tokio::time::sleep(unsettled).await;
+    }
+    let left = run.task.remaining();
+    if left.is_zero() {
+        return None;
+    }
+    let asked: Vec<I> = unknown.iter().map(|&i| items[i].clone()).collect();
+    let verdicts = match tokio::time::timeout(left, guarded(|| probe.probe(run.key, asked))).await {
+        Ok(Ok(verdicts)) => verdicts,
+        Ok(Err(panic)) => {
+            for &i in unknown {
+                results[i].reason = Some(format!("the probe panicked: {panic}"));
+            }
+            return Some(ProbeMark::Failed);
+        }
+        Err(_) => {
+            for &i in unknown {
+                results[i].reason = Some(format!("the probe timed out after {}", secs(left)));
+            }
+            return Some(ProbeMark::Failed);
+        }
+    };
+    for verdict in verdicts {
+        let Some(&i) = unknown.iter().find(|&&i| results[i].id == verdict.id) else { continue };
+        match verdict.applied {
+            Applied::Yes => results[i] = Item::ok(verdict.id),
+            Applied::No => {
+                results[i] = Item::retryable(verdict.id, "the probe found it did not land");
+            }
+            Applied::Unknown | Applied::Partial => {
+                results[i].reason =
+                    Some(verdict.reason.unwrap_or_else(|| "the probe could not tell".to_owned()));
+            }
+        }
+    }
+    // One mark for the batch: failed while any item stays unknown, landed when any item did.
+    let asked = || unknown.iter().map(|&i| &results[i]);
+    Some(if asked().any(|item| item.applied == Applied::Unknown) {
+        ProbeMark::Failed
+    } else if asked().any(|item| item.applied == Applied::Yes) {
+        ProbeMark::Landed
+    } else {
+        ProbeMark::NotLanded
+    })
+}
+
+/// The aggregate of per-item results: outcome, effect and a counted message.
+pub(crate) struct Tally {
+    pub(crate) outcome: Outcome,
+    pub(crate) applied: Applied,
+    pub(crate) message: String,
+}
+
+pub(crate) fn tally(spec: &ToolSpec, items: &[Item], noun: &str) -> Tally {
+    let count = |o: Outcome| items.iter().filter(|i| i.outcome == o).count();
+    let (ok, refused, retry, unknown) =
+        (count(Outcome::Ok), count(Outcome::Permanent), count(Outcome::Retryable), count(Outcome::Unknown));
+    let yes = items.iter().filter(|i| i.applied == Applied::Yes).count();
+    let maybe = items.iter().filter(|i| i.applied == Applied::Unknown).count();
+    let total = items.len();
+    let applied = if !spec.effect().has_side_effect() {
+        Applied::No
+    } else if yes == total && total > 0 {
+        Applied::Yes
+    } else if yes == 0 && maybe == 0 {
+        Applied::No
+    } else if yes == 0 {
+        Applied::Unknown
+    } else {
+        Applied::Partial
+    };
+    let outcome = if unknown > 0 {
+        Outcome::Unknown
+    } else if retry > 0 {
+        Outcome::Retryable
+    } else if refused > 0 {
+        Outcome::Permanent
+    } else {
+        Outcome::Ok
+    };
+    let mut message = format!("{}: {ok} of {total} {noun} done", spec.name());
+    for (n, what) in [(refused, "refused"), (unknown, "unresolved"), (retry, "not applied, retryable")] {
+        if n > 0 {
+            message.push_str(&format!("; {n} {what}"));
+        }
+    }
+    Tally { outcome, applied, message }
+}
+
+/// The final report of a bulk call; an unresolved item escalates the call.
+pub(crate) fn summarise(run: &Run<'_>, items: Vec<Item>, noun: &str) -> Report<()> {
+    let Tally { outcome, applied, message } = tally(run.spec, &items, noun);
+    let mut report = run.report::<()>(outcome, applied, message, None);
+    report.value = (outcome == Outcome::Ok).then_some(());
+    report.items = items;
+    report
+}

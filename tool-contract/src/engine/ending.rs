@@ -1,0 +1,159 @@
+//! How a call ends: its report, escalated when it is unknown, for every way the engine stops.
+
+use std::time::Duration;
+
+use super::*;
+use crate::report::Item;
+use crate::task::Escalation;
+use crate::text::push_decimal;
+
+impl Run<'_> {
+    /// The report of a call whose probe found nothing while the service may still hold the request.
+    pub(crate) fn unsettled<T>(&self, class: &Class) -> Report<T> {
+        let wait = self.unsettled_for();
+        let message = format!(
+            "{}; the probe found nothing, but {} requests may stay in flight at the service for {}: \
+             {} more, longer than the {} left",
+            class.message(),
+            self.spec.name(),
+            secs(self.spec.settle_window()),
+            secs(wait),
+            secs(self.task.remaining())
+        );
+        self.report(Outcome::Unknown, Applied::Unknown, message, Some(wait))
+    }
+
+    pub(crate) fn report<T>(
+        &self,
+        outcome: Outcome,
+        applied: Applied,
+        message: String,
+        wait: Option<Duration>,
+    ) -> Report<T> {
+        let mut message = message;
+        if outcome == Outcome::Unknown {
+            message = self.escalate(message);
+        }
+        let call_effect = self.call_effect(applied);
+        if call_effect != applied {
+            message.push_str("; an earlier attempt may have landed");
+        }
+        let applied = call_effect;
+        Report {
+            outcome,
+            effect_applied: applied,
+            attempt_id: self.attempt_id.clone(),
+            idempotency_key: self.key,
+            retry_after_s: wait.map(ceil_secs),
+            deadline_left_s: self.task.remaining().as_secs(),
+            message,
+            value: None,
+            items: Vec::new(),
+        }
+    }
+
+    /// Hand the call to the task's escalation sink; the message says where it went.
+    pub(crate) fn escalate(&self, message: String) -> String {
+        match self.task.escalation() {
+            Some(sink) => {
+                sink.escalate(Escalation {
+                    task: self.task.id().to_owned(),
+                    call: self.spec.name().to_owned(),
+                    key: self.key,
+                    attempt_id: self.attempt_id.clone(),
+                    reason: message.clone(),
+                });
+                format!("{message}; escalated")
+            }
+            None => format!("{message}; no escalation sink is configured: resolve it by reading the world"),
+        }
+    }
+
+    pub(crate) fn ok<T>(&self, value: T, applied: Applied, message: String) -> Report<T> {
+        Report {
+            outcome: Outcome::Ok,
+            effect_applied: applied,
+            attempt_id: self.attempt_id.clone(),
+            idempotency_key: self.key,
+            retry_after_s: None,
+            deadline_left_s: self.task.remaining().as_secs(),
+            message,
+            value: Some(value),
+            items: Vec::new(),
+        }
+    }
+
+    pub(crate) fn applied_on_ok(&self) -> Applied {
+        if self.spec.effect().has_side_effect() { Applied::Yes } else { Applied::No }
+    }
+
+    pub(crate) async fn succeeded<T: LogValue>(
+        &self,
+        value: T,
+        left: Duration,
+        started: SystemTime,
+    ) -> Report<T> {
+        let mut message = String::with_capacity(self.spec.name().len() + 28);
+        message.push_str(self.spec.name());
+        message.push_str(" done on attempt ");
+        push_decimal(&mut message, u64::from(self.attempt));
+        if self.keeps_records() {
+            let json = value.to_log().ok();
+            self.log_end(left, started, Outcome::Ok, self.applied_on_ok(), None, &message, json).await;
+        }
+        self.ok(value, self.applied_on_ok(), message)
+    }
+
+    pub(crate) fn replayed<T>(&self, value: T) -> Report<T> {
+        let message = format!(
+            "{} already done by attempt {} (recorded in the attempt log); not repeated",
+            self.spec.name(),
+            self.attempt_id
+        );
+        self.ok(value, self.applied_on_ok(), message)
+    }
+
+    pub(crate) fn landed<T>(&self, value: T, class: &Class) -> Report<T> {
+        let message = format!(
+            "{}; the probe found attempt {} landed, so it was not repeated",
+            class.message(),
+            self.attempt_id
+        );
+        self.ok(value, Applied::Yes, message)
+    }
+
+    pub(crate) fn without_probe<T>(&self, class: Class) -> Report<T> {
+        if class.effect() == Applied::No {
+            let msg =
+                format!("{}; not retried: {} has no probe to check first", class.message(), self.spec.name());
+            self.report(class.outcome(), Applied::No, msg, class.wait())
+        } else {
+            self.unresolved(&format!("{}; {} has no probe to resolve it", class.message(), self.spec.name()))
+        }
+    }
+
+    pub(crate) fn probe_failed<T>(&self, class: Class, why: &str) -> Report<T> {
+        if class.effect() == Applied::No {
+            let msg =
+                format!("{}; not retried: the probe before a second attempt failed ({why})", class.message());
+            self.report(class.outcome(), Applied::No, msg, class.wait())
+        } else {
+            self.unresolved(&format!("{}; the probe could not tell ({why})", class.message()))
+        }
+    }
+
+    pub(crate) fn unresolved<T>(&self, why: &str) -> Report<T> {
+        self.report(Outcome::Unknown, Applied::Unknown, why.to_owned(), None)
+    }
+
+    /// The report of a call the engine stopped before another attempt.
+    /// `deadline_left_s` is the budget left, as in every report: the caller stops when it is `0` or
+    /// when `retry_after_s` is larger.
+    pub(crate) fn stopped<T>(&self, stop: Stop) -> Report<T> {
+        self.report(stop.outcome, stop.applied, stop.message, stop.wait)
+    }
+
+    pub(crate) fn bulk_report(&self, items: Vec<Item>, noun: &str) -> Report<()> {
+        super::bulk::summarise(self, items, noun)
+    }
+}

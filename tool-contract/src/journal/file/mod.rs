@@ -1,0 +1,517 @@
+//! The embedded attempt log: one append-only JSON Lines file, no server.
+//!
+//! # Durability
+//!
+//! Each append writes its record itself: the line is encoded and handed to the operating system with
+//! one `write(2)` under the log's lock, so records keep the order of the calls to `append` and a
+//! [`Durability::Buffered`] append (a read's start, every end record) resolves at once, its record out
+//! of the process (a killed process does not lose it) and riding the next sync. No thread hop is
+//! involved: a write lands in the page cache in a microsecond or so. A [`Durability::Synced`] append
+//! (the start record of a side-effecting attempt) then waits for the syncer thread, which makes what is
+//! written durable with one `fdatasync(2)`; it resolves once a sync that began after its record was
+//! written has returned. While one sync runs, the synced records appended meanwhile wait for the next
+//! one together, so concurrent tasks share syncs (group commit) and durability does not serialise them.
+//! The async runtime never waits on `fdatasync`.
+//!
+//! A write or sync that fails puts the log out of service: every waiting and later append fails with
+//! [`JournalError::Failed`] (after a failed `fsync` nobody knows what reached the disk), and the engine
+//! then refuses to start side-effecting attempts rather than run them unlogged.
+//!
+//! # Recovery
+//!
+//! [`FileJournal::open`] reads the whole file and indexes it by intent key. A line that is not a record
+//! (a write cut short by a crash, a hand edit) is skipped with a [`Warning`] naming its line number,
+//! and the rest of the log is used; nothing is truncated or rewritten. When the file does not end with
+//! a newline, the next append starts with one, so a new record is never glued onto torn bytes.
+//!
+//! One process appends to a log at a time, and the log enforces it: [`FileJournal::open`] takes an
+//! exclusive lock on the file (`flock(2)`; the operating system drops it when the process dies), so a
+//! second opener, in another process or in this one, gets [`JournalError::InUse`] naming the path.
+//! [`FileJournal::compact`] takes the same lock and is refused while an agent has the log open. The
+//! inspector ([`read_log`]) reads without it.
+//!
+//! A log deleted or replaced under a running agent (`rm`, a restore, a rename over it) is noticed
+//! before the next side effect: each synced append first checks that the path still names the file
+//! this journal holds, and otherwise puts the journal out of service, so no side effect starts that
+//! only an orphaned file would remember.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use tokio::sync::oneshot;
+
+use std::time::Duration;
+
+use super::leases::Leases;
+use super::{
+    Answer, Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef,
+    sort_unresolved, supersedes,
+};
+use crate::key::{IntentKey, KeyHashing};
+use crate::report::Outcome;
+
+mod codec;
+mod compact;
+mod recovery;
+mod writer;
+
+use codec::*;
+use compact::*;
+use recovery::*;
+use writer::*;
+
+pub use recovery::HEADER;
+
+/// A line of a log that is not a record: it was skipped, and the rest of the log is used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// The line's number, from 1.
+    pub line: u64,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+/// A log read whole, for inspection.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogContents {
+    /// Every readable record, in log order.
+    pub records: Vec<Record>,
+    /// The lines that were skipped.
+    pub warnings: Vec<Warning>,
+}
+
+/// Read a log whole without opening it for appends (the file is neither created nor changed).
+///
+/// Fails on a missing or unreadable file, and with [`JournalError::NotALog`] on a file that holds
+/// something else.
+pub fn read_log(path: impl AsRef<Path>) -> Result<LogContents, JournalError> {
+    let path = path.as_ref();
+    let bytes = read_path(path)?;
+    let (records, scan) = parse_all(&bytes).map_err(|why| not_a_log(path, why))?;
+    Ok(LogContents { records, warnings: scan.warnings })
+}
+
+/// Parse a log's bytes as [`read_log`] parses a file's; `name` stands for the log in errors. For a log
+/// shipped elsewhere (a backup, an upload) and for tests.
+///
+/// ```
+/// use tool_contract::journal::parse_log;
+///
+/// let contents = parse_log("upload", b"").unwrap();
+/// assert!(contents.records.is_empty());
+/// assert!(parse_log("upload", b"\x7fELF\x02\x01").is_err());
+/// ```
+pub fn parse_log(name: &str, bytes: &[u8]) -> Result<LogContents, JournalError> {
+    let (records, scan) =
+        parse_all(bytes).map_err(|why| JournalError::NotALog { log: name.to_owned(), why })?;
+    Ok(LogContents { records, warnings: scan.warnings })
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compaction {
+    /// Records before.
+    pub records_before: usize,
+    /// Records kept: those of each intent's latest attempt.
+    pub records_after: usize,
+    /// Intents in the log.
+    pub intents: usize,
+    /// Size of the file before, in bytes.
+    pub bytes_before: u64,
+    /// Size of the file after, in bytes.
+    pub bytes_after: u64,
+    /// Unreadable lines of the old file, which the new one does not carry.
+    pub dropped: Vec<Warning>,
+}
+
+/// Counters of a [`FileJournal`] since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JournalStats {
+    /// Records read when the log was opened.
+    pub records_read: u64,
+    /// Records appended since.
+    pub appended: u64,
+    /// Records handed to the operating system, one `write(2)` each (a failed one included).
+    pub writes: u64,
+    /// `fdatasync(2)` calls: with group commit, fewer than synced appends.
+    pub syncs: u64,
+}
+
+/// The attempt log as one append-only JSON Lines file: the embedded default store.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use tool_contract::{Class, EffectKind, FileJournal, Journal, Probe, Task, ToolSpec, engine};
+///
+/// const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// # let dir = std::env::temp_dir().join(format!("tool-contract-doc-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir).unwrap();
+/// let path = dir.join("attempts.log");
+/// # let _ = std::fs::remove_file(&path);
+/// let log = Arc::new(FileJournal::open(&path).unwrap());
+/// let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+/// let key = task.key(&POST, &"thread-9", None);
+/// let first = engine::run(&task, &POST, key, |_| async { Ok::<u64, Class>(4411) }, |_| async {
+///     Probe::NotLanded
+/// })
+/// .await;
+/// assert_eq!(first.value, Some(4411));
+/// drop((task, log));
+///
+/// // A later process: the recorded `ok` is returned again, and the notice is not posted twice.
+/// let log = Arc::new(FileJournal::open(&path).unwrap());
+/// let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log);
+/// let again = engine::run(&task, &POST, key, |_| async { Ok::<u64, Class>(9999) }, |_| async {
+///     Probe::NotLanded
+/// })
+/// .await;
+/// assert_eq!(again.value, Some(4411));
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # }
+/// ```
+pub struct FileJournal {
+    shared: Arc<Shared>,
+    warnings: Vec<Warning>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+struct Shared {
+    path: PathBuf,
+    /// The file's identity when opened, to notice the path naming another file later.
+    identity: Option<Identity>,
+    state: Mutex<State>,
+    to_syncer: Condvar,
+}
+
+/// A file's device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity(u64, u64);
+
+struct State {
+    index: HashMap<IntentKey, Entry, KeyHashing>,
+    /// Who holds which intent.
+    leases: Leases,
+    /// The file ends with a torn line: the next record starts with a newline.
+    needs_newline: bool,
+    /// Records queued for the writer thread, whole lines, in the order of the appends. Every `write(2)`
+    /// happens on that thread, so a stalled disk never blocks a task's executor thread.
+    pending: Vec<u8>,
+    /// Sequence number of the last record queued, of the last one written, and of the last one on
+    /// stable storage.
+    queued: u64,
+    written: u64,
+    synced: u64,
+    /// The pending records must be written now: a record other than a [`Durability::Lazy`] one is
+    /// queued, or someone flushed.
+    wake: bool,
+    sync_waiters: VecDeque<Waiter>,
+    failed: Option<String>,
+    closing: bool,
+    stats: JournalStats,
+    /// Test only: the writer thread waits while this is `true` (a stalled disk).
+    #[cfg(test)]
+    stalled: bool,
+}
+
+/// What the index keeps of one intent: its attempt count, and its last record as the line it is in the
+/// log, decoded when asked for (a compact index opens a large log fast and holds little).
+struct Entry {
+    attempts: u32,
+    phase: Phase,
+    outcome: Option<Outcome>,
+    /// Reused as later records of the intent replace it, so an append rarely allocates here.
+    line: Vec<u8>,
+}
+
+struct Waiter {
+    seq: u64,
+    done: oneshot::Sender<Result<(), String>>,
+}
+
+impl FileJournal {
+    /// Open the log at `path`, creating it (mode `0600`) when it does not exist, and index it.
+    ///
+    /// Unreadable lines are skipped and kept as [`FileJournal::warnings`]. A file that holds something
+    /// other than an attempt log is refused with [`JournalError::NotALog`] and left untouched.
+    pub fn open(path: impl AsRef<Path>) -> Result<FileJournal, JournalError> {
+        let path = path.as_ref().to_path_buf();
+        let (mut file, created) = open_or_create(&path)?;
+        lock(&file, &path)?;
+        let opened = file.metadata().ok().and_then(|metadata| identity(&metadata));
+        let bytes =
+            read_whole(&mut file).map_err(|e| io_error(format!("cannot read {}", path.display()), e))?;
+        let fresh = match beginning(&bytes).map_err(|why| not_a_log(&path, why))? {
+            Beginning::Empty => true,
+            Beginning::Header(_) => false,
+            Beginning::Headless => return Err(not_a_log(&path, headless(&bytes))),
+        };
+        let (index, scan) = index_bytes(&bytes).map_err(|why| not_a_log(&path, why))?;
+        drop(bytes);
+        if fresh {
+            // A new log (or one whose header a crash cut short, which holds nothing else) gets its
+            // header, on disk before the first record.
+            let written = file.set_len(0).and_then(|()| {
+                let mut line = HEADER.as_bytes().to_vec();
+                line.push(b'\n');
+                file.write_all(&line)?;
+                file.sync_data()
+            });
+            written.map_err(|e| io_error(format!("cannot write the header of {}", path.display()), e))?;
+        }
+        if created {
+            // The new file's name must survive a crash as well as its first synced record.
+            sync_dir(&path)?;
+        }
+        let state = State {
+            index,
+            leases: Leases::default(),
+            needs_newline: scan.torn_tail,
+            pending: Vec::new(),
+            queued: 0,
+            written: 0,
+            synced: 0,
+            wake: false,
+            sync_waiters: VecDeque::new(),
+            failed: None,
+            closing: false,
+            stats: JournalStats { records_read: scan.records, ..JournalStats::default() },
+            #[cfg(test)]
+            stalled: false,
+        };
+        let shared =
+            Arc::new(Shared { path, identity: opened, state: Mutex::new(state), to_syncer: Condvar::new() });
+        let mut journal = FileJournal { shared, warnings: scan.warnings, threads: Vec::with_capacity(1) };
+        let shared = Arc::clone(&journal.shared);
+        let syncer = std::thread::Builder::new()
+            .name("attempt-log-writer".to_owned())
+            .spawn(move || write_loop(&shared, file))
+            .map_err(|e| io_error("cannot start the attempt log's writer thread".to_owned(), e))?;
+        journal.threads.push(syncer);
+        Ok(journal)
+    }
+
+    /// The lines skipped when the log was opened (a torn last line after a crash, a hand edit).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// Counters since the log was opened.
+    pub fn stats(&self) -> JournalStats {
+        self.shared.lock().stats
+    }
+
+    /// Put every record appended so far on stable storage (a clean shutdown does it too).
+    pub async fn sync(&self) -> Result<(), JournalError> {
+        Journal::flush(self)?;
+        let done = {
+            let mut state = self.shared.lock();
+            if let Some(why) = &state.failed {
+                return Err(self.shared.failed(why));
+            }
+            if state.synced >= state.queued {
+                return Ok(());
+            }
+            let (done, wait) = oneshot::channel();
+            let seq = state.queued;
+            state.sync_waiters.push_back(Waiter { seq, done });
+            wait
+        };
+        self.shared.to_syncer.notify_one();
+        self.settle(done.await)
+    }
+
+    /// What the log holds on one intent, at once: [`Journal::recall`] without the wait.
+    pub fn recall(&self, key: &IntentKey) -> Option<Recall> {
+        let state = self.shared.lock();
+        state.index.get(key).map(|entry| entry.recall(*key))
+    }
+
+    /// Every unresolved intent, oldest first, at once: [`Journal::unresolved`] without the wait.
+    pub fn unresolved(&self) -> Vec<Recall> {
+        let state = self.shared.lock();
+        sort_unresolved(
+            state.index.iter().filter(|(_, e)| e.is_unresolved()).map(|(k, e)| e.recall(*k)).collect(),
+        )
+    }
+}
+
+impl Journal for FileJournal {
+    fn claim(
+        &self,
+        key: &IntentKey,
+        owner: &Owner,
+        lease: Duration,
+    ) -> Answer<'_, Result<Claimed, JournalError>> {
+        let mut state = self.shared.lock();
+        let state = &mut *state;
+        let index = &state.index;
+        Answer::now(Ok(state.leases.claim(*key, owner, lease, || index.get(key).map(|e| e.recall(*key)))))
+    }
+
+    fn release(&self, key: &IntentKey, owner: &Owner) {
+        self.shared.lock().leases.release(key, owner);
+    }
+
+    fn start(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.append_now(record, durability, Some(owner))
+    }
+
+    fn append<'a>(
+        &'a self,
+        record: &'a Record,
+        durability: Durability,
+    ) -> Answer<'a, Result<(), JournalError>> {
+        // Written now, so records keep the order of the calls to `append`.
+        self.append_now(record.as_record_ref(), durability, None)
+    }
+
+    fn append_ref(
+        &self,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.append_now(record, durability, None)
+    }
+
+    fn attempts(&self, key: &IntentKey) -> Answer<'_, Option<u32>> {
+        Answer::now(self.shared.lock().index.get(key).map(|entry| entry.attempts))
+    }
+
+    fn flush(&self) -> Result<(), JournalError> {
+        let mut state = self.shared.lock();
+        if let Some(why) = &state.failed {
+            return Err(self.shared.failed(why));
+        }
+        if !state.pending.is_empty() && !state.wake {
+            state.wake = true;
+            self.shared.to_syncer.notify_one();
+        }
+        Ok(())
+    }
+
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
+        Answer::now(FileJournal::recall(self, key))
+    }
+
+    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
+        Answer::now(FileJournal::unresolved(self))
+    }
+}
+
+impl fmt::Debug for FileJournal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.shared.lock();
+        f.debug_struct("FileJournal")
+            .field("path", &self.shared.path)
+            .field("intents", &state.index.len())
+            .field("warnings", &self.warnings.len())
+            .field("failed", &state.failed)
+            .finish()
+    }
+}
+
+impl Drop for FileJournal {
+    /// Sync what is written, and stop the syncer.
+    fn drop(&mut self) {
+        let _ = Journal::flush(self);
+        self.shared.lock().closing = true;
+        self.shared.to_syncer.notify_one();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// What reading a log found, besides its records.
+struct Scan {
+    warnings: Vec<Warning>,
+    torn_tail: bool,
+    records: u64,
+    /// The file begins with [`HEADER`] (or is empty).
+    header: bool,
+}
+
+/// What one piece of a log held.
+struct Piece<T> {
+    found: T,
+    warnings: Vec<Warning>,
+    records: u64,
+    looks_like_a_log: bool,
+    first_error: Option<(u64, String)>,
+}
+
+/// The whole file, read into a buffer of its size.
+fn read_whole(file: &mut File) -> io::Result<Vec<u8>> {
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+fn open_or_create(path: &Path) -> Result<(File, bool), JournalError> {
+    let mut options = OpenOptions::new();
+    options.read(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.clone().create_new(true).open(path) {
+        Ok(file) => Ok((file, true)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => options
+            .open(path)
+            .map(|file| (file, false))
+            .map_err(|e| io_error(format!("cannot open {}", path.display()), e)),
+        Err(e) => Err(io_error(format!("cannot create {}", path.display()), e)),
+    }
+}
+
+fn read_path(path: &Path) -> Result<Vec<u8>, JournalError> {
+    File::open(path)
+        .and_then(|mut file| read_whole(&mut file))
+        .map_err(|e| io_error(format!("cannot read {}", path.display()), e))
+}
+
+fn io_error(context: String, source: io::Error) -> JournalError {
+    JournalError::Io { context, source }
+}
+
+/// Why a file without the header is not appended to.
+fn headless(bytes: &[u8]) -> String {
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    if serde_json::from_slice::<Record>(first).is_ok() {
+        "it does not begin with the attempt-log header; a log written before format 1 has none: \
+         `tool-contract compact PATH` rewrites it with one"
+            .to_owned()
+    } else {
+        "it does not begin with the attempt-log header".to_owned()
+    }
+}
+
+fn not_a_log(path: &Path, why: String) -> JournalError {
+    JournalError::NotALog { log: path.display().to_string(), why }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,249 @@
+//! Recovery: recognising a log by its header, and indexing it in pieces, line by line.
+
+use super::*;
+
+/// The first line of every attempt log this crate creates: what the file is, and the version of its
+/// format. [`FileJournal::open`] appends only to a file that begins with it (or to an empty one, which
+/// it gives one), so nothing else is ever taken for a log and written to.
+pub const HEADER: &str = r#"{"tool_contract":"attempt-log","format":1}"#;
+
+/// How a file begins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Beginning {
+    /// Nothing yet, or the header cut short by a crash at creation: a new log.
+    Empty,
+    /// The header, then the records from this byte on.
+    Header(usize),
+    /// No header: a log written before format 1, or not a log.
+    Headless,
+}
+
+pub(super) fn beginning(bytes: &[u8]) -> Result<Beginning, String> {
+    let header = HEADER.as_bytes();
+    if bytes.len() <= header.len() && header.starts_with(bytes) {
+        return Ok(Beginning::Empty);
+    }
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    if first == header {
+        return Ok(Beginning::Header(header.len() + 1));
+    }
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow)]
+        tool_contract: &'a str,
+        format: serde_json::Value,
+    }
+    match serde_json::from_slice::<Head<'_>>(first) {
+        Ok(head) if head.tool_contract == "attempt-log" => Err(format!(
+            "its header says format {}, and this version reads format 1",
+            shorten(&head.format.to_string(), 20, 0)
+        )),
+        _ => Ok(Beginning::Headless),
+    }
+}
+
+impl Entry {
+    pub(super) fn new(attempt: u32, phase: Phase, outcome: Option<Outcome>, line: &[u8]) -> Entry {
+        Entry { attempts: attempt, phase, outcome, line: line.to_vec() }
+    }
+
+    /// Fold the intent's next record in, by the rule of [`super::index_record`].
+    pub(super) fn update(&mut self, attempt: u32, phase: Phase, outcome: Option<Outcome>, line: &[u8]) {
+        if supersedes(attempt, self.attempts) {
+            (self.phase, self.outcome) = (phase, outcome);
+            self.line.clear();
+            self.line.extend_from_slice(line);
+        }
+        self.attempts = self.attempts.max(attempt);
+    }
+
+    /// [`Recall::is_unresolved`], without decoding the record.
+    pub(super) fn is_unresolved(&self) -> bool {
+        self.phase == Phase::Start || matches!(self.outcome, None | Some(Outcome::Unknown))
+    }
+
+    pub(super) fn recall(&self, key: IntentKey) -> Recall {
+        let last = serde_json::from_slice::<Record>(&self.line).unwrap_or_else(|err| {
+            // Unreachable: the line was checked when read, or written from a record. Should it happen,
+            // the intent reads as unfinished, so the engine probes before anything else.
+            Record {
+                phase: Phase::Start,
+                task: String::new(),
+                call: String::new(),
+                intent_key: key,
+                attempt: self.attempts,
+                attempt_id: String::new(),
+                started: String::new(),
+                budget_left_s: 0,
+                outcome: None,
+                effect_applied: None,
+                probe: None,
+                message: Some(format!("the index could not decode this intent's last record: {err}")),
+                retry_at: None,
+                value: None,
+            }
+        });
+        Recall { attempts: self.attempts, last }
+    }
+}
+
+/// Below this size a log is read by one thread.
+pub(super) const PARALLEL_FROM: usize = 4 << 20;
+
+/// Read a log's bytes: every non-blank line goes to `record`, which parses it as a record and keeps
+/// what it needs in its piece's `T`, or says why it is not one. Large logs are cut at line boundaries
+/// into one piece per core, read at once; the pieces come back in log order. `Err` says why the bytes
+/// are not a log: they have content, and no line is a record or looks like the start of one.
+pub(super) fn scan<'a, T: Send>(
+    bytes: &'a [u8],
+    start: impl Fn() -> T + Sync,
+    record: impl Fn(&mut T, &'a [u8]) -> Result<(), serde_json::Error> + Sync,
+) -> Result<(Vec<T>, Scan), String> {
+    let (bytes, first_line, header) = match beginning(bytes)? {
+        Beginning::Empty => (&bytes[..0], 1, true),
+        Beginning::Header(skip) => (&bytes[skip..], 2, true),
+        Beginning::Headless => (bytes, 1, false),
+    };
+    let torn_tail = !bytes.is_empty() && !bytes.ends_with(b"\n");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let pieces = if bytes.len() < PARALLEL_FROM { 1 } else { cores };
+    // Cut right after a newline, so each piece holds whole lines; number each piece's first line.
+    let mut cuts = vec![(0usize, first_line)];
+    for i in 1..pieces {
+        let (from, line) = cuts[cuts.len() - 1];
+        let aim = (bytes.len() / pieces * i).max(from);
+        if let Some(nl) = bytes[aim..].iter().position(|&b| b == b'\n') {
+            let at = aim + nl + 1;
+            if at < bytes.len() {
+                cuts.push((at, line + bytes[from..at].iter().filter(|&&b| b == b'\n').count() as u64));
+            }
+        }
+    }
+    let ends: Vec<usize> = cuts.iter().skip(1).map(|c| c.0).chain([bytes.len()]).collect();
+    let read = |(&(from, line), &to): (&(usize, u64), &usize)| {
+        let last = to == bytes.len();
+        scan_piece(&bytes[from..to], line, last && torn_tail, start(), &record)
+    };
+    let pieces: Vec<Piece<T>> = if cuts.len() == 1 {
+        cuts.iter().zip(&ends).map(read).collect()
+    } else {
+        std::thread::scope(|s| {
+            let running: Vec<_> = cuts.iter().zip(&ends).map(|cut| s.spawn(move || read(cut))).collect();
+            running
+                .into_iter()
+                .map(|r| r.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        })
+    };
+    let mut scan = Scan { warnings: Vec::new(), torn_tail, records: 0, header };
+    let (mut looks_like_a_log, mut first_error) = (false, None);
+    let mut found = Vec::with_capacity(pieces.len());
+    for piece in pieces {
+        scan.warnings.extend(piece.warnings);
+        scan.records += piece.records;
+        looks_like_a_log |= piece.looks_like_a_log;
+        first_error = first_error.or(piece.first_error);
+        found.push(piece.found);
+    }
+    match first_error {
+        Some((line, err)) if scan.records == 0 && !looks_like_a_log => {
+            Err(format!("line {line} is not an attempt record: {err}"))
+        }
+        _ => Ok((found, scan)),
+    }
+}
+
+pub(super) fn scan_piece<'a, T>(
+    piece: &'a [u8],
+    first_line: u64,
+    torn_tail: bool,
+    mut found: T,
+    record: &impl Fn(&mut T, &'a [u8]) -> Result<(), serde_json::Error>,
+) -> Piece<T> {
+    let mut warnings = Vec::new();
+    let (mut records, mut looks_like_a_log, mut first_error) = (0, false, None);
+    let body = piece.strip_suffix(b"\n").unwrap_or(piece);
+    let mut lines = body.split(|&b| b == b'\n').peekable();
+    let mut number = first_line - 1;
+    while let Some(line) = lines.next().filter(|_| !piece.is_empty()) {
+        number += 1;
+        let last = lines.peek().is_none();
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.first().is_none_or(u8::is_ascii_whitespace) && line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match record(&mut found, line) {
+            Ok(()) => records += 1,
+            Err(err) => {
+                let torn = last && torn_tail;
+                // A torn line may be cut inside the head itself.
+                let head = if torn { &RECORD_HEAD[..line.len().min(RECORD_HEAD.len())] } else { RECORD_HEAD };
+                looks_like_a_log |= line.starts_with(head);
+                let message = if torn {
+                    format!(
+                        "torn last line ({} bytes, no newline at the end: a write cut short), skipped",
+                        line.len()
+                    )
+                } else {
+                    format!("not a record ({}), skipped", describe(&err))
+                };
+                first_error.get_or_insert_with(|| (number, describe(&err)));
+                warnings.push(Warning { line: number, message });
+            }
+        }
+    }
+    Piece { found, warnings, records, looks_like_a_log, first_error }
+}
+
+/// Every record of a log, in order.
+pub(super) fn parse_all(bytes: &[u8]) -> Result<(Vec<Record>, Scan), String> {
+    let (pieces, scan) = scan(bytes, Vec::new, |records, line| {
+        records.push(serde_json::from_slice::<Record>(line)?);
+        Ok(())
+    })?;
+    Ok((pieces.into_iter().flatten().collect(), scan))
+}
+
+/// Index a log by intent key as [`super::index_record`] folding every record in order would.
+///
+/// Every line is checked without allocating ([`RecordCheck`]); each piece of the log keeps, per
+/// intent, its highest attempt and the last line of it, and the pieces are folded in log order.
+pub(super) fn index_bytes(bytes: &[u8]) -> Result<(HashMap<IntentKey, Entry, KeyHashing>, Scan), String> {
+    type Kept<'a> = (u32, Phase, Option<Outcome>, &'a [u8]);
+    pub(super) fn keep<'a>(
+        last: &mut HashMap<IntentKey, Kept<'a>, KeyHashing>,
+        key: IntentKey,
+        kept: Kept<'a>,
+    ) {
+        last.entry(key)
+            .and_modify(|was| {
+                if supersedes(kept.0, was.0) {
+                    *was = kept;
+                }
+            })
+            .or_insert(kept);
+    }
+    let (pieces, scan) = scan(bytes, HashMap::default, |last, line| {
+        let (key, attempt, phase, outcome) = match quick_check(line) {
+            Some(checked) => checked,
+            None => {
+                let check = serde_json::from_slice::<RecordCheck<'_>>(line)?;
+                (check.intent_key, check.attempt, check.phase, check.outcome)
+            }
+        };
+        keep(last, key, (attempt, phase, outcome, line));
+        Ok(())
+    })?;
+    let mut pieces = pieces.into_iter();
+    let mut last = pieces.next().unwrap_or_default();
+    for piece in pieces {
+        for (key, kept) in piece {
+            keep(&mut last, key, kept);
+        }
+    }
+    let index = last
+        .into_iter()
+        .map(|(key, (attempts, phase, outcome, line))| (key, Entry::new(attempts, phase, outcome, line)))
+        .collect();
+    Ok((index, scan))
+}

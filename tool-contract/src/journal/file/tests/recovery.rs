@@ -1,0 +1,585 @@
+//! Recovery, compaction and the codec: reading back what was written, and what a crash or a hand
+//! left.
+
+use super::*;
+
+#[tokio::test]
+async fn a_torn_last_line_is_skipped_by_number_and_the_next_record_starts_a_new_line() {
+    let dir = Scratch::new("torn");
+    let first = record("a", Phase::Start, 1, None);
+    let torn = line(&record("b", Phase::Start, 1, None));
+    let torn = &torn[..torn.len() / 2];
+    fs::write(dir.log(), logged(line(&first) + torn)).unwrap();
+
+    let log = FileJournal::open(dir.log()).unwrap();
+    assert_eq!(log.warnings().len(), 1);
+    assert_eq!(log.warnings()[0].line, 3);
+    assert!(log.warnings()[0].message.starts_with("torn last line"), "{}", log.warnings()[0]);
+    assert_eq!(log.recall(&key("a")).unwrap().last_word(), LastWord::Unfinished);
+    assert!(log.recall(&key("b")).is_none());
+    // Opening changed nothing.
+    assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(line(&first) + torn));
+
+    let next = record("c", Phase::Start, 1, None);
+    log.append(&next, Durability::Synced).await.unwrap();
+    drop(log);
+    // The torn bytes stay where they were, ended by a newline; the new record is a line of its own.
+    assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(line(&first) + torn + "\n" + &line(&next)));
+    let read = read_log(dir.log()).unwrap();
+    assert_eq!(read.records, [first, next]);
+    assert_eq!(read.warnings.len(), 1);
+    assert_eq!(read.warnings[0].line, 3);
+    assert!(read.warnings[0].message.starts_with("not a record"), "{}", read.warnings[0]);
+}
+
+#[test]
+fn a_garbled_line_is_skipped_by_number_and_the_rest_is_used() {
+    let dir = Scratch::new("garbled");
+    let (a1, a1_end, b1) = (
+        record("a", Phase::Start, 1, None),
+        record("a", Phase::End, 1, Some(Outcome::Ok)),
+        record("b", Phase::Start, 1, None),
+    );
+    let hand_edit = line(&record("x", Phase::Start, 1, None)).replace("\"attempt\":1", "\"attempt\":one");
+    let text = line(&a1) + "\n" + &hand_edit + "not json at all\n" + &line(&a1_end) + &line(&b1);
+    fs::write(dir.log(), logged(&text)).unwrap();
+    let read = read_log(dir.log()).unwrap();
+    assert_eq!(read.records, [a1, a1_end, b1]);
+    let lines: Vec<u64> = read.warnings.iter().map(|w| w.line).collect();
+    assert_eq!(lines, [4, 5], "the blank line 3 is not a warning: {:?}", read.warnings);
+    let log = FileJournal::open(dir.log()).unwrap();
+    assert_eq!(log.warnings(), read.warnings);
+    assert!(matches!(log.recall(&key("a")).unwrap().last_word(), LastWord::Ok(_)));
+    drop(log);
+    assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(&text), "nothing is rewritten");
+}
+
+#[test]
+fn a_file_that_is_not_a_log_is_refused_and_left_untouched() {
+    let dir = Scratch::new("notalog");
+    let cases: [&[u8]; 5] = [
+        b"hello world\n",
+        b"{\n  \"name\": \"config\"\n}\n",
+        b"{\"name\":\"a\"}\n{\"name\":\"b\"}\n",
+        b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR",
+        b"task,call\nord-1,post\n",
+    ];
+    for bytes in cases {
+        fs::write(dir.log(), bytes).unwrap();
+        let err = FileJournal::open(dir.log()).unwrap_err();
+        assert!(matches!(err, JournalError::NotALog { .. }), "{err}");
+        assert!(err.to_string().contains("is not an attempt log"), "{err}");
+        assert!(!err.to_string().contains('\n'), "one line: {err}");
+        assert!(matches!(read_log(dir.log()), Err(JournalError::NotALog { .. })));
+        assert!(matches!(FileJournal::compact(dir.log()), Err(JournalError::NotALog { .. })));
+        assert_eq!(fs::read(dir.log()).unwrap(), bytes);
+    }
+}
+
+#[test]
+fn an_empty_file_a_torn_header_and_a_torn_first_record_are_logs() {
+    let dir = Scratch::new("empty");
+    // Empty, or a header a crash cut short at creation: a new log, given its header.
+    for fresh in ["", "{", &HEADER[..HEADER.len() / 2], HEADER] {
+        fs::write(dir.log(), fresh).unwrap();
+        assert!(FileJournal::open(dir.log()).unwrap().warnings().is_empty(), "{fresh}");
+        assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(""), "{fresh}");
+    }
+    for torn in ["{", "{\"pha", "{\"phase\":\"start\",\"task\":\"ord-"] {
+        fs::write(dir.log(), logged(torn)).unwrap();
+        let log = FileJournal::open(dir.log()).unwrap();
+        assert_eq!(log.warnings().len(), 1, "{torn}");
+        assert_eq!(log.warnings()[0].line, 2);
+    }
+}
+
+#[test]
+fn a_file_that_merely_looks_like_a_log_is_refused_untouched() {
+    let dir = Scratch::new("looks-like");
+    // A binary file with one line that parses as a record: no header, so not a log.
+    let mut bytes = b"\x7fELF\x02\x01\x01\0\0\0\n".to_vec();
+    bytes.extend(line(&record("a", Phase::Start, 1, None)).as_bytes());
+    bytes.extend(b"\0\0\xff\xfe garbage\n");
+    fs::write(dir.log(), &bytes).unwrap();
+    let err = FileJournal::open(dir.log()).unwrap_err();
+    assert!(matches!(err, JournalError::NotALog { .. }), "{err}");
+    assert!(err.to_string().contains("does not begin with the attempt-log header"), "{err}");
+    assert!(FileJournal::compact(dir.log()).is_err(), "nor rewritten by a compaction");
+    assert_eq!(fs::read(dir.log()).unwrap(), bytes, "left untouched");
+    // A header of a later format is refused too.
+    let newer = r#"{"tool_contract":"attempt-log","format":2}"#.to_owned() + "\n";
+    fs::write(dir.log(), &newer).unwrap();
+    let err = FileJournal::open(dir.log()).unwrap_err();
+    assert!(err.to_string().contains("format 2, and this version reads format 1"), "{err}");
+    assert_eq!(fs::read_to_string(dir.log()).unwrap(), newer);
+}
+
+#[test]
+fn a_log_of_an_earlier_version_is_migrated_by_a_compaction() {
+    let dir = Scratch::new("migrate");
+    let text: String = mixed_log().iter().map(line).collect();
+    fs::write(dir.log(), &text).unwrap();
+    let err = FileJournal::open(dir.log()).unwrap_err();
+    assert!(err.to_string().contains("`tool-contract compact PATH` rewrites it with one"), "{err}");
+    assert_eq!(read_log(dir.log()).unwrap().records, mixed_log(), "still readable as it is");
+    FileJournal::compact(dir.log()).unwrap();
+    assert!(fs::read_to_string(dir.log()).unwrap().starts_with(&logged("")));
+    let log = FileJournal::open(dir.log()).unwrap();
+    assert_eq!(log.recall(&key("d")).unwrap().attempts, 3);
+}
+
+#[test]
+fn missing_and_unreadable_paths_are_errors_and_reading_creates_nothing() {
+    let dir = Scratch::new("missing");
+    let err = read_log(dir.log()).unwrap_err();
+    assert!(matches!(err, JournalError::Io { .. }), "{err}");
+    assert!(err.to_string().starts_with("cannot read "), "{err}");
+    assert!(!dir.log().exists());
+    assert!(FileJournal::compact(dir.log()).is_err());
+    assert!(!dir.log().exists());
+    let err = FileJournal::open(&dir.0).unwrap_err();
+    assert!(matches!(err, JournalError::Io { .. }), "{err}");
+    let err = FileJournal::open(dir.0.join("no-such-dir/attempts.log")).unwrap_err();
+    assert!(err.to_string().starts_with("cannot create "), "{err}");
+}
+
+/// A log as an earlier process left it: attempts 1 and 2 of one intent, fields in another order,
+/// no `value` key, an unknown extra field.
+fn older_log(outcome: &str) -> String {
+    let key = key("thread-9");
+    format!(
+        "{{\"task\":\"ord-7741\",\"phase\":\"start\",\"call\":\"post_notice\",\"intent_key\":\"{key}\",\"attempt\":1,\"attempt_id\":\"ord-7741-a1\",\"started\":\"2026-11-30T05:12:04Z\",\"budget_left_s\":42,\"outcome\":null,\"effect_applied\":null,\"probe\":null,\"message\":null}}\n\
+         {{\"phase\":\"end\",\"task\":\"ord-7741\",\"call\":\"post_notice\",\"intent_key\":\"{key}\",\"attempt\":1,\"attempt_id\":\"ord-7741-a1\",\"started\":\"2026-11-30T05:12:04Z\",\"budget_left_s\":42,\"outcome\":\"retryable\",\"effect_applied\":\"no\",\"probe\":null,\"message\":\"503\",\"host\":\"old\"}}\n\
+         {{\"phase\":\"start\",\"task\":\"ord-7741\",\"call\":\"post_notice\",\"intent_key\":\"{key}\",\"attempt\":2,\"attempt_id\":\"ord-7741-a2\",\"started\":\"2026-11-30T05:12:09Z\",\"budget_left_s\":37,\"outcome\":null,\"effect_applied\":null,\"probe\":null,\"message\":null}}\n\
+         {{\"phase\":\"end\",\"task\":\"ord-7741\",\"call\":\"post_notice\",\"intent_key\":\"{key}\",\"attempt\":2,\"attempt_id\":\"ord-7741-a2\",\"started\":\"2026-11-30T05:12:09Z\",\"budget_left_s\":37,\"outcome\":\"{outcome}\",\"effect_applied\":\"unknown\",\"probe\":null,\"message\":\"timed out\"}}\n"
+    )
+}
+
+#[tokio::test]
+async fn attempt_numbers_continue_after_an_older_process() {
+    const READ: ToolSpec = ToolSpec::new("post_notice", EffectKind::Read);
+    let dir = Scratch::new("older");
+    fs::write(dir.log(), logged(older_log("retryable"))).unwrap();
+    let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+    assert!(log.warnings().is_empty());
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+    let k = task.key(&READ, &"thread-9", None);
+    assert_eq!(k, key("thread-9"));
+    let report = engine::run(
+        &task,
+        &READ,
+        k,
+        |call: crate::Call| async move { Ok::<u32, Class>(call.attempt()) },
+        crate::NoProbe,
+    )
+    .await;
+    assert_eq!(report.value, Some(3));
+    assert!(report.attempt_id.ends_with("-a3"), "{}", report.attempt_id);
+    assert_eq!(log.recall(&k).unwrap().attempts, 3);
+}
+
+#[tokio::test]
+async fn an_unknown_left_by_an_older_process_is_probed_before_attempt_3() {
+    const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+    let dir = Scratch::new("older-unknown");
+    fs::write(dir.log(), logged(older_log("unknown"))).unwrap();
+    let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+    assert_eq!(log.unresolved().len(), 1);
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+    let k = task.key(&POST, &"thread-9", None);
+    let probes = AtomicU32::new(0);
+    let report = engine::run(
+        &task,
+        &POST,
+        k,
+        |call: crate::Call| {
+            assert_eq!(probes.load(Ordering::SeqCst), 1, "probed first");
+            async move { Ok::<u32, Class>(call.attempt()) }
+        },
+        |_| {
+            probes.fetch_add(1, Ordering::SeqCst);
+            async { Probe::NotLanded }
+        },
+    )
+    .await;
+    assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(3)));
+    drop(task);
+    drop(log);
+    let read = read_log(dir.log()).unwrap();
+    let tail: Vec<(Phase, u32, Option<ProbeMark>, Option<Outcome>)> =
+        read.records[4..].iter().map(|r| (r.phase, r.attempt, r.probe, r.outcome)).collect();
+    assert_eq!(
+        tail,
+        [
+            (Phase::End, 2, Some(ProbeMark::NotLanded), Some(Outcome::Retryable)),
+            (Phase::Start, 3, None, None),
+            (Phase::End, 3, None, Some(Outcome::Ok)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_side_effect_starts_only_once_its_start_record_is_synced() {
+    const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+    let dir = Scratch::new("ahead");
+    let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+    let k = task.key(&POST, &"thread-9", None);
+    let (path, seen) = (dir.log(), log.clone());
+    let report = engine::run(
+        &task,
+        &POST,
+        k,
+        move |call: crate::Call| {
+            let read = read_log(&path).unwrap();
+            assert_eq!(read.records.len(), 1);
+            assert_eq!((read.records[0].phase, read.records[0].attempt), (Phase::Start, call.attempt()));
+            assert_eq!(seen.stats().syncs, 1, "synced before the call");
+            async { Ok::<u32, Class>(7) }
+        },
+        |_| async { Probe::NotLanded },
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Ok);
+}
+
+#[tokio::test]
+async fn after_a_failed_write_or_sync_no_record_is_accepted_and_no_side_effect_starts() {
+    const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+    let dir = Scratch::new("failed");
+    let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+    // What the writer or the syncer does when the operating system reports an error.
+    log.shared.lock().fail("a sync failed: Input/output error (os error 5)".to_owned());
+    let err = log.append(&record("a", Phase::Start, 1, None), Durability::Synced).await.unwrap_err();
+    assert!(matches!(err, JournalError::Failed { .. }), "{err}");
+    assert!(err.to_string().contains("no record is accepted after a failed write or sync"), "{err}");
+    assert!(log.sync().await.is_err());
+
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+    let k = task.key(&POST, &"thread-9", None);
+    let report = engine::run(
+        &task,
+        &POST,
+        k,
+        |_: crate::Call| async { panic!("a side effect must not start unlogged") as Result<u32, Class> },
+        |_| async { Probe::<u32>::NotLanded },
+    )
+    .await;
+    assert_eq!((report.outcome, report.effect_applied), (Outcome::Retryable, Applied::No));
+    drop(task);
+    drop(log);
+    assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(""), "the header alone");
+}
+
+/// A small deterministic generator (xorshift), so the property tests need no crate.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn random_record(rng: &mut Rng, keys: u64) -> Record {
+    let outcomes = [None, Some(Outcome::Ok), Some(Outcome::Retryable), Some(Outcome::Unknown)];
+    let phase = if rng.below(2) == 0 { Phase::Start } else { Phase::End };
+    let mut r = record(&format!("k{}", rng.below(keys)), phase, 1 + rng.below(4) as u32, None);
+    if phase == Phase::End {
+        r.outcome = outcomes[rng.below(4) as usize];
+        r.message = Some(format!("m{} \"quoted\" é", rng.below(1000)));
+    }
+    r.started = format!("2026-11-30T05:12:{:02}Z", rng.below(60));
+    r
+}
+
+/// The file's index (two passes, maybe in pieces) says what folding every record in order says.
+fn assert_same_index(log: &FileJournal, fold: &crate::MemoryJournal, keys: u64) {
+    for k in 0..keys {
+        let key = key(&format!("k{k}"));
+        assert_eq!(log.recall(&key), fold.recall(&key), "k{k}");
+    }
+    assert_eq!(log.unresolved(), fold.unresolved());
+}
+
+#[tokio::test]
+async fn the_file_index_matches_the_fold_of_every_record() {
+    let dir = Scratch::new("fold");
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..200 {
+        let records: Vec<Record> = (0..rng.below(30)).map(|_| random_record(&mut rng, 3)).collect();
+        fs::write(dir.log(), logged(records.iter().map(line).collect::<String>())).unwrap();
+        let log = FileJournal::open(dir.log()).unwrap();
+        let fold = crate::MemoryJournal::from_records(records);
+        assert_same_index(&log, &fold, 3);
+        // Appends after opening follow the same rule.
+        for _ in 0..rng.below(10) {
+            let next = random_record(&mut rng, 3);
+            log.append(&next, Durability::Buffered).await.unwrap();
+            fold.append(&next, Durability::Buffered).await.unwrap();
+        }
+        assert_same_index(&log, &fold, 3);
+    }
+}
+
+#[test]
+fn a_large_log_read_in_pieces_indexes_and_numbers_lines_as_one() {
+    let dir = Scratch::new("pieces");
+    let mut rng = Rng(7);
+    let mut text = String::new();
+    let mut records = Vec::new();
+    let mut garbled = Vec::new();
+    let mut number = 1u64; // the header
+    while text.len() < 3 * PARALLEL_FROM {
+        number += 1;
+        if rng.below(997) == 0 {
+            text.push_str("{\"phase\":\"start\",\"task\": garbled\n");
+            garbled.push(number);
+        } else {
+            let r = random_record(&mut rng, 5_000);
+            text.push_str(&line(&r));
+            records.push(r);
+        }
+    }
+    fs::write(dir.log(), logged(&text)).unwrap();
+    let log = FileJournal::open(dir.log()).unwrap();
+    let lines: Vec<u64> = log.warnings().iter().map(|w| w.line).collect();
+    assert!(garbled.len() > 3);
+    assert_eq!(lines, garbled);
+    assert_eq!(log.stats().records_read, records.len() as u64);
+    let read = read_log(dir.log()).unwrap();
+    assert_eq!(read.warnings, log.warnings());
+    assert_eq!(read.records, records);
+    let fold = crate::MemoryJournal::from_records(records);
+    assert_same_index(&log, &fold, 5_000);
+}
+
+#[test]
+fn the_check_accepts_exactly_the_lines_a_record_accepts() {
+    let good = line(&record("a", Phase::End, 2, Some(Outcome::Ok)));
+    let good = good.trim_end();
+    let variants = [
+        good.to_owned(),
+        good.replace("\"value\":4411", "\"value\":{\"id\":[1,2,{\"x\":null}]}"),
+        good.replace(",\"value\":4411", ""),
+        good.replace("\"value\":4411", "\"value\":null"),
+        good.replace("ended ok", "ended \\\"ok\\\" \\u00e9 ✓"),
+        good.replace("\"probe\":null,", ""),
+        good.replace("\"probe\":null", "\"probe\":\"not_landed\""),
+        good.replace("\"probe\":null", "\"probe\":\"maybe\""),
+        good.replace("\"outcome\":\"ok\"", "\"outcome\":\"fine\""),
+        good.replace("\"attempt\":2", "\"attempt\":-2"),
+        good.replace("\"attempt\":2", "\"attempt\":4294967296"),
+        good.replace("\"budget_left_s\":42", "\"budget_left_s\":4.2"),
+        good.replace("\"task\":\"ord-7741\",", ""),
+        good.replace("\"task\":\"ord-7741\"", "\"task\":7741"),
+        good.replace("\"phase\":\"end\"", "\"phase\":\"End\""),
+        good.replace("\"call\"", "\"extra\":[true],\"call\""),
+        good.replace("\"call\":\"post_notice\"", "\"call\":\"post_notice\",\"call\":\"x\""),
+        good.replace(&key("a").to_string(), "not-a-key"),
+        good.replace(&key("a").to_string(), &key("a").to_string().to_uppercase()),
+        format!("{good} trailing"),
+        format!("  {good}  "),
+        good[..good.len() - 1].to_owned(),
+        "[]".to_owned(),
+        "null".to_owned(),
+    ];
+    let mut accepted = 0;
+    for v in &variants {
+        let record = serde_json::from_slice::<Record>(v.as_bytes()).is_ok();
+        let check = serde_json::from_slice::<RecordCheck<'_>>(v.as_bytes()).is_ok();
+        assert_eq!(record, check, "{v}");
+        accepted += usize::from(record);
+    }
+    assert_eq!(accepted, 9, "the good line, its value, escapes, optional and extra fields, blanks around");
+}
+
+/// Records whose strings and values need every kind of care in JSON.
+fn awkward_records(rng: &mut Rng) -> Vec<Record> {
+    let texts = [
+        "plain",
+        "",
+        "quote \" and backslash \\ and slash /",
+        "tab\tnewline\ncarriage\rbell\u{7}nul\u{0}del\u{7f}",
+        "é ✓ 𝄞 ünïcödé",
+        "\u{1f}\u{20}",
+    ];
+    let values = [
+        None,
+        Some(serde_json::json!(null)),
+        Some(serde_json::json!(4411)),
+        Some(serde_json::json!(-0.5e-7)),
+        Some(serde_json::json!(u64::MAX)),
+        Some(serde_json::json!("a \"quoted\" ✓ value\n")),
+        Some(serde_json::json!({"id": [1, 2, {"x": null, "y": true, "z": [false, [], {}]}], "": "é"})),
+    ];
+    let mut records = Vec::new();
+    for i in 0..400 {
+        let mut r = random_record(rng, 7);
+        let pick = |rng: &mut Rng| texts[rng.below(texts.len() as u64) as usize].to_owned();
+        r.task = pick(rng);
+        r.call = pick(rng);
+        r.attempt_id = pick(rng);
+        r.message = (rng.below(3) > 0).then(|| pick(rng));
+        r.retry_at = (rng.below(3) == 0).then(|| pick(rng));
+        r.value = values[i % values.len()].clone();
+        r.attempt = [0, 1, 9, 10, u32::MAX][rng.below(5) as usize];
+        r.budget_left_s = [0, 42, u64::MAX][rng.below(3) as usize];
+        r.effect_applied = [None, Some(Applied::Yes), Some(Applied::Partial)][rng.below(3) as usize];
+        r.probe = [None, Some(ProbeMark::Landed), Some(ProbeMark::NotLanded), Some(ProbeMark::Failed)]
+            [rng.below(4) as usize];
+        records.push(r);
+    }
+    records
+}
+
+#[test]
+fn the_encoder_writes_the_bytes_serde_writes() {
+    for record in awkward_records(&mut Rng(11)) {
+        let mut ours = Vec::new();
+        encode(&mut ours, record.as_record_ref()).unwrap();
+        assert_eq!(String::from_utf8_lossy(&ours), serde_json::to_string(&record).unwrap(), "{record:?}");
+    }
+}
+
+/// The quick check reads every line it accepts as the full check does, and accepts what this crate
+/// writes (bar `\u` escapes, which it leaves to the full check).
+#[test]
+fn the_quick_check_agrees_with_the_full_check() {
+    let full = |line: &[u8]| {
+        serde_json::from_slice::<RecordCheck<'_>>(line)
+            .ok()
+            .map(|c| (c.intent_key, c.attempt, c.phase, c.outcome))
+    };
+    let mut quick_accepted = 0;
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    for record in awkward_records(&mut Rng(5)) {
+        let line = serde_json::to_vec(&record).unwrap();
+        let expected = Some((record.intent_key, record.attempt, record.phase, record.outcome));
+        assert_eq!(full(&line), expected);
+        if !line.windows(2).any(|w| w == b"\\u") {
+            assert_eq!(quick_check(&line), expected, "{}", String::from_utf8_lossy(&line));
+        }
+        lines.push(line);
+    }
+    // Every cut and every one-byte change of some of them: whatever the quick check accepts, the full
+    // check accepts and reads the same.
+    let mut variants = Vec::new();
+    for line in lines.iter().step_by(23) {
+        for cut in 0..line.len() {
+            variants.push(line[..cut].to_vec());
+            for byte in [b' ', b'"', b'\\', b',', b'}', b'0', b'9', b'-', b'a', b'e', b'.', 0x1f, 0xc3] {
+                let mut changed = line.clone();
+                changed[cut] = byte;
+                variants.push(changed);
+                let mut grown = line.clone();
+                grown.insert(cut, byte);
+                variants.push(grown);
+            }
+        }
+    }
+    for variant in &variants {
+        if let Some(quick) = quick_check(variant) {
+            quick_accepted += 1;
+            assert_eq!(Some(quick), full(variant), "{}", String::from_utf8_lossy(variant));
+        }
+    }
+    assert!(quick_accepted > 100, "{quick_accepted}");
+}
+
+fn mixed_log() -> Vec<Record> {
+    let mut probe_end = record("c", Phase::End, 1, Some(Outcome::Unknown));
+    probe_end.probe = Some(ProbeMark::Failed);
+    vec![
+        record("a", Phase::Start, 1, None),
+        record("a", Phase::End, 1, Some(Outcome::Retryable)),
+        record("b", Phase::Start, 1, None),
+        record("a", Phase::Start, 2, None),
+        record("c", Phase::Start, 1, None),
+        record("c", Phase::End, 1, Some(Outcome::Unknown)),
+        record("a", Phase::End, 2, Some(Outcome::Ok)),
+        probe_end,
+        record("d", Phase::Start, 1, None),
+        record("d", Phase::End, 1, Some(Outcome::Retryable)),
+        record("d", Phase::Start, 2, None),
+        record("d", Phase::End, 2, Some(Outcome::Retryable)),
+        record("d", Phase::Start, 3, None),
+    ]
+}
+
+fn index_of(path: &Path) -> Vec<(IntentKey, u32, Record)> {
+    let log = FileJournal::open(path).unwrap();
+    let state = log.shared.lock();
+    let mut all: Vec<_> = state.index.iter().map(|(k, e)| (*k, e.recall(*k))).collect();
+    all.sort_by_key(|(k, _)| *k);
+    all.into_iter().map(|(k, r)| (k, r.attempts, r.last)).collect()
+}
+
+#[cfg(unix)]
+#[test]
+fn compaction_keeps_each_intents_latest_attempt_and_the_same_index() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Scratch::new("compact");
+    let records = mixed_log();
+    let text: String = records.iter().map(line).collect();
+    fs::write(dir.log(), logged(text + "torn{\"phase\"")).unwrap();
+    let before = index_of(&dir.log());
+    let unresolved_before = FileJournal::open(dir.log()).unwrap().unresolved();
+
+    let done = FileJournal::compact(dir.log()).unwrap();
+    assert_eq!((done.records_before, done.records_after, done.intents), (13, 7, 4));
+    assert_eq!(done.dropped.len(), 1);
+    assert_eq!(done.dropped[0].line, 15, "the header is line 1");
+    assert!(done.bytes_after < done.bytes_before);
+    assert_eq!(fs::metadata(dir.log()).unwrap().len(), done.bytes_after);
+    assert_eq!(fs::metadata(dir.log()).unwrap().permissions().mode() & 0o777, 0o600);
+    assert!(!compaction_path(&dir.log()).exists());
+
+    let read = read_log(dir.log()).unwrap();
+    assert!(read.warnings.is_empty());
+    let kept: Vec<(IntentKey, u32, Phase)> =
+        read.records.iter().map(|r| (r.intent_key, r.attempt, r.phase)).collect();
+    assert_eq!(
+        kept,
+        [
+            (key("b"), 1, Phase::Start),
+            (key("a"), 2, Phase::Start),
+            (key("c"), 1, Phase::Start),
+            (key("c"), 1, Phase::End),
+            (key("a"), 2, Phase::End),
+            (key("c"), 1, Phase::End),
+            (key("d"), 3, Phase::Start),
+        ]
+    );
+    assert_eq!(index_of(&dir.log()), before);
+    assert_eq!(FileJournal::open(dir.log()).unwrap().unresolved(), unresolved_before);
+    // Compacting again changes nothing.
+    let again = FileJournal::compact(dir.log()).unwrap();
+    assert_eq!((again.records_before, again.records_after), (7, 7));
+}
+
+#[test]
+fn a_compaction_cut_short_leaves_the_log_whole_and_its_leftover_unread() {
+    let dir = Scratch::new("compact-crash");
+    let text = logged(mixed_log().iter().map(line).collect::<String>());
+    fs::write(dir.log(), &text).unwrap();
+    // What a crash in the middle of a compaction leaves: the new file half written, not renamed.
+    let leftover = compaction_path(&dir.log());
+    let new: String = mixed_log()[6..].iter().map(line).collect();
+    fs::write(&leftover, &new[..new.len() / 2]).unwrap();
+
+    let log = FileJournal::open(dir.log()).unwrap();
+    assert!(log.warnings().is_empty());
+    assert_eq!(log.stats().records_read, 13);
+    assert_eq!(log.recall(&key("d")).unwrap().attempts, 3);
+    drop(log);
+    assert_eq!(fs::read_to_string(dir.log()).unwrap(), text);
+
+    // The next compaction replaces the leftover and completes.
+    let done = FileJournal::compact(dir.log()).unwrap();
+    assert_eq!(done.records_after, 7);
+    assert!(!leftover.exists());
+    assert_eq!(read_log(dir.log()).unwrap().records.len(), 7);
+}

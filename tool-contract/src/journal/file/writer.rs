@@ -1,0 +1,240 @@
+//! The writer thread and the path from an append to it: every `write(2)` and `fdatasync(2)` of the
+//! log happens on that thread.
+
+use super::*;
+
+#[cfg(unix)]
+pub(super) fn identity(metadata: &fs::Metadata) -> Option<Identity> {
+    use std::os::unix::fs::MetadataExt;
+    Some(Identity(metadata.dev(), metadata.ino()))
+}
+
+#[cfg(not(unix))]
+pub(super) fn identity(_: &fs::Metadata) -> Option<Identity> {
+    None
+}
+
+/// Takes the log's exclusive lock, or says who has it.
+pub(super) fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(fs::TryLockError::WouldBlock) => Err(JournalError::InUse { log: path.display().to_string() }),
+        Err(fs::TryLockError::Error(e)) => Err(io_error(format!("cannot lock {}", path.display()), e)),
+    }
+}
+
+impl Shared {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) fn failed(&self, why: &str) -> JournalError {
+        JournalError::Failed { log: self.path.display().to_string(), why: why.to_owned() }
+    }
+
+    /// Why the path no longer names the file this journal appends to, if it does not.
+    pub(super) fn moved(&self) -> Option<String> {
+        let opened = self.identity?;
+        match fs::metadata(&self.path) {
+            Ok(now) if identity(&now) == Some(opened) => None,
+            Ok(_) => Some(
+                "the path now names another file (replaced or restored under the running agent); side effects are refused until it is reopened"
+                    .to_owned(),
+            ),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Some(
+                "the log was deleted under the running agent; side effects are refused until it is reopened"
+                    .to_owned(),
+            ),
+            Err(e) => Some(format!("cannot check that the path still names the log: {e}")),
+        }
+    }
+}
+
+impl State {
+    /// Put the log out of service and tell every waiter.
+    pub(super) fn fail(&mut self, why: String) {
+        for waiter in self.sync_waiters.drain(..) {
+            let _ = waiter.done.send(Err(why.clone()));
+        }
+        self.failed = Some(why);
+    }
+
+    pub(super) fn release(queue: &mut VecDeque<Waiter>, upto: u64) -> Vec<Waiter> {
+        let mut done = Vec::new();
+        while queue.front().is_some_and(|w| w.seq <= upto) {
+            done.extend(queue.pop_front());
+        }
+        done
+    }
+}
+
+impl FileJournal {
+    /// Test only: stall the writer thread (a disk whose writes and syncs do not complete), or let it go.
+    #[cfg(test)]
+    pub(super) fn stall(&self, stalled: bool) {
+        self.shared.lock().stalled = stalled;
+        self.shared.to_syncer.notify_one();
+    }
+
+    /// Write one record, under the lock, in the order of the calls: `Ok(None)` when it is done (written,
+    /// so out of the process), `Ok(Some(wait))` for a synced record, which `wait` reports on stable
+    /// storage.
+    pub(super) fn write(
+        &self,
+        record: RecordRef<'_>,
+        durability: Durability,
+        fence: Option<&Owner>,
+    ) -> Result<Option<oneshot::Receiver<Result<(), String>>>, JournalError> {
+        let mut state = self.shared.lock();
+        if let Some(why) = &state.failed {
+            return Err(self.shared.failed(why));
+        }
+        if let Some(owner) = fence {
+            let highest = state.index.get(&record.intent_key).map_or(0, |entry| entry.attempts);
+            if let Err(why) = state.leases.fence(&record.intent_key, owner, record.attempt, highest) {
+                let (log, attempt_id) =
+                    (self.shared.path.display().to_string(), record.attempt_id.to_owned());
+                return Err(JournalError::Conflict { log, attempt_id, why });
+            }
+        }
+        let state = &mut *state;
+        let mark = state.pending.len();
+        if state.needs_newline {
+            state.pending.push(b'\n');
+        }
+        let from = state.pending.len();
+        if let Err(e) = encode(&mut state.pending, record) {
+            state.pending.truncate(mark);
+            return Err(io_error(
+                format!("cannot encode a record for {}", self.shared.path.display()),
+                e.into(),
+            ));
+        }
+        let to = state.pending.len();
+        state.pending.push(b'\n');
+        state.needs_newline = false;
+        state.queued += 1;
+        if durability != Durability::Lazy && !state.wake {
+            state.wake = true;
+            self.shared.to_syncer.notify_one();
+        }
+        state.stats.appended += 1;
+        let line = &state.pending[from..to];
+        let (attempt, phase, outcome) = (record.attempt, record.phase, record.outcome);
+        match state.index.entry(record.intent_key) {
+            std::collections::hash_map::Entry::Occupied(kept) => {
+                kept.into_mut().update(attempt, phase, outcome, line);
+            }
+            std::collections::hash_map::Entry::Vacant(new) => {
+                new.insert(Entry::new(attempt, phase, outcome, line));
+            }
+        }
+        match durability {
+            Durability::Buffered | Durability::Lazy => Ok(None),
+            Durability::Synced => {
+                let (done, wait) = oneshot::channel();
+                state.sync_waiters.push_back(Waiter { seq: state.queued, done });
+                Ok(Some(wait))
+            }
+        }
+    }
+
+    /// The future of one append.
+    pub(super) fn append_now(
+        &self,
+        record: RecordRef<'_>,
+        durability: Durability,
+        fence: Option<&Owner>,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        match self.write(record, durability, fence) {
+            Ok(None) => Answer::now(Ok(())),
+            Ok(Some(wait)) => Answer::later(async move { self.settle(wait.await) }),
+            Err(e) => Answer::now(Err(e)),
+        }
+    }
+
+    pub(super) fn settle(
+        &self,
+        done: Result<Result<(), String>, oneshot::error::RecvError>,
+    ) -> Result<(), JournalError> {
+        match done {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(why)) => Err(self.shared.failed(&why)),
+            Err(_) => Err(self.shared.failed("the writer thread stopped")),
+        }
+    }
+}
+
+/// The writer thread: every `write(2)` and `fdatasync(2)` of the log, so a stalled disk stalls this
+/// thread and no task's executor; a task waits for its synced record within its budget.
+///
+/// A write takes every record queued so far; a sync covers every record written before it began, so the
+/// synced records appended while one runs wait for the next one together (group commit).
+pub(super) fn write_loop(shared: &Shared, mut file: File) {
+    let mut batch = Vec::new();
+    let mut state = shared.lock();
+    loop {
+        if state.failed.is_some() {
+            break;
+        }
+        #[cfg(test)]
+        if state.stalled {
+            state = shared.to_syncer.wait(state).unwrap_or_else(|e| e.into_inner());
+            continue;
+        }
+        let must_write = state.wake || state.closing || !state.sync_waiters.is_empty();
+        if must_write && !state.pending.is_empty() {
+            std::mem::swap(&mut batch, &mut state.pending);
+            let upto = state.queued;
+            state.wake = false;
+            state.stats.writes += 1;
+            drop(state);
+            let result = file.write_all(&batch);
+            batch.clear();
+            state = shared.lock();
+            match result {
+                Ok(()) => state.written = upto,
+                Err(e) => {
+                    state.fail(format!("a write failed: {e}"));
+                    break;
+                }
+            }
+            continue;
+        }
+        state.wake = false;
+        let waited = state.sync_waiters.front().is_some_and(|w| w.seq <= state.written);
+        let closing = state.closing && state.written > state.synced;
+        if waited || closing {
+            let target = state.written;
+            drop(state);
+            // A synced record vouches for a file the path still names: a log deleted or replaced under
+            // the agent is noticed before the side effect it guards.
+            let result = match shared.moved() {
+                Some(why) if waited => Err(why),
+                _ => file.sync_data().map_err(|e| format!("a sync failed: {e}")),
+            };
+            state = shared.lock();
+            state.stats.syncs += 1;
+            let released = match result {
+                Ok(()) => {
+                    state.synced = target;
+                    State::release(&mut state.sync_waiters, target)
+                }
+                Err(why) => {
+                    state.fail(why);
+                    break;
+                }
+            };
+            drop(state);
+            for waiter in released {
+                let _ = waiter.done.send(Ok(()));
+            }
+            state = shared.lock();
+            continue;
+        }
+        if state.closing {
+            break;
+        }
+        state = shared.to_syncer.wait(state).unwrap_or_else(|e| e.into_inner());
+    }
+}
