@@ -35,9 +35,11 @@ use crate::report::{Applied, Outcome};
 pub mod file;
 mod leases;
 mod memory;
+mod stamp;
 
 pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::MemoryJournal;
+pub use stamp::{parse_rfc3339, rfc3339};
 
 /// Whether a record is a promise made before an attempt or the account given after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -524,101 +526,6 @@ pub(crate) fn sort_unresolved(mut open: Vec<Recall>) -> Vec<Recall> {
     open
 }
 
-/// Format a wall-clock time as RFC 3339 UTC with whole seconds (`2026-11-30T05:12:04Z`).
-pub fn rfc3339(at: SystemTime) -> String {
-    let secs = at.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    // Every attempt stamps two records, mostly within the same second as the attempt before.
-    thread_local! {
-        static LAST: std::cell::Cell<(u64, [u8; 20])> = const { std::cell::Cell::new((u64::MAX, [0; 20])) };
-    }
-    let (last, text) = LAST.with(std::cell::Cell::get);
-    if last == secs {
-        return std::str::from_utf8(&text).unwrap_or_default().to_owned();
-    }
-    let stamp = rfc3339_of(secs);
-    if let Ok(text) = <[u8; 20]>::try_from(stamp.as_bytes()) {
-        LAST.with(|cell| cell.set((secs, text)));
-    }
-    stamp
-}
-
-/// Read back a time written by [`rfc3339`] (`2026-11-30T05:12:04Z`); `None` for any other form.
-pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
-    let b = text.as_bytes();
-    if b.len() != 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-        || b[19] != b'Z'
-    {
-        return None;
-    }
-    let num = |from: usize, to: usize| -> Option<u64> {
-        let digits = text.get(from..to)?;
-        digits.bytes().all(|c| c.is_ascii_digit()).then(|| digits.parse().ok())?
-    };
-    let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
-    let (h, min, sec) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || h > 23 || min > 59 || sec > 60 {
-        return None;
-    }
-    let days = days_from_civil(i64::try_from(y).ok()?, m, d);
-    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + min * 60 + sec;
-    UNIX_EPOCH.checked_add(std::time::Duration::from_secs(secs))
-}
-
-// A proleptic Gregorian date to days since 1970-01-01 (the inverse of `civil_from_days`).
-fn days_from_civil(y: i64, m: u64, d: u64) -> i64 {
-    let (m, d) = (i64::try_from(m).unwrap_or(1), i64::try_from(d).unwrap_or(1));
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn rfc3339_of(secs: u64) -> String {
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(i64::try_from(days).unwrap_or(0));
-    if !(0..=9999).contains(&y) {
-        return format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60);
-    }
-    // Every call writes this twice: digit by digit, without the formatting machinery.
-    let mut out = *b"0000-00-00T00:00:00Z";
-    let mut put = |at: usize, width: usize, mut n: u64| {
-        for i in (at..at + width).rev() {
-            out[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-        }
-    };
-    put(0, 4, y.unsigned_abs());
-    put(5, 2, u64::from(m));
-    put(8, 2, u64::from(d));
-    put(11, 2, rem / 3600);
-    put(14, 2, rem % 3600 / 60);
-    put(17, 2, rem % 60);
-    // ASCII digits and separators by construction.
-    std::str::from_utf8(&out).unwrap_or_default().to_owned()
-}
-
-// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's civil_from_days).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
-    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 /// A tool's value as the attempt log records it, to answer a call repeated after its effect landed
 /// with the recorded value instead of running it again. Implemented for every
 /// `Serialize + DeserializeOwned` type; a value the log cannot hold is reported on the tool's value type.
@@ -648,37 +555,6 @@ impl<T: Serialize + serde::de::DeserializeOwned> LogValue for T {
 mod tests {
     use super::*;
     use crate::Intent;
-    use std::time::Duration;
-
-    #[test]
-    fn rfc3339_reads_back_what_it_writes() {
-        for secs in [0u64, 951_782_400, 1_796_000_000, 4_102_444_799, 86_399, 86_400] {
-            let at = UNIX_EPOCH + std::time::Duration::from_secs(secs);
-            assert_eq!(parse_rfc3339(&rfc3339(at)), Some(at), "{secs}");
-        }
-        for garbage in [
-            "",
-            "soon",
-            "2026-11-30 05:12:04Z",
-            "2026-13-30T05:12:04Z",
-            "2026-11-30T05:12:04",
-            "２026-11-30T05:12:04Z",
-        ] {
-            assert_eq!(parse_rfc3339(garbage), None, "{garbage}");
-        }
-    }
-
-    #[test]
-    fn rfc3339_matches_known_instants() {
-        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let at = httpdate::parse_http_date("Mon, 30 Nov 2026 05:12:04 GMT").unwrap();
-        assert_eq!(rfc3339(at), "2026-11-30T05:12:04Z");
-        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
-        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
-        let late = UNIX_EPOCH + Duration::from_secs(253_402_300_799); // the last second of year 9999
-        assert_eq!(rfc3339(late), "9999-12-31T23:59:59Z");
-        assert_eq!(rfc3339(late + Duration::from_secs(1)), "10000-01-01T00:00:00Z");
-    }
 
     fn record(phase: Phase, attempt: u32, outcome: Option<Outcome>) -> Record {
         Record {
