@@ -174,3 +174,62 @@ async fn a_tool_that_trusts_the_status_line_is_caught() {
     assert_eq!(verdict.outcome, tool_contract::Outcome::Ok);
     assert!(verdict.detail.contains("ok without the effect"), "{}", verdict.detail);
 }
+
+/// The seed's partial read: a paginated read that fails halfway returns what it got, marked incomplete,
+/// and a retry reads only the pages still missing.
+#[tokio::test(start_paused = true)]
+async fn a_read_that_fails_halfway_returns_what_it_got_and_retries_only_the_missing_pages() {
+    use std::sync::Mutex;
+    use tool_contract::{Class, Outcome};
+
+    const LIST: ToolSpec = ToolSpec::new("list_orders", EffectKind::Read).max_attempts(3);
+    // Page 3 fails `fails` times with a 503, then answers.
+    async fn read(fails: u32) -> (Report<Vec<u32>>, Vec<u32>) {
+        let fetched = Mutex::new(vec![0u32; 4]);
+        let task = Task::new(format!("partial-{fails}"), "agent", Duration::from_secs(60));
+        let key = task.key(&LIST, &"customer-9", None);
+        let report = engine::run_pages(&task, &LIST, key, vec![1u32, 2, 3, 4], |_call, &page| {
+            let n = {
+                let mut fetched = fetched.lock().unwrap();
+                fetched[page as usize - 1] += 1;
+                fetched[page as usize - 1]
+            };
+            async move {
+                if page == 3 && n <= fails {
+                    Err(Class::retryable("503 from /orders"))
+                } else {
+                    Ok(vec![page * 10, page * 10 + 1])
+                }
+            }
+        })
+        .await;
+        let fetched = fetched.into_inner().unwrap();
+        (report, fetched)
+    }
+
+    // Fails twice, then answers on the third attempt: complete, each page read once but the third.
+    let (report, fetched) = read(2).await;
+    assert_eq!(report.outcome, Outcome::Ok, "{}", report.message);
+    assert_eq!(report.value, Some(vec![10, 11, 20, 21, 30, 31, 40, 41]), "in page order");
+    assert_eq!(fetched, [1, 1, 3, 1], "a retry reads only the pages still missing");
+    assert!(report.items.iter().all(|item| item.outcome == Outcome::Ok));
+
+    // Fails every time: what it got, never presented as complete.
+    let (report, fetched) = read(u32::MAX).await;
+    assert_eq!(report.outcome, Outcome::Retryable);
+    assert_eq!(report.value, Some(vec![10, 11, 20, 21]));
+    assert_eq!(report.message, "list_orders: 2 of 4 pages read; 2 not read, retryable; 3: 503 from /orders");
+    assert_eq!(fetched, [1, 1, 3, 0]);
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["items"][2]["outcome"], "retryable");
+    assert_eq!(json["items"][3]["reason"], "not read: a page before it failed");
+
+    // Not one page: `value` is null, never an empty list.
+    let task = Task::new("partial-none", "agent", Duration::from_secs(60));
+    let key = task.key(&LIST, &"customer-9", None);
+    let report = engine::run_pages(&task, &LIST, key, vec![1u32, 2], |_call, _page| async {
+        Err::<Vec<u32>, _>(Class::permanent("403 from /orders: no access"))
+    })
+    .await;
+    assert_eq!((report.outcome, report.value), (Outcome::Permanent, None));
+}

@@ -48,8 +48,45 @@ pub async fn run_bulk<I, E, A, AF, P>(
     spec: &ToolSpec,
     key: IntentKey,
     items: Vec<I>,
+    attempt: A,
+    probe: P,
+) -> Report<()>
+where
+    I: Clone + ItemId,
+    E: Classify,
+    A: FnMut(crate::Call, Vec<I>) -> AF,
+    AF: Future<Output = Result<Vec<Item>, E>>,
+    P: BulkProber<I>,
+{
+    run_parts(task, spec, key, items, attempt, probe, ITEMS).await
+}
+
+/// How the report of a call in parts names them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Words {
+    /// The parts (`items`, `pages`).
+    pub(crate) noun: &'static str,
+    /// What a part that succeeded is (`done`, `read`).
+    pub(crate) done: &'static str,
+    /// What a part still to do is.
+    pub(crate) pending: &'static str,
+    /// Whether the message names the first part that failed, and why.
+    pub(crate) name_failure: bool,
+}
+
+/// Bulk work.
+pub(crate) const ITEMS: Words =
+    Words { noun: "items", done: "done", pending: "not applied, retryable", name_failure: false };
+
+/// The loop of a call in parts: bulk items, or the pages of a read.
+pub(crate) async fn run_parts<I, E, A, AF, P>(
+    task: &Task,
+    spec: &ToolSpec,
+    key: IntentKey,
+    items: Vec<I>,
     mut attempt: A,
     mut probe: P,
+    words: Words,
 ) -> Report<()>
 where
     I: Clone + ItemId,
@@ -85,7 +122,7 @@ where
             recall.last.value.as_ref().and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
         match (recall.last_word(), recorded) {
             (LastWord::Ok(_), Some(recorded)) => {
-                let mut report = run.bulk_report(recorded, "items");
+                let mut report = run.bulk_report(recorded, words);
                 report.message = format!("{} (recorded in the attempt log; not repeated)", report.message);
                 return report;
             }
@@ -139,7 +176,7 @@ where
                     maybe[i] = results[i].applied == Applied::Unknown;
                 }
                 let now = honest(&results, &maybe);
-                let Tally { outcome, applied, message } = tally(spec, &now, "items");
+                let Tally { outcome, applied, message } = tally(spec, &now, words);
                 let value = serde_json::to_value(&now).ok();
                 run.log_end(left, started, outcome, applied, Some(mark), &format!("probe: {message}"), value)
                     .await;
@@ -253,7 +290,7 @@ where
             run.retry_at = Some(retry_stamp(wait));
         }
         let now = honest(&results, &maybe);
-        let Tally { outcome, applied, message } = tally(spec, &now, "items");
+        let Tally { outcome, applied, message } = tally(spec, &now, words);
         // Every end record carries the items, so a restart resumes from them.
         let value = serde_json::to_value(&now).ok();
         run.log_end(left, started, outcome, applied, None, &message, value).await;
@@ -273,7 +310,7 @@ where
         }
     }
 
-    let mut report = summarise(&run, honest(&results, &maybe), "items");
+    let mut report = summarise(&run, honest(&results, &maybe), words);
     if let Some(stop) = stop {
         // The items carry the outcome; the stop adds why the rest was not tried again.
         report.message = format!("{}; {}", report.message, stop.message);
@@ -405,7 +442,7 @@ pub(crate) struct Tally {
     pub(crate) message: String,
 }
 
-pub(crate) fn tally(spec: &ToolSpec, items: &[Item], noun: &str) -> Tally {
+pub(crate) fn tally(spec: &ToolSpec, items: &[Item], words: Words) -> Tally {
     let count = |o: Outcome| items.iter().filter(|i| i.outcome == o).count();
     let (ok, refused, retry, unknown) =
         (count(Outcome::Ok), count(Outcome::Permanent), count(Outcome::Retryable), count(Outcome::Unknown));
@@ -432,18 +469,22 @@ pub(crate) fn tally(spec: &ToolSpec, items: &[Item], noun: &str) -> Tally {
     } else {
         Outcome::Ok
     };
-    let mut message = format!("{}: {ok} of {total} {noun} done", spec.name());
-    for (n, what) in [(refused, "refused"), (unknown, "unresolved"), (retry, "not applied, retryable")] {
+    let Words { noun, done, pending, name_failure } = words;
+    let mut message = format!("{}: {ok} of {total} {noun} {done}", spec.name());
+    for (n, what) in [(refused, "refused"), (unknown, "unresolved"), (retry, pending)] {
         if n > 0 {
             message.push_str(&format!("; {n} {what}"));
         }
+    }
+    if name_failure && let Some(failed) = items.iter().find(|item| item.outcome != Outcome::Ok) {
+        message.push_str(&format!("; {}: {}", failed.id, failed.reason.as_deref().unwrap_or("failed")));
     }
     Tally { outcome, applied, message }
 }
 
 /// The final report of a bulk call; an unresolved item escalates the call.
-pub(crate) fn summarise(run: &Run<'_>, items: Vec<Item>, noun: &str) -> Report<()> {
-    let Tally { outcome, applied, message } = tally(run.spec, &items, noun);
+pub(crate) fn summarise(run: &Run<'_>, items: Vec<Item>, words: Words) -> Report<()> {
+    let Tally { outcome, applied, message } = tally(run.spec, &items, words);
     let mut report = run.report::<()>(outcome, applied, message, None);
     report.value = (outcome == Outcome::Ok).then_some(());
     report.items = items;

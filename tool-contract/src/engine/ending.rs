@@ -153,7 +153,7 @@ impl Run<'_> {
         self.report(stop.outcome, stop.applied, stop.message, stop.wait)
     }
 
-    pub(crate) fn bulk_report(&self, items: Vec<Item>, noun: &str) -> Report<()> {
-        super::bulk::summarise(self, items, noun)
+    pub(crate) fn bulk_report(&self, items: Vec<Item>, words: super::bulk::Words) -> Report<()> {
+        super::bulk::summarise(self, items, words)
     }
 }

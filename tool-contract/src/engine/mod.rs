@@ -27,8 +27,10 @@ pub(crate) use state::{Run, Stop, ceil_secs, take_claim};
 pub(crate) use wait::{ResumeWait, retry_stamp};
 
 mod bulk;
+mod pages;
 
 pub use bulk::run_bulk;
+pub use pages::run_pages;
 
 /// Run one call of a tool to its report.
 ///
