@@ -25,7 +25,7 @@ async fn fifty_thousand_schedules_keep_the_contract() {
     }
     assert!(
         failures.is_empty(),
-        "{} of 10000 schedules broke the contract (first seeds above)",
+        "{} of {SCHEDULES} schedules broke the contract (first seeds above)",
         failures.len()
     );
 }
@@ -48,4 +48,23 @@ fn the_same_seed_draws_the_same_schedule() {
     }
     let kinds: std::collections::HashSet<_> = (0..200).map(|s| sim::Schedule::draw(s).kind).collect();
     assert_eq!(kinds.len(), 5, "every effect kind is drawn");
+}
+
+/// Each situation that once broke the contract is drawn, often enough to matter in 50,000 schedules.
+#[test]
+fn every_class_of_failure_is_drawn() {
+    use sim::LogMode;
+    let schedules: Vec<_> = (0..5_000).map(sim::Schedule::draw).collect();
+    let share = |what: &str, hit: &dyn Fn(&sim::Schedule) -> bool| {
+        let n = schedules.iter().filter(|s| hit(s)).count();
+        assert!(n >= 50, "{what}: {n} of 5,000 schedules");
+    };
+    share("several calls of one intent at once", &|s| s.callers > 1);
+    share("no attempt log", &|s| s.log == LogMode::None);
+    share("a log that stalls", &|s| matches!(s.log, LogMode::Stalls(_)));
+    share("a log that vanishes", &|s| matches!(s.log, LogMode::Vanishes(_)));
+    share("fields holding `|`", &|s| s.pipes);
+    share("an empty budget and no floor", &|s| s.budget.is_zero() && s.floor.is_zero());
+    share("a request held past the probe", &|s| s.held);
+    share("a crash mid-call", &|s| s.crash_at.is_some());
 }

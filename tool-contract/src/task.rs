@@ -313,12 +313,53 @@ pub(crate) struct Turn {
     pub(crate) word: Mutex<Option<Recall>>,
 }
 
-/// The intents of a task family with a side-effecting call under way or waiting.
+/// How many finished intents a task family without an attempt log remembers: a repeated call of one of
+/// them is answered as with a log; an older one is a new call.
+pub(crate) const REMEMBERED: usize = 1024;
+
+/// The intents of a task family with a side-effecting call under way or waiting, and, with no attempt
+/// log, the last words of the most recent finished ones.
 #[derive(Default)]
-pub(crate) struct Turns(Mutex<HashMap<IntentKey, Arc<Turn>, KeyHashing>>);
+pub(crate) struct Turns(Mutex<TurnsState>);
+
+#[derive(Default)]
+pub(crate) struct TurnsState {
+    pub(crate) active: HashMap<IntentKey, Arc<Turn>, KeyHashing>,
+    finished: HashMap<IntentKey, Recall, KeyHashing>,
+    order: std::collections::VecDeque<IntentKey>,
+}
+
+impl TurnsState {
+    /// The turn of `key`, made (with what is remembered of it) when no call of it runs.
+    pub(crate) fn enter(&mut self, key: IntentKey) -> Arc<Turn> {
+        if let Some(turn) = self.active.get(&key) {
+            return Arc::clone(turn);
+        }
+        let turn = Turn { word: Mutex::new(self.finished.remove(&key)), ..Turn::default() };
+        Arc::clone(self.active.entry(key).or_insert_with(|| Arc::new(turn)))
+    }
+
+    /// The last call of `key` left: remember its last word, within [`REMEMBERED`] intents.
+    pub(crate) fn leave(&mut self, key: IntentKey) {
+        let Some(turn) = self.active.remove(&key) else { return };
+        let Some(word) = turn.word.lock().unwrap_or_else(|e| e.into_inner()).take() else { return };
+        if self.finished.insert(key, word).is_none() {
+            self.order.push_back(key);
+        }
+        while self.finished.len() > REMEMBERED {
+            let Some(oldest) = self.order.pop_front() else { break };
+            self.finished.remove(&oldest);
+        }
+        // Keys taken back by `enter` stay in `order` until they come round; keep it bounded too.
+        if self.order.len() > 2 * REMEMBERED {
+            let finished = &self.finished;
+            self.order.retain(|key| finished.contains_key(key));
+        }
+    }
+}
 
 impl Turns {
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IntentKey, Arc<Turn>, KeyHashing>> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, TurnsState> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -100,7 +100,21 @@ where
     let (claim, recall) = if side {
         match take_claim(task, spec, key).await {
             Ok((claim, recall)) => (Some(claim), recall),
-            Err(stop) => return run.stopped(stop),
+            Err(stop) => {
+                // Every item is listed, none attempted: a refusal is never an empty list.
+                let mut report = run.stopped(stop);
+                let applied = report.effect_applied;
+                report.items = items
+                    .iter()
+                    .map(|item| Item {
+                        id: item.item_id(),
+                        outcome: Outcome::Retryable,
+                        applied,
+                        reason: Some("not attempted".to_owned()),
+                    })
+                    .collect();
+                return report;
+            }
         }
     } else {
         (None, None)

@@ -3,9 +3,10 @@
 //! Two calls of one intent through one task (a model that issues the same tool call twice in parallel,
 //! an MCP client that re-sends a call whose reply stream broke; a task's clones and the tasks made with
 //! [`Task::new_like`](crate::Task::new_like) share its turns) take turns: the second waits for the
-//! first, then starts from what the first left. That holds with no attempt log configured too: the turn
-//! keeps the intent's last word in memory while any call of it runs or waits, and forgets it when none
-//! does. With a log, the store's [`Journal::claim`] then fences the intent against every other owner.
+//! first, then starts from what the first left. That holds with no attempt log configured too: the
+//! family keeps an intent's last word in memory while a call of it runs or waits, and afterwards for its
+//! 1,024 most recent intents. With a log, the store's [`Journal::claim`] then fences the intent against
+//! every other owner.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -41,8 +42,7 @@ impl<'a> Claim<'a> {
     /// Wait for this process's turn on `key`.
     pub(crate) async fn turn(turns: &'a Turns, key: IntentKey) -> Claim<'a> {
         let turn = {
-            let mut turns = turns.lock();
-            let turn = Arc::clone(turns.entry(key).or_default());
+            let turn = turns.lock().enter(key);
             turn.users.fetch_add(1, Ordering::Relaxed);
             turn
         };
@@ -65,7 +65,14 @@ impl<'a> Claim<'a> {
         let mut poll = Duration::from_millis(50);
         loop {
             let lease = budget().saturating_add(LEASE_MARGIN);
-            match store.claim(&self.key, &owner, lease).await {
+            let answer = tokio::time::timeout(budget(), store.claim(&self.key, &owner, lease)).await;
+            let answer = answer.unwrap_or_else(|_| {
+                Err(crate::JournalError::Io {
+                    context: "attempt log: the claim was not answered within the budget".to_owned(),
+                    source: std::io::ErrorKind::TimedOut.into(),
+                })
+            });
+            match answer {
                 Ok(Claimed::Held(recall)) => {
                     self.store = Some((store, owner));
                     return Ok(recall);
@@ -112,9 +119,10 @@ impl Drop for Claim<'_> {
         }
         self.held = None;
         let mut turns = self.turns.lock();
-        // The last user removes the intent, and with it the last word kept in memory.
+        // The last user takes the intent out of the running; its last word, kept in memory when there
+        // is no log, joins the recent ones.
         if self.turn.users.fetch_sub(1, Ordering::Relaxed) == 1 {
-            turns.remove(&self.key);
+            turns.leave(self.key);
         }
     }
 }
@@ -129,7 +137,7 @@ mod tests {
     static TURNS: std::sync::LazyLock<Turns> = std::sync::LazyLock::new(Turns::default);
 
     fn held(key: &IntentKey) -> bool {
-        TURNS.lock().contains_key(key)
+        TURNS.lock().active.contains_key(key)
     }
 
     #[tokio::test(start_paused = true)]
@@ -182,9 +190,42 @@ mod tests {
         let second = second.await;
         assert_eq!(second.word().map(|w| (w.attempts, w.last.phase)), Some((1, Phase::Start)));
         drop(second);
-        assert!(
-            Claim::turn(&TURNS, key).await.word().is_none(),
-            "no call of the intent runs: nothing is kept"
-        );
+        assert!(!held(&key), "no call of the intent runs");
+        let later = Claim::turn(&TURNS, key).await;
+        assert_eq!(later.word().map(|w| w.attempts), Some(1), "a later call finds it among the recent ones");
+        drop(later);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_family_without_a_log_remembers_a_bounded_number_of_intents() {
+        use crate::journal::{Phase, Record};
+        let turns = Turns::default();
+        let record = |key| Record {
+            phase: Phase::Start,
+            task: "t".into(),
+            call: "post".into(),
+            intent_key: key,
+            attempt: 1,
+            attempt_id: "t-a1".into(),
+            started: "2026-11-30T05:12:04Z".into(),
+            budget_left_s: 5,
+            outcome: None,
+            effect_applied: None,
+            probe: None,
+            message: None,
+            retry_at: None,
+            value: None,
+        };
+        let keys: Vec<IntentKey> = (0..crate::task::REMEMBERED + 10)
+            .map(|n| crate::Intent::new("t", "a", "post", &n.to_string()).key())
+            .collect();
+        for &key in &keys {
+            let claim = Claim::turn(&turns, key).await;
+            claim.remember(record(key).as_record_ref());
+        }
+        let turns = &turns;
+        let remembered = |key| async move { Claim::turn(turns, key).await.word().is_some() };
+        assert!(!remembered(keys[0]).await, "the oldest is forgotten");
+        assert!(remembered(keys[keys.len() - 1]).await, "the newest is kept");
     }
 }

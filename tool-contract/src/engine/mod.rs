@@ -138,7 +138,7 @@ where
                 facts.room = room;
                 match policy::next(&facts) {
                     Step::Probe => {
-                        let verdict = run.probe(&mut probe).await;
+                        let verdict = run.probe(&mut probe, &class).await;
                         facts.probe = Some(verdict.mark());
                         match verdict {
                             Probe::Landed(value) => landed = Some(value),

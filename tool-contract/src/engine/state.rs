@@ -31,10 +31,14 @@ pub(crate) async fn take_claim<'a>(
     };
     match claim.in_store(store, || task.remaining(), spec.floor()).await {
         Ok(recall) => Ok((claim, recall)),
+        // Nothing was started, and what an earlier attempt did is in a log that could not be read.
         Err(Refused::Store(e)) => Err(Stop {
             outcome: Outcome::Retryable,
-            applied: Applied::No,
-            message: format!("{e}; the intent could not be claimed, so nothing was started"),
+            applied: Applied::Unknown,
+            message: format!(
+                "{e}; the intent could not be claimed, so nothing was started; whether an earlier attempt \
+                 landed is in the log"
+            ),
             wait: None,
         }),
         Err(Refused::Busy { holder, left }) => Err(Stop {
@@ -156,7 +160,9 @@ impl<'a> Run<'a> {
     /// The highest attempt number the log holds for the intent, without reading its last record.
     pub(crate) async fn logged_attempts(&self) -> Option<u32> {
         match self.task.journal_ref() {
-            Some(journal) => journal.attempts(&self.key).await,
+            Some(journal) => {
+                tokio::time::timeout(self.task.remaining(), journal.attempts(&self.key)).await.ok().flatten()
+            }
             None => None,
         }
     }
@@ -210,7 +216,8 @@ impl<'a> Run<'a> {
             }
             return Ok(());
         };
-        let appended = match self.claim.and_then(Claim::owner) {
+        let owner = self.claim.and_then(Claim::owner);
+        let appended = match owner {
             Some(owner) => journal.start(owner, record, Durability::Synced),
             None => journal.append_ref(record, Durability::Lazy),
         };
@@ -219,6 +226,10 @@ impl<'a> Run<'a> {
         if let Poll::Ready(done) = appended.as_mut().poll(&mut std::task::Context::from_waker(Waker::noop()))
         {
             return done;
+        }
+        if owner.is_none() {
+            // A read's start record: losing it loses nothing a read needs, so a read never waits on it.
+            return Ok(());
         }
         // A store that hangs (a stuck disk) must not hold the call past its deadline; a start record that
         // lands late reads as unfinished and is probed next time.
@@ -256,9 +267,11 @@ impl<'a> Run<'a> {
             }
             return;
         };
-        // Losing an end record is safe: the attempt then reads as unfinished and is probed next time.
+        // Losing an end record is safe: the attempt then reads as unfinished and is probed next time. A
+        // store that hangs holds the call no longer than its budget (an answer ready at once is taken
+        // even with none left).
         let appended = journal.append_ref(record, Durability::Buffered);
-        let _ = appended.await;
+        let _ = tokio::time::timeout(self.task.remaining(), appended).await;
     }
 
     /// The call's effect given this attempt's: never `no` while an earlier attempt may have landed.
@@ -289,8 +302,8 @@ impl<'a> Run<'a> {
             _ => {
                 let now = self.task.remaining();
                 match self.may_start(now) {
-                    Err(stop) if side => (stop, true),
-                    _ => return Ok(now),
+                    Err(stop) => (stop, true),
+                    Ok(()) => return Ok(now),
                 }
             }
         };
@@ -336,8 +349,10 @@ impl<'a> Run<'a> {
         Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None }
     }
 
-    /// Run the probe under the budget left and log its verdict against the attempt it resolves.
-    pub(crate) async fn probe<T: LogValue, P: Prober<T>>(&self, probe: &mut P) -> Probe<T> {
+    /// Run the probe under the budget left and log its verdict against the attempt it resolves. A "not
+    /// landed" about an attempt that may have landed is logged as settled only once the tool's settle
+    /// window has passed: before that, the service may still hold the request, and the log says so.
+    pub(crate) async fn probe<T: LogValue, P: Prober<T>>(&self, probe: &mut P, of: &Class) -> Probe<T> {
         let left = self.task.remaining();
         let started = SystemTime::now();
         let verdict = if left.is_zero() {
@@ -351,6 +366,12 @@ impl<'a> Run<'a> {
         };
         let (outcome, applied, msg, value) = match &verdict {
             Probe::Landed(v) => (Outcome::Ok, Applied::Yes, "probe: landed".to_owned(), v.to_log().ok()),
+            Probe::NotLanded if self.settle(of) != Settle::Settled => (
+                Outcome::Unknown,
+                Applied::Unknown,
+                format!("probe: not landed yet; the service may hold it {} more", secs(self.unsettled_for())),
+                None,
+            ),
             Probe::NotLanded => (Outcome::Retryable, Applied::No, "probe: not landed".to_owned(), None),
             Probe::Failed(why) => (Outcome::Unknown, Applied::Unknown, format!("probe failed: {why}"), None),
         };

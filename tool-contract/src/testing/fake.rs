@@ -416,6 +416,35 @@ impl FakeService {
             .collect())
     }
 
+    /// What a probe that sees only what has landed finds for `key`: a request the service still holds
+    /// reads as not found, the limit a tool's settle window exists for.
+    pub fn lookup_landed(&self, key: IntentKey) -> Result<Lookup, String> {
+        match self.lookup(key)? {
+            Lookup::InFlight => Ok(Lookup::NotFound),
+            found => Ok(found),
+        }
+    }
+
+    /// [`FakeService::lookup_items`] by a probe that sees only what has landed: items of a batch still
+    /// held read as not landed.
+    pub fn lookup_items_landed(
+        &self,
+        key: IntentKey,
+        items: &[String],
+    ) -> Result<Vec<(String, bool)>, String> {
+        let mut state = self.state();
+        state.probes += 1;
+        if state.probe_failures > 0 {
+            state.probe_failures -= 1;
+            return Err("lookup failed: 500 from the search index".to_owned());
+        }
+        let applied = state.items.get(&key);
+        Ok(items
+            .iter()
+            .map(|i| (i.clone(), applied.and_then(|a| a.get(i)).is_some_and(|n| *n > 0)))
+            .collect())
+    }
+
     /// [`FakeService::lookup_items`], waiting out a batch still in flight (polling every 100 ms).
     pub async fn lookup_items_settled(
         &self,

@@ -1,10 +1,14 @@
 //! A seeded simulation: random fault schedules across all five effect kinds, with the contract's
 //! invariants checked on every run.
 //!
-//! Each seed draws a tool (effect kind, floor, receiver deduplication), a budget, a fault plan for the
-//! service, probe failures, and sometimes a crash: the first run's future is dropped mid-way, as a
-//! killed process would stop, and a second run resumes from the same attempt log. After the service
-//! settles, the invariants are checked:
+//! Each seed draws a tool (effect kind, floor, receiver deduplication, settle window), a budget (now and
+//! then none at all), a fault plan for the service, probe failures, and sometimes a crash: the first
+//! run's future is dropped mid-way, as a killed process would stop, and a second run resumes from the
+//! same attempt log. It also draws the situations that broke the contract before the store was
+//! claim-based: several calls of one intent at once, no attempt log at all, task and actor fields
+//! holding `|` beside an intent they would collide with if joined naively, a service that holds a
+//! request past the probe, and a log that stalls or vanishes mid-run. After the service settles, the
+//! invariants are checked:
 //!
 //! 1. at most one applied effect per intent for `send`, `money` and `destructive` (and for any `create`
 //!    the receiver does not deduplicate);
@@ -12,7 +16,11 @@
 //! 3. never `effect_applied: no` when the effect landed;
 //! 4. no attempt started with less budget left than the floor;
 //! 5. the call returned within the budget plus one floor;
-//! 6. every `unknown` was escalated.
+//! 6. every `unknown` was escalated;
+//! 7. no attempt started on an empty budget;
+//! 8. an intent whose fields hold `|` never shares a key with the intent they would spell if joined
+//!    with `|`, and each is sent on its own;
+//! 9. no call hangs on a log that does not answer.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -23,7 +31,10 @@ use tokio::time::Instant;
 use super::fake::{FakeService, Fault, batch_probe, batch_result, single_result};
 use crate::classify::Body;
 use crate::effect::EffectKind;
-use crate::journal::MemoryJournal;
+use crate::journal::{
+    Answer, Claimed, Durability, Journal, JournalError, MemoryJournal, Owner, Recall, Record, RecordRef,
+};
+use crate::key::IntentKey;
 use crate::probe::{NoProbe, Probe};
 use crate::report::{Applied, Outcome, Report};
 use crate::spec::{Dedupe, ToolSpec};
@@ -86,6 +97,28 @@ pub struct Schedule {
     pub crash_at: Option<Duration>,
     /// The items of a bulk call; empty for a single act.
     pub items: Vec<String>,
+    /// The attempt log.
+    pub log: LogMode,
+    /// How many calls of the intent run at once (after any crash).
+    pub callers: u32,
+    /// The task id and actor hold `|`, and a decoy intent spelling the same joined text follows.
+    pub pipes: bool,
+    /// The probe sees only what has landed, not what the service still holds; the tool's settle window
+    /// covers the longest hold of the plan.
+    pub held: bool,
+}
+
+/// The attempt log of a schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogMode {
+    /// An in-memory log.
+    Memory,
+    /// No log configured.
+    None,
+    /// A log whose appends stop answering after this many.
+    Stalls(u32),
+    /// A log that fails every request after this many appends.
+    Vanishes(u32),
 }
 
 impl Schedule {
@@ -93,9 +126,14 @@ impl Schedule {
     pub fn draw(seed: u64) -> Schedule {
         let mut rng = Rng::new(seed);
         let kind = EffectKind::ALL[rng.below(5) as usize];
-        let floor = Duration::from_millis([0, 500, 1000, 2000][rng.below(4) as usize]);
+        let mut floor = Duration::from_millis([0, 500, 1000, 2000][rng.below(4) as usize]);
         let receiver_dedupes = kind == EffectKind::Create && rng.chance(50);
-        let budget = Duration::from_secs(3 + rng.below(58));
+        let mut budget = Duration::from_secs(3 + rng.below(58));
+        if rng.chance(5) {
+            // Nothing or next to nothing left, and no floor to refuse it.
+            budget = Duration::from_millis([0, 1, 300][rng.below(3) as usize]);
+            floor = Duration::ZERO;
+        }
         let items: Vec<String> = if rng.chance(30) {
             (1..=2 + rng.below(5)).map(|i| format!("item-{i}")).collect()
         } else {
@@ -103,8 +141,32 @@ impl Schedule {
         };
         let faults = (0..rng.below(4)).map(|_| draw_fault(&mut rng, budget, &items)).collect();
         let probe_failures = if rng.chance(25) { 1 + rng.below(2) as u32 } else { 0 };
-        let crash_at = rng.chance(30).then(|| rng.millis(budget));
-        Schedule { seed, kind, floor, receiver_dedupes, budget, faults, probe_failures, crash_at, items }
+        let log = match rng.below(10) {
+            0 => LogMode::None,
+            1 => LogMode::Stalls(rng.below(6) as u32),
+            2 => LogMode::Vanishes(rng.below(6) as u32),
+            _ => LogMode::Memory,
+        };
+        // A process restarted without a log knows nothing of its first run: no crash then.
+        let crash_at = (log != LogMode::None && rng.chance(30)).then(|| rng.millis(budget));
+        let callers = if rng.chance(20) { 2 + rng.below(2) as u32 } else { 1 };
+        let pipes = rng.chance(15);
+        let held = kind.has_side_effect() && !receiver_dedupes && rng.chance(20);
+        Schedule {
+            seed,
+            kind,
+            floor,
+            receiver_dedupes,
+            budget,
+            faults,
+            probe_failures,
+            crash_at,
+            items,
+            log,
+            callers,
+            pipes,
+            held,
+        }
     }
 }
 
@@ -181,29 +243,58 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
     if schedule.receiver_dedupes {
         spec = spec.dedupe(Dedupe::Receiver);
     }
-    let journal = Arc::new(MemoryJournal::new());
+    if schedule.held {
+        spec = spec.settle(longest_hold(&schedule.faults) + Duration::from_secs(1));
+    }
     let escalations = EscalationQueue::new();
     let started_below_floor = Arc::new(Mutex::new(Vec::new()));
     let start = Instant::now();
-    let task = Task::new(format!("sim-{seed}"), "sim", schedule.budget)
-        .journal(journal)
-        .escalate_to(escalations.clone())
-        .approver(ApproveAll);
-
-    let mut report = None;
-    if let Some(crash_at) = schedule.crash_at {
-        let first = one_call(&task, &spec, &service, &schedule, &started_below_floor);
-        // A crash: the run stops wherever it is, its attempt dropped mid-flight.
-        if let Ok(done) = tokio::time::timeout(crash_at, first).await {
-            report = Some(done);
-        }
+    // With `pipes`, the task and actor hold `|`; the decoy spells the same text joined with `|`.
+    let (id, actor) =
+        if schedule.pipes { (format!("sim|{seed}"), "sim|a") } else { (format!("sim-{seed}"), "sim") };
+    let mut task =
+        Task::new(id, actor, schedule.budget).escalate_to(escalations.clone()).approver(ApproveAll);
+    match schedule.log {
+        LogMode::None => {}
+        LogMode::Memory => task = task.journal(Arc::new(MemoryJournal::new())),
+        mode => task = task.journal(Arc::new(Faulty::new(mode))),
     }
-    let report = match report {
-        Some(report) => report,
-        // A restarted process: same task, same deadline, same log.
-        None => one_call(&task, &spec, &service, &schedule, &started_below_floor).await,
+
+    // A call that waits on a log that never answers would hang here: it may take the budget, never more.
+    let runs = async {
+        let mut report = None;
+        if let Some(crash_at) = schedule.crash_at {
+            let first = one_call(&task, &spec, &service, &schedule, &started_below_floor);
+            // A crash: the run stops wherever it is, its attempt dropped mid-flight.
+            if let Ok(done) = tokio::time::timeout(crash_at, first).await {
+                report = Some(done);
+            }
+        }
+        match report {
+            Some(report) => report,
+            // A restarted process: same task, same deadline, same log; the intent called `callers` times
+            // at once (a model repeating itself, a client re-sending a call).
+            None => {
+                let calls = (0..schedule.callers)
+                    .map(|_| one_call(&task, &spec, &service, &schedule, &started_below_floor));
+                // The last to finish has the last word on the intent.
+                let mut reports = join_all(calls).await;
+                reports.pop().unwrap_or_else(|| unreachable!("at least one caller"))
+            }
+        }
+    };
+    let Ok(report) = tokio::time::timeout(schedule.budget + Duration::from_secs(3600), runs).await else {
+        let violations = vec!["the call hung: it never returned".to_owned()];
+        return Err(Failure { schedule, report: String::new(), violations });
     };
     let elapsed = start.elapsed();
+    let decoy = if schedule.pipes {
+        let decoy = task.new_like(format!("sim|{seed}|sim"), "a", schedule.budget);
+        let report = one_call(&decoy, &spec, &service, &schedule, &started_below_floor).await;
+        Some(report)
+    } else {
+        None
+    };
     service.settle().await;
 
     let mut violations = Vec::new();
@@ -232,6 +323,17 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
     if report.outcome == Outcome::Unknown && escalations.is_empty() {
         violations.push("unknown and not escalated".to_owned());
     }
+    if schedule.budget.is_zero() && service.requests() > 0 {
+        violations.push(format!("{} request(s) sent on an empty budget", service.requests()));
+    }
+    if let Some(decoy) = &decoy {
+        if decoy.idempotency_key == report.idempotency_key {
+            violations.push("two intents, one key: fields holding `|` were joined as they are".to_owned());
+        }
+        if side && decoy.outcome == Outcome::Ok && service.effects(decoy.idempotency_key) == 0 {
+            violations.push("the decoy intent was answered ok without being sent".to_owned());
+        }
+    }
     if !schedule.items.is_empty() {
         items_kept(&schedule, &report, &service, at_most_once, &mut violations);
     }
@@ -239,6 +341,117 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
         Ok(())
     } else {
         Err(Failure { schedule, report: serde_json::to_string(&report).unwrap_or_default(), violations })
+    }
+}
+
+/// The longest a planned fault holds a request at the service before it lands.
+fn longest_hold(faults: &[Fault]) -> Duration {
+    faults
+        .iter()
+        .map(|fault| match fault {
+            Fault::Slow { apply_after, .. } => *apply_after,
+            Fault::Delay { after, then } => *after + longest_hold(std::slice::from_ref(then)),
+            _ => Duration::ZERO,
+        })
+        .max()
+        .unwrap_or_default()
+}
+
+/// Every future polled on this task, in order: the calls of one intent at once.
+async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut done: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (slot, future) in done.iter_mut().zip(&mut futures) {
+            if slot.is_none() {
+                match future.as_mut().poll(cx) {
+                    std::task::Poll::Ready(out) => *slot = Some(out),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+    })
+    .await;
+    done.into_iter().flatten().collect()
+}
+
+/// A log that stops answering, or fails, after some appends: a stalled disk, a store gone away.
+struct Faulty {
+    inner: MemoryJournal,
+    mode: LogMode,
+    appends: std::sync::atomic::AtomicU32,
+}
+
+impl Faulty {
+    fn new(mode: LogMode) -> Faulty {
+        Faulty { inner: MemoryJournal::new(), mode, appends: std::sync::atomic::AtomicU32::new(0) }
+    }
+
+    /// The answer of a request once the log has gone bad, or `None` while it still works.
+    fn gone<T: Send + 'static>(&self, count: bool) -> Option<Answer<'_, Result<T, JournalError>>> {
+        let n = if count {
+            self.appends.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        } else {
+            self.appends.load(std::sync::atomic::Ordering::SeqCst)
+        };
+        match self.mode {
+            LogMode::Stalls(after) if n >= after => Some(Answer::later(std::future::pending())),
+            LogMode::Vanishes(after) if n >= after => Some(Answer::now(Err(JournalError::Failed {
+                log: "sim".to_owned(),
+                why: "the store went away".to_owned(),
+            }))),
+            _ => None,
+        }
+    }
+}
+
+impl Journal for Faulty {
+    fn claim(
+        &self,
+        key: &IntentKey,
+        owner: &Owner,
+        lease: Duration,
+    ) -> Answer<'_, Result<Claimed, JournalError>> {
+        self.gone(false).unwrap_or_else(|| self.inner.claim(key, owner, lease))
+    }
+
+    fn release(&self, key: &IntentKey, owner: &Owner) {
+        self.inner.release(key, owner);
+    }
+
+    fn start(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.gone(true).unwrap_or_else(|| self.inner.start(owner, record, durability))
+    }
+
+    fn append<'a>(
+        &'a self,
+        record: &'a Record,
+        durability: Durability,
+    ) -> Answer<'a, Result<(), JournalError>> {
+        self.gone(true).unwrap_or_else(|| self.inner.append(record, durability))
+    }
+
+    fn append_ref(
+        &self,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.gone(true).unwrap_or_else(|| self.inner.append_ref(record, durability))
+    }
+
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
+        Journal::recall(&self.inner, key)
+    }
+
+    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
+        Journal::unresolved(&self.inner)
     }
 }
 
@@ -299,7 +512,7 @@ async fn bulk_call(
     let key = task.key(spec, &"list", None);
     let attempt = |call: crate::Call, items: Vec<String>| {
         let left = task.remaining();
-        if left < schedule.floor {
+        if left < schedule.floor || left.is_zero() {
             below_floor.lock().unwrap_or_else(|e| e.into_inner()).push(left);
         }
         let service = service.clone();
@@ -308,9 +521,18 @@ async fn bulk_call(
     if schedule.receiver_dedupes || kind == EffectKind::Read {
         return crate::engine::run_bulk(task, spec, key, schedule.items.clone(), attempt, NoProbe).await;
     }
+    let held = schedule.held;
     let probe = |key, items: Vec<String>| {
         let service = service.clone();
-        async move { batch_probe(service.lookup_items_settled(key, &items).await, &items) }
+        async move {
+            // A held request is invisible to a probe that only sees what landed.
+            let found = if held {
+                service.lookup_items_landed(key, &items)
+            } else {
+                service.lookup_items_settled(key, &items).await
+            };
+            batch_probe(found, &items)
+        }
     };
     crate::engine::run_bulk(task, spec, key, schedule.items.clone(), attempt, probe).await
 }
@@ -326,7 +548,7 @@ async fn single_call(
     let key = task.key(spec, &"target", None);
     let attempt = |call: crate::Call| {
         let left = task.remaining();
-        if left < schedule.floor {
+        if left < schedule.floor || left.is_zero() {
             below_floor.lock().unwrap_or_else(|e| e.into_inner()).push(left);
         }
         let service = service.clone();
@@ -335,10 +557,12 @@ async fn single_call(
     if schedule.receiver_dedupes || kind == EffectKind::Read {
         return crate::engine::run(task, spec, key, attempt, NoProbe).await;
     }
+    let held = schedule.held;
     let probe = |key| {
         let service = service.clone();
         async move {
-            match service.lookup_settled(key).await {
+            let found = if held { service.lookup_landed(key) } else { service.lookup_settled(key).await };
+            match found {
                 Ok(found) => found.into_probe(),
                 Err(why) => Probe::Failed(why),
             }

@@ -8,6 +8,7 @@ async fn a_second_opener_is_refused_naming_the_path_and_loses_nothing() {
     assert!(second.to_string().contains(&dir.log().display().to_string()), "{second}");
     // The first keeps appending; the inspector still reads without the lock.
     first.append(&record("a", Phase::End, 1, Some(Outcome::Ok)), Durability::Buffered).await.unwrap();
+    written(&dir.log(), |text| text.lines().count() == 3);
     assert_eq!(read_log(dir.log()).unwrap().records.len(), 2);
     drop(first);
     let reopened = FileJournal::open(dir.log()).expect("free once the first is dropped");
