@@ -39,6 +39,28 @@
 //! assert_eq!(report.value, Some(4411));
 //! # }
 //! ```
+//!
+//! # Where each rule lives
+//!
+//! Every rule of the contract is decided in one place; the rest of the crate calls it.
+//!
+//! | rule | decided by | file |
+//! |---|---|---|
+//! | the report's fields and their JSON | [`Report`], [`Outcome`], [`Applied`], [`Item`] | `src/report.rs` |
+//! | the intent key, and fields holding `\|` | [`IntentKey::derive`], [`Intent`] | `src/key.rs` |
+//! | the policy of each effect kind, as a table | [`EffectKind::policy`] | `src/effect.rs` |
+//! | the next step after a failed attempt (probe, approval, retry, stop) | [`policy::next`] | `src/policy.rs` |
+//! | what a failure means (sent or not, reply or not, HTTP) | [`Classify`], [`classify::http`] | `src/classify.rs` |
+//! | whether an attempt may start, and the time it gets | `Run::may_start`, `Run::start_attempt`, `Run::limit` | `src/engine/state.rs` |
+//! | waits: backoff, `Retry-After`, a restarted process's wait, approval | `Run::room`, `Run::approve` | `src/engine/wait.rs` |
+//! | a settle window before trusting "not landed" | `Run::settle`, [`ToolSpec::settle`] | `src/engine/state.rs` |
+//! | the report of every way a call ends, and escalation | `Run::report`, `Run::escalate` | `src/engine/ending.rs` |
+//! | one intent, one runner: turns in a task family, claims in the store | `Claim`, [`journal::Journal::claim`] | `src/engine/claim.rs`, `src/journal/leases.rs` |
+//! | the attempt loop, single and in parts (bulk, pages) | [`engine::run`], [`engine::run_bulk`], [`engine::run_pages`] | `src/engine/` |
+//! | the log's format, header and reading rule | [`journal::index_record`], [`journal::HEADER`] | `src/journal/` |
+//! | durability and the writer thread | [`Durability`], [`FileJournal`] | `src/journal/file/writer.rs` |
+//! | the tool definition, schema and dispatch | [`define`], [`Toolbox`] | `src/define.rs`, `src/toolbox.rs` |
+//! | MCP annotations from the effect kind | [`define::Annotations`] | `src/define.rs` |
 #![deny(missing_docs)]
 
 pub mod bulk;

@@ -170,7 +170,9 @@ impl<'a> Run<'a> {
     /// The attempt's call context; from now on its request may reach the service.
     pub(crate) fn call(&mut self, limit: Duration) -> Call {
         let now = tokio::time::Instant::now();
-        self.reached = Some(now);
+        if self.spec.effect().has_side_effect() {
+            self.reached = Some(now);
+        }
         Call {
             task_id: self.task.id_arc(),
             key: self.key,
@@ -207,6 +209,9 @@ impl<'a> Run<'a> {
         started: SystemTime,
         value: Option<serde_json::Value>,
     ) -> Result<(), crate::JournalError> {
+        if !self.keeps_records() {
+            return Ok(());
+        }
         let stamp = rfc3339(started);
         let mut record = self.record(Phase::Start, left, &stamp);
         record.value = value.as_ref();
@@ -253,6 +258,9 @@ impl<'a> Run<'a> {
         message: &str,
         value: Option<serde_json::Value>,
     ) {
+        if !self.keeps_records() {
+            return;
+        }
         let stamp = rfc3339(started);
         let mut record = self.record(Phase::End, left, &stamp);
         record.outcome = Some(outcome);
@@ -299,6 +307,8 @@ impl<'a> Run<'a> {
                 let message = format!("{err}; the attempt was not started");
                 (Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None }, late)
             }
+            // Nothing was stored, so no time passed: `left` still holds.
+            Ok(()) if !self.keeps_records() => return Ok(left),
             _ => {
                 let now = self.task.remaining();
                 match self.may_start(now) {
