@@ -38,7 +38,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -252,15 +252,25 @@ impl FileJournal {
         let (mut file, created) = open_or_create(&path)?;
         lock(&file, &path)?;
         let opened = file.metadata().ok().and_then(|metadata| identity(&metadata));
-        let bytes =
-            read_whole(&mut file).map_err(|e| io_error(format!("cannot read {}", path.display()), e))?;
-        let fresh = match beginning(&bytes).map_err(|why| not_a_log(&path, why))? {
-            Beginning::Empty => true,
-            Beginning::Header(_) => false,
-            Beginning::Headless => return Err(not_a_log(&path, headless(&bytes))),
+        let cannot_read = |e| io_error(format!("cannot read {}", path.display()), e);
+        // The beginning says what the file is; the rest is streamed, a chunk at a time.
+        let mut head = Vec::new();
+        (&mut file).take(64 << 10).read_to_end(&mut head).map_err(cannot_read)?;
+        let (index, scan, fresh) = match beginning(&head).map_err(|why| not_a_log(&path, why))? {
+            Beginning::Empty => {
+                let scan = Scan { warnings: Vec::new(), torn_tail: false, records: 0, header: true };
+                (HashMap::default(), scan, true)
+            }
+            Beginning::Header(skip) => {
+                file.seek(io::SeekFrom::Start(0)).map_err(cannot_read)?;
+                let (index, scan) = index_file(&mut file, skip, CHUNK)
+                    .map_err(cannot_read)?
+                    .map_err(|why| not_a_log(&path, why))?;
+                (index, scan, false)
+            }
+            Beginning::Headless => return Err(not_a_log(&path, headless(&head))),
         };
-        let (index, scan) = index_bytes(&bytes).map_err(|why| not_a_log(&path, why))?;
-        drop(bytes);
+        drop(head);
         if fresh {
             // A new log (or one whose header a crash cut short, which holds nothing else) gets its
             // header, on disk before the first record.

@@ -104,6 +104,17 @@ pub(super) fn scan<'a, T: Send>(
         Beginning::Header(skip) => (&bytes[skip..], 2, true),
         Beginning::Headless => (bytes, 1, false),
     };
+    scan_from(bytes, first_line, header, start, record)
+}
+
+/// [`scan`] of the records from line `first_line` on, the header already read (`header`) or absent.
+pub(super) fn scan_from<'a, T: Send>(
+    bytes: &'a [u8],
+    first_line: u64,
+    header: bool,
+    start: impl Fn() -> T + Sync,
+    record: impl Fn(&mut T, &'a [u8]) -> Result<(), serde_json::Error> + Sync,
+) -> Result<(Vec<T>, Scan), String> {
     let torn_tail = !bytes.is_empty() && !bytes.ends_with(b"\n");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     let pieces = if bytes.len() < PARALLEL_FROM { 1 } else { cores };
@@ -145,8 +156,10 @@ pub(super) fn scan<'a, T: Send>(
         first_error = first_error.or(piece.first_error);
         found.push(piece.found);
     }
+    // A file with the header is a log whatever its lines hold; one without is taken for one only when
+    // a line reads as a record (a log of an earlier version, read by the inspector).
     match first_error {
-        Some((line, err)) if scan.records == 0 && !looks_like_a_log => {
+        Some((line, err)) if !header && scan.records == 0 && !looks_like_a_log => {
             Err(format!("line {line} is not an attempt record: {err}"))
         }
         _ => Ok((found, scan)),
@@ -204,26 +217,27 @@ pub(super) fn parse_all(bytes: &[u8]) -> Result<(Vec<Record>, Scan), String> {
     Ok((pieces.into_iter().flatten().collect(), scan))
 }
 
-/// Index a log by intent key as [`super::index_record`] folding every record in order would.
-///
-/// Every line is checked without allocating ([`RecordCheck`]); each piece of the log keeps, per
-/// intent, its highest attempt and the last line of it, and the pieces are folded in log order.
-pub(super) fn index_bytes(bytes: &[u8]) -> Result<(HashMap<IntentKey, Entry, KeyHashing>, Scan), String> {
-    type Kept<'a> = (u32, Phase, Option<Outcome>, &'a [u8]);
-    pub(super) fn keep<'a>(
-        last: &mut HashMap<IntentKey, Kept<'a>, KeyHashing>,
-        key: IntentKey,
-        kept: Kept<'a>,
-    ) {
-        last.entry(key)
-            .and_modify(|was| {
-                if supersedes(kept.0, was.0) {
-                    *was = kept;
-                }
-            })
-            .or_insert(kept);
-    }
-    let (pieces, scan) = scan(bytes, HashMap::default, |last, line| {
+/// What the index keeps of an intent while a piece of the log is read: its highest attempt, and the
+/// phase, outcome and line of that attempt's last record.
+type Kept<'a> = (u32, Phase, Option<Outcome>, &'a [u8]);
+
+fn keep<'a>(last: &mut HashMap<IntentKey, Kept<'a>, KeyHashing>, key: IntentKey, kept: Kept<'a>) {
+    last.entry(key)
+        .and_modify(|was| {
+            if supersedes(kept.0, was.0) {
+                *was = kept;
+            }
+        })
+        .or_insert(kept);
+}
+
+/// Fold the records of `bytes` (from line `first_line`) by intent, borrowing their lines.
+fn fold_lines(
+    bytes: &[u8],
+    first_line: u64,
+    header: bool,
+) -> Result<(HashMap<IntentKey, Kept<'_>, KeyHashing>, Scan), String> {
+    let (pieces, scan) = scan_from(bytes, first_line, header, HashMap::default, |last, line| {
         let (key, attempt, phase, outcome) = match quick_check(line) {
             Some(checked) => checked,
             None => {
@@ -241,9 +255,68 @@ pub(super) fn index_bytes(bytes: &[u8]) -> Result<(HashMap<IntentKey, Entry, Key
             keep(&mut last, key, kept);
         }
     }
-    let index = last
-        .into_iter()
-        .map(|(key, (attempts, phase, outcome, line))| (key, Entry::new(attempts, phase, outcome, line)))
-        .collect();
-    Ok((index, scan))
+    Ok((last, scan))
+}
+
+/// Fold one piece's intents into the index, copying the lines kept.
+fn merge(index: &mut HashMap<IntentKey, Entry, KeyHashing>, piece: HashMap<IntentKey, Kept<'_>, KeyHashing>) {
+    for (key, (attempt, phase, outcome, line)) in piece {
+        match index.entry(key) {
+            std::collections::hash_map::Entry::Occupied(entry) => {
+                entry.into_mut().update(attempt, phase, outcome, line);
+            }
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                entry.insert(Entry::new(attempt, phase, outcome, line));
+            }
+        }
+    }
+}
+
+/// How much of a log [`index_file`] reads at a time.
+pub(super) const CHUNK: usize = 16 << 20;
+
+/// Index a log with the header by intent key, as [`super::index_record`] folding every record in order
+/// would, streamed from `file` `chunk` bytes of whole lines at a time: the memory it takes is the index
+/// and one chunk, never the whole file.
+///
+/// Every line is checked without allocating ([`RecordCheck`]); each piece of a chunk keeps, per intent,
+/// its highest attempt and the last line of it, and the pieces are folded in log order.
+pub(super) fn index_file(
+    file: &mut File,
+    skip: usize,
+    chunk: usize,
+) -> io::Result<Result<(HashMap<IntentKey, Entry, KeyHashing>, Scan), String>> {
+    let mut index = HashMap::default();
+    let mut total = Scan { warnings: Vec::new(), torn_tail: false, records: 0, header: true };
+    let mut buf: Vec<u8> = Vec::new();
+    let (mut line, mut skip, mut eof) = (2u64, skip, false);
+    loop {
+        // Fill up to a chunk, and past it when one line is longer than that.
+        let want = chunk.max(buf.len() + 1);
+        while buf.len() < want && !eof {
+            let before = buf.len();
+            (&mut *file).take((want - before) as u64).read_to_end(&mut buf)?;
+            eof = buf.len() == before;
+        }
+        let end = match buf.iter().rposition(|&b| b == b'\n') {
+            _ if eof => buf.len(),
+            Some(at) => at + 1,
+            None => continue,
+        };
+        let body = &buf[skip.min(end)..end];
+        let (piece, scan) = match fold_lines(body, line, true) {
+            Ok(folded) => folded,
+            Err(why) => return Ok(Err(why)),
+        };
+        merge(&mut index, piece);
+        line += body.iter().filter(|&&b| b == b'\n').count() as u64;
+        total.warnings.extend(scan.warnings);
+        total.records += scan.records;
+        if eof {
+            total.torn_tail = scan.torn_tail;
+            return Ok(Ok((index, total)));
+        }
+        buf.drain(..end);
+        skip = 0;
+    }
 }

@@ -583,3 +583,40 @@ fn a_compaction_cut_short_leaves_the_log_whole_and_its_leftover_unread() {
     assert!(!leftover.exists());
     assert_eq!(read_log(dir.log()).unwrap().records.len(), 7);
 }
+
+#[test]
+fn streamed_in_small_chunks_the_index_warnings_and_line_numbers_are_the_same() {
+    let dir = Scratch::new("chunks");
+    let mut rng = Rng(11);
+    let mut text = String::new();
+    let mut records = Vec::new();
+    for _ in 0..400 {
+        if rng.below(40) == 0 {
+            text.push_str("{\"phase\":\"start\",\"task\": garbled\n");
+        } else {
+            let r = random_record(&mut rng, 30);
+            text.push_str(&line(&r));
+            records.push(r);
+        }
+    }
+    text.push_str("{\"phase\":\"sta");
+    fs::write(dir.log(), logged(&text)).unwrap();
+    let whole = FileJournal::open(dir.log()).unwrap();
+    let expected: Vec<u64> = whole.warnings().iter().map(|w| w.line).collect();
+    let keys: std::collections::HashSet<IntentKey> = records.iter().map(|r| r.intent_key).collect();
+    let fold = crate::MemoryJournal::from_records(records);
+    assert_same_index(&whole, &fold, 30);
+    drop(whole);
+    // Chunks far smaller than a line, about one line, and a few lines: the same index, the same warnings.
+    for chunk in [7, 300, 1_000, 4_096] {
+        let mut file = File::open(dir.log()).unwrap();
+        let (index, scan) = index_file(&mut file, HEADER.len() + 1, chunk).unwrap().unwrap();
+        let lines: Vec<u64> = scan.warnings.iter().map(|w| w.line).collect();
+        assert_eq!(lines, expected, "chunk {chunk}");
+        assert!(scan.torn_tail, "chunk {chunk}");
+        assert_eq!(index.len(), keys.len(), "chunk {chunk}");
+        for (key, entry) in &index {
+            assert_eq!(Some(entry.recall(*key)), fold.recall(key), "chunk {chunk}");
+        }
+    }
+}
