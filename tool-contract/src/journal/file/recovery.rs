@@ -272,6 +272,9 @@ fn merge(index: &mut HashMap<IntentKey, Entry, KeyHashing>, piece: HashMap<Inten
     }
 }
 
+/// The index of a log: per intent, its attempt count and last record.
+pub(super) type Index = HashMap<IntentKey, Entry, KeyHashing>;
+
 /// How much of a log [`index_file`] reads at a time.
 pub(super) const CHUNK: usize = 16 << 20;
 
@@ -285,7 +288,7 @@ pub(super) fn index_file(
     file: &mut File,
     skip: usize,
     chunk: usize,
-) -> io::Result<Result<(HashMap<IntentKey, Entry, KeyHashing>, Scan), String>> {
+) -> io::Result<Result<(Index, Scan), String>> {
     let mut index = HashMap::default();
     let mut total = Scan { warnings: Vec::new(), torn_tail: false, records: 0, header: true };
     let mut buf: Vec<u8> = Vec::new();
