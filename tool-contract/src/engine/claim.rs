@@ -42,7 +42,10 @@ impl<'a> Claim<'a> {
     /// Wait for this process's turn on `key`.
     pub(crate) async fn turn(turns: &'a Turns, key: IntentKey) -> Claim<'a> {
         let turn = {
-            let turn = turns.lock().enter(key);
+            // Counted under the family's lock, as the last user's leaving is: a turn is never left
+            // while a call is about to wait on it.
+            let mut turns = turns.lock();
+            let turn = turns.enter(key);
             turn.users.fetch_add(1, Ordering::Relaxed);
             turn
         };
