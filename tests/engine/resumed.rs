@@ -1,0 +1,371 @@
+//! Calls that find an earlier run in the attempt log: replayed, probed first, resumed, or made to wait.
+
+use super::*;
+
+#[tokio::test(start_paused = true)]
+async fn an_unfinished_attempt_in_the_log_is_probed_before_anything_else() {
+    use tool_contract::journal::{Durability, Journal, Phase, Record};
+    let spec = spec("post_notice", EffectKind::Send);
+    let journal = Arc::new(MemoryJournal::new());
+    let task = task(30).journal(journal.clone());
+    let key = task.key(&spec, &"thread-9", None);
+    // What a process killed mid-call leaves behind: a start record with no end.
+    let start = Record {
+        phase: Phase::Start,
+        task: "ord-7741".into(),
+        call: "post_notice".into(),
+        intent_key: key,
+        attempt: 1,
+        attempt_id: attempt_id(key, 1),
+        started: "2026-11-30T05:12:04Z".into(),
+        budget_left_s: 30,
+        outcome: None,
+        effect_applied: None,
+        probe: None,
+        message: None,
+        retry_at: None,
+        value: None,
+    };
+    journal.append(&start, Durability::Synced).await.unwrap();
+    for (verdict, calls_expected, final_attempt) in [(Probe::NotLanded, 1, 2), (Probe::Landed(7u64), 0, 1)] {
+        let journal = Arc::new(MemoryJournal::new());
+        journal.append(&start, Durability::Synced).await.unwrap();
+        let task = task.clone().journal(journal.clone());
+        let calls = Calls::new();
+        let order = std::sync::Mutex::new(Vec::new());
+        let report = engine::run(
+            &task,
+            &spec,
+            key,
+            |_| {
+                calls.hit();
+                order.lock().unwrap().push("attempt");
+                async { Ok::<u64, Class>(7) }
+            },
+            |_| {
+                order.lock().unwrap().push("probe");
+                let verdict = verdict.clone();
+                async move { verdict }
+            },
+        )
+        .await;
+        assert_eq!(report.outcome, Outcome::Ok);
+        assert_eq!(calls.count(), calls_expected);
+        assert_eq!(order.lock().unwrap()[0], "probe");
+        assert_eq!(report.attempt_id, attempt_id(key, final_attempt), "attempt numbers continue");
+        let probed = journal.records().iter().filter(|r| r.probe.is_some()).count();
+        assert_eq!(probed, 1, "the probe's verdict is logged");
+        // Started time of the start record is kept; the clock did not move for backoff.
+        assert_eq!(Instant::now() - calls.start, Duration::ZERO);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn bulk_stops_at_the_floor_and_keeps_the_remaining_items_retryable() {
+    let spec = spec("write_rows", EffectKind::Create)
+        .deadline_floor(Duration::from_secs(5))
+        .dedupe(Dedupe::Receiver);
+    let task = task(6);
+    let report = engine::run_bulk(
+        &task,
+        &spec,
+        task.key(&spec, &"sheet", None),
+        vec![1u32, 2],
+        |_, rows: Vec<u32>| async move {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            Ok::<_, Class>(
+                rows.iter()
+                    .map(|r| if *r == 1 { Item::ok("1") } else { Item::retryable("2", "429") })
+                    .collect(),
+            )
+        },
+        NoProbe,
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Retryable);
+    assert_eq!(report.effect_applied, Applied::Partial);
+    assert_eq!(report.deadline_left_s, 4, "the budget left, not a stand-in zero");
+    assert!(report.message.contains("1 of 2 items done"), "{}", report.message);
+    assert!(report.message.contains("not retried"), "{}", report.message);
+}
+
+fn record(key: tool_contract::IntentKey, call: &str, attempt: u32) -> tool_contract::journal::Record {
+    tool_contract::journal::Record {
+        phase: tool_contract::journal::Phase::Start,
+        task: "ord-7741".into(),
+        call: call.into(),
+        intent_key: key,
+        attempt,
+        attempt_id: attempt_id(key, attempt),
+        started: "2026-11-30T05:12:04Z".into(),
+        budget_left_s: 30,
+        outcome: None,
+        effect_applied: None,
+        probe: None,
+        message: None,
+        retry_at: None,
+        value: None,
+    }
+}
+
+fn ended(
+    mut record: tool_contract::journal::Record,
+    outcome: Outcome,
+    applied: Applied,
+    value: Option<serde_json::Value>,
+) -> tool_contract::journal::Record {
+    record.phase = tool_contract::journal::Phase::End;
+    record.outcome = Some(outcome);
+    record.effect_applied = Some(applied);
+    record.message = Some("earlier run".into());
+    record.value = value;
+    record
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_read_is_never_replayed_from_the_log() {
+    let spec = spec_read();
+    let task = task(30);
+    let key = task.key(&spec, &"sku", None);
+    let journal = Arc::new(MemoryJournal::from_records([ended(
+        record(key, "read_price", 1),
+        Outcome::Ok,
+        Applied::No,
+        Some(1.into()),
+    )]));
+    let task = task.journal(journal);
+    let report = engine::run(&task, &spec, key, |_| async { Ok::<u32, Class>(2) }, NoProbe).await;
+    assert_eq!(report.value, Some(2), "a price read now, not the one recorded");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_earlier_run_that_ended_with_its_effect_unknown_is_probed_first() {
+    let spec = spec("post_notice", EffectKind::Send);
+    let task = task(30);
+    let key = task.key(&spec, &"thread-9", None);
+    // Attempt 2 was refused (nothing applied) after attempt 1 was lost: the intent is still unresolved.
+    let journal = Arc::new(MemoryJournal::from_records([ended(
+        record(key, "post_notice", 2),
+        Outcome::Retryable,
+        Applied::Unknown,
+        None,
+    )]));
+    let task = task.journal(journal);
+    let calls = Calls::new();
+    let report = engine::run(
+        &task,
+        &spec,
+        key,
+        |_| {
+            calls.hit();
+            async { Ok::<u64, Class>(1) }
+        },
+        |_| async { Probe::Landed(9u64) },
+    )
+    .await;
+    assert_eq!((report.outcome, report.value, calls.count()), (Outcome::Ok, Some(9), 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_after_a_lost_one_is_logged_with_the_calls_effect() {
+    let spec = spec("create_order", EffectKind::Create).dedupe(Dedupe::Receiver).max_attempts(2);
+    let journal = Arc::new(MemoryJournal::new());
+    let task = task(30).journal(journal.clone());
+    let calls = Calls::new();
+    let report = engine::run(
+        &task,
+        &spec,
+        task.key(&spec, &"cart", None),
+        |_| {
+            let n = calls.hit();
+            async move {
+                Err::<u64, _>(if n == 1 { Class::unknown("reply lost") } else { Class::retryable("429") })
+            }
+        },
+        NoProbe,
+    )
+    .await;
+    assert_eq!(calls.count(), 2);
+    assert_eq!((report.outcome, report.effect_applied), (Outcome::Retryable, Applied::Unknown));
+    let last = journal.records().pop().unwrap();
+    assert_eq!(last.effect_applied, Some(Applied::Unknown), "the 429 does not make the intent's effect `no`");
+}
+
+#[tokio::test(start_paused = true)]
+async fn bulk_resumes_from_the_items_an_earlier_run_recorded() {
+    let spec = spec("write_rows", EffectKind::Create);
+    let task = task(30);
+    let key = task.key(&spec, &"sheet", None);
+    let items = vec![
+        Item::ok("1"),
+        Item::unknown("2", "reply lost"),
+        Item::retryable("3", "429"),
+        Item::permanent("4", "bad"),
+    ];
+    let journal = Arc::new(MemoryJournal::from_records([ended(
+        record(key, "write_rows", 1),
+        Outcome::Unknown,
+        Applied::Partial,
+        Some(serde_json::to_value(&items).unwrap()),
+    )]));
+    let queue = EscalationQueue::new();
+    let task = task.journal(journal.clone()).escalate_to(queue.clone());
+    let sent = std::sync::Mutex::new(Vec::new());
+    let probed = std::sync::Mutex::new(Vec::new());
+    let report = engine::run_bulk(
+        &task,
+        &spec,
+        key,
+        vec![1u32, 2, 3, 4],
+        |_, rows: Vec<u32>| {
+            sent.lock().unwrap().push(rows.clone());
+            async move { Ok::<_, Class>(rows.iter().map(|r| Item::ok(r.to_string())).collect()) }
+        },
+        |_, rows: Vec<u32>| {
+            probed.lock().unwrap().push(rows.clone());
+            async move {
+                rows.iter()
+                    .map(|r| Item { applied: Applied::No, ..Item::retryable(r.to_string(), "") })
+                    .collect()
+            }
+        },
+    )
+    .await;
+    assert_eq!(*probed.lock().unwrap(), [vec![2]], "only the unknown item is probed");
+    assert_eq!(*sent.lock().unwrap(), [vec![2, 3]], "landed and refused items are not sent again");
+    assert_eq!(report.message, "write_rows: 3 of 4 items done; 1 refused");
+    assert!(queue.is_empty());
+    let probe_records = journal.records().iter().filter(|r| r.probe.is_some()).count();
+    assert_eq!(probe_records, 1, "the bulk probe's verdict is logged");
+}
+
+#[tokio::test(start_paused = true)]
+async fn bulk_escalates_an_unresolved_call_once() {
+    let spec = spec("send_invites", EffectKind::Send);
+    let queue = EscalationQueue::new();
+    let task = task(30).escalate_to(queue.clone());
+    let report = engine::run_bulk(
+        &task,
+        &spec,
+        task.key(&spec, &"list", None),
+        vec!["a", "b"],
+        |_, rows: Vec<&'static str>| async move {
+            Ok::<_, Class>(
+                rows.iter()
+                    .map(|r| {
+                        if *r == "a" { Item::unknown("a", "reply lost") } else { Item::retryable("b", "429") }
+                    })
+                    .collect(),
+            )
+        },
+        |_, rows: Vec<&'static str>| async move {
+            rows.iter().map(|r| Item::unknown(r.to_string(), "search down")).collect()
+        },
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Unknown);
+    assert_eq!(queue.len(), 1, "{:?}", queue.drain());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_same_intent_twice_at_once_sends_once() {
+    let spec = spec("post_notice", EffectKind::Send);
+    let journal = Arc::new(MemoryJournal::new());
+    let task = task(30).journal(journal);
+    let calls = Calls::new();
+    let call = || {
+        engine::run(
+            &task,
+            &spec,
+            task.key(&spec, &"thread-9", None),
+            |_| {
+                calls.hit();
+                async {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    Ok::<u64, Class>(4411)
+                }
+            },
+            |_| async { Probe::NotLanded },
+        )
+    };
+    // A model that issues the same tool call twice in parallel.
+    let (first, second) = tokio::join!(call(), call());
+    assert_eq!((first.outcome, second.outcome), (Outcome::Ok, Outcome::Ok));
+    assert_eq!((first.value, second.value), (Some(4411), Some(4411)));
+    assert_eq!(calls.count(), 1, "the second waited for the first and found it in the log");
+    assert!(second.message.contains("not repeated"), "{}", second.message);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restarted_process_waits_as_the_service_asked_the_earlier_one() {
+    use tool_contract::journal::rfc3339;
+    let spec = spec("post_notice", EffectKind::Send);
+    let task = task(30);
+    let key = task.key(&spec, &"thread-9", None);
+    let asked = |secs: u64| {
+        let mut end = ended(record(key, "post_notice", 1), Outcome::Retryable, Applied::No, None);
+        end.retry_at = Some(rfc3339(std::time::SystemTime::now() + Duration::from_secs(secs)));
+        Arc::new(MemoryJournal::from_records([end]))
+    };
+
+    let calls = Calls::new();
+    let task1 = task.clone().journal(asked(5));
+    let report = engine::run(
+        &task1,
+        &spec,
+        key,
+        |_| {
+            calls.hit();
+            async { Ok::<u64, Class>(1) }
+        },
+        |_| async { Probe::NotLanded },
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Ok);
+    let at = calls.times()[0];
+    assert!(at >= Duration::from_secs(4) && at <= Duration::from_secs(5), "first attempt at {at:?}");
+
+    let calls = Calls::new();
+    let task2 = task.clone().journal(asked(100));
+    let report = engine::run(
+        &task2,
+        &spec,
+        key,
+        |_| {
+            calls.hit();
+            async { Ok::<u64, Class>(1) }
+        },
+        |_| async { Probe::NotLanded },
+    )
+    .await;
+    assert_eq!(calls.count(), 0);
+    // The true budget left; the wait asked for is longer, which is the caller's sign to stop.
+    assert_eq!((report.outcome, report.deadline_left_s), (Outcome::Retryable, 25));
+    assert!(report.retry_after_s.is_some_and(|s| (99..=100).contains(&s)), "{:?}", report.retry_after_s);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_told_to_wait_logs_when_the_wait_ends() {
+    let spec = spec("post_notice", EffectKind::Send).max_attempts(1);
+    let journal = Arc::new(MemoryJournal::new());
+    let task = task(30).journal(journal.clone());
+    let before = std::time::SystemTime::now();
+    engine::run(
+        &task,
+        &spec,
+        task.key(&spec, &"t", None),
+        |_| async { Err::<u64, _>(Class::retryable("429").retry_after(Duration::from_secs(30))) },
+        |_| async { Probe::NotLanded },
+    )
+    .await;
+    let records = journal.records();
+    let ends: Vec<_> = records.iter().filter(|r| r.phase == tool_contract::journal::Phase::End).collect();
+    assert!(!ends.is_empty());
+    for end in ends {
+        let at =
+            tool_contract::journal::parse_rfc3339(end.retry_at.as_deref().expect("retry_at on every end"))
+                .expect("an RFC 3339 time");
+        let wait = at.duration_since(before).unwrap_or_default();
+        assert!(wait >= Duration::from_secs(30) && wait <= Duration::from_secs(32), "{wait:?}");
+    }
+}
