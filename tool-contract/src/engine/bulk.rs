@@ -3,13 +3,13 @@
 use std::future::Future;
 use std::time::SystemTime;
 
-use super::{ResumeWait, Run, Stop, ceil_secs, guarded, normalise, retry_stamp, secs, take_claim, within};
+use super::{Run, Stop, ceil_secs, guarded, normalise, retry_stamp, secs, take_claim, within};
 use crate::bulk::{BulkProber, ItemId};
 use crate::classify::{self, Class, Classify};
 use crate::effect::EffectKind;
 use crate::journal::LastWord;
 use crate::key::IntentKey;
-use crate::policy::{self, End, Facts, Room, Settle, Step};
+use crate::policy::{self, End, Facts, Step};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Item, Outcome, Report};
 use crate::spec::{Dedupe, ToolSpec};
@@ -128,10 +128,7 @@ where
 
     let mut resume_wait = None;
     if let Some(recall) = recall {
-        run.attempt = recall.attempts;
-        run.attempt_id = recall.last.attempt_id.clone();
-        run.reached_at(&recall.last.started);
-        resume_wait = ResumeWait::of(&recall.last);
+        resume_wait = run.resume(&recall);
         let recorded =
             recall.last.value.as_ref().and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
         match (recall.last_word(), recorded) {
@@ -207,18 +204,9 @@ where
                 last.take().unwrap_or_else(|| Class::retryable(format!("{} items left", pending.len())));
             // The items still to do applied nothing: the tool said so per item, or the probe did.
             let mut facts = Facts {
-                kind: spec.effect(),
-                dedupe: spec.deduplication(),
-                has_probe: probe.exists(),
-                has_approver: task.approver_ref().is_some(),
-                outcome: class.outcome(),
                 effect: Applied::No,
                 probe: side.then_some(ProbeMark::NotLanded),
-                approved: None,
-                made,
-                max_attempts: spec.attempts(),
-                room: Room::Enough,
-                settle: Settle::Settled,
+                ..run.facts(&class, probe.exists(), made)
             };
             let mut denied = None;
             let next = loop {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::guard::ready_or_within;
 use crate::journal::{Claimed, Journal, Owner, Recall, RecordRef};
 use crate::key::IntentKey;
 use crate::task::{Turn, Turns};
@@ -68,8 +69,8 @@ impl<'a> Claim<'a> {
         let mut poll = Duration::from_millis(50);
         loop {
             let lease = budget().saturating_add(LEASE_MARGIN);
-            let answer = tokio::time::timeout(budget(), store.claim(&self.key, &owner, lease)).await;
-            let answer = answer.unwrap_or_else(|_| {
+            let answer = ready_or_within(store.claim(&self.key, &owner, lease), &budget).await;
+            let answer = answer.unwrap_or_else(|| {
                 Err(crate::JournalError::Io {
                     context: "attempt log: the claim was not answered within the budget".to_owned(),
                     source: std::io::ErrorKind::TimedOut.into(),

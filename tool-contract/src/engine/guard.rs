@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 pub(crate) fn secs(d: Duration) -> String {
@@ -61,4 +61,17 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     } else {
         "panic with a non-string payload".to_owned()
     }
+}
+
+/// `fut`'s output when it is ready at its first poll (a store's answer given at once costs no clock
+/// read and no timer), else when it comes within `budget`; `None` past it, the future dropped.
+pub(crate) async fn ready_or_within<F: Future>(
+    fut: F,
+    budget: impl FnOnce() -> Duration,
+) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    if let Poll::Ready(out) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        return Some(out);
+    }
+    tokio::time::timeout(budget(), fut).await.ok()
 }

@@ -10,7 +10,7 @@ use crate::classify::{self, Class, Classify};
 use crate::effect::EffectKind;
 use crate::journal::{LastWord, LogValue};
 use crate::key::IntentKey;
-use crate::policy::{self, End, Facts, Room, Settle, Step};
+use crate::policy::{self, End, Settle, Step};
 use crate::probe::{Probe, Prober};
 use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
@@ -88,10 +88,7 @@ where
     if !side {
         run.attempt = run.logged_attempts().await.unwrap_or(0);
     } else if let Some(recall) = recall {
-        run.attempt = recall.attempts;
-        run.attempt_id = recall.last.attempt_id.clone();
-        run.reached_at(&recall.last.started);
-        resume_wait = ResumeWait::of(&recall.last);
+        resume_wait = run.resume(&recall);
         let earlier = match recall.last_word() {
             LastWord::Ok(value) => match value.map(T::from_log) {
                 Some(Ok(value)) => return run.replayed(value),
@@ -118,20 +115,7 @@ where
     loop {
         if let Some(mut class) = last.take() {
             // What to do next is the policy's call (`policy::next`); the engine only carries it out.
-            let mut facts = Facts {
-                kind: spec.effect(),
-                dedupe: spec.deduplication(),
-                has_probe: probe.exists(),
-                has_approver: task.approver_ref().is_some(),
-                outcome: class.outcome(),
-                effect: class.effect(),
-                probe: None,
-                approved: None,
-                made,
-                max_attempts: spec.attempts(),
-                room: Room::Enough,
-                settle: Settle::Settled,
-            };
+            let mut facts = run.facts(&class, probe.exists(), made);
             let (mut landed, mut unsure, mut denied) = (None, String::new(), None);
             let wait = loop {
                 let (room, wait) = run.room(&class, made);
@@ -197,7 +181,9 @@ where
                     }
                 }
             };
-            tokio::time::sleep(wait).await;
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
         }
 
         if let Some(wait) = resume_wait.take()

@@ -118,15 +118,8 @@ where
     let got = got.into_inner().unwrap_or_else(|e| e.into_inner());
     let any = got.iter().any(Option::is_some);
     let rows: Vec<T> = got.into_iter().flatten().flatten().collect();
-    Report {
-        outcome: report.outcome,
-        effect_applied: report.effect_applied,
-        attempt_id: report.attempt_id,
-        idempotency_key: report.idempotency_key,
-        retry_after_s: report.retry_after_s,
-        deadline_left_s: report.deadline_left_s,
-        message: report.message,
-        value: any.then_some(rows),
-        items: report.items,
-    }
+    // The value is what was read, complete or not: never an empty list for nothing read.
+    let mut report = report.map(|()| Vec::new());
+    report.value = any.then_some(rows);
+    report
 }

@@ -1,17 +1,15 @@
 //! The state of one call, shared by the single and the bulk engine: its claim, attempts, log records
 //! and reports.
 
-use std::future::Future;
-use std::task::{Poll, Waker};
 use std::time::{Duration, SystemTime};
 
 use super::claim::{Claim, Refused};
-use super::guard::{guarded, secs};
+use super::guard::{guarded, ready_or_within, secs};
 use crate::call::Call;
 use crate::classify::Class;
 use crate::journal::{Durability, LogValue, Phase, Recall, RecordRef, rfc3339};
 use crate::key::IntentKey;
-use crate::policy::Settle;
+use crate::policy::{Facts, Room, Settle};
 use crate::probe::{Probe, ProbeMark, Prober};
 use crate::report::{Applied, Outcome};
 use crate::spec::ToolSpec;
@@ -111,9 +109,36 @@ impl<'a> Run<'a> {
         self.attempt_id = crate::call::attempt_id(self.task.id(), &self.key, self.attempt);
     }
 
+    /// Continue from what the log knows of the intent: its attempt numbers, the attempt that may have
+    /// reached the service, and a wait the service asked an earlier run for.
+    pub(crate) fn resume(&mut self, recall: &Recall) -> Option<super::ResumeWait> {
+        self.attempt = recall.attempts;
+        self.attempt_id = recall.last.attempt_id.clone();
+        self.reached_at(&recall.last.started);
+        super::ResumeWait::of(&recall.last)
+    }
+
+    /// What the policy is told after an attempt that ended as `class`, before any probe or approval.
+    pub(crate) fn facts(&self, class: &Class, has_probe: bool, made: u32) -> Facts {
+        Facts {
+            kind: self.spec.effect(),
+            dedupe: self.spec.deduplication(),
+            has_probe,
+            has_approver: self.task.approver_ref().is_some(),
+            outcome: class.outcome(),
+            effect: class.effect(),
+            probe: None,
+            approved: None,
+            made,
+            max_attempts: self.spec.attempts(),
+            room: Room::Enough,
+            settle: Settle::Settled,
+        }
+    }
+
     /// Take the attempt an earlier run recorded as the one that may have reached the service, by the
     /// wall-clock stamp it logged.
-    pub(crate) fn reached_at(&mut self, started: &str) {
+    fn reached_at(&mut self, started: &str) {
         let since = crate::journal::parse_rfc3339(started)
             .and_then(|at| SystemTime::now().duration_since(at).ok())
             .unwrap_or_default();
@@ -161,7 +186,7 @@ impl<'a> Run<'a> {
     pub(crate) async fn logged_attempts(&self) -> Option<u32> {
         match self.task.journal_ref() {
             Some(journal) => {
-                tokio::time::timeout(self.task.remaining(), journal.attempts(&self.key)).await.ok().flatten()
+                ready_or_within(journal.attempts(&self.key), || self.task.remaining()).await.flatten()
             }
             None => None,
         }
@@ -226,21 +251,14 @@ impl<'a> Run<'a> {
             Some(owner) => journal.start(owner, record, Durability::Synced),
             None => journal.append_ref(record, Durability::Lazy),
         };
-        let mut appended = std::pin::pin!(appended);
-        // Most appends are done when first polled (a buffered record is written at once): no timer then.
-        if let Poll::Ready(done) = appended.as_mut().poll(&mut std::task::Context::from_waker(Waker::noop()))
-        {
-            return done;
-        }
-        if owner.is_none() {
-            // A read's start record: losing it loses nothing a read needs, so a read never waits on it.
-            return Ok(());
-        }
-        // A store that hangs (a stuck disk) must not hold the call past its deadline; a start record that
-        // lands late reads as unfinished and is probed next time.
-        match tokio::time::timeout(left, appended).await {
-            Ok(appended) => appended,
-            Err(_) => Err(crate::JournalError::Io {
+        // A read's start record: losing it loses nothing a read needs, so a read never waits on it. A
+        // store that hangs (a stuck disk) must not hold a side effect past its deadline; a start record
+        // that lands late reads as unfinished and is probed next time.
+        let wait = if owner.is_some() { left } else { Duration::ZERO };
+        match ready_or_within(appended, || wait).await {
+            Some(appended) => appended,
+            None if owner.is_none() => Ok(()),
+            None => Err(crate::JournalError::Io {
                 context: "attempt log: the start record was not stored within the budget".to_owned(),
                 source: std::io::ErrorKind::TimedOut.into(),
             }),
@@ -279,7 +297,7 @@ impl<'a> Run<'a> {
         // store that hangs holds the call no longer than its budget (an answer ready at once is taken
         // even with none left).
         let appended = journal.append_ref(record, Durability::Buffered);
-        let _ = tokio::time::timeout(self.task.remaining(), appended).await;
+        let _ = ready_or_within(appended, || self.task.remaining()).await;
     }
 
     /// The call's effect given this attempt's: never `no` while an earlier attempt may have landed.
