@@ -582,4 +582,85 @@ async fn bulk_never_presents_a_partial_list_as_complete() {
     );
 }
 
+/// How an attempt fails, the same way for a single call and a bulk call of one item.
+#[derive(Clone, Copy, Debug)]
+enum Failure {
+    Panics,
+    Hangs,
+    Refused,
+    RateLimited,
+}
+
+async fn fail(how: Failure) -> Result<u64, Class> {
+    match how {
+        Failure::Panics => panic!("index out of bounds"),
+        Failure::Hangs => std::future::pending().await,
+        Failure::Refused => Err(Class::retryable("503 service unavailable")),
+        Failure::RateLimited => {
+            Err(Class::retryable("429 too many requests").retry_after(Duration::from_secs(2)))
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_single_call_and_a_bulk_call_run_the_same_attempt_loop() {
+    // One loop for both shapes: the same attempts, at the same instants, failing with the same words.
+    for kind in [EffectKind::Read, EffectKind::Send, EffectKind::Create] {
+        for how in [Failure::Panics, Failure::Hangs, Failure::Refused, Failure::RateLimited] {
+            let name = format!("{kind:?}-{how:?}");
+            let spec = spec("sync_rows", kind).max_attempts(3).deadline_floor(Duration::from_secs(1));
+            let single_task = Task::new(format!("single-{name}"), "agent", Duration::from_secs(20));
+            let single_calls = Calls::new();
+            let single = engine::run(
+                &single_task,
+                &spec,
+                single_task.key(&spec, &"sheet-1", None),
+                |_| {
+                    single_calls.hit();
+                    fail(how)
+                },
+                |_| async { Probe::<u64>::NotLanded },
+            )
+            .await;
+            // The bulk call starts from the same budget, on the same clock, once the single one is over.
+            let bulk_task = Task::new(format!("bulk-{name}"), "agent", Duration::from_secs(20));
+            let bulk_calls = Calls::new();
+            let bulk =
+                engine::run_bulk(
+                    &bulk_task,
+                    &spec,
+                    bulk_task.key(&spec, &"sheet-1", None),
+                    vec!["row-1"],
+                    |_, rows: Vec<&'static str>| {
+                        bulk_calls.hit();
+                        async move {
+                            fail(how).await.map(|_| rows.iter().map(|r| Item::ok(*r)).collect::<Vec<_>>())
+                        }
+                    },
+                    |_, rows: Vec<&'static str>| async move {
+                        rows.iter()
+                            .map(|r| Item { applied: Applied::No, ..Item::retryable(*r, "") })
+                            .collect()
+                    },
+                )
+                .await;
+            let (single_at, bulk_at) = (single_calls.times(), bulk_calls.times());
+            assert!(!single_at.is_empty(), "{name}: {}", single.message);
+            assert_eq!(
+                single_at, bulk_at,
+                "{name}: attempts and their instants\n{}\n{}",
+                single.message, bulk.message
+            );
+            let reason = bulk.items[0].reason.as_deref().unwrap_or_default();
+            assert!(
+                !reason.is_empty() && single.message.starts_with(reason),
+                "{name}: the item says {reason:?}, the single call {:?}",
+                single.message
+            );
+            assert_eq!(single.outcome, bulk.items[0].outcome, "{name}");
+            assert_eq!(single.effect_applied, bulk.effect_applied, "{name}");
+        }
+    }
+}
+
 mod resumed;

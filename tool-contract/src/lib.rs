@@ -56,7 +56,7 @@
 //! | a settle window before trusting "not landed" | `Run::settle`, [`ToolSpec::settle`] | `src/engine/state.rs` |
 //! | the report of every way a call ends, and escalation | `Run::report`, `Run::escalate` | `src/engine/ending.rs` |
 //! | one intent, one runner: turns in a task family, claims in the store | `Claim`, [`journal::Journal::claim`] | `src/engine/claim.rs`, `src/journal/leases.rs` |
-//! | the attempt loop, single and in parts (bulk, pages) | [`engine::run`], [`engine::run_bulk`], [`engine::run_pages`] | `src/engine/` |
+//! | the attempt loop, one for every shape of call (a value, bulk items, pages) | `attempts::drive`, over [`engine::run`], [`engine::run_bulk`], [`engine::run_pages`] | `src/engine/attempts.rs` (the shapes: `single.rs`, `bulk.rs`, `pages.rs`) |
 //! | the log's format, header and reading rule | [`journal::index_record`], [`journal::HEADER`] | `src/journal/` |
 //! | durability and the writer thread | [`Durability`], [`FileJournal`] | `src/journal/file/writer.rs` |
 //! | the tool definition, schema and dispatch | [`define`], [`Toolbox`] | `src/define.rs`, `src/toolbox.rs` |

@@ -1,13 +1,14 @@
 //! Bulk work: per-item outcomes, an honest aggregate, and retries scoped to what did not land.
 
 use std::future::Future;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
-use super::{Run, Stop, ceil_secs, guarded, normalise, retry_stamp, secs, take_claim, within};
+use super::attempts::{Next, Work, drive};
+use super::{Run, Stop, ceil_secs, guarded, retry_stamp, secs};
 use crate::bulk::{BulkProber, ItemId};
-use crate::classify::{self, Class, Classify};
+use crate::classify::{Class, Classify};
 use crate::effect::EffectKind;
-use crate::journal::LastWord;
+use crate::journal::{LastWord, Recall};
 use crate::key::IntentKey;
 use crate::policy::{self, End, Facts, Step};
 use crate::probe::ProbeMark;
@@ -78,14 +79,15 @@ pub(crate) struct Words {
 pub(crate) const ITEMS: Words =
     Words { noun: "items", done: "done", pending: "not applied, retryable", name_failure: false };
 
-/// The loop of a call in parts: bulk items, or the pages of a read.
+/// The loop of a call in parts (bulk items, or the pages of a read): the attempt loop over the parts
+/// still to do.
 pub(crate) async fn run_parts<I, E, A, AF, P>(
     task: &Task,
     spec: &ToolSpec,
     key: IntentKey,
     items: Vec<I>,
-    mut attempt: A,
-    mut probe: P,
+    attempt: A,
+    probe: P,
     words: Words,
 ) -> Report<()>
 where
@@ -95,51 +97,95 @@ where
     AF: Future<Output = Result<Vec<Item>, E>>,
     P: BulkProber<I>,
 {
-    let mut run = Run::new(task, spec, key);
-    let side = spec.effect().has_side_effect();
-    let (claim, recall) = if side {
-        match take_claim(task, spec, key).await {
-            Ok((claim, recall)) => (Some(claim), recall),
-            Err(stop) => {
-                // Every item is listed, none attempted: a refusal is never an empty list.
-                let mut report = run.stopped(stop);
-                let applied = report.effect_applied;
-                report.items = items
-                    .iter()
-                    .map(|item| Item {
-                        id: item.item_id(),
-                        outcome: Outcome::Retryable,
-                        applied,
-                        reason: Some("not attempted".to_owned()),
-                    })
-                    .collect();
-                return report;
-            }
-        }
-    } else {
-        (None, None)
-    };
-    run.claim = claim.as_ref();
     let ids: Vec<String> = items.iter().map(ItemId::item_id).collect();
-    let mut results: Vec<Item> = ids.iter().map(|id| Item::retryable(id.clone(), "not attempted")).collect();
-    let mut to_probe: Vec<usize> = Vec::new();
-    // Items an earlier attempt may have applied, not since cleared by a probe.
-    let mut maybe = vec![false; results.len()];
+    let results: Vec<Item> = ids.iter().map(|id| Item::retryable(id.clone(), "not attempted")).collect();
+    let maybe = vec![false; results.len()];
+    let parts = Parts {
+        items,
+        ids,
+        results,
+        maybe,
+        to_probe: Vec::new(),
+        pending: Vec::new(),
+        last: None,
+        attempt,
+        probe,
+        words,
+    };
+    drive(task, spec, key, parts).await
+}
 
-    let mut resume_wait = None;
-    if let Some(recall) = recall {
-        resume_wait = run.resume(&recall);
+/// A call in parts over the attempt loop: each attempt carries the parts still to do.
+struct Parts<I, A, P> {
+    items: Vec<I>,
+    ids: Vec<String>,
+    results: Vec<Item>,
+    /// Items an earlier attempt may have applied, not since cleared by a probe.
+    maybe: Vec<bool>,
+    /// Items whose fate is unknown, to probe before the next attempt.
+    to_probe: Vec<usize>,
+    /// The items the next (or current) attempt carries.
+    pending: Vec<usize>,
+    /// How the last attempt failed as a whole, if it did.
+    last: Option<Class>,
+    attempt: A,
+    probe: P,
+    words: Words,
+}
+
+impl<I, E, A, AF, P> Work for Parts<I, A, P>
+where
+    I: Clone + ItemId,
+    E: Classify,
+    A: FnMut(crate::Call, Vec<I>) -> AF,
+    AF: Future<Output = Result<Vec<Item>, E>>,
+    P: BulkProber<I>,
+{
+    type Report = Report<()>;
+    type Answer = Vec<Item>;
+    type Error = E;
+
+    fn has_probe(&self) -> bool {
+        self.probe.exists()
+    }
+
+    fn stopped(&mut self, run: &Run<'_>, stop: Stop) -> Report<()> {
+        let mut report = summarise(run, honest(&self.results, &self.maybe), self.words);
+        // The items carry the outcome; the stop adds why the rest was not tried again.
+        report.message = format!("{}; {}", report.message, stop.message);
+        report.retry_after_s = stop.wait.map(ceil_secs);
+        report
+    }
+
+    fn refused(&mut self, run: &Run<'_>, stop: Stop) -> Report<()> {
+        // Every item is listed, none attempted: a refusal is never an empty list.
+        let mut report = run.stopped(stop);
+        let applied = report.effect_applied;
+        report.items = (self.ids.iter())
+            .map(|id| Item {
+                id: id.clone(),
+                outcome: Outcome::Retryable,
+                applied,
+                reason: Some("not attempted".to_owned()),
+            })
+            .collect();
+        report
+    }
+
+    fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<()>> {
         let recorded =
             recall.last.value.as_ref().and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
+        let (ids, results, maybe, to_probe) =
+            (&self.ids, &mut self.results, &mut self.maybe, &mut self.to_probe);
         match (recall.last_word(), recorded) {
             (LastWord::Ok(_), Some(recorded)) => {
-                let mut report = run.bulk_report(recorded, words);
+                let mut report = run.bulk_report(recorded, self.words);
                 report.message = format!("{} (recorded in the attempt log; not repeated)", report.message);
-                return report;
+                return Some(report);
             }
             // An earlier run ended with per-item results: resume from them, so what landed is not sent
             // again and what is unknown is probed first.
-            (LastWord::Ended(_), Some(recorded)) if side => {
+            (LastWord::Ended(_), Some(recorded)) => {
                 for item in recorded {
                     let Some(i) = ids.iter().position(|id| *id == item.id) else { continue };
                     if item.applied == Applied::Unknown {
@@ -149,7 +195,7 @@ where
                     results[i] = item;
                 }
             }
-            (LastWord::Unfinished, Some(recorded)) if side => {
+            (LastWord::Unfinished, Some(recorded)) => {
                 for item in recorded {
                     let Some(i) = ids.iter().position(|id| *id == item.id) else { continue };
                     results[i] = match item.outcome {
@@ -164,161 +210,141 @@ where
                 }
             }
             (LastWord::Ended(_), None) if recall.last.effect_applied == Some(Applied::No) => {}
-            (LastWord::Unfinished | LastWord::Ended(_), _) if side => {
-                for item in &mut results {
+            (LastWord::Unfinished | LastWord::Ended(_), _) => {
+                for item in results.iter_mut() {
                     *item = Item::unknown(item.id.clone(), "left unresolved by an earlier run");
                 }
-                to_probe = (0..results.len()).collect();
-                maybe = vec![true; results.len()];
+                *to_probe = (0..results.len()).collect();
+                *maybe = vec![true; results.len()];
             }
-            _ => {}
+            (LastWord::Ok(_), None) => {}
         }
+        None
     }
 
-    let mut made = 0u32;
-    let mut last: Option<Class> = None;
-    let mut stop: Option<Stop> = None;
-    loop {
-        if !to_probe.is_empty() {
+    async fn next(&mut self, run: &mut Run<'_>, made: u32) -> Next<Report<()>> {
+        if !self.to_probe.is_empty() {
             let started = SystemTime::now();
-            let left = task.remaining();
-            if let Some(mark) = resolve(&run, &mut probe, &items, &mut results, &to_probe).await {
-                for &i in &to_probe {
-                    maybe[i] = results[i].applied == Applied::Unknown;
+            let left = run.task.remaining();
+            let mark = resolve(run, &mut self.probe, &self.items, &mut self.results, &self.to_probe).await;
+            if let Some(mark) = mark {
+                for &i in &self.to_probe {
+                    self.maybe[i] = self.results[i].applied == Applied::Unknown;
                 }
-                let now = honest(&results, &maybe);
-                let Tally { outcome, applied, message } = tally(spec, &now, words);
+                let now = honest(&self.results, &self.maybe);
+                let Tally { outcome, applied, message } = tally(run.spec, &now, self.words);
                 let value = serde_json::to_value(&now).ok();
                 run.log_end(left, started, outcome, applied, Some(mark), &format!("probe: {message}"), value)
                     .await;
             }
-            to_probe.clear();
+            self.to_probe.clear();
         }
-        let pending: Vec<usize> =
-            (0..results.len()).filter(|&i| results[i].outcome == Outcome::Retryable).collect();
-        if pending.is_empty() {
-            break;
+        let results = &self.results;
+        self.pending = (0..results.len()).filter(|&i| results[i].outcome == Outcome::Retryable).collect();
+        if self.pending.is_empty() {
+            return Next::Done(summarise(run, honest(&self.results, &self.maybe), self.words));
         }
-        if made > 0 {
-            let class =
-                last.take().unwrap_or_else(|| Class::retryable(format!("{} items left", pending.len())));
-            // The items still to do applied nothing: the tool said so per item, or the probe did.
-            let mut facts = Facts {
-                effect: Applied::No,
-                probe: side.then_some(ProbeMark::NotLanded),
-                ..run.facts(&class, probe.exists(), made)
-            };
-            let mut denied = None;
-            let next = loop {
-                let (room, wait) = run.room(&class, made);
-                facts.room = room;
-                match policy::next(&facts) {
-                    Step::Approve => match run.approve(&class).await {
-                        Ok(()) => facts.approved = Some(true),
-                        Err(why) => (facts.approved, denied) = (Some(false), Some(why)),
-                    },
-                    Step::Retry => break Ok(wait),
-                    Step::Stop(End::OutOfBudget(room)) => {
-                        break Err(Some(run.out_of_budget(&class, room, wait)));
-                    }
-                    Step::Stop(End::NoApprover) => break Err(Some(run.no_approver(&class))),
-                    Step::Stop(End::Denied) => break Err(denied.take()),
-                    // The items carry their own outcomes; nothing more to say.
-                    Step::Probe | Step::Settle | Step::Stop(_) => break Err(None),
-                }
-            };
-            match next {
-                Ok(wait) => tokio::time::sleep(wait).await,
-                Err(why) => {
-                    stop = why;
-                    break;
-                }
-            }
+        if made == 0 {
+            return Next::Attempt(Duration::ZERO);
         }
-        if let Some(wait) = resume_wait.take()
-            && let Err(why) = run.wait_as_asked_before(wait).await
-        {
-            stop = Some(why);
-            break;
-        }
-        let left = task.remaining();
-        if let Err(why) = run.may_start(left) {
-            stop = Some(why);
-            break;
-        }
-        made += 1;
-        run.next_attempt();
-        let started = SystemTime::now();
-        // The start record carries the items as known before this attempt: if the process dies mid-attempt,
-        // a restart keeps what had landed or been refused and probes only what this attempt carried.
-        let before = serde_json::to_value(honest(&results, &maybe)).ok();
-        let left = match run.start_attempt(left, started, before).await {
-            Ok(left) => left,
-            Err(why) => {
-                stop = Some(why);
-                break;
+        let pending = self.pending.len();
+        let class = self.last.take().unwrap_or_else(|| Class::retryable(format!("{pending} items left")));
+        // The items still to do applied nothing: the tool said so per item, or the probe did.
+        let mut facts = Facts {
+            effect: Applied::No,
+            probe: run.spec.effect().has_side_effect().then_some(ProbeMark::NotLanded),
+            ..run.facts(&class, self.probe.exists(), made)
+        };
+        let mut denied = None;
+        let stop = loop {
+            let (room, wait) = run.room(&class, made);
+            facts.room = room;
+            match policy::next(&facts) {
+                Step::Approve => match run.approve(&class).await {
+                    Ok(()) => facts.approved = Some(true),
+                    Err(why) => (facts.approved, denied) = (Some(false), Some(why)),
+                },
+                Step::Retry => return Next::Attempt(wait),
+                Step::Stop(End::OutOfBudget(room)) => break Some(run.out_of_budget(&class, room, wait)),
+                Step::Stop(End::NoApprover) => break Some(run.no_approver(&class)),
+                Step::Stop(End::Denied) => break denied.take(),
+                // The items carry their own outcomes; nothing more to say.
+                Step::Probe | Step::Settle | Step::Stop(_) => break None,
             }
         };
-        let batch: Vec<I> = pending.iter().map(|&i| items[i].clone()).collect();
-        let limit = run.limit(left, probe.exists());
-        let call = run.call(limit);
-        let deadline = call.deadline;
-        let whole = match within(deadline, guarded(|| attempt(call, batch)), || run.flush()).await {
-            Ok(Ok(Ok(reported))) => {
-                merge(spec.effect(), &mut results, &pending, reported);
+        let report = match stop {
+            Some(stop) => self.stopped(run, stop),
+            None => summarise(run, honest(&self.results, &self.maybe), self.words),
+        };
+        Next::Done(report)
+    }
+
+    fn before(&self) -> Option<serde_json::Value> {
+        // The start record carries the items as known before this attempt: if the process dies
+        // mid-attempt, a restart keeps what had landed or been refused and probes only what this attempt
+        // carried.
+        serde_json::to_value(honest(&self.results, &self.maybe)).ok()
+    }
+
+    fn attempt(&mut self, call: crate::Call) -> impl Future<Output = Result<Vec<Item>, E>> {
+        let batch: Vec<I> = self.pending.iter().map(|&i| self.items[i].clone()).collect();
+        (self.attempt)(call, batch)
+    }
+
+    async fn after(
+        &mut self,
+        run: &mut Run<'_>,
+        answer: Result<Vec<Item>, Class>,
+        left: Duration,
+        started: SystemTime,
+    ) -> Option<Report<()>> {
+        let kind = run.spec.effect();
+        let (results, pending) = (&mut self.results, &self.pending);
+        let whole = match answer {
+            Ok(reported) => {
+                merge(kind, results, pending, reported);
                 None
             }
-            Ok(Ok(Err(err))) => Some(normalise(spec.effect(), err.classify())),
-            Ok(Err(panic)) if side => Some(Class::unknown(format!("the tool panicked mid-batch ({panic})"))),
-            Ok(Err(panic)) => Some(Class::permanent(format!("the tool panicked ({panic})"))),
-            Err(_) => {
-                Some(classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit))))
+            Err(class) => {
+                for &i in pending {
+                    results[i] = Item {
+                        id: results[i].id.clone(),
+                        outcome: class.outcome(),
+                        applied: class.effect(),
+                        reason: Some(class.message().to_owned()),
+                    };
+                }
+                Some(class)
             }
         };
-        if let Some(class) = &whole {
-            for &i in &pending {
-                results[i] = Item {
-                    id: results[i].id.clone(),
-                    outcome: class.outcome(),
-                    applied: class.effect(),
-                    reason: Some(class.message().to_owned()),
-                };
-            }
-        }
         for (i, item) in results.iter().enumerate() {
-            maybe[i] |= item.applied == Applied::Unknown;
+            self.maybe[i] |= item.applied == Applied::Unknown;
         }
         if let Some(wait) = whole.as_ref().and_then(Class::wait) {
             run.retry_at = Some(retry_stamp(wait));
         }
-        let now = honest(&results, &maybe);
-        let Tally { outcome, applied, message } = tally(spec, &now, words);
+        let now = honest(results, &self.maybe);
+        let Tally { outcome, applied, message } = tally(run.spec, &now, self.words);
         // Every end record carries the items, so a restart resumes from them.
         let value = serde_json::to_value(&now).ok();
         run.log_end(left, started, outcome, applied, None, &message, value).await;
-        last = whole;
-        if side {
-            to_probe = pending.iter().copied().filter(|&i| results[i].outcome == Outcome::Unknown).collect();
-            if !probe.exists()
-                && spec.effect() == EffectKind::Create
-                && spec.deduplication() == Dedupe::Receiver
+        self.last = whole;
+        if kind.has_side_effect() {
+            self.to_probe =
+                pending.iter().copied().filter(|&i| results[i].outcome == Outcome::Unknown).collect();
+            if !self.probe.exists()
+                && kind == EffectKind::Create
+                && run.spec.deduplication() == Dedupe::Receiver
             {
                 // The receiver deduplicates by the key: an unknown item is simply sent again.
-                for &i in &to_probe {
+                for &i in &self.to_probe {
                     results[i].outcome = Outcome::Retryable;
                 }
-                to_probe.clear();
+                self.to_probe.clear();
             }
         }
+        None
     }
-
-    let mut report = summarise(&run, honest(&results, &maybe), words);
-    if let Some(stop) = stop {
-        // The items carry the outcome; the stop adds why the rest was not tried again.
-        report.message = format!("{}; {}", report.message, stop.message);
-        report.retry_after_s = stop.wait.map(ceil_secs);
-    }
-    report
 }
 
 /// The items as reported: one that an earlier attempt may have applied is never `no`.
@@ -418,7 +444,12 @@ async fn resolve<I: Clone + ItemId, P: BulkProber<I>>(
         match verdict.applied {
             Applied::Yes => results[i] = Item::ok(verdict.id),
             Applied::No => {
-                results[i] = Item::retryable(verdict.id, "the probe found it did not land");
+                // Why the item was unknown, then what the probe found, as a single call reports it.
+                let why = match results[i].reason.as_deref() {
+                    Some(why) if !why.is_empty() => format!("{why}; the probe found it did not land"),
+                    _ => "the probe found it did not land".to_owned(),
+                };
+                results[i] = Item::retryable(verdict.id, why);
             }
             Applied::Unknown | Applied::Partial => {
                 results[i].reason =

@@ -1,6 +1,6 @@
 //! How a call ends: its report, escalated when it is unknown, for every way the engine stops.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::*;
 use crate::report::Item;

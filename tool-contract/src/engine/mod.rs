@@ -3,19 +3,18 @@
 //! [`run`] is what the `#[tool]` attribute calls; it is public so a tool can be written by hand.
 
 use std::future::Future;
-use std::time::SystemTime;
 
 use crate::call::Call;
-use crate::classify::{self, Class, Classify};
+use crate::classify::{Class, Classify};
 use crate::effect::EffectKind;
-use crate::journal::{LastWord, LogValue};
+use crate::journal::LogValue;
 use crate::key::IntentKey;
-use crate::policy::{self, End, Settle, Step};
-use crate::probe::{Probe, Prober};
+use crate::probe::Prober;
 use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
 use crate::task::Task;
 
+mod attempts;
 mod claim;
 mod ending;
 mod guard;
@@ -28,6 +27,7 @@ pub(crate) use wait::{ResumeWait, retry_stamp};
 
 mod bulk;
 mod pages;
+mod single;
 
 pub use bulk::run_bulk;
 pub use pages::run_pages;
@@ -57,8 +57,8 @@ pub async fn run<T, E, A, AF, P>(
     task: &Task,
     spec: &ToolSpec,
     key: IntentKey,
-    mut attempt: A,
-    mut probe: P,
+    attempt: A,
+    probe: P,
 ) -> Report<T>
 where
     T: LogValue,
@@ -67,181 +67,7 @@ where
     AF: Future<Output = Result<T, E>>,
     P: Prober<T>,
 {
-    let mut run = Run::new(task, spec, key);
-    let side = spec.effect().has_side_effect();
-    let mut last: Option<Class> = None;
-    let mut resume_wait = None;
-    // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
-    // second waits for the first, then starts from what the first left, with or without a log.
-    let (claim, recall) = if side {
-        match take_claim(task, spec, key).await {
-            Ok((claim, recall)) => (Some(claim), recall),
-            Err(stop) => return run.stopped(stop),
-        }
-    } else {
-        (None, None)
-    };
-    run.claim = claim.as_ref();
-
-    // Only side effects are recognised from the log: a read is cheap to repeat and its value goes stale,
-    // so of a read's history only the attempt count carries over.
-    if !side {
-        run.attempt = run.logged_attempts().await.unwrap_or(0);
-    } else if let Some(recall) = recall {
-        resume_wait = run.resume(&recall);
-        let earlier = match recall.last_word() {
-            LastWord::Ok(value) => match value.map(T::from_log) {
-                Some(Ok(value)) => return run.replayed(value),
-                _ => {
-                    Some(format!("attempt {} is recorded ok but its value is not in the log", run.attempt_id))
-                }
-            },
-            LastWord::Unfinished => {
-                Some(format!("attempt {} started in an earlier run and never finished", run.attempt_id))
-            }
-            // An end that applied nothing for sure leaves nothing to resolve.
-            LastWord::Ended(_) if recall.last.effect_applied == Some(Applied::No) => None,
-            LastWord::Ended(outcome) => Some(format!(
-                "attempt {} ended {outcome} in an earlier run with its effect {}",
-                run.attempt_id,
-                recall.last.effect_applied.unwrap_or(Applied::Unknown)
-            )),
-        };
-        last = earlier.map(Class::unknown);
-        run.maybe_applied = last.is_some();
-    }
-
-    let mut made = 0u32;
-    loop {
-        if let Some(mut class) = last.take() {
-            // What to do next is the policy's call (`policy::next`); the engine only carries it out.
-            let mut facts = run.facts(&class, probe.exists(), made);
-            let (mut landed, mut unsure, mut denied) = (None, String::new(), None);
-            let wait = loop {
-                let (room, wait) = run.room(&class, made);
-                facts.room = room;
-                match policy::next(&facts) {
-                    Step::Probe => {
-                        let verdict = run.probe(&mut probe, &class).await;
-                        facts.probe = Some(verdict.mark());
-                        match verdict {
-                            Probe::Landed(value) => landed = Some(value),
-                            Probe::Failed(why) => unsure = why,
-                            Probe::NotLanded => {
-                                facts.settle = run.settle(&class);
-                                if facts.settle == Settle::Settled {
-                                    run.maybe_applied = false;
-                                    class = resolved_not_landed(class);
-                                    (facts.outcome, facts.effect) = (class.outcome(), class.effect());
-                                }
-                            }
-                        }
-                    }
-                    Step::Approve => match run.approve(&class).await {
-                        Ok(()) => facts.approved = Some(true),
-                        Err(stop) => (facts.approved, denied) = (Some(false), Some(stop)),
-                    },
-                    Step::Settle => {
-                        // The service may still be holding the request: look again once it cannot.
-                        tokio::time::sleep(run.unsettled_for()).await;
-                        facts.probe = None;
-                    }
-                    Step::Retry => break wait,
-                    Step::Stop(end) => {
-                        return match end {
-                            End::Landed => match landed {
-                                Some(value) => run.landed(value, &class),
-                                None => run.unresolved(class.message()),
-                            },
-                            End::AsIs => {
-                                let wait = class.wait().filter(|_| class.outcome() != Outcome::Permanent);
-                                run.report(class.outcome(), class.effect(), class.message().to_owned(), wait)
-                            }
-                            End::NoProbe => run.without_probe(class),
-                            End::ProbeFailed => run.probe_failed(class, &unsure),
-                            End::Unsettled => run.unsettled(&class),
-                            End::Unresolved => run.unresolved(class.message()),
-                            End::NeverRetried => run.report(
-                                class.outcome(),
-                                class.effect(),
-                                never_retried(spec, class.message()),
-                                class.wait(),
-                            ),
-                            End::GaveUp => {
-                                let msg = format!("{}; gave up after {made} attempts", class.message());
-                                run.report(class.outcome(), class.effect(), msg, class.wait())
-                            }
-                            End::OutOfBudget(room) => run.stopped(run.out_of_budget(&class, room, wait)),
-                            End::NoApprover => run.stopped(run.no_approver(&class)),
-                            End::Denied => match denied {
-                                Some(stop) => run.stopped(stop),
-                                None => run.stopped(run.no_approver(&class)),
-                            },
-                        };
-                    }
-                }
-            };
-            if !wait.is_zero() {
-                tokio::time::sleep(wait).await;
-            }
-        }
-
-        if let Some(wait) = resume_wait.take()
-            && let Err(stop) = run.wait_as_asked_before(wait).await
-        {
-            return run.stopped(stop);
-        }
-        let left = task.remaining();
-        if let Err(stop) = run.may_start(left) {
-            return run.stopped(stop);
-        }
-        made += 1;
-        run.next_attempt();
-        let started = if run.keeps_records() { SystemTime::now() } else { SystemTime::UNIX_EPOCH };
-        let left = match run.start_attempt(left, started, None).await {
-            Ok(left) => left,
-            Err(stop) => return run.stopped(stop),
-        };
-        let limit = run.limit(left, probe.exists());
-        let call = run.call(limit);
-        let deadline = call.deadline;
-        let class = match within(deadline, guarded(|| attempt(call)), || run.flush()).await {
-            Ok(Ok(Ok(value))) => return run.succeeded(value, left, started).await,
-            Ok(Ok(Err(err))) => normalise(spec.effect(), err.classify()),
-            Ok(Err(panic)) if side => {
-                Class::unknown(format!("the tool panicked mid-call ({panic}); the effect may have landed"))
-            }
-            Ok(Err(panic)) => {
-                Class::permanent(format!("the tool panicked ({panic}); this is a bug in the tool"))
-            }
-            Err(_) => classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit))),
-        };
-        if let Some(wait) = class.wait() {
-            run.retry_at = Some(retry_stamp(wait));
-        }
-        // The log keeps the call's effect, not the attempt's: an attempt that applied nothing after one that
-        // may have landed leaves the intent unresolved for the next run.
-        let recorded = run.call_effect(class.effect());
-        run.log_end(left, started, class.outcome(), recorded, None, class.message(), None).await;
-        run.maybe_applied |= class.effect() != Applied::No;
-        last = Some(class);
-    }
-}
-
-fn resolved_not_landed(class: Class) -> Class {
-    if class.outcome() == Outcome::Unknown {
-        let mut resolved = Class::retryable(format!("{}; the probe found it did not land", class.message()));
-        if let Some(wait) = class.wait() {
-            resolved = resolved.retry_after(wait);
-        }
-        resolved
-    } else {
-        class.with_effect(Applied::No)
-    }
-}
-
-fn never_retried(spec: &ToolSpec, why: &str) -> String {
-    format!("{why}; {} calls are never retried automatically: check the state and call again", spec.effect())
+    attempts::drive(task, spec, key, single::One::new(attempt, probe)).await
 }
 
 /// A read has no effect: whatever its error says, nothing was applied and a retry is harmless.

@@ -1,0 +1,146 @@
+//! The one attempt loop every call runs, whatever its shape.
+//!
+//! A call takes its intent's claim, continues from what is known of the intent, then makes attempt
+//! after attempt: the wait and the budget check, the start record, the call under its time limit, its
+//! classification (an error, a panic, a timeout), the end record. What differs between a single call
+//! and a call in parts (bulk items, the pages of a read) is only what an attempt carries and what is
+//! decided between attempts; each shape is a [`Work`], and [`drive`] is the loop they share.
+
+use std::future::Future;
+use std::time::{Duration, SystemTime};
+
+use super::{Run, Stop, guarded, normalise, secs, take_claim, within};
+use crate::call::Call;
+use crate::classify::{self, Class, Classify};
+use crate::journal::Recall;
+use crate::key::IntentKey;
+use crate::spec::ToolSpec;
+use crate::task::Task;
+
+/// What a [`Work`] decides before an attempt.
+pub(crate) enum Next<R> {
+    /// Make the next attempt after this wait.
+    Attempt(Duration),
+    /// The call is over.
+    Done(R),
+}
+
+/// One shape of call over the attempt loop.
+pub(crate) trait Work {
+    /// What the call returns.
+    type Report;
+    /// What an attempt returns when the tool answers.
+    type Answer;
+    /// The tool's error, classified by the loop.
+    type Error: Classify;
+
+    /// Whether a probe exists: a side effect's attempt then keeps time back for it.
+    fn has_probe(&self) -> bool;
+
+    /// The report of a call stopped before another attempt (budget, approval, the store).
+    fn stopped(&mut self, run: &Run<'_>, stop: Stop) -> Self::Report;
+
+    /// The report of a call whose intent could not be claimed: nothing of it was attempted.
+    fn refused(&mut self, run: &Run<'_>, stop: Stop) -> Self::Report {
+        self.stopped(run, stop)
+    }
+
+    /// Continue from what an earlier call of this side-effecting intent left (`run` already numbers
+    /// its attempts after it); `Some` when that already answers the call.
+    fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Self::Report>;
+
+    /// Before every attempt, the first included: probe what may have landed, ask for approval, wait,
+    /// or end the call. Carries out [`crate::policy::next`].
+    async fn next(&mut self, run: &mut Run<'_>, made: u32) -> Next<Self::Report>;
+
+    /// What the attempt's start record carries, for a restart to resume from.
+    fn before(&self) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// The attempt itself.
+    fn attempt(&mut self, call: Call) -> impl Future<Output = Result<Self::Answer, Self::Error>>;
+
+    /// After an attempt: fold its answer (or its failure, classified) in and write its end record;
+    /// `Some` when the call is over.
+    async fn after(
+        &mut self,
+        run: &mut Run<'_>,
+        answer: Result<Self::Answer, Class>,
+        left: Duration,
+        started: SystemTime,
+    ) -> Option<Self::Report>;
+}
+
+/// Run a call of any shape to its report: the one attempt loop.
+pub(crate) async fn drive<W: Work>(task: &Task, spec: &ToolSpec, key: IntentKey, mut work: W) -> W::Report {
+    let mut run = Run::new(task, spec, key);
+    let side = spec.effect().has_side_effect();
+    // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
+    // second waits for the first, then starts from what the first left, with or without a log.
+    let (claim, recall) = if side {
+        match take_claim(task, spec, key).await {
+            Ok((claim, recall)) => (Some(claim), recall),
+            Err(stop) => return work.refused(&run, stop),
+        }
+    } else {
+        (None, None)
+    };
+    run.claim = claim.as_ref();
+
+    // Only side effects are recognised from the log: a read is cheap to repeat and its value goes stale,
+    // so of a read's history only the attempt count carries over.
+    let mut resume_wait = None;
+    if !side {
+        run.attempt = run.logged_attempts().await.unwrap_or(0);
+    } else if let Some(recall) = recall {
+        resume_wait = run.resume(&recall);
+        if let Some(report) = work.resume(&mut run, recall) {
+            return report;
+        }
+    }
+
+    let mut made = 0u32;
+    loop {
+        match work.next(&mut run, made).await {
+            Next::Attempt(wait) if !wait.is_zero() => tokio::time::sleep(wait).await,
+            Next::Attempt(_) => {}
+            Next::Done(report) => return report,
+        }
+        if let Some(wait) = resume_wait.take()
+            && let Err(stop) = run.wait_as_asked_before(wait).await
+        {
+            return work.stopped(&run, stop);
+        }
+        let left = task.remaining();
+        if let Err(stop) = run.may_start(left) {
+            return work.stopped(&run, stop);
+        }
+        made += 1;
+        run.next_attempt();
+        let started = if run.keeps_records() { SystemTime::now() } else { SystemTime::UNIX_EPOCH };
+        let left = match run.start_attempt(left, started, work.before()).await {
+            Ok(left) => left,
+            Err(stop) => return work.stopped(&run, stop),
+        };
+        let limit = run.limit(left, work.has_probe());
+        let call = run.call(limit);
+        let deadline = call.deadline;
+        let answer = match within(deadline, guarded(|| work.attempt(call)), || run.flush()).await {
+            Ok(Ok(Ok(answer))) => Ok(answer),
+            Ok(Ok(Err(err))) => Err(normalise(spec.effect(), err.classify())),
+            Ok(Err(panic)) if side => Err(Class::unknown(format!(
+                "the tool panicked mid-call ({panic}); the effect may have landed"
+            ))),
+            Ok(Err(panic)) => {
+                Err(Class::permanent(format!("the tool panicked ({panic}); this is a bug in the tool")))
+            }
+            Err(()) => {
+                Err(classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit))))
+            }
+        };
+        if let Some(report) = work.after(&mut run, answer, left, started).await {
+            return report;
+        }
+    }
+}
