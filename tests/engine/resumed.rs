@@ -298,17 +298,25 @@ async fn the_same_intent_twice_at_once_sends_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_restarted_process_waits_as_the_service_asked_the_earlier_one() {
-    use tool_contract::journal::rfc3339;
+    use tool_contract::journal::{parse_rfc3339, rfc3339, wall_clock};
     let spec = spec("post_notice", EffectKind::Send);
     let task = task(30);
     let key = task.key(&spec, &"thread-9", None);
     let asked = |secs: u64| {
         let mut end = ended(record(key, "post_notice", 1), Outcome::Retryable, Applied::No, None);
-        end.retry_at = Some(rfc3339(std::time::SystemTime::now() + Duration::from_secs(secs)));
+        // On the clock the engine reads: the system's, moved with tokio's paused one.
+        end.retry_at = Some(rfc3339(wall_clock() + Duration::from_secs(secs)));
         Arc::new(MemoryJournal::from_records([end]))
     };
 
+    // The wait a stamp of `secs` from now asks for: its stamp has whole seconds, so it ends at the
+    // second it names.
+    let asked_wait = |secs: u64| {
+        let now = wall_clock();
+        parse_rfc3339(&rfc3339(now + Duration::from_secs(secs))).unwrap().duration_since(now).unwrap()
+    };
     let calls = Calls::new();
+    let expected = asked_wait(5);
     let task1 = task.clone().journal(asked(5));
     let report = engine::run(
         &task1,
@@ -323,9 +331,13 @@ async fn a_restarted_process_waits_as_the_service_asked_the_earlier_one() {
     .await;
     assert_eq!(report.outcome, Outcome::Ok);
     let at = calls.times()[0];
-    assert!(at >= Duration::from_secs(4) && at <= Duration::from_secs(5), "first attempt at {at:?}");
+    assert!(
+        at.abs_diff(expected) < Duration::from_millis(1),
+        "first attempt at {at:?}, asked for {expected:?}"
+    );
 
     let calls = Calls::new();
+    let expected = asked_wait(100);
     let task2 = task.clone().journal(asked(100));
     let report = engine::run(
         &task2,
@@ -341,7 +353,8 @@ async fn a_restarted_process_waits_as_the_service_asked_the_earlier_one() {
     assert_eq!(calls.count(), 0);
     // The true budget left; the wait asked for is longer, which is the caller's sign to stop.
     assert_eq!((report.outcome, report.deadline_left_s), (Outcome::Retryable, 25));
-    assert!(report.retry_after_s.is_some_and(|s| (99..=100).contains(&s)), "{:?}", report.retry_after_s);
+    let whole_seconds = expected.as_secs() + u64::from(expected.subsec_nanos() > 0);
+    assert_eq!(report.retry_after_s, Some(whole_seconds));
 }
 
 #[tokio::test(start_paused = true)]
@@ -349,7 +362,7 @@ async fn an_attempt_told_to_wait_logs_when_the_wait_ends() {
     let spec = spec("post_notice", EffectKind::Send).max_attempts(1);
     let journal = Arc::new(MemoryJournal::new());
     let task = task(30).journal(journal.clone());
-    let before = std::time::SystemTime::now();
+    let before = tool_contract::journal::wall_clock();
     engine::run(
         &task,
         &spec,
@@ -365,7 +378,9 @@ async fn an_attempt_told_to_wait_logs_when_the_wait_ends() {
         let at =
             tool_contract::journal::parse_rfc3339(end.retry_at.as_deref().expect("retry_at on every end"))
                 .expect("an RFC 3339 time");
-        let wait = at.duration_since(before).unwrap_or_default();
-        assert!(wait >= Duration::from_secs(30) && wait <= Duration::from_secs(32), "{wait:?}");
+        // 30 s after the attempt, on the paused clock, rounded up to the second the log can write.
+        let due = (before + Duration::from_secs(30)).duration_since(std::time::UNIX_EPOCH).unwrap();
+        let rounded = Duration::from_secs(due.as_secs() + u64::from(due.subsec_nanos() > 0));
+        assert_eq!(at.duration_since(std::time::UNIX_EPOCH).unwrap(), rounded);
     }
 }

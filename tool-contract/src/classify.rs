@@ -176,6 +176,8 @@ pub struct HttpReply<'a> {
 /// - other `4xx`: permanent;
 /// - a `2xx` whose body reports an error: classified by the body, never `ok` on the status alone.
 ///
+/// A `Retry-After` HTTP-date is measured from [`crate::journal::wall_clock`].
+///
 /// ```
 /// use tool_contract::{Applied, Body, EffectKind, HttpReply, Outcome, classify};
 ///
@@ -188,7 +190,7 @@ pub struct HttpReply<'a> {
 /// assert_eq!(class.wait(), Some(std::time::Duration::from_secs(30)));
 /// ```
 pub fn http(kind: EffectKind, reply: HttpReply<'_>) -> Option<Class> {
-    http_at(kind, reply, SystemTime::now(), DEFAULT_RETRY_AFTER_CAP)
+    http_at(kind, reply, crate::journal::wall_clock(), DEFAULT_RETRY_AFTER_CAP)
 }
 
 /// [`http`] with an explicit clock for HTTP-dates and an explicit cap on `Retry-After`.

@@ -118,7 +118,7 @@ pub(crate) async fn drive<W: Work>(task: &Task, spec: &ToolSpec, key: IntentKey,
         }
         made += 1;
         run.next_attempt();
-        let started = if run.keeps_records() { SystemTime::now() } else { SystemTime::UNIX_EPOCH };
+        let started = if run.keeps_records() { crate::journal::wall_clock() } else { SystemTime::UNIX_EPOCH };
         let left = match run.start_attempt(left, started, work.before()).await {
             Ok(left) => left,
             Err(stop) => return work.stopped(&run, stop),

@@ -224,7 +224,7 @@ where
 
     async fn next(&mut self, run: &mut Run<'_>, made: u32) -> Next<Report<()>> {
         if !self.to_probe.is_empty() {
-            let started = SystemTime::now();
+            let started = crate::journal::wall_clock();
             let left = run.task.remaining();
             let mark = resolve(run, &mut self.probe, &self.items, &mut self.results, &self.to_probe).await;
             if let Some(mark) = mark {

@@ -140,7 +140,7 @@ impl<'a> Run<'a> {
     /// wall-clock stamp it logged.
     fn reached_at(&mut self, started: &str) {
         let since = crate::journal::parse_rfc3339(started)
-            .and_then(|at| SystemTime::now().duration_since(at).ok())
+            .and_then(|at| crate::journal::wall_clock().duration_since(at).ok())
             .unwrap_or_default();
         let now = tokio::time::Instant::now();
         self.reached = Some(now.checked_sub(since).unwrap_or(now));
@@ -382,7 +382,7 @@ impl<'a> Run<'a> {
     /// window has passed: before that, the service may still hold the request, and the log says so.
     pub(crate) async fn probe<T: LogValue, P: Prober<T>>(&self, probe: &mut P, of: &Class) -> Probe<T> {
         let left = self.task.remaining();
-        let started = SystemTime::now();
+        let started = crate::journal::wall_clock();
         let verdict = if left.is_zero() {
             Probe::Failed("no budget left to run it".to_owned())
         } else {

@@ -1,7 +1,7 @@
 //! Waiting between attempts: backoff and `Retry-After` within the budget, a wait an earlier run was
 //! asked for, and the approver of a second `money` attempt.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use super::*;
 use crate::journal::rfc3339;
@@ -10,7 +10,7 @@ use crate::task::{Approval, ApprovalRequest};
 
 /// The instant a wait ends, as the log writes it: RFC 3339, rounded up to the second.
 pub(crate) fn retry_stamp(wait: Duration) -> String {
-    let at = SystemTime::now() + wait;
+    let at = crate::journal::wall_clock() + wait;
     let rounded = match at.duration_since(std::time::UNIX_EPOCH) {
         Ok(since) if since.subsec_nanos() > 0 => {
             at + Duration::from_nanos(u64::from(1_000_000_000 - since.subsec_nanos()))
@@ -29,7 +29,7 @@ pub(crate) struct ResumeWait {
 impl ResumeWait {
     pub(crate) fn of(last: &crate::journal::Record) -> Option<ResumeWait> {
         let until = last.retry_at.as_deref()?;
-        let left = crate::journal::parse_rfc3339(until)?.duration_since(SystemTime::now()).ok()?;
+        let left = crate::journal::parse_rfc3339(until)?.duration_since(crate::journal::wall_clock()).ok()?;
         Some(ResumeWait { until: until.to_owned(), left })
     }
 }

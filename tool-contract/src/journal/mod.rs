@@ -39,7 +39,7 @@ mod stamp;
 
 pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::MemoryJournal;
-pub use stamp::{parse_rfc3339, rfc3339};
+pub use stamp::{parse_rfc3339, rfc3339, wall_clock};
 
 /// Whether a record is a promise made before an attempt or the account given after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,6 +1,47 @@
 //! The log's timestamps: RFC 3339 UTC with whole seconds, written and read without a date library.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The wall-clock time the engine stamps records and waits with: the system's clock, moved by as
+/// much as tokio's clock stands apart from the monotonic one.
+///
+/// Outside a paused runtime the two agree and this is `SystemTime::now()`. Under tokio's paused clock
+/// (`#[tokio::test(start_paused = true)]`), where time moves only as the test advances it, this moves
+/// with it: a record's `started`, a `retry_at` and a wait a restarted process reads back are all on the
+/// one clock the test controls. A test that builds records by hand takes its time from here too.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+/// use std::time::Duration;
+/// use tool_contract::journal::wall_clock;
+///
+/// let before = wall_clock();
+/// tokio::time::sleep(Duration::from_secs(3600)).await; // at once: the clock is paused
+/// let moved = wall_clock().duration_since(before).unwrap();
+/// // To within the time between two reads of the system's clocks, a few hundred nanoseconds.
+/// assert!(moved.abs_diff(Duration::from_secs(3600)) < Duration::from_millis(1), "{moved:?}");
+/// # }
+/// ```
+pub fn wall_clock() -> SystemTime {
+    let tokio_now = tokio::time::Instant::now().into_std();
+    // The system clock and the monotonic one, read as close together as the scheduler allows: a read
+    // interrupted between the two (more than 100 µs) is taken again, twice at most.
+    let mut reads = 0;
+    let (mono, system) = loop {
+        let before = std::time::Instant::now();
+        let system = SystemTime::now();
+        let after = std::time::Instant::now();
+        reads += 1;
+        if after.duration_since(before) < Duration::from_micros(100) || reads == 3 {
+            break (before, system);
+        }
+    };
+    if tokio_now >= mono {
+        system.checked_add(tokio_now - mono).unwrap_or(system)
+    } else {
+        system.checked_sub(mono - tokio_now).unwrap_or(system)
+    }
+}
 
 /// Format a wall-clock time as RFC 3339 UTC with whole seconds (`2026-11-30T05:12:04Z`).
 pub fn rfc3339(at: SystemTime) -> String {

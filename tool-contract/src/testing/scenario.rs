@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -441,7 +441,7 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
         let t = self.timing;
         let mut verdicts = Vec::new();
         // Delta-seconds, then an HTTP-date, each within the budget; then a wait the budget cannot hold.
-        let (sys0, inst0) = (SystemTime::now(), tokio::time::Instant::now());
+        let (sys0, inst0) = (crate::journal::wall_clock(), tokio::time::Instant::now());
         let at = sys0 + Duration::from_secs(t.retry_after_s + 1);
         // The header's own time, on tokio's clock: HTTP-dates have one-second resolution.
         let at_instant = inst0

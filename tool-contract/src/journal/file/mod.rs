@@ -142,7 +142,7 @@ pub struct JournalStats {
     pub records_read: u64,
     /// Records appended since.
     pub appended: u64,
-    /// Records handed to the operating system, one `write(2)` each (a failed one included).
+    /// `write(2)` calls, each carrying every record queued since the last one (a failed one included).
     pub writes: u64,
     /// `fdatasync(2)` calls: with group commit, fewer than synced appends.
     pub syncs: u64,
