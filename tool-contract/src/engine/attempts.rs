@@ -124,7 +124,7 @@ pub(crate) async fn drive<W: Work>(task: &Task, spec: &ToolSpec, key: IntentKey,
             Err(stop) => return work.stopped(&run, stop),
         };
         let limit = run.limit(left, work.has_probe());
-        let call = run.call(limit);
+        let call = run.call(limit, left);
         let deadline = call.deadline;
         let answer = match within(deadline, guarded(|| work.attempt(call)), || run.flush()).await {
             Ok(Ok(Ok(answer))) => Ok(answer),

@@ -7,7 +7,7 @@ use super::claim::{Claim, Refused};
 use super::guard::{guarded, ready_or_within, secs};
 use crate::call::Call;
 use crate::classify::Class;
-use crate::journal::{Durability, LogValue, Phase, Recall, RecordRef, rfc3339};
+use crate::journal::{Durability, LogValue, Phase, Recall, RecordRef, Stamp};
 use crate::key::IntentKey;
 use crate::policy::{Facts, Room, Settle};
 use crate::probe::{Probe, ProbeMark, Prober};
@@ -193,17 +193,24 @@ impl<'a> Run<'a> {
     }
 
     /// The attempt's call context; from now on its request may reach the service.
-    pub(crate) fn call(&mut self, limit: Duration) -> Call {
-        let now = tokio::time::Instant::now();
-        if self.spec.effect().has_side_effect() {
-            self.reached = Some(now);
-        }
+    /// `left` is the budget the limit was taken from, just now.
+    pub(crate) fn call(&mut self, limit: Duration, left: Duration) -> Call {
+        let deadline = if limit >= left && !self.spec.effect().has_side_effect() {
+            // A read given all that is left ends with the task's budget: no clock to read.
+            self.task.deadline()
+        } else {
+            let now = tokio::time::Instant::now();
+            if self.spec.effect().has_side_effect() {
+                self.reached = Some(now);
+            }
+            now.checked_add(limit).unwrap_or(now)
+        };
         Call {
             task_id: self.task.id_arc(),
             key: self.key,
             attempt: self.attempt,
             attempt_id: self.attempt_id.as_str().into(),
-            deadline: now.checked_add(limit).unwrap_or(now),
+            deadline,
         }
     }
 
@@ -237,8 +244,8 @@ impl<'a> Run<'a> {
         if !self.keeps_records() {
             return Ok(());
         }
-        let stamp = rfc3339(started);
-        let mut record = self.record(Phase::Start, left, &stamp);
+        let stamp = Stamp::of(started);
+        let mut record = self.record(Phase::Start, left, stamp.as_str());
         record.value = value.as_ref();
         let Some(journal) = self.task.journal_ref() else {
             if let Some(claim) = self.claim {
@@ -279,8 +286,8 @@ impl<'a> Run<'a> {
         if !self.keeps_records() {
             return;
         }
-        let stamp = rfc3339(started);
-        let mut record = self.record(Phase::End, left, &stamp);
+        let stamp = Stamp::of(started);
+        let mut record = self.record(Phase::End, left, stamp.as_str());
         record.outcome = Some(outcome);
         record.effect_applied = Some(applied);
         record.probe = probe;
@@ -325,8 +332,8 @@ impl<'a> Run<'a> {
                 let message = format!("{err}; the attempt was not started");
                 (Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None }, late)
             }
-            // Nothing was stored, so no time passed: `left` still holds.
-            Ok(()) if !self.keeps_records() => return Ok(left),
+            // Nothing was stored, or a read's start record, which never waits: `left` still holds.
+            Ok(()) if !self.keeps_records() || !side => return Ok(left),
             _ => {
                 let now = self.task.remaining();
                 match self.may_start(now) {

@@ -39,6 +39,7 @@ mod stamp;
 
 pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::MemoryJournal;
+pub(crate) use stamp::Stamp;
 pub use stamp::{parse_rfc3339, rfc3339, wall_clock};
 
 /// Whether a record is a promise made before an attempt or the account given after it.

@@ -5,7 +5,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// The wall-clock time the engine stamps records and waits with: the system's clock, moved by as
 /// much as tokio's clock stands apart from the monotonic one.
 ///
-/// Outside a paused runtime the two agree and this is `SystemTime::now()`. Under tokio's paused clock
+/// Outside a paused runtime the two agree and this is the system's clock (as measured against the
+/// monotonic one at most a second earlier, so it costs one clock read). Under tokio's paused clock
 /// (`#[tokio::test(start_paused = true)]`), where time moves only as the test advances it, this moves
 /// with it: a record's `started`, a `retry_at` and a wait a restarted process reads back are all on the
 /// one clock the test controls. A test that builds records by hand takes its time from here too.
@@ -18,47 +19,95 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// let before = wall_clock();
 /// tokio::time::sleep(Duration::from_secs(3600)).await; // at once: the clock is paused
 /// let moved = wall_clock().duration_since(before).unwrap();
-/// // To within the time between two reads of the system's clocks, a few hundred nanoseconds.
+/// // To within the time between two reads of the system's clocks: nanoseconds.
 /// assert!(moved.abs_diff(Duration::from_secs(3600)) < Duration::from_millis(1), "{moved:?}");
 /// # }
 /// ```
 pub fn wall_clock() -> SystemTime {
-    let tokio_now = tokio::time::Instant::now().into_std();
-    // The system clock and the monotonic one, read as close together as the scheduler allows: a read
-    // interrupted between the two (more than 100 µs) is taken again, twice at most.
-    let mut reads = 0;
-    let (mono, system) = loop {
-        let before = std::time::Instant::now();
-        let system = SystemTime::now();
-        let after = std::time::Instant::now();
-        reads += 1;
-        if after.duration_since(before) < Duration::from_micros(100) || reads == 3 {
-            break (before, system);
+    let now = tokio::time::Instant::now().into_std();
+    // The system clock against the monotonic one, measured again once the clock has moved a second:
+    // a step of the system clock (NTP, a resume from suspend) is seen within a second, and a call
+    // reads one clock, as `SystemTime::now()` would.
+    thread_local! {
+        static ANCHOR: std::cell::Cell<Option<Anchor>> = const { std::cell::Cell::new(None) };
+    }
+    let anchor = ANCHOR.with(|cell| match cell.get() {
+        Some(anchor) if now >= anchor.at && now - anchor.at < Duration::from_secs(1) => anchor,
+        _ => {
+            let anchor = Anchor::measure(now);
+            cell.set(Some(anchor));
+            anchor
         }
-    };
-    if tokio_now >= mono {
-        system.checked_add(tokio_now - mono).unwrap_or(system)
+    });
+    if now >= anchor.mono {
+        anchor.system.checked_add(now - anchor.mono).unwrap_or(anchor.system)
     } else {
-        system.checked_sub(mono - tokio_now).unwrap_or(system)
+        anchor.system.checked_sub(anchor.mono - now).unwrap_or(anchor.system)
+    }
+}
+
+/// The system clock and the monotonic one, read together.
+#[derive(Clone, Copy)]
+struct Anchor {
+    /// tokio's clock when this was measured (paused or not), to know when to measure again.
+    at: std::time::Instant,
+    mono: std::time::Instant,
+    system: SystemTime,
+}
+
+impl Anchor {
+    /// Read both clocks as close together as the scheduler allows: a read interrupted between them
+    /// (more than 100 µs) is taken again, twice at most.
+    fn measure(at: std::time::Instant) -> Anchor {
+        let mut reads = 0;
+        loop {
+            let mono = std::time::Instant::now();
+            let system = SystemTime::now();
+            let after = std::time::Instant::now();
+            reads += 1;
+            if after.duration_since(mono) < Duration::from_micros(100) || reads == 3 {
+                return Anchor { at, mono, system };
+            }
+        }
     }
 }
 
 /// Format a wall-clock time as RFC 3339 UTC with whole seconds (`2026-11-30T05:12:04Z`).
 pub fn rfc3339(at: SystemTime) -> String {
-    let secs = at.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    // Every attempt stamps two records, mostly within the same second as the attempt before.
-    thread_local! {
-        static LAST: std::cell::Cell<(u64, [u8; 20])> = const { std::cell::Cell::new((u64::MAX, [0; 20])) };
+    Stamp::of(at).as_str().to_owned()
+}
+
+/// A time as the log writes it ([`rfc3339`]), held without allocating for years 0 to 9999.
+pub(crate) enum Stamp {
+    Short([u8; 20]),
+    Long(String),
+}
+
+impl Stamp {
+    pub(crate) fn of(at: SystemTime) -> Stamp {
+        let secs = at.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        // Every attempt stamps two records, mostly within the same second as the attempt before.
+        thread_local! {
+            static LAST: std::cell::Cell<(u64, [u8; 20])> = const { std::cell::Cell::new((u64::MAX, [0; 20])) };
+        }
+        let (last, text) = LAST.with(std::cell::Cell::get);
+        if last == secs {
+            return Stamp::Short(text);
+        }
+        let stamp = rfc3339_of(secs);
+        if let Stamp::Short(text) = stamp {
+            LAST.with(|cell| cell.set((secs, text)));
+        }
+        stamp
     }
-    let (last, text) = LAST.with(std::cell::Cell::get);
-    if last == secs {
-        return std::str::from_utf8(&text).unwrap_or_default().to_owned();
+
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            // ASCII digits and separators by construction.
+            Stamp::Short(text) => std::str::from_utf8(text).unwrap_or_default(),
+            Stamp::Long(text) => text,
+        }
     }
-    let stamp = rfc3339_of(secs);
-    if let Ok(text) = <[u8; 20]>::try_from(stamp.as_bytes()) {
-        LAST.with(|cell| cell.set((secs, text)));
-    }
-    stamp
 }
 
 /// Read back a time written by [`rfc3339`] (`2026-11-30T05:12:04Z`); `None` for any other form.
@@ -100,11 +149,12 @@ fn days_from_civil(y: i64, m: u64, d: u64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-fn rfc3339_of(secs: u64) -> String {
+fn rfc3339_of(secs: u64) -> Stamp {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(i64::try_from(days).unwrap_or(0));
     if !(0..=9999).contains(&y) {
-        return format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60);
+        let (h, min, sec) = (rem / 3600, rem % 3600 / 60, rem % 60);
+        return Stamp::Long(format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{sec:02}Z"));
     }
     // Every call writes this twice: digit by digit, without the formatting machinery.
     let mut out = *b"0000-00-00T00:00:00Z";
@@ -120,8 +170,7 @@ fn rfc3339_of(secs: u64) -> String {
     put(11, 2, rem / 3600);
     put(14, 2, rem % 3600 / 60);
     put(17, 2, rem % 60);
-    // ASCII digits and separators by construction.
-    std::str::from_utf8(&out).unwrap_or_default().to_owned()
+    Stamp::Short(out)
 }
 
 // Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's civil_from_days).
