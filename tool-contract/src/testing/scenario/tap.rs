@@ -1,0 +1,116 @@
+//! The journals the conformance runner puts between the engine and the log.
+
+use super::*;
+
+/// A journal that forwards to another and remembers the probe verdicts it saw, per intent.
+#[derive(Clone)]
+pub(crate) struct Tap {
+    inner: Arc<dyn Journal>,
+    probes: Arc<Mutex<HashMap<IntentKey, ProbeMark>>>,
+}
+
+impl Tap {
+    pub(crate) fn new(inner: Arc<dyn Journal>) -> Tap {
+        Tap { inner, probes: Arc::default() }
+    }
+
+    pub(crate) fn last_probe(&self, key: IntentKey) -> Option<ProbeMark> {
+        self.probes.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied()
+    }
+}
+
+impl Journal for Tap {
+    fn claim(
+        &self,
+        key: &IntentKey,
+        owner: &Owner,
+        lease: Duration,
+    ) -> Answer<'_, Result<Claimed, JournalError>> {
+        self.inner.claim(key, owner, lease)
+    }
+
+    fn release(&self, key: &IntentKey, owner: &Owner) {
+        self.inner.release(key, owner);
+    }
+
+    fn start(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.inner.start(owner, record, durability)
+    }
+
+    fn append<'a>(
+        &'a self,
+        record: &'a Record,
+        durability: Durability,
+    ) -> Answer<'a, Result<(), JournalError>> {
+        self.append_ref(record.as_record_ref(), durability)
+    }
+
+    fn append_ref(
+        &self,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        if let Some(mark) = record.probe {
+            self.probes.lock().unwrap_or_else(|e| e.into_inner()).insert(record.intent_key, mark);
+        }
+        self.inner.append_ref(record, durability)
+    }
+
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
+        self.inner.recall(key)
+    }
+
+    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
+        self.inner.unresolved()
+    }
+
+    fn flush(&self) -> Result<(), JournalError> {
+        self.inner.flush()
+    }
+}
+
+/// A journal that keeps nothing: a process with no attempt log, to let the receiver's key do the work.
+pub(super) struct NoJournal;
+
+impl Journal for NoJournal {
+    fn claim(
+        &self,
+        _key: &IntentKey,
+        _owner: &Owner,
+        _lease: Duration,
+    ) -> Answer<'_, Result<Claimed, JournalError>> {
+        Answer::now(Ok(Claimed::Held(None)))
+    }
+
+    fn release(&self, _key: &IntentKey, _owner: &Owner) {}
+
+    fn start(
+        &self,
+        _owner: &Owner,
+        _record: RecordRef<'_>,
+        _durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        Answer::now(Ok(()))
+    }
+
+    fn append<'a>(
+        &'a self,
+        _record: &'a Record,
+        _durability: Durability,
+    ) -> Answer<'a, Result<(), JournalError>> {
+        Answer::now(Ok(()))
+    }
+
+    fn recall(&self, _key: &IntentKey) -> Answer<'_, Option<Recall>> {
+        Answer::now(None)
+    }
+
+    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
+        Answer::now(Vec::new())
+    }
+}
