@@ -60,6 +60,7 @@ fn every_class_of_failure_is_drawn() {
         assert!(n >= 50, "{what}: {n} of 5,000 schedules");
     };
     share("several calls of one intent at once", &|s| s.callers > 1);
+    share("several processes on one log", &|s| s.openers);
     share("no attempt log", &|s| s.log == LogMode::None);
     share("a log that stalls", &|s| matches!(s.log, LogMode::Stalls(_)));
     share("a log that vanishes", &|s| matches!(s.log, LogMode::Vanishes(_)));

@@ -101,6 +101,9 @@ pub struct Schedule {
     pub log: LogMode,
     /// How many calls of the intent run at once (after any crash).
     pub callers: u32,
+    /// The callers after the first are other processes sharing the log (each its own task, not a clone
+    /// of the first): only the store's claim keeps them apart.
+    pub openers: bool,
     /// The task id and actor hold `|`, and a decoy intent spelling the same joined text follows.
     pub pipes: bool,
     /// The probe sees only what has landed, not what the service still holds; the tool's settle window
@@ -152,6 +155,8 @@ impl Schedule {
         let callers = if rng.chance(20) { 2 + rng.below(2) as u32 } else { 1 };
         let pipes = rng.chance(15);
         let held = kind.has_side_effect() && !receiver_dedupes && rng.chance(20);
+        // Processes with no shared log have nothing to share: two of them may both act (documented).
+        let openers = callers > 1 && log != LogMode::None && rng.chance(50);
         Schedule {
             seed,
             kind,
@@ -164,6 +169,7 @@ impl Schedule {
             items,
             log,
             callers,
+            openers,
             pipes,
             held,
         }
@@ -252,13 +258,20 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
     // With `pipes`, the task and actor hold `|`; the decoy spells the same text joined with `|`.
     let (id, actor) =
         if schedule.pipes { (format!("sim|{seed}"), "sim|a") } else { (format!("sim-{seed}"), "sim") };
-    let mut task =
-        Task::new(id, actor, schedule.budget).escalate_to(escalations.clone()).approver(ApproveAll);
-    match schedule.log {
-        LogMode::None => {}
-        LogMode::Memory => task = task.journal(Arc::new(MemoryJournal::new())),
-        mode => task = task.journal(Arc::new(Faulty::new(mode))),
-    }
+    let journal: Option<Arc<dyn Journal>> = match schedule.log {
+        LogMode::None => None,
+        LogMode::Memory => Some(Arc::new(MemoryJournal::new())),
+        mode => Some(Arc::new(Faulty::new(mode))),
+    };
+    // A process of its own on the shared log: its own task family, the same deadline.
+    let process = |budget: Duration| {
+        let task = Task::new(id.clone(), actor, budget).escalate_to(escalations.clone()).approver(ApproveAll);
+        match &journal {
+            Some(journal) => task.journal(Arc::clone(journal)),
+            None => task,
+        }
+    };
+    let task = process(schedule.budget);
 
     // A call that waits on a log that never answers would hang here: it may take the budget, never more.
     let runs = async {
@@ -275,8 +288,14 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
             // A restarted process: same task, same deadline, same log; the intent called `callers` times
             // at once (a model repeating itself, a client re-sending a call).
             None => {
-                let calls = (0..schedule.callers)
-                    .map(|_| one_call(&task, &spec, &service, &schedule, &started_below_floor));
+                let others: Vec<Task> = (1..schedule.callers)
+                    .filter(|_| schedule.openers)
+                    .map(|_| process(task.remaining()))
+                    .collect();
+                let tasks =
+                    (0..schedule.callers as usize).map(|i| others.get(i.wrapping_sub(1)).unwrap_or(&task));
+                let calls =
+                    tasks.map(|task| one_call(task, &spec, &service, &schedule, &started_below_floor));
                 // The last to finish has the last word on the intent.
                 let mut reports = join_all(calls).await;
                 reports.pop().unwrap_or_else(|| unreachable!("at least one caller"))
