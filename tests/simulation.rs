@@ -61,6 +61,7 @@ fn every_class_of_failure_is_drawn() {
     };
     share("several calls of one intent at once", &|s| s.callers > 1);
     share("several processes on one log", &|s| s.openers);
+    share("a retry budget with no room", &|s| s.no_retry_budget);
     share("no attempt log", &|s| s.log == LogMode::None);
     share("a log that stalls", &|s| matches!(s.log, LogMode::Stalls(_)));
     share("a log that vanishes", &|s| matches!(s.log, LogMode::Vanishes(_)));

@@ -134,6 +134,9 @@ fn spec(tool: &Tool, private: &TokenStream) -> TokenStream {
     if let Some(verb) = args.verb.as_ref().and_then(|verb| verb.parsed.as_ref()) {
         spec.extend(quote!(.verb(#verb)));
     }
+    if let Some(service) = args.service.as_ref().and_then(|service| service.parsed.as_ref()) {
+        spec.extend(quote!(.service(#service)));
+    }
     if let Some(millis) = args.deadline_floor.as_ref().and_then(|floor| floor.parsed) {
         let millis = Literal::u64_unsuffixed(millis);
         spec.extend(quote!(.deadline_floor(#private::Duration::from_millis(#millis))));

@@ -107,6 +107,7 @@ use syn::ItemFn;
 /// | `max_attempts` | a number from 1 to 100 | the most attempts one call makes, the first included; 3 by default |
 /// | `backoff` | `"200ms..5s"`: the first wait and the longest | waits between attempts double from the first to the longest, with full jitter; `"200ms..5s"` by default |
 /// | `probe_reserve` | a duration | how much of the budget an attempt of a side effect leaves for the probe that resolves a timeout; the floor by default, and with no floor either, a quarter of the budget left |
+/// | `service` | a string | the service the tool calls, whose retry budget (shared by every task calling it) its retries draw on; the tool's name by default |
 /// | `settle` | a duration | how long the service may hold a request before it lands (a queue, a worker restarted after a crash): a probe that finds nothing is trusted only once this long has passed since the attempt was sent; until then the engine waits within the budget and probes again, or ends `unknown`. None by default |
 /// | `bulk` | a `Vec<I>` parameter's name | bulk work, see below |
 /// | `name` | a string | the name a model calls the tool by: 1 to 128 of `A-Z a-z 0-9 _ - .`; the function's name by default |

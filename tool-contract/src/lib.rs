@@ -63,6 +63,7 @@
 //! | MCP annotations from the effect kind | [`define::Annotations`] | `src/define.rs` |
 #![deny(missing_docs)]
 
+pub mod budget;
 pub mod bulk;
 pub mod call;
 pub mod classify;
@@ -83,6 +84,7 @@ pub mod testing;
 mod text;
 pub mod toolbox;
 
+pub use budget::{RetryBudget, RetryBudgets};
 pub use bulk::{BulkProber, ItemId};
 pub use call::Call;
 pub use classify::{Body, Class, Classify, HttpReply, RetryAfter};

@@ -15,8 +15,8 @@
 //!    when the budget cannot hold the wait).
 //! 4. The kind's [`AutoRetry`]: `destructive` never retries; an effect that may have landed is retried
 //!    only by `create` (same key); everything else stops `unknown` and escalates.
-//! 5. The attempt limit, then the budget (the next wait and the tool's floor must fit), then, for
-//!    `money`, the approver's yes.
+//! 5. The attempt limit, then the budget (the next wait and the tool's floor must fit), then the
+//!    service's retry budget ([`crate::budget`]), then, for `money`, the approver's yes.
 //! 6. Otherwise: wait (backoff and `Retry-After`, within the budget) and attempt again.
 
 use crate::effect::{AutoRetry, BeforeSecond, EffectKind};
@@ -51,6 +51,8 @@ pub struct Facts {
     pub room: Room,
     /// Whether the last attempt's request may still be held by the service (the tool's settle window).
     pub settle: Settle,
+    /// Whether the service's retry budget, shared by every task that calls it, has room for a retry.
+    pub retry_budget: bool,
 }
 
 /// Whether a probe that found nothing can be trusted yet.
@@ -116,6 +118,8 @@ pub enum End {
     NoApprover,
     /// The approver said no.
     Denied,
+    /// The service's retry budget is spent: a storm of retries against it is under way.
+    RetryBudgetSpent,
 }
 
 /// The next step after an attempt that did not end `ok`: the policy table of [`EffectKind::policy`],
@@ -164,6 +168,9 @@ pub fn next(f: &Facts) -> Step {
     if f.room != Room::Enough {
         return Step::Stop(End::OutOfBudget(f.room));
     }
+    if !f.retry_budget {
+        return Step::Stop(End::RetryBudgetSpent);
+    }
     if policy.auto_retry == AutoRetry::AfterProbeAndApproval {
         match f.approved {
             None if !f.has_approver => return Step::Stop(End::NoApprover),
@@ -194,6 +201,7 @@ mod tests {
             max_attempts: 3,
             room: Room::Enough,
             settle: Settle::Settled,
+            retry_budget: true,
         }
     }
 

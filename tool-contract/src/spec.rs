@@ -77,6 +77,7 @@ fn splitmix64(mut x: u64) -> u64 {
 pub struct ToolSpec {
     name: &'static str,
     verb: &'static str,
+    service: &'static str,
     effect: EffectKind,
     floor: Duration,
     probe_reserve: Option<Duration>,
@@ -92,6 +93,7 @@ impl ToolSpec {
         ToolSpec {
             name,
             verb: name,
+            service: name,
             effect,
             floor: Duration::ZERO,
             probe_reserve: None,
@@ -132,6 +134,14 @@ impl ToolSpec {
         self
     }
 
+    /// The service the tool calls, by name, whose [retry budget](crate::budget) its retries draw on;
+    /// the tool's name by default. Tools that call one service name it alike, so a storm of retries
+    /// against it is counted once.
+    pub const fn service(mut self, service: &'static str) -> ToolSpec {
+        self.service = service;
+        self
+    }
+
     /// The most attempts one call makes (at least one).
     pub const fn max_attempts(mut self, attempts: u32) -> ToolSpec {
         self.max_attempts = if attempts == 0 { 1 } else { attempts };
@@ -158,6 +168,11 @@ impl ToolSpec {
     /// The verb of its intent key.
     pub const fn verb_name(&self) -> &'static str {
         self.verb
+    }
+
+    /// The service whose retry budget its retries draw on.
+    pub const fn service_name(&self) -> &'static str {
+        self.service
     }
 
     /// Its effect kind.

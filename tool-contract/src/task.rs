@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::budget::RetryBudgets;
+
 use crate::journal::{Journal, Recall};
 use crate::key::IntentKey;
 use crate::key::KeyHashing;
@@ -39,6 +41,8 @@ pub struct Task {
     /// The intents with a side-effecting call under way, shared by the task's clones and the tasks
     /// made with [`Task::new_like`]: two calls of one intent take turns.
     turns: Arc<Turns>,
+    /// The retry budget of each service, shared like the turns.
+    budgets: RetryBudgets,
 }
 
 impl Task {
@@ -53,6 +57,7 @@ impl Task {
             approver: None,
             journal: None,
             turns: Arc::default(),
+            budgets: RetryBudgets::default(),
         }
     }
 
@@ -74,8 +79,22 @@ impl Task {
         self
     }
 
+    /// The retry budgets this task's retries draw on, one per service ([`crate::budget`]): by default
+    /// its own (20 % of the first attempts of the last 10 s, plus 10 retries a second), shared with its
+    /// clones and the tasks made from it with [`Task::new_like`]. Give every task of a process the same
+    /// one to guard the services they share; [`RetryBudget::UNLIMITED`](crate::RetryBudget::UNLIMITED)
+    /// turns the guard off.
+    pub fn retry_budgets(mut self, budgets: RetryBudgets) -> Task {
+        self.budgets = budgets;
+        self
+    }
+
+    pub(crate) fn budgets(&self) -> &RetryBudgets {
+        &self.budgets
+    }
+
     /// A new task, `id` for `actor` with a budget of `budget` from now, that shares this one's escalation
-    /// sink, approver and attempt log, and its turns: two calls of one intent through either wait for each
+    /// sink, approver and attempt log, its retry budgets, and its turns: two calls of one intent through either wait for each
     /// other. What a server that opens a task per request keeps as a template.
     pub fn new_like(&self, id: impl Into<Arc<str>>, actor: impl Into<Arc<str>>, budget: Duration) -> Task {
         let fresh = Task::new(id, actor, budget);
@@ -84,6 +103,7 @@ impl Task {
             approver: self.approver.clone(),
             journal: self.journal.clone(),
             turns: Arc::clone(&self.turns),
+            budgets: self.budgets.clone(),
             ..fresh
         }
     }

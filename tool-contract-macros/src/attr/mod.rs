@@ -36,8 +36,9 @@ pub const MAX_ATTEMPTS: Key = Key { name: "max_attempts", example: "max_attempts
 pub const BACKOFF: Key = Key { name: "backoff", example: "backoff = \"200ms..5s\"" };
 pub const PROBE_RESERVE: Key = Key { name: "probe_reserve", example: "probe_reserve = \"1s\"" };
 pub const SETTLE: Key = Key { name: "settle", example: "settle = \"30s\"" };
+pub const SERVICE: Key = Key { name: "service", example: "service = \"smtp\"" };
 
-const KEYS: [Key; 14] = [
+const KEYS: [Key; 15] = [
     EFFECT,
     PROBE,
     DEADLINE_FLOOR,
@@ -52,6 +53,7 @@ const KEYS: [Key; 14] = [
     BACKOFF,
     PROBE_RESERVE,
     SETTLE,
+    SERVICE,
 ];
 
 /// Names authors reach for that mean one of the keys.
@@ -170,6 +172,7 @@ pub struct Args {
     pub probe_reserve: Option<Given<u64>>,
     /// In milliseconds.
     pub settle: Option<Given<u64>>,
+    pub service: Option<Given<LitStr>>,
     /// A syntax error stopped the parse; the keys after it were never seen.
     pub broken: bool,
     /// Known keys an unknown key was a near miss of: already reported, so not missing as well.
@@ -193,6 +196,7 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
     let mut backoff = Setting::new(BACKOFF);
     let mut probe_reserve = Setting::new(PROBE_RESERVE);
     let mut settle = Setting::new(SETTLE);
+    let mut service = Setting::new(SERVICE);
     let mut misspelled = Vec::new();
 
     let parser = syn::meta::parser(|meta| {
@@ -223,6 +227,7 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
             TARGET => target.set(ctxt, parse_param(ctxt, key, ident, value)),
             SLOT => slot.set(ctxt, parse_param(ctxt, key, ident, value)),
             VERB => verb.set(ctxt, parse_verb(ctxt, ident, value)),
+            SERVICE => service.set(ctxt, parse_service(ctxt, ident, value)),
             DEDUPE => dedupe.set(ctxt, parse_dedupe(ctxt, ident, value)),
             NAME => name.set(ctxt, parse_name(ctxt, ident, value)),
             DESCRIPTION => description.set(ctxt, parse_description(ctxt, ident, value)),
@@ -253,6 +258,7 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
         backoff: backoff.given,
         probe_reserve: probe_reserve.given,
         settle: settle.given,
+        service: service.given,
         broken,
         misspelled,
         tokens: args,

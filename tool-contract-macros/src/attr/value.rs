@@ -276,3 +276,19 @@ pub(super) fn string(ctxt: &Ctxt, key: Key, value: &Expr) -> Option<LitStr> {
         }
     }
 }
+
+pub(super) fn parse_service(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<LitStr> {
+    let parsed = string(ctxt, SERVICE, &value).filter(|lit| {
+        let empty = lit.value().trim().is_empty();
+        if empty {
+            let message = format!(
+                "`service = {}` is empty; name the service the tool calls, like `service = \"smtp\"`, or remove \
+                 `service` to use the tool's name",
+                lit.token()
+            );
+            ctxt.error_spanned_by(lit, message);
+        }
+        !empty
+    });
+    Given { key, value, parsed }
+}

@@ -117,6 +117,10 @@ pub(crate) async fn drive<W: Work>(task: &Task, spec: &ToolSpec, key: IntentKey,
             return work.stopped(&run, stop);
         }
         made += 1;
+        if made == 1 {
+            // A first attempt makes room for retries in the service's budget; a retry took its own.
+            task.budgets().first_attempt(spec.service_name());
+        }
         run.next_attempt();
         let started = if run.keeps_records() { crate::journal::wall_clock() } else { SystemTime::UNIX_EPOCH };
         let left = match run.start_attempt(left, started, work.before()).await {

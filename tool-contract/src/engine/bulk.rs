@@ -264,8 +264,16 @@ where
                     Ok(()) => facts.approved = Some(true),
                     Err(why) => (facts.approved, denied) = (Some(false), Some(why)),
                 },
-                Step::Retry => return Next::Attempt(wait),
+                Step::Retry => match run.take_retry(&class) {
+                    Ok(()) => return Next::Attempt(wait),
+                    Err(stop) => break Some(stop),
+                },
                 Step::Stop(End::OutOfBudget(room)) => break Some(run.out_of_budget(&class, room, wait)),
+                Step::Stop(End::RetryBudgetSpent) => {
+                    let wait =
+                        run.task.budgets().room(run.spec.service_name()).err().and_then(|spent| spent.wait);
+                    break Some(run.retry_budget_spent(&class, wait));
+                }
                 Step::Stop(End::NoApprover) => break Some(run.no_approver(&class)),
                 Step::Stop(End::Denied) => break denied.take(),
                 // The items carry their own outcomes; nothing more to say.

@@ -111,7 +111,10 @@ where
                     facts.probe = None;
                     continue;
                 }
-                Step::Retry => return Next::Attempt(wait),
+                Step::Retry => match run.take_retry(&class) {
+                    Ok(()) => return Next::Attempt(wait),
+                    Err(stop) => return Next::Done(run.stopped(stop)),
+                },
                 Step::Stop(end) => end,
             };
             return Next::Done(match end {
@@ -141,6 +144,11 @@ where
                 }
                 End::OutOfBudget(room) => run.stopped(run.out_of_budget(&class, room, wait)),
                 End::NoApprover => run.stopped(run.no_approver(&class)),
+                End::RetryBudgetSpent => {
+                    let wait =
+                        run.task.budgets().room(run.spec.service_name()).err().and_then(|spent| spent.wait);
+                    run.stopped(run.retry_budget_spent(&class, wait))
+                }
                 End::Denied => match denied.take() {
                     Some(stop) => run.stopped(stop),
                     None => run.stopped(run.no_approver(&class)),

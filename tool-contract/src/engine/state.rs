@@ -133,7 +133,26 @@ impl<'a> Run<'a> {
             max_attempts: self.spec.attempts(),
             room: Room::Enough,
             settle: Settle::Settled,
+            retry_budget: self.task.budgets().room(self.spec.service_name()).is_ok(),
         }
+    }
+
+    /// Take a retry from the service's retry budget, or say why the call stops without it.
+    pub(crate) fn take_retry(&self, class: &Class) -> Result<(), Stop> {
+        match self.task.budgets().retry(self.spec.service_name()) {
+            Ok(()) => Ok(()),
+            Err(spent) => Err(self.retry_budget_spent(class, spent.wait)),
+        }
+    }
+
+    /// The stop of a call whose retry the service's retry budget refuses.
+    pub(crate) fn retry_budget_spent(&self, class: &Class, wait: Option<Duration>) -> Stop {
+        let message = format!(
+            "{}; not retried: retry budget spent for {} (too many retries of it across tasks lately)",
+            class.message(),
+            self.spec.service_name()
+        );
+        Stop::from_class(class, message, wait)
     }
 
     /// Take the attempt an earlier run recorded as the one that may have reached the service, by the

@@ -29,6 +29,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::fake::{FakeService, Fault, batch_probe, batch_result, single_result};
+use crate::budget::{RetryBudget, RetryBudgets};
 use crate::classify::Body;
 use crate::effect::EffectKind;
 use crate::journal::{
@@ -104,6 +105,8 @@ pub struct Schedule {
     /// The callers after the first are other processes sharing the log (each its own task, not a clone
     /// of the first): only the store's claim keeps them apart.
     pub openers: bool,
+    /// The service's retry budget has no room at all: every retry is refused.
+    pub no_retry_budget: bool,
     /// The task id and actor hold `|`, and a decoy intent spelling the same joined text follows.
     pub pipes: bool,
     /// The probe sees only what has landed, not what the service still holds; the tool's settle window
@@ -157,6 +160,7 @@ impl Schedule {
         let held = kind.has_side_effect() && !receiver_dedupes && rng.chance(20);
         // Processes with no shared log have nothing to share: two of them may both act (documented).
         let openers = callers > 1 && log != LogMode::None && rng.chance(50);
+        let no_retry_budget = rng.chance(10);
         Schedule {
             seed,
             kind,
@@ -170,6 +174,7 @@ impl Schedule {
             log,
             callers,
             openers,
+            no_retry_budget,
             pipes,
             held,
         }
@@ -263,9 +268,17 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
         LogMode::Memory => Some(Arc::new(MemoryJournal::new())),
         mode => Some(Arc::new(Faulty::new(mode))),
     };
+    let budgets = if schedule.no_retry_budget {
+        RetryBudgets::new(RetryBudget::new(Duration::from_secs(10), 0, 0))
+    } else {
+        RetryBudgets::default()
+    };
     // A process of its own on the shared log: its own task family, the same deadline.
     let process = |budget: Duration| {
-        let task = Task::new(id.clone(), actor, budget).escalate_to(escalations.clone()).approver(ApproveAll);
+        let task = Task::new(id.clone(), actor, budget)
+            .escalate_to(escalations.clone())
+            .approver(ApproveAll)
+            .retry_budgets(budgets.clone());
         match &journal {
             Some(journal) => task.journal(Arc::clone(journal)),
             None => task,

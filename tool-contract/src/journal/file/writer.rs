@@ -235,6 +235,19 @@ pub(super) fn write_loop(shared: &Shared, mut file: File) {
         if state.closing {
             break;
         }
-        state = shared.to_syncer.wait(state).unwrap_or_else(|e| e.into_inner());
+        // A task sending in sequence is back within tens of microseconds with its next record: look
+        // for it that long before sleeping, which spares it the wait for this thread to be woken.
+        let until = std::time::Instant::now() + SPIN;
+        while !(state.wake || state.closing) && std::time::Instant::now() < until {
+            drop(state);
+            std::thread::yield_now();
+            state = shared.lock();
+        }
+        if !(state.wake || state.closing) {
+            state = shared.to_syncer.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
     }
 }
+
+/// How long the writer looks for more work before it sleeps.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(100);
