@@ -247,6 +247,24 @@ mod tests {
     }
 
     #[test]
+    fn a_spent_retry_budget_stops_the_retry_after_the_probe_and_before_the_approver() {
+        use ProbeMark::*;
+        use Step::*;
+        let spent = |kind| Facts { retry_budget: false, ..facts(kind) };
+        let rows: [(EffectKind, ProbeMark, &[Step]); 5] = [
+            (Read, NotLanded, &[Stop(End::RetryBudgetSpent)]),
+            (Send, NotLanded, &[Probe, Stop(End::RetryBudgetSpent)]),
+            // The probe still resolves what may have landed: the budget refuses retries, not reads.
+            (Send, Landed, &[Probe, Stop(End::Landed)]),
+            (Money, NotLanded, &[Probe, Stop(End::RetryBudgetSpent)]),
+            (Destructive, NotLanded, &[Probe, Stop(End::NeverRetried)]),
+        ];
+        for (kind, verdict, steps) in rows {
+            assert_eq!(walk(spent(kind), verdict), steps, "{kind} with the probe saying {verdict:?}");
+        }
+    }
+
+    #[test]
     fn without_a_probe_only_a_receiver_deduplicated_create_retries_an_unknown() {
         for kind in [Send, Money, Destructive] {
             let f = Facts { has_probe: false, ..facts(kind) };
