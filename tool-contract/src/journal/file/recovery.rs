@@ -308,8 +308,10 @@ pub(super) fn index_file(
     let mut index = HashMap::default();
     let mut total = Scan { warnings: Vec::new(), torn_tail: false, records: 0, header: true, lines: 0 };
     // Allocated once at its size and refilled in place: `filled` bytes hold data, of which the first
-    // `searched` hold no newline (the start of a line the last chunk did not end).
-    let size = chunk.max(1);
+    // `searched` hold no newline (the start of a line the last chunk did not end). No larger than the
+    // file (and a byte, to see its end in the first read), so a small log takes no whole chunk.
+    let length = file.metadata().ok().and_then(|m| usize::try_from(m.len()).ok()).unwrap_or(usize::MAX);
+    let size = chunk.min(length.saturating_add(1)).max(1);
     let mut buf = vec![0u8; size];
     let (mut filled, mut searched, mut line, mut skip, mut eof) = (0, 0, 2u64, skip, false);
     loop {
