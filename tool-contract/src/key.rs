@@ -155,17 +155,21 @@ impl IntentKey {
 
     /// Parse the 32-character hex form, as printed by `Display` and stored in the attempt log.
     pub fn parse(hex: &str) -> Result<IntentKey, KeyParseError> {
-        let bytes = hex.as_bytes();
-        if bytes.len() != 32 {
-            return Err(KeyParseError { len: bytes.len() });
+        IntentKey::from_hex(hex.as_bytes()).ok_or(KeyParseError { len: hex.len() })
+    }
+
+    /// [`IntentKey::parse`] on bytes: `None` unless they are 32 lowercase hex digits. Every digit is
+    /// looked up in a table and checked once at the end, so a log's keys are read without a branch per
+    /// digit.
+    pub(crate) fn from_hex(hex: &[u8]) -> Option<IntentKey> {
+        let hex: &[u8; 32] = hex.try_into().ok()?;
+        let (mut key, mut bad) = ([0u8; 16], 0u8);
+        for (byte, pair) in key.iter_mut().zip(hex.chunks_exact(2)) {
+            let (hi, lo) = (NIBBLE[usize::from(pair[0])], NIBBLE[usize::from(pair[1])]);
+            bad |= hi | lo;
+            *byte = hi << 4 | lo;
         }
-        let mut key = [0u8; 16];
-        for (i, pair) in bytes.chunks_exact(2).enumerate() {
-            let hi = nibble(pair[0]).ok_or(KeyParseError { len: bytes.len() })?;
-            let lo = nibble(pair[1]).ok_or(KeyParseError { len: bytes.len() })?;
-            key[i] = hi << 4 | lo;
-        }
-        Ok(IntentKey(key))
+        (bad & 0xf0 == 0).then_some(IntentKey(key))
     }
 
     /// The 32 hex characters, without allocating.
@@ -180,13 +184,21 @@ impl IntentKey {
     }
 }
 
-fn nibble(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
+/// The value of each lowercase hex digit, and `0xff` for every other byte.
+const NIBBLE: [u8; 256] = {
+    let mut table = [0xff; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
     }
-}
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
 
 /// A string that is not a 32-character lowercase hex intent key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

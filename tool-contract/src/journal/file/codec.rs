@@ -85,8 +85,7 @@ pub(super) type Checked = (IntentKey, u32, Phase, Option<Outcome>);
 /// any other form, and [`RecordCheck`] decides: whatever this accepts, `RecordCheck` accepts with the same
 /// reading; it only declines lines it cannot tell apart quickly.
 pub(super) fn quick_check(line: &[u8]) -> Option<Checked> {
-    // Strings are checked byte by byte below; outside them every byte is ASCII.
-    std::str::from_utf8(line).ok()?;
+    // Outside strings every byte is compared with ASCII; strings check their own UTF-8.
     let mut at = Cursor { line, at: 0 };
     at.expect(br#"{"phase":""#)?;
     let phase = if at.expect(br#"start""#).is_some() {
@@ -100,8 +99,7 @@ pub(super) fn quick_check(line: &[u8]) -> Option<Checked> {
     at.expect(br#","call":"#)?;
     at.string()?;
     at.expect(br#","intent_key":""#)?;
-    let hex = line.get(at.at..at.at + 32)?;
-    let key = IntentKey::parse(std::str::from_utf8(hex).ok()?).ok()?;
+    let key = IntentKey::from_hex(line.get(at.at..at.at + 32)?)?;
     at.at += 32;
     at.expect(br#"","attempt":"#)?;
     let attempt = u32::try_from(at.integer()?).ok()?;
@@ -144,10 +142,15 @@ pub(super) struct Cursor<'a> {
 }
 
 impl Cursor<'_> {
+    /// The next byte, if any.
+    #[inline]
     pub(super) fn peek(&self) -> Option<u8> {
         self.line.get(self.at).copied()
     }
 
+    /// `text` next, consumed. Always inlined: each caller's text is a literal, and the comparison of a
+    /// known length compiles to a few loads instead of a call to `memcmp`.
+    #[inline(always)]
     pub(super) fn expect(&mut self, text: &[u8]) -> Option<()> {
         if self.line[self.at..].starts_with(text) {
             self.at += text.len();
@@ -157,15 +160,17 @@ impl Cursor<'_> {
         }
     }
 
-    /// A JSON string without control characters or `\u` escapes (valid UTF-8: the line was checked).
+    /// A JSON string without control characters or `\u` escapes, in valid UTF-8.
     pub(super) fn string(&mut self) -> Option<()> {
         self.expect(b"\"")?;
+        let (start, mut ascii) = (self.at, true);
         loop {
-            let rest = &self.line[self.at..];
-            let stop = rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
-            self.at += stop;
-            match rest[stop] {
+            self.at += find_string_stop(&self.line[self.at..])?;
+            match self.line[self.at] {
                 b'"' => {
+                    if !ascii {
+                        std::str::from_utf8(&self.line[start..self.at]).ok()?;
+                    }
                     self.at += 1;
                     return Some(());
                 }
@@ -173,6 +178,10 @@ impl Cursor<'_> {
                     b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.at += 2,
                     _ => return None,
                 },
+                0x80.. => {
+                    ascii = false;
+                    self.at += 1;
+                }
                 _ => return None,
             }
         }
@@ -184,8 +193,10 @@ impl Cursor<'_> {
         if digits == 0 || digits > 1 && self.line[self.at] == b'0' {
             return None;
         }
-        let text = std::str::from_utf8(&self.line[self.at..self.at + digits]).ok()?;
-        let n = text.parse().ok()?;
+        let mut n = 0u64;
+        for &digit in &self.line[self.at..self.at + digits] {
+            n = n.checked_mul(10)?.checked_add(u64::from(digit - b'0'))?;
+        }
         self.at += digits;
         // What follows a number in a record is never part of one.
         matches!(self.peek(), Some(b',' | b'}')).then_some(n)
@@ -260,6 +271,53 @@ impl Cursor<'_> {
         }
         Some(())
     }
+}
+
+/// `byte` in every byte of a word.
+const fn splat(byte: u8) -> u64 {
+    0x0101_0101_0101_0101 * byte as u64
+}
+
+/// The high bit of every byte of `word` below `n` (at most `0x80`). Borrows can flag bytes above a true
+/// one, never below: the lowest flag is exact, which is all [`find_in_words`] reads.
+const fn below(word: u64, n: u8) -> u64 {
+    word.wrapping_sub(splat(n)) & !word & splat(0x80)
+}
+
+/// The high bit of every byte of `word` equal to `byte`, exact for the lowest as [`below`].
+const fn equal(word: u64, byte: u8) -> u64 {
+    below(word ^ splat(byte), 1)
+}
+
+/// Where the first byte of `bytes` that `flags` marks in its word (the bytes in memory order, little
+/// endian) and `stop` accepts on its own is: eight bytes at a time, the last few one by one.
+#[inline]
+fn find_in_words(bytes: &[u8], flags: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> Option<usize> {
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for word in &mut words {
+        let found = flags(u64::from_le_bytes(word.try_into().ok()?));
+        if found != 0 {
+            return Some(at + found.trailing_zeros() as usize / 8);
+        }
+        at += 8;
+    }
+    words.remainder().iter().position(|&b| stop(b)).map(|i| at + i)
+}
+
+/// The first newline in `bytes`.
+pub(super) fn find_newline(bytes: &[u8]) -> Option<usize> {
+    find_in_words(bytes, |word| equal(word, b'\n'), |b| b == b'\n')
+}
+
+/// The first byte in `bytes` that ends a plain run of a JSON string's contents: a quote, a backslash,
+/// a control character, or a byte of a non-ASCII character.
+pub(super) fn find_string_stop(bytes: &[u8]) -> Option<usize> {
+    find_in_words(
+        bytes,
+        |word| equal(word, b'"') | equal(word, b'\\') | below(word, 0x20) | word & splat(0x80),
+        |b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b),
+    )
 }
 
 /// A line checked as a [`Record`] without allocating: it accepts exactly the lines `Record` accepts.

@@ -19,10 +19,11 @@
 //!
 //! # Recovery
 //!
-//! [`FileJournal::open`] reads the whole file and indexes it by intent key. A line that is not a record
-//! (a write cut short by a crash, a hand edit) is skipped with a [`Warning`] naming its line number,
-//! and the rest of the log is used; nothing is truncated or rewritten. When the file does not end with
-//! a newline, the next append starts with one, so a new record is never glued onto torn bytes.
+//! [`FileJournal::open`] reads the file a chunk at a time and indexes it by intent key. A line that is
+//! not a record (a write cut short by a crash, a hand edit) is skipped with a [`Warning`] naming its
+//! line number, and the rest of the log is used; nothing is truncated or rewritten. When the file does
+//! not end with a newline, the next append starts with one, so a new record is never glued onto torn
+//! bytes.
 //!
 //! One process appends to a log at a time, and the log enforces it: [`FileJournal::open`] takes an
 //! exclusive lock on the file (`flock(2)`; the operating system drops it when the process dies), so a
@@ -258,7 +259,8 @@ impl FileJournal {
         (&mut file).take(64 << 10).read_to_end(&mut head).map_err(cannot_read)?;
         let (index, scan, fresh) = match beginning(&head).map_err(|why| not_a_log(&path, why))? {
             Beginning::Empty => {
-                let scan = Scan { warnings: Vec::new(), torn_tail: false, records: 0, header: true };
+                let scan =
+                    Scan { warnings: Vec::new(), torn_tail: false, records: 0, header: true, lines: 0 };
                 (HashMap::default(), scan, true)
             }
             Beginning::Header(skip) => {
@@ -463,6 +465,8 @@ struct Scan {
     records: u64,
     /// The file begins with [`HEADER`] (or is empty).
     header: bool,
+    /// Lines read, blank and unreadable ones included (a torn last line counts as one).
+    lines: u64,
 }
 
 /// What one piece of a log held.
@@ -470,6 +474,8 @@ struct Piece<T> {
     found: T,
     warnings: Vec<Warning>,
     records: u64,
+    /// Lines read, blank and unreadable ones included.
+    lines: u64,
     looks_like_a_log: bool,
     first_error: Option<(u64, String)>,
 }

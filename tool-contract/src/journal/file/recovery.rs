@@ -87,13 +87,15 @@ impl Entry {
     }
 }
 
-/// Below this size a log is read by one thread.
-pub(super) const PARALLEL_FROM: usize = 4 << 20;
+/// Below this size a log is read by one thread; above it, by one thread per this many bytes, at most one
+/// per core (up to 8).
+pub(super) const PARALLEL_FROM: usize = 256 << 10;
 
 /// Read a log's bytes: every non-blank line goes to `record`, which parses it as a record and keeps
 /// what it needs in its piece's `T`, or says why it is not one. Large logs are cut at line boundaries
-/// into one piece per core, read at once; the pieces come back in log order. `Err` says why the bytes
-/// are not a log: they have content, and no line is a record or looks like the start of one.
+/// into pieces of at least [`PARALLEL_FROM`] bytes, at most one per core, read at once; the pieces come
+/// back in log order. `Err` says why the bytes are not a log: they have content, and no line is a
+/// record or looks like the start of one.
 pub(super) fn scan<'a, T: Send>(
     bytes: &'a [u8],
     start: impl Fn() -> T + Sync,
@@ -117,43 +119,48 @@ pub(super) fn scan_from<'a, T: Send>(
 ) -> Result<(Vec<T>, Scan), String> {
     let torn_tail = !bytes.is_empty() && !bytes.ends_with(b"\n");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-    let pieces = if bytes.len() < PARALLEL_FROM { 1 } else { cores };
-    // Cut right after a newline, so each piece holds whole lines; number each piece's first line.
-    let mut cuts = vec![(0usize, first_line)];
+    let pieces = (bytes.len() / PARALLEL_FROM).clamp(1, cores);
+    // Cut right after a newline, so each piece holds whole lines. Each piece numbers its lines from 1 as
+    // it splits them, and the numbers are shifted once the pieces are back: no byte is read twice.
+    let mut cuts = vec![0usize];
     for i in 1..pieces {
-        let (from, line) = cuts[cuts.len() - 1];
+        let from = cuts[cuts.len() - 1];
         let aim = (bytes.len() / pieces * i).max(from);
-        if let Some(nl) = bytes[aim..].iter().position(|&b| b == b'\n') {
+        if let Some(nl) = find_newline(&bytes[aim..]) {
             let at = aim + nl + 1;
             if at < bytes.len() {
-                cuts.push((at, line + bytes[from..at].iter().filter(|&&b| b == b'\n').count() as u64));
+                cuts.push(at);
             }
         }
     }
-    let ends: Vec<usize> = cuts.iter().skip(1).map(|c| c.0).chain([bytes.len()]).collect();
-    let read = |(&(from, line), &to): (&(usize, u64), &usize)| {
+    let ends: Vec<usize> = cuts.iter().skip(1).copied().chain([bytes.len()]).collect();
+    let read = |(&from, &to): (&usize, &usize)| {
         let last = to == bytes.len();
-        scan_piece(&bytes[from..to], line, last && torn_tail, start(), &record)
+        scan_piece(&bytes[from..to], last && torn_tail, start(), &record)
     };
-    let pieces: Vec<Piece<T>> = if cuts.len() == 1 {
-        cuts.iter().zip(&ends).map(read).collect()
-    } else {
-        std::thread::scope(|s| {
-            let running: Vec<_> = cuts.iter().zip(&ends).map(|cut| s.spawn(move || read(cut))).collect();
-            running
-                .into_iter()
-                .map(|r| r.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-                .collect()
-        })
-    };
-    let mut scan = Scan { warnings: Vec::new(), torn_tail, records: 0, header };
+    // The first piece is read on this thread, the others each on a thread of its own.
+    let pieces: Vec<Piece<T>> = std::thread::scope(|s| {
+        let running: Vec<_> = cuts.iter().zip(&ends).skip(1).map(|cut| s.spawn(move || read(cut))).collect();
+        let first = read((&cuts[0], &ends[0]));
+        std::iter::once(first)
+            .chain(
+                running
+                    .into_iter()
+                    .map(|r| r.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))),
+            )
+            .collect()
+    });
+    let mut scan = Scan { warnings: Vec::new(), torn_tail, records: 0, header, lines: 0 };
     let (mut looks_like_a_log, mut first_error) = (false, None);
     let mut found = Vec::with_capacity(pieces.len());
     for piece in pieces {
-        scan.warnings.extend(piece.warnings);
+        // The piece's line 1 is the line after those of the pieces before it.
+        let shift = first_line - 1 + scan.lines;
+        scan.warnings.extend(piece.warnings.into_iter().map(|w| Warning { line: w.line + shift, ..w }));
+        first_error = first_error.or(piece.first_error.map(|(line, why)| (line + shift, why)));
         scan.records += piece.records;
+        scan.lines += piece.lines;
         looks_like_a_log |= piece.looks_like_a_log;
-        first_error = first_error.or(piece.first_error);
         found.push(piece.found);
     }
     // A file with the header is a log whatever its lines hold; one without is taken for one only when
@@ -166,21 +173,28 @@ pub(super) fn scan_from<'a, T: Send>(
     }
 }
 
+/// Read one piece of whole lines (the last piece of a log may end in a torn line, `torn_tail`); its
+/// lines, and the line numbers of its warnings, count from 1.
 pub(super) fn scan_piece<'a, T>(
     piece: &'a [u8],
-    first_line: u64,
     torn_tail: bool,
     mut found: T,
     record: &impl Fn(&mut T, &'a [u8]) -> Result<(), serde_json::Error>,
 ) -> Piece<T> {
     let mut warnings = Vec::new();
     let (mut records, mut looks_like_a_log, mut first_error) = (0, false, None);
-    let body = piece.strip_suffix(b"\n").unwrap_or(piece);
-    let mut lines = body.split(|&b| b == b'\n').peekable();
-    let mut number = first_line - 1;
-    while let Some(line) = lines.next().filter(|_| !piece.is_empty()) {
+    let (mut rest, mut number) = (piece, 0);
+    while !rest.is_empty() {
         number += 1;
-        let last = lines.peek().is_none();
+        let line = match find_newline(rest) {
+            Some(at) => {
+                let line = &rest[..at];
+                rest = &rest[at + 1..];
+                line
+            }
+            None => std::mem::take(&mut rest),
+        };
+        let last = rest.is_empty();
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.first().is_none_or(u8::is_ascii_whitespace) && line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -205,7 +219,7 @@ pub(super) fn scan_piece<'a, T>(
             }
         }
     }
-    Piece { found, warnings, records, looks_like_a_log, first_error }
+    Piece { found, warnings, records, lines: number, looks_like_a_log, first_error }
 }
 
 /// Every record of a log, in order.
@@ -275,36 +289,52 @@ fn merge(index: &mut HashMap<IntentKey, Entry, KeyHashing>, piece: HashMap<Inten
 /// The index of a log: per intent, its attempt count and last record.
 pub(super) type Index = HashMap<IntentKey, Entry, KeyHashing>;
 
-/// How much of a log [`index_file`] reads at a time.
-pub(super) const CHUNK: usize = 16 << 20;
+/// How much of a log [`index_file`] reads at a time: small enough that a chunk is still in the caches
+/// when its lines are checked and the kept ones copied, large enough to be split between two threads.
+pub(super) const CHUNK: usize = 1 << 20;
 
 /// Index a log with the header by intent key, as [`super::index_record`] folding every record in order
 /// would, streamed from `file` `chunk` bytes of whole lines at a time: the memory it takes is the index
-/// and one chunk, never the whole file.
+/// and one chunk (or the longest line, when a line is longer), never the whole file.
 ///
-/// Every line is checked without allocating ([`RecordCheck`]); each piece of a chunk keeps, per intent,
-/// its highest attempt and the last line of it, and the pieces are folded in log order.
+/// Every line is checked without allocating ([`quick_check`], else [`RecordCheck`]); each piece of a
+/// chunk keeps, per intent, its highest attempt and the last line of it, and the pieces are folded in
+/// log order.
 pub(super) fn index_file(
     file: &mut File,
     skip: usize,
     chunk: usize,
 ) -> io::Result<Result<(Index, Scan), String>> {
     let mut index = HashMap::default();
-    let mut total = Scan { warnings: Vec::new(), torn_tail: false, records: 0, header: true };
-    let mut buf: Vec<u8> = Vec::new();
-    let (mut line, mut skip, mut eof) = (2u64, skip, false);
+    let mut total = Scan { warnings: Vec::new(), torn_tail: false, records: 0, header: true, lines: 0 };
+    // Allocated once at its size and refilled in place: `filled` bytes hold data, of which the first
+    // `searched` hold no newline (the start of a line the last chunk did not end). No larger than the
+    // file (and a byte, to see its end in the first read), so a small log takes no whole chunk.
+    let length = file.metadata().ok().and_then(|m| usize::try_from(m.len()).ok()).unwrap_or(usize::MAX);
+    let size = chunk.min(length.saturating_add(1)).max(1);
+    let mut buf = vec![0u8; size];
+    let (mut filled, mut searched, mut line, mut skip, mut eof) = (0, 0, 2u64, skip, false);
     loop {
-        // Fill up to a chunk, and past it when one line is longer than that.
-        let want = chunk.max(buf.len() + 1);
-        while buf.len() < want && !eof {
-            let before = buf.len();
-            (&mut *file).take((want - before) as u64).read_to_end(&mut buf)?;
-            eof = buf.len() == before;
+        while filled < buf.len() && !eof {
+            match file.read(&mut buf[filled..]) {
+                Ok(0) => eof = true,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
         }
-        let end = match buf.iter().rposition(|&b| b == b'\n') {
-            _ if eof => buf.len(),
-            Some(at) => at + 1,
-            None => continue,
+        let end = if eof {
+            filled
+        } else {
+            match buf[searched..filled].iter().rposition(|&b| b == b'\n') {
+                Some(at) => searched + at + 1,
+                None => {
+                    // One line longer than the buffer: it grows until the line fits.
+                    searched = filled;
+                    buf.resize(buf.len() * 2, 0);
+                    continue;
+                }
+            }
         };
         let body = &buf[skip.min(end)..end];
         let (piece, scan) = match fold_lines(body, line, true) {
@@ -312,14 +342,21 @@ pub(super) fn index_file(
             Err(why) => return Ok(Err(why)),
         };
         merge(&mut index, piece);
-        line += body.iter().filter(|&&b| b == b'\n').count() as u64;
         total.warnings.extend(scan.warnings);
         total.records += scan.records;
+        total.lines += scan.lines;
         if eof {
             total.torn_tail = scan.torn_tail;
             return Ok(Ok((index, total)));
         }
-        buf.drain(..end);
-        skip = 0;
+        // The body ends with a newline: it held exactly `scan.lines` lines.
+        line += scan.lines;
+        buf.copy_within(end..filled, 0);
+        (filled, searched, skip) = (filled - end, filled - end, 0);
+        if buf.len() > size.max(filled) {
+            // Back to a chunk after a long line.
+            buf.truncate(size.max(filled));
+            buf.shrink_to_fit();
+        }
     }
 }

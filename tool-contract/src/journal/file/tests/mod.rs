@@ -361,4 +361,5 @@ async fn tasks_appending_at_once_leave_whole_lines_in_order_per_task() {
     }
 }
 
+mod codec;
 mod recovery;

@@ -272,10 +272,10 @@ async fn after_a_failed_write_or_sync_no_record_is_accepted_and_no_side_effect_s
 }
 
 /// A small deterministic generator (xorshift), so the property tests need no crate.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -283,7 +283,7 @@ impl Rng {
     }
 }
 
-fn random_record(rng: &mut Rng, keys: u64) -> Record {
+pub(super) fn random_record(rng: &mut Rng, keys: u64) -> Record {
     let outcomes = [None, Some(Outcome::Ok), Some(Outcome::Retryable), Some(Outcome::Unknown)];
     let phase = if rng.below(2) == 0 { Phase::Start } else { Phase::End };
     let mut r = record(&format!("k{}", rng.below(keys)), phase, 1 + rng.below(4) as u32, None);
@@ -332,7 +332,8 @@ fn a_large_log_read_in_pieces_indexes_and_numbers_lines_as_one() {
     let mut records = Vec::new();
     let mut garbled = Vec::new();
     let mut number = 1u64; // the header
-    while text.len() < 3 * PARALLEL_FROM {
+    // Several chunks, each read in pieces.
+    while text.len() < 3 * CHUNK.max(2 * PARALLEL_FROM) {
         number += 1;
         if rng.below(997) == 0 {
             text.push_str("{\"phase\":\"start\",\"task\": garbled\n");
@@ -354,139 +355,6 @@ fn a_large_log_read_in_pieces_indexes_and_numbers_lines_as_one() {
     assert_eq!(read.records, records);
     let fold = crate::MemoryJournal::from_records(records);
     assert_same_index(&log, &fold, 5_000);
-}
-
-#[test]
-fn the_check_accepts_exactly_the_lines_a_record_accepts() {
-    let good = line(&record("a", Phase::End, 2, Some(Outcome::Ok)));
-    let good = good.trim_end();
-    let variants = [
-        good.to_owned(),
-        good.replace("\"value\":4411", "\"value\":{\"id\":[1,2,{\"x\":null}]}"),
-        good.replace(",\"value\":4411", ""),
-        good.replace("\"value\":4411", "\"value\":null"),
-        good.replace("ended ok", "ended \\\"ok\\\" \\u00e9 ✓"),
-        good.replace("\"probe\":null,", ""),
-        good.replace("\"probe\":null", "\"probe\":\"not_landed\""),
-        good.replace("\"probe\":null", "\"probe\":\"maybe\""),
-        good.replace("\"outcome\":\"ok\"", "\"outcome\":\"fine\""),
-        good.replace("\"attempt\":2", "\"attempt\":-2"),
-        good.replace("\"attempt\":2", "\"attempt\":4294967296"),
-        good.replace("\"budget_left_s\":42", "\"budget_left_s\":4.2"),
-        good.replace("\"task\":\"ord-7741\",", ""),
-        good.replace("\"task\":\"ord-7741\"", "\"task\":7741"),
-        good.replace("\"phase\":\"end\"", "\"phase\":\"End\""),
-        good.replace("\"call\"", "\"extra\":[true],\"call\""),
-        good.replace("\"call\":\"post_notice\"", "\"call\":\"post_notice\",\"call\":\"x\""),
-        good.replace(&key("a").to_string(), "not-a-key"),
-        good.replace(&key("a").to_string(), &key("a").to_string().to_uppercase()),
-        format!("{good} trailing"),
-        format!("  {good}  "),
-        good[..good.len() - 1].to_owned(),
-        "[]".to_owned(),
-        "null".to_owned(),
-    ];
-    let mut accepted = 0;
-    for v in &variants {
-        let record = serde_json::from_slice::<Record>(v.as_bytes()).is_ok();
-        let check = serde_json::from_slice::<RecordCheck<'_>>(v.as_bytes()).is_ok();
-        assert_eq!(record, check, "{v}");
-        accepted += usize::from(record);
-    }
-    assert_eq!(accepted, 9, "the good line, its value, escapes, optional and extra fields, blanks around");
-}
-
-/// Records whose strings and values need every kind of care in JSON.
-fn awkward_records(rng: &mut Rng) -> Vec<Record> {
-    let texts = [
-        "plain",
-        "",
-        "quote \" and backslash \\ and slash /",
-        "tab\tnewline\ncarriage\rbell\u{7}nul\u{0}del\u{7f}",
-        "é ✓ 𝄞 ünïcödé",
-        "\u{1f}\u{20}",
-    ];
-    let values = [
-        None,
-        Some(serde_json::json!(null)),
-        Some(serde_json::json!(4411)),
-        Some(serde_json::json!(-0.5e-7)),
-        Some(serde_json::json!(u64::MAX)),
-        Some(serde_json::json!("a \"quoted\" ✓ value\n")),
-        Some(serde_json::json!({"id": [1, 2, {"x": null, "y": true, "z": [false, [], {}]}], "": "é"})),
-    ];
-    let mut records = Vec::new();
-    for i in 0..400 {
-        let mut r = random_record(rng, 7);
-        let pick = |rng: &mut Rng| texts[rng.below(texts.len() as u64) as usize].to_owned();
-        r.task = pick(rng);
-        r.call = pick(rng);
-        r.attempt_id = pick(rng);
-        r.message = (rng.below(3) > 0).then(|| pick(rng));
-        r.retry_at = (rng.below(3) == 0).then(|| pick(rng));
-        r.value = values[i % values.len()].clone();
-        r.attempt = [0, 1, 9, 10, u32::MAX][rng.below(5) as usize];
-        r.budget_left_s = [0, 42, u64::MAX][rng.below(3) as usize];
-        r.effect_applied = [None, Some(Applied::Yes), Some(Applied::Partial)][rng.below(3) as usize];
-        r.probe = [None, Some(ProbeMark::Landed), Some(ProbeMark::NotLanded), Some(ProbeMark::Failed)]
-            [rng.below(4) as usize];
-        records.push(r);
-    }
-    records
-}
-
-#[test]
-fn the_encoder_writes_the_bytes_serde_writes() {
-    for record in awkward_records(&mut Rng(11)) {
-        let mut ours = Vec::new();
-        encode(&mut ours, record.as_record_ref()).unwrap();
-        assert_eq!(String::from_utf8_lossy(&ours), serde_json::to_string(&record).unwrap(), "{record:?}");
-    }
-}
-
-/// The quick check reads every line it accepts as the full check does, and accepts what this crate
-/// writes (bar `\u` escapes, which it leaves to the full check).
-#[test]
-fn the_quick_check_agrees_with_the_full_check() {
-    let full = |line: &[u8]| {
-        serde_json::from_slice::<RecordCheck<'_>>(line)
-            .ok()
-            .map(|c| (c.intent_key, c.attempt, c.phase, c.outcome))
-    };
-    let mut quick_accepted = 0;
-    let mut lines: Vec<Vec<u8>> = Vec::new();
-    for record in awkward_records(&mut Rng(5)) {
-        let line = serde_json::to_vec(&record).unwrap();
-        let expected = Some((record.intent_key, record.attempt, record.phase, record.outcome));
-        assert_eq!(full(&line), expected);
-        if !line.windows(2).any(|w| w == b"\\u") {
-            assert_eq!(quick_check(&line), expected, "{}", String::from_utf8_lossy(&line));
-        }
-        lines.push(line);
-    }
-    // Every cut and every one-byte change of some of them: whatever the quick check accepts, the full
-    // check accepts and reads the same.
-    let mut variants = Vec::new();
-    for line in lines.iter().step_by(23) {
-        for cut in 0..line.len() {
-            variants.push(line[..cut].to_vec());
-            for byte in [b' ', b'"', b'\\', b',', b'}', b'0', b'9', b'-', b'a', b'e', b'.', 0x1f, 0xc3] {
-                let mut changed = line.clone();
-                changed[cut] = byte;
-                variants.push(changed);
-                let mut grown = line.clone();
-                grown.insert(cut, byte);
-                variants.push(grown);
-            }
-        }
-    }
-    for variant in &variants {
-        if let Some(quick) = quick_check(variant) {
-            quick_accepted += 1;
-            assert_eq!(Some(quick), full(variant), "{}", String::from_utf8_lossy(variant));
-        }
-    }
-    assert!(quick_accepted > 100, "{quick_accepted}");
 }
 
 fn mixed_log() -> Vec<Record> {
