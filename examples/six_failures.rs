@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --bin six-failures            # a table
 //! cargo run --release --bin six-failures -- --json  # one JSON object per scenario
+//! cargo run --release --bin six-failures -- --trace # the table, and every call's spans on stderr
 //! ```
 //!
 //! Exit code 0 only when all six pass.
@@ -183,8 +184,18 @@ async fn main() -> ExitCode {
     let json = match std::env::args().nth(1).as_deref() {
         None => false,
         Some("--json") => true,
+        Some("--trace") => {
+            // Each span printed when it closes, with its fields: `execute_tool` per call, `attempt` and
+            // `probe` inside it, and the events (waits, refusals, escalations, replays).
+            tracing_subscriber::fmt()
+                .with_writer(std::io::stderr)
+                .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+                .with_target(false)
+                .init();
+            false
+        }
         Some(other) => {
-            eprintln!("six-failures: unknown argument `{other}`\nusage: six-failures [--json]");
+            eprintln!("six-failures: unknown argument `{other}`\nusage: six-failures [--json | --trace]");
             return ExitCode::from(2);
         }
     };

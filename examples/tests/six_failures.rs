@@ -58,5 +58,30 @@ fn the_demonstration_passes_all_six_and_prints_one_json_object_per_scenario() {
 fn an_unknown_argument_is_a_usage_error() {
     let out = Command::new(env!("CARGO_BIN_EXE_six-failures")).arg("--yaml").output().expect("the demo runs");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("usage: six-failures [--json]"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("usage: six-failures [--json | --trace]"));
+}
+
+#[test]
+fn with_trace_every_call_prints_its_spans() {
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_six-failures")).arg("--trace").output().expect("the demo runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The kill mid-call: an attempt left unknown, a probe that finds it landed, the call ok.
+    let kill =
+        |line: &&str| line.contains("six-failures-kill-mid-call-1") || line.contains("verdict=\"landed\"");
+    assert!(
+        stderr.lines().filter(kill).any(|l| l.contains("attempt{") && l.contains("outcome=\"unknown\"")),
+        "{stderr}"
+    );
+    assert!(stderr.lines().any(|l| l.contains("probe{") && l.contains("tool_contract.verdict=\"landed\"")));
+    // The rate limit: a wait the service asked for, then a resend.
+    assert!(
+        stderr.lines().any(|l| l.contains("tool_contract.event=\"wait\"") && l.contains("retry_after=true"))
+    );
+    assert!(stderr.lines().any(|l| l.contains("http.request.resend_count=1")));
+    // The 200 with an error body: the call's span says why it failed.
+    assert!(stderr.lines().any(|l| l.contains("execute_tool{") && l.contains("error.type=\"permanent\"")));
+    // Arguments are never printed: the notices' text is not in any span.
+    assert!(!stderr.contains("your refund was sent"), "{stderr}");
 }

@@ -72,6 +72,7 @@ pub mod effect;
 pub mod engine;
 pub mod journal;
 pub mod key;
+mod observe;
 pub mod policy;
 pub mod probe;
 pub mod report;

@@ -51,6 +51,17 @@ pub enum ProbeMark {
     Failed,
 }
 
+impl ProbeMark {
+    /// The snake_case wire name, as the log writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeMark::Landed => "landed",
+            ProbeMark::NotLanded => "not_landed",
+            ProbeMark::Failed => "failed",
+        }
+    }
+}
+
 /// Something the engine can run as a probe: an `FnMut(IntentKey) -> impl Future<Output = Probe<T>>`,
 /// or [`NoProbe`] for a tool that has none.
 pub trait Prober<T> {

@@ -81,12 +81,14 @@ pub async fn read(
 
 /// Send the intent key downstream.
 pub trait RequestBuilderExt {
-    /// Set `Idempotency-Key` to the call's intent key.
+    /// Set `Idempotency-Key` to the call's intent key (and, with the `tracing` feature, record
+    /// `http.request.resend_count` on the attempt's span from the second attempt on).
     fn idempotency_key(self, call: &Call) -> Self;
 }
 
 impl RequestBuilderExt for ::reqwest::RequestBuilder {
     fn idempotency_key(self, call: &Call) -> Self {
+        crate::observe::resend(call.attempt());
         self.header("Idempotency-Key", call.key().to_string())
     }
 }

@@ -43,6 +43,8 @@ pub struct Task {
     turns: Arc<Turns>,
     /// The retry budget of each service, shared like the turns.
     budgets: RetryBudgets,
+    /// The model's id for the tool call this task serves, when it has one.
+    call_id: Option<Arc<str>>,
 }
 
 impl Task {
@@ -58,6 +60,7 @@ impl Task {
             journal: None,
             turns: Arc::default(),
             budgets: RetryBudgets::default(),
+            call_id: None,
         }
     }
 
@@ -91,6 +94,17 @@ impl Task {
 
     pub(crate) fn budgets(&self) -> &RetryBudgets {
         &self.budgets
+    }
+
+    /// The model's id for the tool call this task serves (the `id` of a tool-use block, an MCP
+    /// request's id), recorded as `gen_ai.tool.call.id` on the call's span (feature `tracing`).
+    pub fn tool_call_id(mut self, id: impl Into<Arc<str>>) -> Task {
+        self.call_id = Some(id.into());
+        self
+    }
+
+    pub(crate) fn call_id(&self) -> Option<&str> {
+        self.call_id.as_deref()
     }
 
     /// A new task, `id` for `actor` with a budget of `budget` from now, that shares this one's escalation
@@ -196,6 +210,30 @@ pub trait Escalate: Send + Sync {
 impl<F: Fn(Escalation) + Send + Sync> Escalate for F {
     fn escalate(&self, escalation: Escalation) {
         self(escalation)
+    }
+}
+
+/// A channel another task drains (an operator's queue, a ticketing client): each escalation is sent at
+/// once and never waits; one the receiver can no longer take (it was dropped) is lost.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use std::time::Duration;
+/// use tool_contract::{Escalation, Task};
+///
+/// let (sink, mut escalations) = tokio::sync::mpsc::unbounded_channel::<Escalation>();
+/// let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).escalate_to(sink);
+/// tokio::spawn(async move {
+///     while let Some(escalation) = escalations.recv().await {
+///         println!("to resolve: {} {}", escalation.call, escalation.attempt_id);
+///     }
+/// });
+/// # let _ = task;
+/// # }
+/// ```
+impl Escalate for tokio::sync::mpsc::UnboundedSender<Escalation> {
+    fn escalate(&self, escalation: Escalation) {
+        let _ = self.send(escalation);
     }
 }
 

@@ -14,6 +14,8 @@ use crate::call::Call;
 use crate::classify::{self, Class, Classify};
 use crate::journal::Recall;
 use crate::key::IntentKey;
+use crate::observe::{self, CallObserver};
+use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
 use crate::task::Task;
 
@@ -25,10 +27,22 @@ pub(crate) enum Next<R> {
     Done(R),
 }
 
+/// What the end of a call tells an operator.
+pub(crate) trait Reported {
+    /// The outcome, the effect and the budget left.
+    fn summary(&self) -> (Outcome, Applied, u64);
+}
+
+impl<T> Reported for Report<T> {
+    fn summary(&self) -> (Outcome, Applied, u64) {
+        (self.outcome, self.effect_applied, self.deadline_left_s)
+    }
+}
+
 /// One shape of call over the attempt loop.
 pub(crate) trait Work {
     /// What the call returns.
-    type Report;
+    type Report: Reported;
     /// What an attempt returns when the tool answers.
     type Answer;
     /// The tool's error, classified by the loop.
@@ -72,8 +86,22 @@ pub(crate) trait Work {
     ) -> Option<Self::Report>;
 }
 
-/// Run a call of any shape to its report: the one attempt loop.
-pub(crate) async fn drive<W: Work>(task: &Task, spec: &ToolSpec, key: IntentKey, mut work: W) -> W::Report {
+/// Run a call of any shape to its report: the one attempt loop, seen by the operator as one span.
+pub(crate) async fn drive<W: Work>(task: &Task, spec: &ToolSpec, key: IntentKey, work: W) -> W::Report {
+    let observer = CallObserver::new(spec, &key, task.call_id());
+    let (report, made) = observer.within(attempt_loop(task, spec, key, work)).await;
+    let (outcome, applied, left_s) = report.summary();
+    observer.finish(spec, outcome, applied, made, left_s);
+    report
+}
+
+/// The loop itself: the report, and how many attempts this call made.
+async fn attempt_loop<W: Work>(
+    task: &Task,
+    spec: &ToolSpec,
+    key: IntentKey,
+    mut work: W,
+) -> (W::Report, u32) {
     let mut run = Run::new(task, spec, key);
     let side = spec.effect().has_side_effect();
     // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
@@ -81,7 +109,7 @@ pub(crate) async fn drive<W: Work>(task: &Task, spec: &ToolSpec, key: IntentKey,
     let (claim, recall) = if side {
         match take_claim(task, spec, key).await {
             Ok((claim, recall)) => (Some(claim), recall),
-            Err(stop) => return work.refused(&run, stop),
+            Err(stop) => return (work.refused(&run, stop), 0),
         }
     } else {
         (None, None)
@@ -96,25 +124,29 @@ pub(crate) async fn drive<W: Work>(task: &Task, spec: &ToolSpec, key: IntentKey,
     } else if let Some(recall) = recall {
         resume_wait = run.resume(&recall);
         if let Some(report) = work.resume(&mut run, recall) {
-            return report;
+            return (report, 0);
         }
     }
 
     let mut made = 0u32;
     loop {
         match work.next(&mut run, made).await {
-            Next::Attempt(wait) if !wait.is_zero() => tokio::time::sleep(wait).await,
+            Next::Attempt(wait) if !wait.is_zero() => {
+                observe::waiting(wait, run.retry_at.is_some());
+                tokio::time::sleep(wait).await;
+            }
             Next::Attempt(_) => {}
-            Next::Done(report) => return report,
+            Next::Done(report) => return (report, made),
         }
         if let Some(wait) = resume_wait.take()
             && let Err(stop) = run.wait_as_asked_before(wait).await
         {
-            return work.stopped(&run, stop);
+            return (work.stopped(&run, stop), made);
         }
         let left = task.remaining();
         if let Err(stop) = run.may_start(left) {
-            return work.stopped(&run, stop);
+            observe::refused(spec, &stop.message);
+            return (work.stopped(&run, stop), made);
         }
         made += 1;
         if made == 1 {
@@ -125,12 +157,17 @@ pub(crate) async fn drive<W: Work>(task: &Task, spec: &ToolSpec, key: IntentKey,
         let started = if run.keeps_records() { crate::journal::wall_clock() } else { SystemTime::UNIX_EPOCH };
         let left = match run.start_attempt(left, started, work.before()).await {
             Ok(left) => left,
-            Err(stop) => return work.stopped(&run, stop),
+            Err(stop) => {
+                observe::refused(spec, &stop.message);
+                return (work.stopped(&run, stop), made);
+            }
         };
         let limit = run.limit(left, work.has_probe());
         let call = run.call(limit, left);
         let deadline = call.deadline;
-        let answer = match within(deadline, guarded(|| work.attempt(call)), || run.flush()).await {
+        let span = observe::attempt_span(run.attempt, &run.attempt_id);
+        let attempt = within(deadline, guarded(|| work.attempt(call)), || run.flush());
+        let answer = match observe::within_span(&span, attempt).await {
             Ok(Ok(Ok(answer))) => Ok(answer),
             Ok(Ok(Err(err))) => Err(normalise(spec.effect(), err.classify())),
             Ok(Err(panic)) if side => Err(Class::unknown(format!(
@@ -143,8 +180,12 @@ pub(crate) async fn drive<W: Work>(task: &Task, spec: &ToolSpec, key: IntentKey,
                 Err(classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit))))
             }
         };
+        match &answer {
+            Ok(_) => span.classified(Outcome::Ok, run.applied_on_ok(), "answered"),
+            Err(class) => span.classified(class.outcome(), class.effect(), class.message()),
+        }
         if let Some(report) = work.after(&mut run, answer, left, started).await {
-            return report;
+            return (report, made);
         }
     }
 }

@@ -179,6 +179,7 @@ where
             (&self.ids, &mut self.results, &mut self.maybe, &mut self.to_probe);
         match (recall.last_word(), recorded) {
             (LastWord::Ok(_), Some(recorded)) => {
+                crate::observe::replayed(run.spec);
                 let mut report = run.bulk_report(recorded, self.words);
                 report.message = format!("{} (recorded in the attempt log; not repeated)", report.message);
                 return Some(report);
@@ -432,7 +433,9 @@ async fn resolve<I: Clone + ItemId, P: BulkProber<I>>(
         return None;
     }
     let asked: Vec<I> = unknown.iter().map(|&i| items[i].clone()).collect();
-    let verdicts = match tokio::time::timeout(left, guarded(|| probe.probe(run.key, asked))).await {
+    let span = crate::observe::probe_span(run.spec);
+    let probed = tokio::time::timeout(left, guarded(|| probe.probe(run.key, asked)));
+    let verdicts = match crate::observe::within_span(&span, probed).await {
         Ok(Ok(verdicts)) => verdicts,
         Ok(Err(panic)) => {
             for &i in unknown {
@@ -467,13 +470,15 @@ async fn resolve<I: Clone + ItemId, P: BulkProber<I>>(
     }
     // One mark for the batch: failed while any item stays unknown, landed when any item did.
     let asked = || unknown.iter().map(|&i| &results[i]);
-    Some(if asked().any(|item| item.applied == Applied::Unknown) {
+    let mark = if asked().any(|item| item.applied == Applied::Unknown) {
         ProbeMark::Failed
     } else if asked().any(|item| item.applied == Applied::Yes) {
         ProbeMark::Landed
     } else {
         ProbeMark::NotLanded
-    })
+    };
+    span.verdict(run.spec, mark);
+    Some(mark)
 }
 
 /// The aggregate of per-item results: outcome, effect and a counted message.

@@ -54,6 +54,7 @@ impl Run<'_> {
 
     /// Hand the call to the task's escalation sink; the message says where it went.
     pub(crate) fn escalate(&self, message: String) -> String {
+        crate::observe::escalated(self.spec, self.task.escalation().is_some());
         match self.task.escalation() {
             Some(sink) => {
                 sink.escalate(Escalation {
@@ -105,6 +106,7 @@ impl Run<'_> {
     }
 
     pub(crate) fn replayed<T>(&self, value: T) -> Report<T> {
+        crate::observe::replayed(self.spec);
         let message = format!(
             "{} already done by attempt {} (recorded in the attempt log); not repeated",
             self.spec.name(),

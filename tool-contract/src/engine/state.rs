@@ -147,6 +147,7 @@ impl<'a> Run<'a> {
 
     /// The stop of a call whose retry the service's retry budget refuses.
     pub(crate) fn retry_budget_spent(&self, class: &Class, wait: Option<Duration>) -> Stop {
+        crate::observe::retry_budget_spent(self.spec);
         let message = format!(
             "{}; not retried: retry budget spent for {} (too many retries of it across tasks lately)",
             class.message(),
@@ -409,15 +410,18 @@ impl<'a> Run<'a> {
     pub(crate) async fn probe<T: LogValue, P: Prober<T>>(&self, probe: &mut P, of: &Class) -> Probe<T> {
         let left = self.task.remaining();
         let started = crate::journal::wall_clock();
+        let span = crate::observe::probe_span(self.spec);
         let verdict = if left.is_zero() {
             Probe::Failed("no budget left to run it".to_owned())
         } else {
-            match tokio::time::timeout(left, guarded(|| probe.probe(self.key))).await {
+            let probed = tokio::time::timeout(left, guarded(|| probe.probe(self.key)));
+            match crate::observe::within_span(&span, probed).await {
                 Ok(Ok(verdict)) => verdict,
                 Ok(Err(panic)) => Probe::Failed(format!("the probe panicked: {panic}")),
                 Err(_) => Probe::Failed(format!("the probe timed out after {}", secs(left))),
             }
         };
+        span.verdict(self.spec, verdict.mark());
         let (outcome, applied, msg, value) = match &verdict {
             Probe::Landed(v) => (Outcome::Ok, Applied::Yes, "probe: landed".to_owned(), v.to_log().ok()),
             Probe::NotLanded if self.settle(of) != Settle::Settled => (

@@ -113,7 +113,10 @@ impl Run<'_> {
             next_attempt: self.attempt + 1,
             history: class.message().to_owned(),
         };
-        match approver.approve(&request).await {
+        crate::observe::approval_asked(request.next_attempt);
+        let answer = approver.approve(&request).await;
+        crate::observe::approval_answered(answer == Approval::Approved);
+        match answer {
             Approval::Approved => Ok(()),
             Approval::Denied(why) => Err(Stop {
                 outcome: Outcome::Permanent,

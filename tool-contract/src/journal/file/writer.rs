@@ -173,6 +173,8 @@ impl FileJournal {
 pub(super) fn write_loop(shared: &Shared, mut file: File) {
     let mut batch = Vec::new();
     let mut state = shared.lock();
+    // Whether the last sync released a task waiting on it, which may soon be back with another.
+    let mut released_some = false;
     loop {
         if state.failed.is_some() {
             break;
@@ -226,6 +228,7 @@ pub(super) fn write_loop(shared: &Shared, mut file: File) {
                 }
             };
             drop(state);
+            released_some = !released.is_empty();
             for waiter in released {
                 let _ = waiter.done.send(Ok(()));
             }
@@ -235,9 +238,11 @@ pub(super) fn write_loop(shared: &Shared, mut file: File) {
         if state.closing {
             break;
         }
-        // A task sending in sequence is back within tens of microseconds with its next record: look
-        // for it that long before sleeping, which spares it the wait for this thread to be woken.
-        let until = std::time::Instant::now() + SPIN;
+        // A task whose synced record was just released, sending in sequence, is back within tens of
+        // microseconds with its next one: look for it that long before sleeping, which spares it the
+        // wait for this thread to be woken. Buffered records wait for no one: no look for them.
+        let until = std::time::Instant::now()
+            + if std::mem::take(&mut released_some) { SPIN } else { std::time::Duration::ZERO };
         while !(state.wake || state.closing) && std::time::Instant::now() < until {
             drop(state);
             std::thread::yield_now();
