@@ -23,7 +23,6 @@
 //! # let _ = task;
 //! ```
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -97,8 +96,13 @@ impl Default for RetryBudget {
 #[derive(Debug, Clone)]
 pub struct RetryBudgets {
     shape: RetryBudget,
-    accounts: Arc<Mutex<HashMap<Box<str>, Account>>>,
+    /// One account per service; a process calls a handful of services, so a short list searched in
+    /// order costs less than hashing the name.
+    accounts: Arc<Mutex<Accounts>>,
 }
+
+/// Each service's name and account.
+type Accounts = Vec<(Box<str>, Account)>;
 
 impl Default for RetryBudgets {
     fn default() -> Self {
@@ -127,11 +131,16 @@ impl RetryBudgets {
 
     /// Count a first attempt of a call to `service`.
     pub fn first_attempt(&self, service: &str) {
+        self.first_attempt_at(service, Instant::now());
+    }
+
+    /// [`first_attempt`](Self::first_attempt) at `now`, a clock the caller has just read.
+    pub(crate) fn first_attempt_at(&self, service: &str, now: Instant) {
         if self.shape == RetryBudget::UNLIMITED {
             return;
         }
         let deposit = i64::from(self.shape.percent) * SCALE / 100;
-        self.with(service, |account| account.add(deposit));
+        self.with_at(service, now, |account| account.add(deposit));
     }
 
     /// Take one retry of a call to `service` from its budget, or say why not.
@@ -166,13 +175,19 @@ impl RetryBudgets {
     }
 
     fn with<R>(&self, service: &str, f: impl FnOnce(&mut Account) -> R) -> R {
+        self.with_at(service, Instant::now(), f)
+    }
+
+    fn with_at<R>(&self, service: &str, now: Instant, f: impl FnOnce(&mut Account) -> R) -> R {
         let mut accounts = self.accounts.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        let slot = self.shape.window / SLOTS as u32;
-        let account = match accounts.get_mut(service) {
-            Some(account) => account,
-            None => accounts.entry(service.into()).or_insert_with(|| Account::new(now, slot)),
+        let at = match accounts.iter().position(|(name, _)| **name == *service) {
+            Some(at) => at,
+            None => {
+                accounts.push((service.into(), Account::new(now, self.shape.window / SLOTS as u32)));
+                accounts.len() - 1
+            }
         };
+        let account = &mut accounts[at].1;
         account.advance(now);
         f(account)
     }
@@ -198,7 +213,12 @@ impl Account {
     /// Move the window to `now`, emptying the slots it left. A clock that went back (another runtime's
     /// paused clock) keeps the current slot.
     fn advance(&mut self, now: Instant) {
-        let passed = now.saturating_duration_since(self.began).as_nanos() / self.slot.as_nanos().max(1);
+        let elapsed = now.saturating_duration_since(self.began);
+        if elapsed < self.slot {
+            // Still in the current slot: most calls.
+            return;
+        }
+        let passed = elapsed.as_nanos() / self.slot.as_nanos().max(1);
         if passed == 0 {
             return;
         }

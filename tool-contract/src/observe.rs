@@ -50,12 +50,15 @@ impl CallObserver {
         }
     }
 
-    /// Run the call inside its span.
-    pub(crate) async fn within<F: std::future::Future>(&self, fut: F) -> F::Output {
+    /// The call's future, run inside its span (without the feature, the future itself: no layer).
+    pub(crate) fn within<F: std::future::Future>(
+        &self,
+        fut: F,
+    ) -> impl std::future::Future<Output = F::Output> {
         #[cfg(feature = "tracing")]
-        return tracing::Instrument::instrument(fut, self.span.clone()).await;
+        return tracing::Instrument::instrument(fut, self.span.clone());
         #[cfg(not(feature = "tracing"))]
-        fut.await
+        fut
     }
 
     /// The call's end: its report's fields on the span, and the call counted.
@@ -153,12 +156,15 @@ impl Span {
     }
 }
 
-/// Run `fut` inside `span`.
-pub(crate) async fn within_span<F: std::future::Future>(span: &Span, fut: F) -> F::Output {
+/// `fut`, run inside `span` (without the feature, the future itself: no layer).
+pub(crate) fn within_span<F: std::future::Future>(
+    span: &Span,
+    fut: F,
+) -> impl std::future::Future<Output = F::Output> {
     #[cfg(feature = "tracing")]
-    return tracing::Instrument::instrument(fut, span.inner.clone()).await;
+    return tracing::Instrument::instrument(fut, span.inner.clone());
     #[cfg(not(feature = "tracing"))]
-    fut.await
+    fut
 }
 
 /// An attempt refused before it started: below the floor, or no budget left.

@@ -143,7 +143,8 @@ async fn attempt_loop<W: Work>(
         {
             return (work.stopped(&run, stop), made);
         }
-        let left = task.remaining();
+        let now = tokio::time::Instant::now();
+        let left = task.deadline().saturating_duration_since(now);
         if let Err(stop) = run.may_start(left) {
             observe::refused(spec, &stop.message);
             return (work.stopped(&run, stop), made);
@@ -151,7 +152,7 @@ async fn attempt_loop<W: Work>(
         made += 1;
         if made == 1 {
             // A first attempt makes room for retries in the service's budget; a retry took its own.
-            task.budgets().first_attempt(spec.service_name());
+            task.budgets().first_attempt_at(spec.service_name(), now);
         }
         run.next_attempt();
         let started = if run.keeps_records() { crate::journal::wall_clock() } else { SystemTime::UNIX_EPOCH };
