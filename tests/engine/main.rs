@@ -664,3 +664,37 @@ async fn a_single_call_and_a_bulk_call_run_the_same_attempt_loop() {
 }
 
 mod resumed;
+
+#[tokio::test(start_paused = true)]
+async fn an_async_escalation_sink_gets_the_escalation_and_a_hung_one_is_left_behind() {
+    let spec = spec("post_reminder", EffectKind::Send);
+    let unresolved = |_: tool_contract::Call| async { Err::<u64, Class>(Class::unknown("connection reset")) };
+    // A sink that takes a while (a ticketing API): the call waits for it.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = Task::new("escalate-async", "agent", Duration::from_secs(30)).escalate_to(
+        move |escalation: tool_contract::Escalation| {
+            let tx = tx.clone();
+            async move {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let _ = tx.send(escalation);
+            }
+        },
+    );
+    let key = task.key(&spec, &"user-7", None);
+    let report =
+        engine::run(&task, &spec, key, unresolved, |_| async { Probe::<u64>::Failed("down".into()) }).await;
+    assert_eq!(report.outcome, Outcome::Unknown);
+    assert!(report.message.ends_with("; escalated"), "{}", report.message);
+    let escalation = rx.try_recv().expect("handed over before the call returned");
+    assert_eq!((escalation.call.as_str(), escalation.key), ("post_reminder", key));
+
+    // A sink that never answers: the report comes back after 5 s, saying it was not escalated.
+    let task = Task::new("escalate-hung", "agent", Duration::from_secs(30))
+        .escalate_to(|_: tool_contract::Escalation| std::future::pending::<()>());
+    let key = task.key(&spec, &"user-8", None);
+    let began = Instant::now();
+    let report =
+        engine::run(&task, &spec, key, unresolved, |_| async { Probe::<u64>::Failed("down".into()) }).await;
+    assert_eq!(began.elapsed(), tool_contract::task::ESCALATION_WAIT);
+    assert!(report.message.ends_with("did not take it within 5.0s: not escalated"), "{}", report.message);
+}

@@ -201,15 +201,27 @@ pub struct Escalation {
     pub reason: String,
 }
 
-/// A sink for escalations.
+/// A sink for escalations: an async closure of [`Escalation`], a channel
+/// (`tokio::sync::mpsc::UnboundedSender<Escalation>`), an [`EscalationQueue`], or a type of your own.
+///
+/// The engine hands the escalation over once the call's report is ready, and waits for the sink at
+/// most [`ESCALATION_WAIT`] before it returns the report: a sink that takes longer (a ticketing API
+/// that hangs) is dropped there, and the report's message says so. Queue the work, do not do it.
 pub trait Escalate: Send + Sync {
-    /// Hand over one unresolved call. Must not block for long: queue it.
-    fn escalate(&self, escalation: Escalation);
+    /// Hand over one unresolved call.
+    fn escalate(&self, escalation: Escalation) -> BoxFuture<'_, ()>;
 }
 
-impl<F: Fn(Escalation) + Send + Sync> Escalate for F {
-    fn escalate(&self, escalation: Escalation) {
-        self(escalation)
+/// The longest the engine waits for an escalation sink before it returns the report without it.
+pub const ESCALATION_WAIT: Duration = Duration::from_secs(5);
+
+impl<F, Fut> Escalate for F
+where
+    F: Fn(Escalation) -> Fut + Send + Sync,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    fn escalate(&self, escalation: Escalation) -> BoxFuture<'_, ()> {
+        Box::pin(self(escalation))
     }
 }
 
@@ -232,8 +244,9 @@ impl<F: Fn(Escalation) + Send + Sync> Escalate for F {
 /// # }
 /// ```
 impl Escalate for tokio::sync::mpsc::UnboundedSender<Escalation> {
-    fn escalate(&self, escalation: Escalation) {
+    fn escalate(&self, escalation: Escalation) -> BoxFuture<'_, ()> {
         let _ = self.send(escalation);
+        Box::pin(std::future::ready(()))
     }
 }
 
@@ -264,8 +277,9 @@ impl EscalationQueue {
 }
 
 impl Escalate for EscalationQueue {
-    fn escalate(&self, escalation: Escalation) {
+    fn escalate(&self, escalation: Escalation) -> BoxFuture<'_, ()> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).push(escalation);
+        Box::pin(std::future::ready(()))
     }
 }
 
@@ -341,7 +355,7 @@ mod tests {
             .approver(|request: ApprovalRequest| async move {
                 if request.next_attempt < 3 { Approval::Approved } else { Approval::Denied("enough".into()) }
             })
-            .escalate_to(|escalation: Escalation| assert_eq!(escalation.task, "t"));
+            .escalate_to(|escalation: Escalation| async move { assert_eq!(escalation.task, "t") });
         let approver = task.approver_ref().expect("set");
         let mut request = ApprovalRequest {
             task: "t".into(),

@@ -31,11 +31,18 @@ pub(crate) enum Next<R> {
 pub(crate) trait Reported {
     /// The outcome, the effect and the budget left.
     fn summary(&self) -> (Outcome, Applied, u64);
+    /// Add to the message.
+    fn note(&mut self, note: &str);
 }
 
 impl<T> Reported for Report<T> {
     fn summary(&self) -> (Outcome, Applied, u64) {
         (self.outcome, self.effect_applied, self.deadline_left_s)
+    }
+
+    fn note(&mut self, note: &str) {
+        self.message.push_str("; ");
+        self.message.push_str(note);
     }
 }
 
@@ -89,20 +96,41 @@ pub(crate) trait Work {
 /// Run a call of any shape to its report: the one attempt loop, seen by the operator as one span.
 pub(crate) async fn drive<W: Work>(task: &Task, spec: &ToolSpec, key: IntentKey, work: W) -> W::Report {
     let observer = CallObserver::new(spec, &key, task.call_id());
-    let (report, made) = observer.within(attempt_loop(task, spec, key, work)).await;
+    let announced = std::sync::Mutex::new(None);
+    let (mut report, made) = observer.within(attempt_loop(task, spec, key, work, &announced)).await;
+    if let Some(escalation) = announced.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        hand_over(task, escalation, &mut report).await;
+    }
     let (outcome, applied, left_s) = report.summary();
     observer.finish(spec, outcome, applied, made, left_s);
     report
 }
 
-/// The loop itself: the report, and how many attempts this call made.
+/// Give the escalation the report announced to the task's sink, waiting for it at most
+/// [`crate::task::ESCALATION_WAIT`]; a sink that takes longer is dropped, and the report says so.
+async fn hand_over<R: Reported>(task: &Task, escalation: crate::task::Escalation, report: &mut R) {
+    let Some(sink) = task.escalation() else { return };
+    let handed = guarded(|| sink.escalate(escalation));
+    match tokio::time::timeout(crate::task::ESCALATION_WAIT, handed).await {
+        Ok(Ok(())) => {}
+        Ok(Err(panic)) => report.note(&format!("the escalation sink panicked ({panic}): not escalated")),
+        Err(_) => report.note(&format!(
+            "the escalation sink did not take it within {}: not escalated",
+            secs(crate::task::ESCALATION_WAIT)
+        )),
+    }
+}
+
+/// The loop itself: the report, and how many attempts this call made; an escalation the report
+/// announces waits in `announced`.
 async fn attempt_loop<W: Work>(
     task: &Task,
     spec: &ToolSpec,
     key: IntentKey,
     mut work: W,
+    announced: &std::sync::Mutex<Option<crate::task::Escalation>>,
 ) -> (W::Report, u32) {
-    let mut run = Run::new(task, spec, key);
+    let mut run = Run::new(task, spec, key, announced);
     let side = spec.effect().has_side_effect();
     // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
     // second waits for the first, then starts from what the first left, with or without a log.

@@ -52,18 +52,20 @@ impl Run<'_> {
         }
     }
 
-    /// Hand the call to the task's escalation sink; the message says where it went.
+    /// Hand the call to the task's escalation sink (once the report is ready: see
+    /// `attempts::hand_over`); the message says where it goes.
     pub(crate) fn escalate(&self, message: String) -> String {
         crate::observe::escalated(self.spec, self.task.escalation().is_some());
         match self.task.escalation() {
-            Some(sink) => {
-                sink.escalate(Escalation {
+            Some(_) => {
+                let escalation = Escalation {
                     task: self.task.id().to_owned(),
                     call: self.spec.name().to_owned(),
                     key: self.key,
                     attempt_id: self.attempt_id.clone(),
                     reason: message.clone(),
-                });
+                };
+                *self.escalation.lock().unwrap_or_else(|e| e.into_inner()) = Some(escalation);
                 format!("{message}; escalated")
             }
             None => format!("{message}; no escalation sink is configured: resolve it by reading the world"),

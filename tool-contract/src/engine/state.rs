@@ -85,10 +85,17 @@ pub(crate) struct Run<'a> {
     pub(crate) claim: Option<&'a Claim<'a>>,
     /// When the last attempt may have reached the service, for the settle window.
     pub(crate) reached: Option<tokio::time::Instant>,
+    /// Where an escalation the report announces waits to be handed to the sink once the call is over.
+    pub(crate) escalation: &'a std::sync::Mutex<Option<crate::task::Escalation>>,
 }
 
 impl<'a> Run<'a> {
-    pub(crate) fn new(task: &'a Task, spec: &'a ToolSpec, key: IntentKey) -> Self {
+    pub(crate) fn new(
+        task: &'a Task,
+        spec: &'a ToolSpec,
+        key: IntentKey,
+        escalation: &'a std::sync::Mutex<Option<crate::task::Escalation>>,
+    ) -> Self {
         Run {
             task,
             spec,
@@ -99,6 +106,7 @@ impl<'a> Run<'a> {
             retry_at: None,
             claim: None,
             reached: None,
+            escalation,
         }
     }
 
