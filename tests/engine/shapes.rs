@@ -1,0 +1,118 @@
+//! One attempt loop for every shape of call, and what happens after it: the escalation handed over.
+
+use super::*;
+
+/// How an attempt fails, the same way for a single call and a bulk call of one item.
+#[derive(Clone, Copy, Debug)]
+enum Failure {
+    Panics,
+    Hangs,
+    Refused,
+    RateLimited,
+}
+
+async fn fail(how: Failure) -> Result<u64, Class> {
+    match how {
+        Failure::Panics => panic!("index out of bounds"),
+        Failure::Hangs => std::future::pending().await,
+        Failure::Refused => Err(Class::retryable("503 service unavailable")),
+        Failure::RateLimited => {
+            Err(Class::retryable("429 too many requests").retry_after(Duration::from_secs(2)))
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_single_call_and_a_bulk_call_run_the_same_attempt_loop() {
+    // One loop for both shapes: the same attempts, at the same instants, failing with the same words.
+    for kind in [EffectKind::Read, EffectKind::Send, EffectKind::Create] {
+        for how in [Failure::Panics, Failure::Hangs, Failure::Refused, Failure::RateLimited] {
+            let name = format!("{kind:?}-{how:?}");
+            let spec = spec("sync_rows", kind).max_attempts(3).deadline_floor(Duration::from_secs(1));
+            let single_task = Task::new(format!("single-{name}"), "agent", Duration::from_secs(20));
+            let single_calls = Calls::new();
+            let single = engine::run(
+                &single_task,
+                &spec,
+                single_task.key(&spec, &"sheet-1", None),
+                |_| {
+                    single_calls.hit();
+                    fail(how)
+                },
+                |_| async { Probe::<u64>::NotLanded },
+            )
+            .await;
+            // The bulk call starts from the same budget, on the same clock, once the single one is over.
+            let bulk_task = Task::new(format!("bulk-{name}"), "agent", Duration::from_secs(20));
+            let bulk_calls = Calls::new();
+            let bulk =
+                engine::run_bulk(
+                    &bulk_task,
+                    &spec,
+                    bulk_task.key(&spec, &"sheet-1", None),
+                    vec!["row-1"],
+                    |_, rows: Vec<&'static str>| {
+                        bulk_calls.hit();
+                        async move {
+                            fail(how).await.map(|_| rows.iter().map(|r| Item::ok(*r)).collect::<Vec<_>>())
+                        }
+                    },
+                    |_, rows: Vec<&'static str>| async move {
+                        rows.iter()
+                            .map(|r| Item { applied: Applied::No, ..Item::retryable(*r, "") })
+                            .collect()
+                    },
+                )
+                .await;
+            let (single_at, bulk_at) = (single_calls.times(), bulk_calls.times());
+            assert!(!single_at.is_empty(), "{name}: {}", single.message);
+            assert_eq!(
+                single_at, bulk_at,
+                "{name}: attempts and their instants\n{}\n{}",
+                single.message, bulk.message
+            );
+            let reason = bulk.items[0].reason.as_deref().unwrap_or_default();
+            assert!(
+                !reason.is_empty() && single.message.starts_with(reason),
+                "{name}: the item says {reason:?}, the single call {:?}",
+                single.message
+            );
+            assert_eq!(single.outcome, bulk.items[0].outcome, "{name}");
+            assert_eq!(single.effect_applied, bulk.effect_applied, "{name}");
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_async_escalation_sink_gets_the_escalation_and_a_hung_one_is_left_behind() {
+    let spec = spec("post_reminder", EffectKind::Send);
+    let unresolved = |_: tool_contract::Call| async { Err::<u64, Class>(Class::unknown("connection reset")) };
+    // A sink that takes a while (a ticketing API): the call waits for it.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = Task::new("escalate-async", "agent", Duration::from_secs(30)).escalate_to(
+        move |escalation: tool_contract::Escalation| {
+            let tx = tx.clone();
+            async move {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let _ = tx.send(escalation);
+            }
+        },
+    );
+    let key = task.key(&spec, &"user-7", None);
+    let report =
+        engine::run(&task, &spec, key, unresolved, |_| async { Probe::<u64>::Failed("down".into()) }).await;
+    assert_eq!(report.outcome, Outcome::Unknown);
+    assert!(report.message.ends_with("; escalated"), "{}", report.message);
+    let escalation = rx.try_recv().expect("handed over before the call returned");
+    assert_eq!((escalation.call.as_str(), escalation.key), ("post_reminder", key));
+
+    // A sink that never answers: the report comes back after 5 s, saying it was not escalated.
+    let task = Task::new("escalate-hung", "agent", Duration::from_secs(30))
+        .escalate_to(|_: tool_contract::Escalation| std::future::pending::<()>());
+    let key = task.key(&spec, &"user-8", None);
+    let began = Instant::now();
+    let report =
+        engine::run(&task, &spec, key, unresolved, |_| async { Probe::<u64>::Failed("down".into()) }).await;
+    assert_eq!(began.elapsed(), tool_contract::task::ESCALATION_WAIT);
+    assert!(report.message.ends_with("did not take it within 5.0s: not escalated"), "{}", report.message);
+}
