@@ -59,6 +59,8 @@
 //! | the attempt loop, one for every shape of call (a value, bulk items, pages) | `attempts::drive`, over [`engine::run`], [`engine::run_bulk`], [`engine::run_pages`] | `src/engine/attempts.rs` (the shapes: `single.rs`, `bulk.rs`, `pages.rs`) |
 //! | the log's format, header and reading rule | [`journal::index_record`], [`journal::HEADER`] | `src/journal/` |
 //! | durability and the writer thread | [`Durability`], [`FileJournal`] | `src/journal/file/writer.rs` |
+//! | retries across tasks: the retry budget per service | [`RetryBudgets`], [`ToolSpec::service`] | `src/budget.rs` |
+//! | what an operator sees: spans, events, metrics (features `tracing`, `metrics`) | `observe` | `src/observe.rs` |
 //! | the tool definition, schema and dispatch | [`define`], [`Toolbox`] | `src/define.rs`, `src/toolbox.rs` |
 //! | MCP annotations from the effect kind | [`define::Annotations`] | `src/define.rs` |
 #![deny(missing_docs)]
