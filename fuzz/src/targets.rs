@@ -35,6 +35,7 @@ pub fn all() -> Vec<Box<dyn Target>> {
         Box::new(ToolArguments::new()),
         Box::new(McpMeta::new()),
         Box::new(KeyCommand),
+        Box::new(TraceParentHeader),
     ]
 }
 
@@ -106,6 +107,43 @@ impl Target for RetryAfterHeader {
             RetryAfter::Ignored(_) => 11,
         };
         signature(&[kind, u64::from(status), class.map_or(0, |c| c.outcome() as u64 + 1)])
+    }
+}
+
+/// W3C `traceparent` values from a request's `_meta`: accepted only in their one shape, and then
+/// written back byte for byte.
+struct TraceParentHeader;
+
+impl Target for TraceParentHeader {
+    fn name(&self) -> &'static str {
+        "traceparent"
+    }
+
+    fn seeds(&self) -> Vec<Vec<u8>> {
+        [
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00-more",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect()
+    }
+
+    fn dictionary(&self) -> &'static [&'static [u8]] {
+        &[b"-", b"00", b"ff", b"0000000000000000", b"4bf92f3577b34da6"]
+    }
+
+    fn run(&mut self, input: &[u8]) -> u64 {
+        let text = String::from_utf8_lossy(input);
+        let Some(parent) = tool_contract_mcp::trace::TraceParent::parse(&text) else { return 0 };
+        let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        let written = format!("{}-{}-{:02x}", hex(&parent.trace_id), hex(&parent.parent_id), parent.flags);
+        assert_eq!(text.get(3..55), Some(written.as_str()), "`{text}` read as {parent:?}");
+        assert!(parent.trace_id != [0; 16] && parent.parent_id != [0; 8], "`{text}`: a zero id accepted");
+        assert!(!text.starts_with("ff"), "`{text}`: version ff accepted");
+        1 + u64::from(parent.flags & 1) + 2 * u64::from(text.len() > 55)
     }
 }
 

@@ -15,6 +15,10 @@
 //!   start unless [`Builder::instance_id`] sets it, which is what makes keys survive a restart.
 //! - A client's cancellation drops the call's attempt: a side effect then reads `unknown` in the log,
 //!   and the next call of the intent probes first.
+//! - Feature `tracing`: each `tools/call` runs in a `tools/call {tool}` server span around the tool's
+//!   `execute_tool` span; feature `otel` continues the client's trace from the request's `_meta`
+//!   `traceparent` ([`trace`]). The model's id for the call, under [`TOOL_CALL_ID_META_KEY`], becomes
+//!   `gen_ai.tool.call.id`.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -43,6 +47,7 @@
 
 #[cfg(feature = "http")]
 pub mod http;
+pub mod trace;
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
@@ -62,6 +67,9 @@ use tool_contract::{Approve, Escalate, Journal, MemoryJournal, Outcome, Task, To
 pub const TASK_META_KEY: &str = "dev.tool-contract/task";
 /// The request `_meta` key that names who the task acts for.
 pub const ACTOR_META_KEY: &str = "dev.tool-contract/actor";
+/// The request `_meta` key of the model's id for this tool call, when the agent host has one: it
+/// becomes the call's `gen_ai.tool.call.id` (feature `tracing`). MCP carries no such id itself.
+pub const TOOL_CALL_ID_META_KEY: &str = "dev.tool-contract/tool_call_id";
 /// The result `_meta` key that carries the call's intent key.
 pub const INTENT_KEY_META_KEY: &str = "dev.tool-contract/intent_key";
 /// The result `_meta` key that carries the attempt id the report speaks for.
@@ -236,7 +244,11 @@ impl McpServer {
     fn task(&self, meta: &Map<String, Value>) -> Result<Task, ErrorData> {
         let id = meta_text(meta, TASK_META_KEY)?.unwrap_or(&self.inner.instance);
         let actor = meta_text(meta, ACTOR_META_KEY)?.unwrap_or(DEFAULT_ACTOR);
-        Ok(self.inner.template.new_like(id, actor, self.inner.budget))
+        let task = self.inner.template.new_like(id, actor, self.inner.budget);
+        Ok(match meta_text(meta, TOOL_CALL_ID_META_KEY)? {
+            Some(call_id) => task.tool_call_id(call_id),
+            None => task,
+        })
     }
 
     /// Runs one `tools/call`: the tool's report as the result, or a protocol error for an unknown tool.
@@ -303,12 +315,27 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        #[cfg(feature = "tracing")]
+        let span = trace::server_span(&request.name, Some(&context.id.to_string()), &context.meta);
         let call = self.call(&request.name, request.arguments, &context.meta);
-        tokio::select! {
+        #[cfg(feature = "tracing")]
+        let call = tracing::Instrument::instrument(call, span.clone());
+        let result = tokio::select! {
             // The client gave up: the attempt's future is dropped with this one.
             () = context.ct.cancelled() => Err(ErrorData::invalid_request("the client cancelled the call", None)),
-            result = call => result.map(Into::into),
+            result = call => result,
+        };
+        #[cfg(feature = "tracing")]
+        match &result {
+            Ok(result) if result.is_error == Some(true) => {
+                span.record("error.type", "tool_error");
+            }
+            Ok(_) => {}
+            Err(error) => {
+                span.record("error.type", tracing::field::display(error.code.0));
+            }
         }
+        result.map(Into::into)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

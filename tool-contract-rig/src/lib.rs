@@ -10,7 +10,9 @@
 //! The task of a call comes from rig's [`ToolContext`]: a [`Task`] attached as a scope
 //! (`ToolContext::with_scope(Arc::new(task))`: its budget, attempt log, approver and escalation sink),
 //! else a [`TaskName`] inserted as a context value (run under this adapter's options), else the
-//! adapter's instance id.
+//! adapter's instance id. A [`ToolCallId`] in the context (the model's id for the tool-use block) becomes
+//! the call's `gen_ai.tool.call.id` (the `tracing` feature of `tool-contract`); rig does not pass its
+//! own to tools.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -58,6 +60,15 @@ pub struct TaskName {
 
 impl ContextValue for TaskName {
     const KEY: &'static str = "dev.tool-contract/task";
+}
+
+/// The model's id for one tool call (the `id` of its tool-use block), as a rig context value (key
+/// `dev.tool-contract/tool_call_id`): recorded on the call's span as `gen_ai.tool.call.id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallId(pub String);
+
+impl ContextValue for ToolCallId {
+    const KEY: &'static str = "dev.tool-contract/tool_call_id";
 }
 
 /// The actor of a call whose context names none.
@@ -130,15 +141,23 @@ impl RigToolbox {
 
 impl Shared {
     fn task(&self, context: &ToolContext) -> Arc<Task> {
+        let call_id = context.get::<ToolCallId>().ok().flatten();
         if let Some(task) = context.scope::<Task>() {
-            return task;
+            return match call_id {
+                Some(ToolCallId(id)) => Arc::new(Task::clone(&task).tool_call_id(id)),
+                None => task,
+            };
         }
         let named = context.get::<TaskName>().ok().flatten();
         let (id, actor) = match &named {
             Some(name) => (name.task.as_str(), name.actor.as_str()),
             None => (self.instance.as_str(), DEFAULT_ACTOR),
         };
-        Arc::new(self.template.new_like(id, actor, self.budget))
+        let task = self.template.new_like(id, actor, self.budget);
+        Arc::new(match call_id {
+            Some(ToolCallId(id)) => task.tool_call_id(id),
+            None => task,
+        })
     }
 
     /// The report's JSON, whatever the outcome: never an error rig could retry.
@@ -176,4 +195,41 @@ fn random_instance() -> String {
     hasher
         .write_u128(SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos());
     format!("rig-{:016x}", hasher.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared() -> Shared {
+        Shared {
+            toolbox: Toolbox::new(),
+            template: Task::new("", "", Duration::ZERO),
+            budget: Duration::from_secs(5),
+            instance: "rig-test".to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_task_comes_from_the_context_with_the_models_call_id() {
+        let shared = shared();
+        let mut named = ToolContext::default();
+        named.insert(TaskName { task: "order-7".to_owned(), actor: "agent:ops".to_owned() }).unwrap();
+        named.insert(ToolCallId("toolu_01".to_owned())).unwrap();
+        let task = shared.task(&named);
+        assert_eq!((task.id(), task.actor(), task.call_id()), ("order-7", "agent:ops", Some("toolu_01")));
+
+        let mut scoped = ToolContext::default().with_scope(Arc::new(Task::new(
+            "order-8",
+            "agent:x",
+            Duration::from_secs(1),
+        )));
+        assert_eq!(shared.task(&scoped).call_id(), None);
+        scoped.insert(ToolCallId("call_2".to_owned())).unwrap();
+        let task = shared.task(&scoped);
+        assert_eq!((task.id(), task.call_id()), ("order-8", Some("call_2")));
+
+        let bare = shared.task(&ToolContext::default());
+        assert_eq!((bare.id(), bare.actor(), bare.call_id()), ("rig-test", DEFAULT_ACTOR, None));
+    }
 }

@@ -103,7 +103,8 @@ impl Task {
         self
     }
 
-    pub(crate) fn call_id(&self) -> Option<&str> {
+    /// The id set by [`Task::tool_call_id`], if any.
+    pub fn call_id(&self) -> Option<&str> {
         self.call_id.as_deref()
     }
 
