@@ -96,6 +96,33 @@ async fn an_intent_claimed_by_another_worker_past_the_budget_is_not_started() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_claim_outlasts_the_budget_and_the_settle_window() {
+    // A worker's call holds the intent while its attempt hangs at the service. Another owner asking
+    // meanwhile must find it held past the call's deadline by the tool's settle window (a request the
+    // service still holds may land that much after the attempt was dropped), plus the margin.
+    const SETTLING: ToolSpec = POST.settle(Duration::from_secs(20));
+    let journal = Arc::new(MemoryJournal::new());
+    let task = Task::new("claim-settle", "agent", Duration::from_secs(30)).journal(journal.clone());
+    let key = task.key(&SETTLING, &"thread-9", None);
+    let call = engine::run(
+        &task,
+        &SETTLING,
+        key,
+        |_| std::future::pending::<Result<u64, Class>>(),
+        |_| async { Probe::<u64>::NotLanded },
+    );
+    let asked = async {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        journal.claim(&key, &Owner::new("worker-b.1"), Duration::from_secs(1)).await.unwrap()
+    };
+    let (report, asked) = tokio::join!(call, asked);
+    let Claimed::Busy { left, .. } = asked else { panic!("the intent was free while a call ran") };
+    // Asked 10 s in: 20 s of budget, 20 s of settle window and 1 s of margin were left on the lease.
+    assert_eq!(left, Duration::from_secs(41), "{}", report.message);
+    assert_eq!(report.outcome, Outcome::Unknown, "{}", report.message);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_claim_that_ends_within_the_budget_is_waited_for() {
     let journal = Arc::new(MemoryJournal::new());
     let key = Task::new("claim-ends", "agent", Duration::ZERO).key(&POST, &"thread-9", None);

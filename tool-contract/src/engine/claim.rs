@@ -58,17 +58,23 @@ impl<'a> Claim<'a> {
 
     /// Claim the intent in `store` for a call with `budget` left, waiting within `budget` while another
     /// owner holds it; what the store knows of the intent.
+    ///
+    /// The lease outlasts the call: its budget (the engine drops the attempt at the deadline), then the
+    /// tool's `settle` window (a request the service still holds may land that much later), then a
+    /// margin for the end record and for clocks. Whoever takes the intent over after it finds the last
+    /// attempt's request settled, and probes first.
     pub(crate) async fn in_store(
         &mut self,
         store: &'a dyn Journal,
         budget: impl Fn() -> Duration,
         floor: Duration,
+        settle: Duration,
     ) -> Result<Option<Recall>, Refused> {
         let owner = Owner::unique();
         // A holder that finishes early releases its claim: look again soon, then less often.
         let mut poll = Duration::from_millis(50);
         loop {
-            let lease = budget().saturating_add(LEASE_MARGIN);
+            let lease = budget().saturating_add(settle).saturating_add(LEASE_MARGIN);
             let answer = ready_or_within(store.claim(&self.key, &owner, lease), &budget).await;
             let answer = answer.unwrap_or_else(|| {
                 Err(crate::JournalError::Io {

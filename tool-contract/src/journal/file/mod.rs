@@ -220,6 +220,8 @@ struct State {
     /// queued, or someone flushed.
     wake: bool,
     sync_waiters: VecDeque<Waiter>,
+    /// How long a sync has taken lately (a moving average; zero before the first).
+    sync_time: std::time::Duration,
     failed: Option<String>,
     closing: bool,
     stats: JournalStats,
@@ -298,6 +300,7 @@ impl FileJournal {
             synced: 0,
             wake: false,
             sync_waiters: VecDeque::new(),
+            sync_time: std::time::Duration::ZERO,
             failed: None,
             closing: false,
             stats: JournalStats { records_read: scan.records, ..JournalStats::default() },
