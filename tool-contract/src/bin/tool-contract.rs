@@ -1,19 +1,18 @@
 //! The `tool-contract` command: operator tools for intents and attempt logs.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use serde::Serialize;
-use tool_contract::journal::{LastWord, Phase, Recall, Record, Warning, read_log};
-use tool_contract::probe::ProbeMark;
+use tool_contract::journal::inspect::{self, View};
+use tool_contract::journal::read_log;
 use tool_contract::{FileJournal, Intent, IntentKey};
 
 const USAGE: &str = "usage:
   tool-contract key --task T --actor A --verb V --target X [--slot S]
       print the intent key of one intent (32 hex characters)
-  tool-contract log PATH [--task T] [--unresolved] [--json]
-      print each task's attempts in an attempt log as a timeline
+  tool-contract log PATH|postgres://... [--task T] [--unresolved] [--json]
+      print each task's attempts in an attempt log as a timeline (a log in PostgreSQL is
+      read by the `tool-contract-postgres` command, with the same arguments)
       --task T      only the attempts of task T
       --unresolved  only the intents whose last word is unfinished or unknown (the escalation queue)
       --json        one JSON document on one line, for machines
@@ -29,6 +28,8 @@ pub(crate) enum Failure {
     Fatal(String),
     /// Standard output was closed (`| head`): not an error.
     Closed,
+    /// A command run on this one's behalf failed with this exit code (it said why).
+    Exit(i32),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
             eprintln!("tool-contract: {err}");
             ExitCode::FAILURE
         }
+        Err(Failure::Exit(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
     }
 }
 
@@ -137,282 +139,52 @@ fn log_args(args: &[String]) -> Result<LogArgs<'_>, String> {
     Ok(LogArgs { path, task, unresolved, json })
 }
 
-/// One intent's records, in log order.
-struct Thread<'a> {
-    key: IntentKey,
-    call: &'a str,
-    records: Vec<&'a Record>,
-    recall: Recall,
+fn log(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
+    log_with(args, out, warn, "tool-contract-postgres")
 }
 
-fn log(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
+/// `log`, reading a PostgreSQL log with the command `pg_command`.
+fn log_with(
+    args: &[String],
+    out: &mut dyn Write,
+    warn: &mut dyn Write,
+    pg_command: &str,
+) -> Result<(), Failure> {
     let args = log_args(args).map_err(Failure::Usage)?;
+    if is_postgres(args.path) {
+        return postgres(args.path, pg_command);
+    }
     let contents = read_log(args.path).map_err(|e| Failure::Fatal(e.to_string()))?;
     for warning in &contents.warnings {
         // A warning that cannot be written is no reason to withhold the log.
         let _ = writeln!(warn, "tool-contract: warning: {} {warning}", args.path);
     }
-    let records = contents.records.iter().filter(|r| args.task.is_none_or(|t| r.task == t));
-    let tasks = group(records);
-    if args.unresolved {
-        unresolved(&args, &tasks, &contents.warnings, out)
-    } else {
-        timeline(&args, &tasks, &contents.warnings, out)
-    }
-    .map_err(written)
+    let view = View { task: args.task, unresolved: args.unresolved, json: args.json };
+    inspect::render(args.path, &contents.records, &contents.warnings, &view, out).map_err(written)
 }
 
-/// Tasks in the order they first appear, each with its intents in the order they first appear.
-fn group<'a>(records: impl Iterator<Item = &'a Record>) -> Vec<(&'a str, Vec<Thread<'a>>)> {
-    let mut tasks: Vec<(&str, Vec<Thread<'_>>)> = Vec::new();
-    let mut task_at: HashMap<&str, usize> = HashMap::new();
-    let mut thread_at: HashMap<(&str, IntentKey), usize> = HashMap::new();
-    for record in records {
-        let t = *task_at.entry(&record.task).or_insert_with(|| {
-            tasks.push((&record.task, Vec::new()));
-            tasks.len() - 1
-        });
-        let threads = &mut tasks[t].1;
-        let i = *thread_at.entry((&record.task, record.intent_key)).or_insert_with(|| {
-            threads.push(Thread {
-                key: record.intent_key,
-                call: &record.call,
-                records: Vec::new(),
-                recall: Recall::from_record(record.clone()),
-            });
-            threads.len() - 1
-        });
-        threads[i].records.push(record);
-        threads[i].recall.update(record);
-    }
-    tasks
+/// A PostgreSQL connection string rather than a path.
+fn is_postgres(log: &str) -> bool {
+    log.starts_with("postgres://") || log.starts_with("postgresql://")
 }
 
-fn last_word(recall: &Recall) -> &'static str {
-    match recall.last_word() {
-        LastWord::Unfinished => "unfinished",
-        LastWord::Ok(_) => "ok",
-        LastWord::Ended(outcome) => outcome.as_str(),
+/// A log in PostgreSQL is read by `tool-contract-postgres`, the command of the store's crate (this
+/// crate does not depend on it): run it with the same arguments, found beside this command or on `PATH`.
+fn postgres(log: &str, name: &str) -> Result<(), Failure> {
+    let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|dir| dir.join(name)));
+    let program = beside.filter(|p| p.is_file()).map_or_else(|| name.into(), std::ffi::OsString::from);
+    // Its own arguments, as given: the connection string is passed on, never printed.
+    match std::process::Command::new(&program).args(std::env::args_os().skip(1)).status() {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(Failure::Exit(status.code().unwrap_or(1))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Failure::Fatal(format!(
+            "{} is a PostgreSQL log: reading it needs the `{name}` command, which is not installed \
+             (`cargo install --path tool-contract-postgres` in the repository, or `cargo install \
+             --git <repository> tool-contract-postgres`)",
+            tool_contract::journal::inspect::redact_password(log)
+        ))),
+        Err(e) => Err(Failure::Fatal(format!("cannot run `{name}`: {e}"))),
     }
-}
-
-/// The `--json` documents: fields in this order, records as the log has them.
-#[derive(Serialize)]
-struct TimelineDoc<'a> {
-    log: &'a str,
-    warnings: Vec<WarningDoc<'a>>,
-    tasks: Vec<TaskDoc<'a>>,
-}
-
-#[derive(Serialize)]
-struct WarningDoc<'a> {
-    line: u64,
-    message: &'a str,
-}
-
-#[derive(Serialize)]
-struct TaskDoc<'a> {
-    task: &'a str,
-    intents: Vec<IntentDoc<'a>>,
-}
-
-#[derive(Serialize)]
-struct IntentDoc<'a> {
-    intent_key: IntentKey,
-    call: &'a str,
-    attempts: u32,
-    last_word: &'static str,
-    unresolved: bool,
-    records: &'a [&'a Record],
-}
-
-#[derive(Serialize)]
-struct UnresolvedDoc<'a> {
-    log: &'a str,
-    warnings: Vec<WarningDoc<'a>>,
-    unresolved: Vec<OpenDoc<'a>>,
-}
-
-#[derive(Serialize)]
-struct OpenDoc<'a> {
-    task: &'a str,
-    call: &'a str,
-    intent_key: IntentKey,
-    attempts: u32,
-    attempt_id: &'a str,
-    last_word: &'static str,
-    started: &'a str,
-    message: Option<&'a str>,
-}
-
-fn warnings_doc(warnings: &[Warning]) -> Vec<WarningDoc<'_>> {
-    warnings.iter().map(|w| WarningDoc { line: w.line, message: &w.message }).collect()
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-fn timeline(
-    args: &LogArgs<'_>,
-    tasks: &[(&str, Vec<Thread<'_>>)],
-    warnings: &[Warning],
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    if args.json {
-        let tasks = tasks
-            .iter()
-            .map(|(task, threads)| TaskDoc {
-                task,
-                intents: threads
-                    .iter()
-                    .map(|t| IntentDoc {
-                        intent_key: t.key,
-                        call: t.call,
-                        attempts: t.recall.attempts,
-                        last_word: last_word(&t.recall),
-                        unresolved: t.recall.is_unresolved(),
-                        records: &t.records,
-                    })
-                    .collect(),
-            })
-            .collect();
-        let doc = TimelineDoc { log: args.path, warnings: warnings_doc(warnings), tasks };
-        serde_json::to_writer(&mut *out, &doc)?;
-        return writeln!(out);
-    }
-    if tasks.is_empty() {
-        return match args.task {
-            Some(task) => writeln!(out, "no attempt of task {task} in {}", args.path),
-            None => writeln!(out, "no attempt in {}", args.path),
-        };
-    }
-    for (n, (task, threads)) in tasks.iter().enumerate() {
-        if n > 0 {
-            writeln!(out)?;
-        }
-        let attempts: u32 = threads.iter().map(|t| t.recall.attempts).sum();
-        let (intents, attempts) =
-            (plural(threads.len(), "intent", "intents"), plural(attempts as usize, "attempt", "attempts"));
-        writeln!(out, "task {task}: {intents}, {attempts}")?;
-        for thread in threads {
-            let word = match thread.recall.last_word() {
-                LastWord::Unfinished => "unfinished: probe before anything else".to_owned(),
-                LastWord::Ended(tool_contract::Outcome::Unknown) => "unknown: unresolved".to_owned(),
-                _ => last_word(&thread.recall).to_owned(),
-            };
-            let attempts = plural(thread.recall.attempts as usize, "attempt", "attempts");
-            writeln!(out, "  {} {}  {word} ({attempts})", thread.call, thread.key)?;
-            for record in &thread.records {
-                writeln!(out, "    {}", line(record))?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// One record of a timeline: `a2  2026-11-30T05:12:04Z  end    ok, effect yes: ... = 4411`.
-fn line(record: &Record) -> String {
-    let what = match (record.phase, record.probe) {
-        (Phase::Start, _) => {
-            return format!(
-                "a{}  {}  start  budget {}s",
-                record.attempt, record.started, record.budget_left_s
-            );
-        }
-        (Phase::End, Some(ProbeMark::Landed)) => "probe  landed ->".to_owned(),
-        (Phase::End, Some(ProbeMark::NotLanded)) => "probe  not_landed ->".to_owned(),
-        (Phase::End, Some(ProbeMark::Failed)) => "probe  failed ->".to_owned(),
-        (Phase::End, None) => "end   ".to_owned(),
-    };
-    let mut text = format!("a{}  {}  {what}", record.attempt, record.started);
-    if let Some(outcome) = record.outcome {
-        text.push_str(&format!(" {outcome}"));
-    }
-    if let Some(applied) = record.effect_applied {
-        text.push_str(&format!(", effect {applied}"));
-    }
-    if let Some(message) = &record.message {
-        text.push_str(&format!(": {message}"));
-    }
-    if let Some(value) = &record.value {
-        let value = value.to_string();
-        if value.len() <= 60 {
-            text.push_str(&format!(" = {value}"));
-        } else {
-            text.push_str(&format!(" = ({} bytes of JSON)", value.len()));
-        }
-    }
-    text
-}
-
-fn unresolved(
-    args: &LogArgs<'_>,
-    tasks: &[(&str, Vec<Thread<'_>>)],
-    warnings: &[Warning],
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    let mut open: Vec<&Thread<'_>> =
-        tasks.iter().flat_map(|(_, threads)| threads).filter(|t| t.recall.is_unresolved()).collect();
-    open.sort_by(|a, b| a.recall.last.started.cmp(&b.recall.last.started));
-    if args.json {
-        let unresolved = open
-            .iter()
-            .map(|t| {
-                let last = &t.recall.last;
-                OpenDoc {
-                    task: &last.task,
-                    call: t.call,
-                    intent_key: t.key,
-                    attempts: t.recall.attempts,
-                    attempt_id: &last.attempt_id,
-                    last_word: last_word(&t.recall),
-                    started: &last.started,
-                    message: last.message.as_deref(),
-                }
-            })
-            .collect();
-        let doc = UnresolvedDoc { log: args.path, warnings: warnings_doc(warnings), unresolved };
-        serde_json::to_writer(&mut *out, &doc)?;
-        return writeln!(out);
-    }
-    if open.is_empty() {
-        return writeln!(out, "no unresolved intent in {}", args.path);
-    }
-    let rows: Vec<[String; 6]> = open
-        .iter()
-        .map(|t| {
-            let last = &t.recall.last;
-            let why = match t.recall.last_word() {
-                LastWord::Unfinished => "started and never finished: probe before anything else".to_owned(),
-                _ => last.message.clone().unwrap_or_default(),
-            };
-            [
-                last.task.clone(),
-                t.call.to_owned(),
-                t.key.to_string(),
-                last.attempt_id.clone(),
-                format!("{}  {}", last_word(&t.recall), last.started),
-                why,
-            ]
-        })
-        .collect();
-    writeln!(out, "{} in {}", plural(rows.len(), "unresolved intent", "unresolved intents"), args.path)?;
-    let mut widths = [0usize; 5];
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    for row in &rows {
-        let mut text = String::new();
-        for (w, cell) in widths.iter().zip(row) {
-            text.push_str(&format!("{cell:<w$}  "));
-        }
-        text.push_str(&row[5]);
-        writeln!(out, "{}", text.trim_end())?;
-    }
-    Ok(())
 }
 
 fn compact(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
@@ -432,4 +204,23 @@ fn compact(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result
         done.records_before, done.records_after, done.intents, done.bytes_before, done.bytes_after
     )
     .map_err(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_postgres_log_without_its_command_says_how_to_install_it_and_hides_the_password() {
+        let args: Vec<String> =
+            ["log", "postgres://agent:hunter2@db.invalid/agents"].iter().map(|s| (*s).to_owned()).collect();
+        let Err(Failure::Fatal(message)) =
+            log_with(&args[1..], &mut Vec::new(), &mut Vec::new(), "no-such-command")
+        else {
+            panic!("a missing command is an error")
+        };
+        assert!(message.contains("cargo install --path tool-contract-postgres"), "{message}");
+        assert!(message.contains("postgres://agent:***@db.invalid/agents"), "{message}");
+        assert!(!message.contains("hunter2"), "{message}");
+    }
 }

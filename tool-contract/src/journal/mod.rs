@@ -33,6 +33,7 @@ use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome};
 
 pub mod file;
+pub mod inspect;
 mod leases;
 mod memory;
 mod stamp;

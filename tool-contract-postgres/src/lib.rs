@@ -1,0 +1,96 @@
+//! The attempt log of [`tool_contract`] in PostgreSQL, shared by a fleet of workers: one intent is
+//! attempted by one worker at a time, and a worker that dies mid-call is taken over by another that
+//! probes first.
+//!
+//! [`PgJournal`] implements [`Journal`](tool_contract::Journal); give it to a task and every call of
+//! the task claims its intent and writes ahead to PostgreSQL:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use tool_contract::Task;
+//! use tool_contract_postgres::PgJournal;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tool_contract::JournalError> {
+//! // Creates the schema on first use; workers connecting at once migrate it once.
+//! let journal = Arc::new(PgJournal::connect("postgres://agent:secret@db.internal/agents").await?);
+//! let task = Task::new("ord-7741", "agent:billing", Duration::from_secs(30)).journal(journal.clone());
+//! // ... call tools with `task` ...
+//! # let _ = task;
+//! // An operator's view: what waits on someone.
+//! for open in journal.try_unresolved().await? {
+//!     println!("{} {} attempt {}", open.last.task, open.last.call, open.attempts);
+//! }
+//! // Nightly: forget what was resolved a week ago.
+//! journal.remove_resolved_older_than(Duration::from_secs(7 * 86_400)).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # The schema (version [`SCHEMA_VERSION`], in the PostgreSQL schema `tool_contract`)
+//!
+//! - `attempts`: append-only, one row per record, its fields in columns (`intent` as 16 bytes,
+//!   `attempt`, `phase`, `task`, `tool`, `attempt_id`, `started`, `budget_left_s`, `outcome`,
+//!   `effect_applied`, `probe`, `message`, `retry_at`, `value` as `jsonb`), plus `owner` on a fenced
+//!   start and `written_at` on the server's clock. A unique index allows one fenced start per
+//!   (intent, attempt).
+//! - `claims`: `(intent PRIMARY KEY, owner, lease_until)`.
+//! - `schema_version`: the migrations applied. Every [`PgJournal::connect`] migrates under an
+//!   advisory lock, so a fleet starting at once migrates once.
+//!
+//! # The five rules of a claim (DESIGN.md, section 9), and how this store keeps them
+//!
+//! 1. **The fence is the start row.** A start is one statement: it locks the caller's claim row,
+//!    checks that its lease runs and that the attempt is the highest + 1, and inserts the row; the
+//!    unique index refuses a second start of one attempt even if two owners both believed they held
+//!    the intent. Refused: [`JournalError::Conflict`](tool_contract::JournalError::Conflict), nothing
+//!    written.
+//! 2. **Every holder's write is conditional on the claim**, checked by the server in the statement
+//!    that writes. End records are facts and always accepted; a late end of an old attempt does not
+//!    hide a newer start (the folding rule of [`Recall::update`](tool_contract::journal::Recall)).
+//! 3. **A takeover probes first**: a claim answers with every record of the intent read after the
+//!    claim was taken, so an unfinished start of the previous holder is seen and the engine probes.
+//! 4. **The lease covers the deadline**: the engine asks for its remaining budget plus a margin; the
+//!    lease is stored as given, capped at a year.
+//! 5. **Lease times come from the server's clock**: `clock_timestamp()` in single autocommit
+//!    statements; no worker's clock is ever sent or compared.
+//!
+//! # Durability
+//!
+//! A side effect's start record ([`Durability::Synced`](tool_contract::Durability)) commits with
+//! `synchronous_commit` on (or the server's stronger setting); other records commit asynchronously
+//! (`synchronous_commit = off` for their transaction only). A read's start record
+//! ([`Durability::Lazy`](tool_contract::Durability)) is held in the process and written just before the
+//! next record of its intent.
+//!
+//! # Faults
+//!
+//! Every operation runs on a pooled connection; a lost connection or a restarting server is tried
+//! again on a new connection a few times with a short backoff ([`PgOptions::retries`]), all within
+//! [`PgOptions::op_timeout`] and the caller's own deadline. What still fails is a
+//! [`JournalError`](tool_contract::JournalError), never a panic: a side effect whose start cannot be
+//! stored is not attempted. A fenced start tried again after its answer was lost is recognised as the
+//! caller's own and accepted once.
+//!
+//! # Features
+//!
+//! - `testing`: `testing::PgServer`, a throwaway server started from the system's binaries, for tests.
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod conninfo;
+mod fault;
+mod options;
+mod pool;
+mod retention;
+mod row;
+mod schema;
+mod sql;
+mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use conninfo::redact;
+pub use options::PgOptions;
+pub use schema::SCHEMA_VERSION;
+pub use store::PgJournal;

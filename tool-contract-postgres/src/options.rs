@@ -1,0 +1,100 @@
+//! How a store connects and how long it waits.
+
+use std::time::Duration;
+
+/// How a [`PgJournal`](crate::PgJournal) connects, and how long it waits on the server.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract_postgres::PgOptions;
+///
+/// let options = PgOptions::default().pool_size(32).op_timeout(Duration::from_secs(5));
+/// assert_eq!(options.get_pool_size(), 32);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgOptions {
+    pool_size: usize,
+    connect_timeout: Duration,
+    op_timeout: Duration,
+    retries: u32,
+    backoff: Duration,
+    read_only: bool,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        PgOptions {
+            pool_size: 16,
+            connect_timeout: Duration::from_secs(5),
+            op_timeout: Duration::from_secs(10),
+            retries: 3,
+            backoff: Duration::from_millis(25),
+            read_only: false,
+        }
+    }
+}
+
+impl PgOptions {
+    /// At most this many connections to the server (default 16, at least 1). Callers beyond it wait
+    /// for a connection, within their own deadline.
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size.max(1);
+        self
+    }
+
+    /// How long one connection attempt may take (default 5 s), unless the connection string sets
+    /// `connect_timeout`.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long one operation may take, its retries included (default 10 s). The engine drops an
+    /// operation at its call's deadline anyway; this bounds the ones nobody waits on with a deadline
+    /// (an inspector's reads, a release).
+    pub fn op_timeout(mut self, timeout: Duration) -> Self {
+        self.op_timeout = timeout;
+        self
+    }
+
+    /// How many times an operation that lost its connection is tried again on a new one (default 3),
+    /// the first after `backoff`, each next one after twice the wait before (default 25 ms).
+    pub fn retries(mut self, retries: u32, backoff: Duration) -> Self {
+        self.retries = retries;
+        self.backoff = backoff;
+        self
+    }
+
+    /// Open the log to read it (an inspector): the schema is checked, never created or migrated, so
+    /// pointing a reader at the wrong database changes nothing there (default `false`: a worker
+    /// migrates on connect).
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Whether the store was opened to read only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The pool's size.
+    pub fn get_pool_size(&self) -> usize {
+        self.pool_size
+    }
+
+    /// The timeout of one connection attempt.
+    pub fn get_connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// The timeout of one operation, retries included.
+    pub fn get_op_timeout(&self) -> Duration {
+        self.op_timeout
+    }
+
+    /// The number of retries after a lost connection, and the first wait.
+    pub fn get_retries(&self) -> (u32, Duration) {
+        (self.retries, self.backoff)
+    }
+}

@@ -1,0 +1,128 @@
+//! The statements of the store. Each is one autocommit statement: its times are the server's
+//! `clock_timestamp()`, read when the row is checked, never a worker's clock and never `now()`, which
+//! stands still for a whole transaction.
+
+use crate::row::COLUMNS;
+
+/// Take or renew the claim on `$1` for owner `$2`, for `$3` seconds from now on the server's clock.
+/// A row comes back only when the caller holds the claim: the intent was free, its lease had run out,
+/// or the caller already held it.
+///
+/// It commits asynchronously: a claim lost with a crashed server was either followed by a synced start
+/// (which flushes the WAL, claim included, before it commits) or by nothing, and a holder whose claim
+/// is gone is refused its start. The fence, not the claim, is what must be durable.
+pub(crate) const CLAIM: &str = "
+INSERT INTO tool_contract.claims AS c (intent, owner, lease_until)
+SELECT $1::bytea, $2::text, clock_timestamp() + make_interval(secs => $3::float8)
+FROM (SELECT set_config('synchronous_commit', 'off', true)) AS durability
+ON CONFLICT (intent) DO UPDATE
+    SET owner = excluded.owner, lease_until = excluded.lease_until
+    WHERE c.lease_until <= clock_timestamp() OR c.owner = excluded.owner
+RETURNING c.owner";
+
+/// Who holds `$1` and for how many more seconds, if anyone does.
+pub(crate) const HOLDER: &str = "
+SELECT owner, extract(epoch FROM lease_until - clock_timestamp())::float8
+FROM tool_contract.claims
+WHERE intent = $1 AND lease_until > clock_timestamp()";
+
+/// Give up `$2`'s claim on `$1`; another owner's claim stays. Asynchronous commit: a release lost
+/// with a crashed server only leaves the lease to run out.
+pub(crate) const RELEASE: &str = "
+DELETE FROM tool_contract.claims
+USING (SELECT set_config('synchronous_commit', 'off', true)) AS durability
+WHERE intent = $1 AND owner = $2";
+
+/// The parameters `$1..$14` of a record, typed as the columns of [`COLUMNS`] (the select list of an
+/// `INSERT .. SELECT` does not take its types from the table).
+const TYPED_VALUES: &str = "$1::bytea, $2::bigint, $3::text, $4::text, $5::text, $6::text, $7::text, \
+    $8::bigint, $9::text, $10::text, $11::text, $12::text, $13::text, $14::jsonb";
+
+/// Make this statement's commit synchronous (`$n` true: the server's setting, raised to `on` if it is
+/// `off`) or asynchronous (`off`), for this transaction only: the autocommit statement it is part of.
+fn durability(n: u32) -> String {
+    format!(
+        "(SELECT set_config('synchronous_commit', CASE WHEN ${n} THEN \
+         CASE current_setting('synchronous_commit') WHEN 'off' THEN 'on' \
+         ELSE current_setting('synchronous_commit') END ELSE 'off' END, true)) AS durability"
+    )
+}
+
+/// The fenced start: the record `$1..$14` by owner `$15` (durability `$16`), written only when `$15`
+/// holds an unexpired claim on the intent and the attempt is the highest recorded + 1. The claim row is
+/// locked, so a takeover waits for this statement and a start after a takeover sees the new owner; the
+/// unique index `attempts_fence` refuses a second start of one attempt whatever the claims say.
+pub(crate) fn start() -> String {
+    format!(
+        "
+WITH held AS (
+    SELECT intent FROM tool_contract.claims
+    WHERE intent = $1 AND owner = $15 AND lease_until > clock_timestamp()
+    FOR UPDATE
+), highest AS (
+    SELECT coalesce(max(attempt), 0) AS n FROM tool_contract.attempts WHERE intent = $1
+)
+INSERT INTO tool_contract.attempts ({COLUMNS}, owner)
+SELECT {}, $15::text
+FROM held, highest, {}
+WHERE highest.n + 1 = $2
+RETURNING seq",
+        TYPED_VALUES,
+        durability(16)
+    )
+}
+
+/// Why a fenced start of attempt `$2` of `$1` by `$3` was refused: the claim's holder and whether its
+/// lease runs, the highest attempt, and whether `$3`'s own start of that attempt is already stored (an
+/// earlier try whose answer was lost).
+pub(crate) const WHY_REFUSED: &str = "
+SELECT
+    (SELECT owner FROM tool_contract.claims WHERE intent = $1),
+    (SELECT lease_until > clock_timestamp() FROM tool_contract.claims WHERE intent = $1),
+    (SELECT coalesce(max(attempt), 0) FROM tool_contract.attempts WHERE intent = $1),
+    EXISTS (SELECT 1 FROM tool_contract.attempts
+            WHERE intent = $1 AND attempt = $2 AND phase = 'start' AND owner = $3)";
+
+/// An unfenced record `$1..$14` (durability `$15`).
+pub(crate) fn append() -> String {
+    format!(
+        "
+INSERT INTO tool_contract.attempts ({COLUMNS})
+SELECT {TYPED_VALUES}
+FROM {}",
+        durability(15)
+    )
+}
+
+/// Every record of `$1`, in the order stored.
+pub(crate) fn records_of_intent() -> String {
+    format!("SELECT {COLUMNS} FROM tool_contract.attempts WHERE intent = $1 ORDER BY seq")
+}
+
+/// The highest attempt of `$1`, if it has any record.
+pub(crate) const HIGHEST: &str = "SELECT max(attempt) FROM tool_contract.attempts WHERE intent = $1";
+
+/// The last word of every intent whose last word is unfinished or `unknown`. The last word is the last
+/// record of the intent's highest attempt, which is what folding its records in order with
+/// `Recall::update` keeps: a record becomes the last word when its attempt is at least the highest
+/// seen before it.
+pub(crate) fn unresolved() -> String {
+    format!(
+        "
+SELECT {COLUMNS} FROM (
+    SELECT DISTINCT ON (intent) {COLUMNS}
+    FROM tool_contract.attempts
+    ORDER BY intent, attempt DESC, seq DESC
+) AS last
+WHERE phase = 'start' OR outcome IS NULL OR outcome = 'unknown'"
+    )
+}
+
+/// Every record, or every record of task `$1`, in the order stored.
+pub(crate) fn records(of_task: bool) -> String {
+    if of_task {
+        format!("SELECT {COLUMNS} FROM tool_contract.attempts WHERE task = $1 ORDER BY seq")
+    } else {
+        format!("SELECT {COLUMNS} FROM tool_contract.attempts ORDER BY seq")
+    }
+}

@@ -1,0 +1,513 @@
+//! [`PgJournal`]: the attempt log and its claims in PostgreSQL.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_postgres::Config;
+use tokio_postgres::types::ToSql;
+use tool_contract::IntentKey;
+use tool_contract::journal::{
+    Answer, BoxFuture, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef,
+};
+
+use crate::conninfo::{label, redact};
+use crate::fault::{Fault, is_unique_violation, timed_out};
+use crate::options::PgOptions;
+use crate::pool::{Conn, Pool};
+use crate::row::{Fields, record_of};
+use crate::schema::{self, MigrationError, SCHEMA_VERSION};
+
+/// The longest lease a claim takes: a year, as the embedded stores cap it.
+const LONGEST_LEASE: Duration = Duration::from_secs(86_400 * 365);
+
+/// An attempt log in PostgreSQL, shared by every worker of a fleet.
+///
+/// Cloning it is cheap and shares its connections. See the [crate documentation](crate) for the schema
+/// and how each rule of the store contract is kept.
+#[derive(Clone)]
+pub struct PgJournal {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pool: Pool,
+    pub(crate) label: String,
+    options: PgOptions,
+    /// [`Durability::Lazy`] records not yet written (reads' start records): each is written before
+    /// the next record of its intent, so a read's start never lands after its end.
+    pending: std::sync::Mutex<Vec<Fields>>,
+}
+
+impl PgJournal {
+    /// Connect with the default [`PgOptions`], creating or migrating the schema.
+    ///
+    /// `conninfo` is a URL (`postgres://user:password@host:5432/db`) or `key=value` pairs
+    /// (`host=/run/postgresql dbname=agents`); a password in it never appears in an error or a log.
+    pub async fn connect(conninfo: &str) -> Result<PgJournal, JournalError> {
+        PgJournal::connect_with(conninfo, PgOptions::default()).await
+    }
+
+    /// Connect with these options, creating or migrating the schema (see [`SCHEMA_VERSION`]).
+    ///
+    /// Many workers may connect at once: the migration runs under an advisory lock, once. A database
+    /// whose schema is newer than this build is refused ([`JournalError::NotALog`]) and left untouched.
+    pub async fn connect_with(conninfo: &str, options: PgOptions) -> Result<PgJournal, JournalError> {
+        let config: Config = conninfo.parse().map_err(|e| JournalError::Io {
+            context: format!("attempt log {}: not a PostgreSQL connection string", redact(conninfo)),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
+        })?;
+        let label = label(&config);
+        let pool = Pool::new(config, options.get_pool_size(), options.get_connect_timeout());
+        let budget = options.get_op_timeout().max(options.get_connect_timeout());
+        let first = async {
+            let mut client = pool.connect_raw().await.map_err(|f| f.into_error(&label, "cannot connect"))?;
+            let checked = if options.is_read_only() {
+                schema::check(&client).await
+            } else {
+                schema::migrate(&mut client).await
+            };
+            match checked {
+                Ok(_) => {}
+                Err(MigrationError::Missing(found)) => {
+                    return Err(JournalError::NotALog {
+                        log: label.clone(),
+                        why: match found {
+                            0 => "the database holds no attempt log (no table tool_contract.schema_version)"
+                                .to_owned(),
+                            older => format!(
+                                "its schema is at version {older}, older than the {SCHEMA_VERSION} this build reads; \
+                                 a worker of this build migrates it when it connects"
+                            ),
+                        },
+                    });
+                }
+                Err(MigrationError::Newer(found)) => {
+                    return Err(JournalError::NotALog {
+                        log: label.clone(),
+                        why: format!(
+                            "its schema is at version {found}, newer than the {SCHEMA_VERSION} this build knows; \
+                             upgrade this worker"
+                        ),
+                    });
+                }
+                Err(MigrationError::Db(e)) => {
+                    return Err(Fault::statement(&e).into_error(&label, "cannot create the schema"));
+                }
+            }
+            let conn =
+                pool.adopt(client).await.map_err(|f| f.into_error(&label, "cannot prepare statements"))?;
+            pool.give(conn);
+            Ok(())
+        };
+        match tokio::time::timeout(budget, first).await {
+            Ok(result) => result?,
+            Err(_) => return Err(timed_out(&label, "cannot connect", budget)),
+        }
+        Ok(PgJournal { inner: Arc::new(Inner { pool, label, options, pending: Default::default() }) })
+    }
+
+    /// The store's name in messages: `postgres://user@host:port/db`, never with a password.
+    pub fn label(&self) -> &str {
+        &self.inner.label
+    }
+
+    /// The options it was connected with.
+    pub fn options(&self) -> &PgOptions {
+        &self.inner.options
+    }
+
+    /// What the log holds on one intent, or why it could not be read: [`Journal::recall`], which has no
+    /// error to give and answers `None` when the server fails, with the error.
+    pub async fn try_recall(&self, key: &IntentKey) -> Result<Option<Recall>, JournalError> {
+        let key = *key.as_bytes();
+        self.inner
+            .run("cannot read an intent's records", |conn| {
+                Box::pin(async move {
+                    let rows = conn
+                        .client
+                        .query(&conn.sql.records_of_intent, &[&key.as_slice()])
+                        .await
+                        .map_err(|e| Fault::statement(&e))?;
+                    fold(&rows)
+                })
+            })
+            .await
+    }
+
+    /// Every intent whose last word is unfinished or `unknown`, oldest first, or why they could not be
+    /// read: [`Journal::unresolved`] with the error.
+    pub async fn try_unresolved(&self) -> Result<Vec<Recall>, JournalError> {
+        self.inner
+            .run("cannot read the unresolved intents", |conn| {
+                Box::pin(async move {
+                    let rows = conn
+                        .client
+                        .query(&conn.sql.unresolved, &[])
+                        .await
+                        .map_err(|e| Fault::statement(&e))?;
+                    let mut open = Vec::with_capacity(rows.len());
+                    for row in &rows {
+                        let last = record_of(row).map_err(Fault::corrupt)?;
+                        open.push(Recall { attempts: last.attempt, last });
+                    }
+                    Ok(sort_unresolved(open))
+                })
+            })
+            .await
+    }
+
+    /// Every record in the order stored, or those of one task: what an inspector lists.
+    pub async fn records(&self, task: Option<&str>) -> Result<Vec<Record>, JournalError> {
+        let task = task.map(str::to_owned);
+        self.inner
+            .run("cannot read the records", |conn| {
+                let task = task.clone();
+                Box::pin(async move {
+                    let rows = match &task {
+                        Some(task) => conn.client.query(&crate::sql::records(true), &[task]).await,
+                        None => conn.client.query(&crate::sql::records(false), &[]).await,
+                    }
+                    .map_err(|e| Fault::statement(&e))?;
+                    rows.iter().map(|row| record_of(row).map_err(Fault::corrupt)).collect()
+                })
+            })
+            .await
+    }
+
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
+    /// Close every idle connection; the next operation connects again. What a worker does after it
+    /// learnt that the server restarted, to skip the failed first try on each stale connection.
+    pub fn reconnect(&self) {
+        self.inner.pool.clear();
+    }
+}
+
+impl Inner {
+    /// Run `op` on a pooled connection, again on a new connection after a transient fault (a lost
+    /// connection, a server restarting), within the options' retries and operation timeout.
+    pub(crate) async fn run<T, F>(&self, doing: &str, mut op: F) -> Result<T, JournalError>
+    where
+        F: for<'c> FnMut(&'c mut Conn) -> BoxFuture<'c, Result<T, Fault>>,
+    {
+        let (retries, mut backoff) = self.options.get_retries();
+        let limit = self.options.get_op_timeout();
+        let tries = async {
+            let mut tried = 0;
+            let mut sent = false;
+            loop {
+                let fault = match self.pool.get().await {
+                    Ok(mut conn) => {
+                        let result = op(&mut conn).await;
+                        match result {
+                            Ok(value) => return Ok(value),
+                            Err(fault) => {
+                                if fault.transient {
+                                    conn.discard();
+                                    // A lost connection usually means a restarted or failed-over
+                                    // server: the idle ones are as stale, so the retry connects anew.
+                                    self.pool.clear();
+                                }
+                                fault
+                            }
+                        }
+                    }
+                    Err(fault) => fault,
+                };
+                sent |= fault.sent;
+                if !fault.transient || tried >= retries {
+                    return Err(Fault { sent, ..fault }.into_error(&self.label, doing));
+                }
+                tried += 1;
+                tokio::time::sleep(backoff).await;
+                backoff = backoff.saturating_mul(2);
+            }
+        };
+        match tokio::time::timeout(limit, tries).await {
+            Ok(result) => result,
+            Err(_) => Err(timed_out(&self.label, doing, limit)),
+        }
+    }
+}
+
+/// What the records of one intent, in the order stored, fold into: [`Recall::update`], the rule every
+/// store follows.
+fn fold(rows: &[tokio_postgres::Row]) -> Result<Option<Recall>, Fault> {
+    let mut recall: Option<Recall> = None;
+    for row in rows {
+        let record = record_of(row).map_err(Fault::corrupt)?;
+        match &mut recall {
+            Some(recall) => recall.update(&record),
+            None => recall = Some(Recall::from_record(record)),
+        }
+    }
+    Ok(recall)
+}
+
+/// Oldest first, by start time, then task, attempt and key: the order of the embedded stores.
+fn sort_unresolved(mut open: Vec<Recall>) -> Vec<Recall> {
+    open.sort_by(|a, b| {
+        (&a.last.started, &a.last.task, a.last.attempt, a.last.intent_key).cmp(&(
+            &b.last.started,
+            &b.last.task,
+            b.last.attempt,
+            b.last.intent_key,
+        ))
+    });
+    open
+}
+
+/// How many [`Durability::Lazy`] records are held at most; past it the oldest is dropped (a read's
+/// start record, whose loss costs a read nothing).
+const MOST_PENDING: usize = 1024;
+
+impl Inner {
+    async fn claim(&self, key: [u8; 16], owner: String, lease: f64) -> Result<Claimed, JournalError> {
+        self.run("cannot claim an intent", |conn| {
+            let owner = owner.clone();
+            Box::pin(async move {
+                // A holder that lets go between the claim and the look at who holds it: claim again.
+                for _ in 0..3 {
+                    let key = key.as_slice();
+                    // Sent together, answered in order: the records are read after the claim is taken, so
+                    // they hold every start its previous holder was allowed to write.
+                    let (claim_params, key_param): ([&(dyn ToSql + Sync); 3], [&(dyn ToSql + Sync); 1]) =
+                        ([&key, &owner, &lease], [&key]);
+                    let (claimed, rows) = tokio::join!(
+                        conn.client.query_opt(&conn.sql.claim, &claim_params),
+                        conn.client.query(&conn.sql.records_of_intent, &key_param),
+                    );
+                    if claimed.map_err(|e| Fault::statement(&e))?.is_some() {
+                        let rows = rows.map_err(|e| Fault::statement(&e))?;
+                        return Ok(Claimed::Held(fold(&rows)?));
+                    }
+                    let holder = conn
+                        .client
+                        .query_opt(&conn.sql.holder, &[&key])
+                        .await
+                        .map_err(|e| Fault::statement(&e))?;
+                    if let Some(row) = holder {
+                        let holder: String = row.try_get(0).map_err(|e| Fault::statement(&e))?;
+                        let left: f64 = row.try_get(1).map_err(|e| Fault::statement(&e))?;
+                        let left = Duration::try_from_secs_f64(left.max(0.0)).unwrap_or(LONGEST_LEASE);
+                        return Ok(Claimed::Busy { holder: Owner::new(holder), left });
+                    }
+                }
+                Err(Fault::corrupt(
+                    "the intent's claim changed hands three times while it was read".to_owned(),
+                ))
+            })
+        })
+        .await
+    }
+
+    async fn start(&self, fields: Arc<Fields>, owner: String, sync: bool) -> Result<(), JournalError> {
+        let verdict = self
+            .run("cannot store a start record", |conn| {
+                let (fields, owner) = (Arc::clone(&fields), owner.clone());
+                Box::pin(async move {
+                    let mut params = fields.params().to_vec();
+                    params.push(&owner);
+                    params.push(&sync);
+                    let refused = match conn.client.query_opt(&conn.sql.start, &params).await {
+                        Ok(Some(_)) => return Ok(Ok(())),
+                        Ok(None) => None,
+                        Err(e) if is_unique_violation(&e) => Some("another owner started it first"),
+                        Err(e) => return Err(Fault::statement(&e)),
+                    };
+                    let row = conn
+                        .client
+                        .query_one(
+                            &conn.sql.why_refused,
+                            &[&fields.intent.as_slice(), &fields.attempt, &owner],
+                        )
+                        .await
+                        .map_err(|e| Fault::statement(&e))?;
+                    let holder: Option<String> = row.try_get(0).map_err(|e| Fault::statement(&e))?;
+                    let live: Option<bool> = row.try_get(1).map_err(|e| Fault::statement(&e))?;
+                    let highest: i64 = row.try_get(2).map_err(|e| Fault::statement(&e))?;
+                    let ours: bool = row.try_get(3).map_err(|e| Fault::statement(&e))?;
+                    if ours {
+                        // An earlier try of this very start committed; its answer was lost.
+                        return Ok(Ok(()));
+                    }
+                    Ok(Err(match (holder, live, refused) {
+                        (None, _, _) => format!("{owner} holds no claim on the intent"),
+                        (Some(holder), _, _) if holder != owner => {
+                            format!("the intent is claimed by {holder}, not {owner}")
+                        }
+                        (_, Some(false), _) => format!("the claim of {owner} has expired"),
+                        _ if fields.attempt != highest + 1 => format!(
+                            "attempt {highest} is the highest recorded, so the next is {}",
+                            highest + 1
+                        ),
+                        (_, _, Some(why)) => format!("attempt {} is already started: {why}", fields.attempt),
+                        _ => format!("the claim of {owner} changed while the start was written"),
+                    }))
+                })
+            })
+            .await?;
+        verdict.map_err(|why| JournalError::Conflict {
+            log: self.label.clone(),
+            attempt_id: fields.attempt_id.clone(),
+            why,
+        })
+    }
+
+    async fn append(&self, records: Vec<Fields>, sync: bool) -> Result<(), JournalError> {
+        let records = Arc::new(records);
+        let doing = match records.last().map(|r| r.is_end()) {
+            Some(true) => "cannot store an end record",
+            _ => "cannot store a record",
+        };
+        // An end record lost here leaves the attempt unfinished, to be probed: tried again on a new
+        // connection first. A record stored twice by a retry whose first answer was lost folds to the
+        // same last word.
+        self.run(doing, |conn| {
+            let records = Arc::clone(&records);
+            Box::pin(async move {
+                for fields in records.iter() {
+                    let mut params = fields.params().to_vec();
+                    params.push(&sync);
+                    conn.client.execute(&conn.sql.append, &params).await.map_err(|e| Fault::statement(&e))?;
+                }
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    async fn highest(&self, key: [u8; 16]) -> Result<Option<u32>, JournalError> {
+        self.run("cannot read an intent's attempts", |conn| {
+            Box::pin(async move {
+                let row = conn
+                    .client
+                    .query_one(&conn.sql.highest, &[&key.as_slice()])
+                    .await
+                    .map_err(|e| Fault::statement(&e))?;
+                let highest: Option<i64> = row.try_get(0).map_err(|e| Fault::statement(&e))?;
+                Ok(highest.map(|n| u32::try_from(n).unwrap_or(u32::MAX)))
+            })
+        })
+        .await
+    }
+}
+
+impl PgJournal {
+    /// The [`Durability::Lazy`] records held for `intent`, taken out, oldest first.
+    fn take_pending(&self, intent: &[u8; 16]) -> Vec<Fields> {
+        let mut pending = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if pending.is_empty() {
+            return Vec::new();
+        }
+        let (mine, others) = std::mem::take(&mut *pending).into_iter().partition(|f| f.intent == *intent);
+        *pending = others;
+        mine
+    }
+
+    /// Store `record`, after the lazy records held for its intent.
+    fn store(&self, record: RecordRef<'_>, durability: Durability) -> Answer<'_, Result<(), JournalError>> {
+        let fields = Fields::of(&record);
+        if durability == Durability::Lazy {
+            let mut pending = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if pending.len() >= MOST_PENDING {
+                pending.remove(0);
+            }
+            pending.push(fields);
+            return Answer::now(Ok(()));
+        }
+        let mut records = self.take_pending(&fields.intent);
+        records.push(fields);
+        Answer::later(self.inner.append(records, durability == Durability::Synced))
+    }
+}
+
+impl Journal for PgJournal {
+    fn claim(
+        &self,
+        key: &IntentKey,
+        owner: &Owner,
+        lease: Duration,
+    ) -> Answer<'_, Result<Claimed, JournalError>> {
+        let lease = lease.min(LONGEST_LEASE).as_secs_f64();
+        Answer::later(self.inner.claim(*key.as_bytes(), owner.as_str().to_owned(), lease))
+    }
+
+    /// Sends the release off on the current runtime and returns; with no runtime, or when the server
+    /// cannot be reached, the lease runs out instead.
+    fn release(&self, key: &IntentKey, owner: &Owner) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let (inner, key, owner) = (Arc::clone(&self.inner), *key.as_bytes(), owner.as_str().to_owned());
+        runtime.spawn(async move {
+            let _ = inner
+                .run("cannot release a claim", |conn| {
+                    let owner = owner.clone();
+                    Box::pin(async move {
+                        conn.client
+                            .execute(&conn.sql.release, &[&key.as_slice(), &owner])
+                            .await
+                            .map_err(|e| Fault::statement(&e))
+                    })
+                })
+                .await;
+        });
+    }
+
+    fn start(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        let fields = Fields::of(&record);
+        let pending = self.take_pending(&fields.intent);
+        let owner = owner.as_str().to_owned();
+        let sync = durability == Durability::Synced;
+        Answer::later(async move {
+            if !pending.is_empty() {
+                self.inner.append(pending, false).await?;
+            }
+            self.inner.start(Arc::new(fields), owner, sync).await
+        })
+    }
+
+    fn append<'a>(
+        &'a self,
+        record: &'a Record,
+        durability: Durability,
+    ) -> Answer<'a, Result<(), JournalError>> {
+        self.store(record.as_record_ref(), durability)
+    }
+
+    fn append_ref(
+        &self,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.store(record, durability)
+    }
+
+    /// `None` also when the server cannot be read: [`PgJournal::try_recall`] tells the two apart.
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
+        let key = *key;
+        Answer::later(async move { self.try_recall(&key).await.ok().flatten() })
+    }
+
+    fn attempts(&self, key: &IntentKey) -> Answer<'_, Option<u32>> {
+        let key = *key.as_bytes();
+        Answer::later(async move { self.inner.highest(key).await.ok().flatten() })
+    }
+
+    /// Empty also when the server cannot be read: [`PgJournal::try_unresolved`] tells the two apart.
+    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
+        Answer::later(async move { self.try_unresolved().await.unwrap_or_default() })
+    }
+}
+
+impl std::fmt::Debug for PgJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgJournal").field("store", &self.inner.label).finish_non_exhaustive()
+    }
+}

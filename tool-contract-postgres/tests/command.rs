@@ -1,0 +1,102 @@
+//! `tool-contract-postgres log` and `forget`: the log read from PostgreSQL and printed as
+//! `tool-contract log` prints a file, a password never printed, a database without a log left as it was.
+
+mod common;
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use tool_contract::journal::inspect::{View, render};
+use tool_contract::journal::{Durability, Owner};
+use tool_contract::{Journal, Outcome};
+
+fn command(args: &[&str], conninfo_var: Option<&str>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tool-contract-postgres"));
+    command.args(args).env_remove("TOOL_CONTRACT_PG");
+    if let Some(conninfo) = conninfo_var {
+        command.env("TOOL_CONTRACT_PG", conninfo);
+    }
+    command.output().expect("the command runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_prints_as_a_files_log_does() {
+    let Some((journal, conninfo)) = common::journal("command_log").await else { return };
+    // Intent a: started, ended ok. Intent b: started and never finished (a crash).
+    let (a, b) = (common::key("cmd-a"), common::key("cmd-b"));
+    let owner = Owner::new("worker-1.1");
+    for (key, ended) in [(a, true), (b, false)] {
+        journal.claim(&key, &owner, Duration::from_secs(30)).await.unwrap();
+        let start = common::start(key, 1);
+        journal.start(&owner, start.as_record_ref(), Durability::Synced).await.unwrap();
+        if ended {
+            journal.append(&common::end(key, 1, Outcome::Ok), Durability::Synced).await.unwrap();
+        }
+    }
+    let records = journal.records(None).await.unwrap();
+    let name = tool_contract_postgres::redact(&conninfo);
+
+    // The timeline, from the command line and from the environment: what `render` prints of the
+    // records, as `tool-contract log` prints them for a file.
+    let mut expected = Vec::new();
+    render(&name, &records, &[], &View::default(), &mut expected).unwrap();
+    let given = command(&["log", &conninfo], None);
+    assert!(given.status.success(), "{}", text(&given.stderr));
+    assert_eq!(text(&given.stdout), text(&expected));
+    let from_env = command(&["log"], Some(&conninfo));
+    assert_eq!(text(&from_env.stdout), text(&expected), "{}", text(&from_env.stderr));
+    assert!(text(&expected).contains("task pg-test: 2 intents, 2 attempts"), "{}", text(&expected));
+
+    // The escalation queue: only b, which started and never finished.
+    let open = command(&["log", &conninfo, "--unresolved"], None);
+    let open = text(&open.stdout);
+    assert!(open.starts_with("1 unresolved intent in "), "{open}");
+    assert!(open.contains(&b.to_string()) && !open.contains(&a.to_string()), "{open}");
+    assert!(open.contains("probe before anything else"), "{open}");
+
+    // JSON for machines, one task's records only.
+    let json = command(&["log", &conninfo, "--json", "--task", "pg-test"], None);
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).expect("one JSON document");
+    let intents = doc["tasks"][0]["intents"].as_array().unwrap();
+    assert_eq!(intents.len(), 2);
+    assert_eq!(intents[0]["last_word"], "ok");
+    assert_eq!(intents[1]["last_word"], "unfinished");
+    assert_eq!(intents[1]["unresolved"], true);
+    let none = command(&["log", &conninfo, "--task", "another"], None);
+    assert_eq!(text(&none.stdout), format!("no attempt of task another in {name}\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_without_a_log_is_refused_and_left_untouched() {
+    let Some(conninfo) = common::database("command_empty").await else { return };
+    let output = command(&["log", &conninfo], None);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("holds no attempt log"), "{}", text(&output.stderr));
+    let forget = command(&["forget", "--older-than-days", "7", &conninfo], None);
+    assert_eq!(forget.status.code(), Some(1), "{}", text(&forget.stderr));
+    let client = common::client(&conninfo).await;
+    let schemas: i64 = client
+        .query_one("SELECT count(*) FROM pg_namespace WHERE nspname = 'tool_contract'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(schemas, 0, "a reader created nothing");
+}
+
+#[test]
+fn a_password_is_never_printed_and_bad_arguments_say_how() {
+    let output = command(&["log", "postgres://agent:hunter2@127.0.0.1:1/agents"], None);
+    assert_eq!(output.status.code(), Some(1));
+    let err = text(&output.stderr);
+    assert!(!err.contains("hunter2") && err.contains("agent"), "{err}");
+    let missing = command(&["log"], None);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).contains("TOOL_CONTRACT_PG"), "{}", text(&missing.stderr));
+    let days = command(&["forget", "--older-than-days", "soon"], None);
+    assert_eq!(days.status.code(), Some(2));
+    assert!(text(&days.stderr).contains("a number of days"), "{}", text(&days.stderr));
+}

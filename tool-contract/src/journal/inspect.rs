@@ -1,0 +1,347 @@
+//! What `tool-contract log` prints of an attempt log: each task's intents and their records as a
+//! timeline, or the unresolved intents as a table, in text or as one JSON document. Any store's records
+//! print the same way: the file log's command and the PostgreSQL store's command both call [`render`].
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use super::{LastWord, Phase, Recall, Record, Warning};
+use crate::key::IntentKey;
+use crate::probe::ProbeMark;
+
+/// What to show of a log.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct View<'a> {
+    /// Only the records of this task.
+    pub task: Option<&'a str>,
+    /// Only the intents whose last word is unfinished or `unknown` (the escalation queue), oldest
+    /// first, instead of the timeline.
+    pub unresolved: bool,
+    /// One JSON document on one line instead of text.
+    pub json: bool,
+}
+
+/// Print `records` (in the log's order) as `view` asks; `log` names the log in the output (a path, or
+/// a connection string without its password), `warnings` are what reading it found.
+///
+/// ```
+/// use tool_contract::journal::inspect::{View, render};
+/// let mut out = Vec::new();
+/// render("attempts.log", &[], &[], &View::default(), &mut out).unwrap();
+/// assert_eq!(String::from_utf8(out).unwrap(), "no attempt in attempts.log\n");
+/// ```
+pub fn render(
+    log: &str,
+    records: &[Record],
+    warnings: &[Warning],
+    view: &View<'_>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let tasks = group(records.iter().filter(|r| view.task.is_none_or(|t| r.task == t)));
+    if view.unresolved {
+        unresolved(log, view, &tasks, warnings, out)
+    } else {
+        timeline(log, view, &tasks, warnings, out)
+    }
+}
+
+/// `postgres://user:secret@host/db` as `postgres://user:***@host/db`: a connection string fit to print.
+/// Anything else is returned as it is.
+pub fn redact_password(conninfo: &str) -> String {
+    let Some((scheme, rest)) = conninfo.split_once("://") else { return conninfo.to_owned() };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => conninfo.to_owned(),
+        },
+        None => conninfo.to_owned(),
+    }
+}
+
+/// One intent's records, in log order.
+struct Thread<'a> {
+    key: IntentKey,
+    call: &'a str,
+    records: Vec<&'a Record>,
+    recall: Recall,
+}
+
+/// Tasks in the order they first appear, each with its intents in the order they first appear.
+fn group<'a>(records: impl Iterator<Item = &'a Record>) -> Vec<(&'a str, Vec<Thread<'a>>)> {
+    let mut tasks: Vec<(&str, Vec<Thread<'_>>)> = Vec::new();
+    let mut task_at: HashMap<&str, usize> = HashMap::new();
+    let mut thread_at: HashMap<(&str, IntentKey), usize> = HashMap::new();
+    for record in records {
+        let t = *task_at.entry(&record.task).or_insert_with(|| {
+            tasks.push((&record.task, Vec::new()));
+            tasks.len() - 1
+        });
+        let threads = &mut tasks[t].1;
+        let i = *thread_at.entry((&record.task, record.intent_key)).or_insert_with(|| {
+            threads.push(Thread {
+                key: record.intent_key,
+                call: &record.call,
+                records: Vec::new(),
+                recall: Recall::from_record(record.clone()),
+            });
+            threads.len() - 1
+        });
+        threads[i].records.push(record);
+        threads[i].recall.update(record);
+    }
+    tasks
+}
+
+fn last_word(recall: &Recall) -> &'static str {
+    match recall.last_word() {
+        LastWord::Unfinished => "unfinished",
+        LastWord::Ok(_) => "ok",
+        LastWord::Ended(outcome) => outcome.as_str(),
+    }
+}
+
+/// The `--json` documents: fields in this order, records as the log has them.
+#[derive(Serialize)]
+struct TimelineDoc<'a> {
+    log: &'a str,
+    warnings: Vec<WarningDoc<'a>>,
+    tasks: Vec<TaskDoc<'a>>,
+}
+
+#[derive(Serialize)]
+struct WarningDoc<'a> {
+    line: u64,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct TaskDoc<'a> {
+    task: &'a str,
+    intents: Vec<IntentDoc<'a>>,
+}
+
+#[derive(Serialize)]
+struct IntentDoc<'a> {
+    intent_key: IntentKey,
+    call: &'a str,
+    attempts: u32,
+    last_word: &'static str,
+    unresolved: bool,
+    records: &'a [&'a Record],
+}
+
+#[derive(Serialize)]
+struct UnresolvedDoc<'a> {
+    log: &'a str,
+    warnings: Vec<WarningDoc<'a>>,
+    unresolved: Vec<OpenDoc<'a>>,
+}
+
+#[derive(Serialize)]
+struct OpenDoc<'a> {
+    task: &'a str,
+    call: &'a str,
+    intent_key: IntentKey,
+    attempts: u32,
+    attempt_id: &'a str,
+    last_word: &'static str,
+    started: &'a str,
+    message: Option<&'a str>,
+}
+
+fn warnings_doc(warnings: &[Warning]) -> Vec<WarningDoc<'_>> {
+    warnings.iter().map(|w| WarningDoc { line: w.line, message: &w.message }).collect()
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn timeline(
+    log: &str,
+    view: &View<'_>,
+    tasks: &[(&str, Vec<Thread<'_>>)],
+    warnings: &[Warning],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    if view.json {
+        let tasks = tasks
+            .iter()
+            .map(|(task, threads)| TaskDoc {
+                task,
+                intents: threads
+                    .iter()
+                    .map(|t| IntentDoc {
+                        intent_key: t.key,
+                        call: t.call,
+                        attempts: t.recall.attempts,
+                        last_word: last_word(&t.recall),
+                        unresolved: t.recall.is_unresolved(),
+                        records: &t.records,
+                    })
+                    .collect(),
+            })
+            .collect();
+        let doc = TimelineDoc { log, warnings: warnings_doc(warnings), tasks };
+        serde_json::to_writer(&mut *out, &doc)?;
+        return writeln!(out);
+    }
+    if tasks.is_empty() {
+        return match view.task {
+            Some(task) => writeln!(out, "no attempt of task {task} in {}", log),
+            None => writeln!(out, "no attempt in {}", log),
+        };
+    }
+    for (n, (task, threads)) in tasks.iter().enumerate() {
+        if n > 0 {
+            writeln!(out)?;
+        }
+        let attempts: u32 = threads.iter().map(|t| t.recall.attempts).sum();
+        let (intents, attempts) =
+            (plural(threads.len(), "intent", "intents"), plural(attempts as usize, "attempt", "attempts"));
+        writeln!(out, "task {task}: {intents}, {attempts}")?;
+        for thread in threads {
+            let word = match thread.recall.last_word() {
+                LastWord::Unfinished => "unfinished: probe before anything else".to_owned(),
+                LastWord::Ended(crate::report::Outcome::Unknown) => "unknown: unresolved".to_owned(),
+                _ => last_word(&thread.recall).to_owned(),
+            };
+            let attempts = plural(thread.recall.attempts as usize, "attempt", "attempts");
+            writeln!(out, "  {} {}  {word} ({attempts})", thread.call, thread.key)?;
+            for record in &thread.records {
+                writeln!(out, "    {}", line(record))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One record of a timeline: `a2  2026-11-30T05:12:04Z  end    ok, effect yes: ... = 4411`.
+fn line(record: &Record) -> String {
+    let what = match (record.phase, record.probe) {
+        (Phase::Start, _) => {
+            return format!(
+                "a{}  {}  start  budget {}s",
+                record.attempt, record.started, record.budget_left_s
+            );
+        }
+        (Phase::End, Some(ProbeMark::Landed)) => "probe  landed ->".to_owned(),
+        (Phase::End, Some(ProbeMark::NotLanded)) => "probe  not_landed ->".to_owned(),
+        (Phase::End, Some(ProbeMark::Failed)) => "probe  failed ->".to_owned(),
+        (Phase::End, None) => "end   ".to_owned(),
+    };
+    let mut text = format!("a{}  {}  {what}", record.attempt, record.started);
+    if let Some(outcome) = record.outcome {
+        text.push_str(&format!(" {outcome}"));
+    }
+    if let Some(applied) = record.effect_applied {
+        text.push_str(&format!(", effect {applied}"));
+    }
+    if let Some(message) = &record.message {
+        text.push_str(&format!(": {message}"));
+    }
+    if let Some(value) = &record.value {
+        let value = value.to_string();
+        if value.len() <= 60 {
+            text.push_str(&format!(" = {value}"));
+        } else {
+            text.push_str(&format!(" = ({} bytes of JSON)", value.len()));
+        }
+    }
+    text
+}
+
+fn unresolved(
+    log: &str,
+    view: &View<'_>,
+    tasks: &[(&str, Vec<Thread<'_>>)],
+    warnings: &[Warning],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut open: Vec<&Thread<'_>> =
+        tasks.iter().flat_map(|(_, threads)| threads).filter(|t| t.recall.is_unresolved()).collect();
+    open.sort_by(|a, b| a.recall.last.started.cmp(&b.recall.last.started));
+    if view.json {
+        let unresolved = open
+            .iter()
+            .map(|t| {
+                let last = &t.recall.last;
+                OpenDoc {
+                    task: &last.task,
+                    call: t.call,
+                    intent_key: t.key,
+                    attempts: t.recall.attempts,
+                    attempt_id: &last.attempt_id,
+                    last_word: last_word(&t.recall),
+                    started: &last.started,
+                    message: last.message.as_deref(),
+                }
+            })
+            .collect();
+        let doc = UnresolvedDoc { log, warnings: warnings_doc(warnings), unresolved };
+        serde_json::to_writer(&mut *out, &doc)?;
+        return writeln!(out);
+    }
+    if open.is_empty() {
+        return writeln!(out, "no unresolved intent in {}", log);
+    }
+    let rows: Vec<[String; 6]> = open
+        .iter()
+        .map(|t| {
+            let last = &t.recall.last;
+            let why = match t.recall.last_word() {
+                LastWord::Unfinished => "started and never finished: probe before anything else".to_owned(),
+                _ => last.message.clone().unwrap_or_default(),
+            };
+            [
+                last.task.clone(),
+                t.call.to_owned(),
+                t.key.to_string(),
+                last.attempt_id.clone(),
+                format!("{}  {}", last_word(&t.recall), last.started),
+                why,
+            ]
+        })
+        .collect();
+    writeln!(out, "{} in {}", plural(rows.len(), "unresolved intent", "unresolved intents"), log)?;
+    let mut widths = [0usize; 5];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in &rows {
+        let mut text = String::new();
+        for (w, cell) in widths.iter().zip(row) {
+            text.push_str(&format!("{cell:<w$}  "));
+        }
+        text.push_str(&row[5]);
+        writeln!(out, "{}", text.trim_end())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_password;
+
+    #[test]
+    fn a_password_never_prints() {
+        for (given, shown) in [
+            (
+                "postgres://agent:s3cr:et@db.internal:5432/agents",
+                "postgres://agent:***@db.internal:5432/agents",
+            ),
+            ("postgresql://agent:pw@db/x?sslmode=require", "postgresql://agent:***@db/x?sslmode=require"),
+            ("postgres://agent@db/x", "postgres://agent@db/x"),
+            ("postgres://db/x", "postgres://db/x"),
+            ("/var/lib/agent/attempts.log", "/var/lib/agent/attempts.log"),
+        ] {
+            assert_eq!(redact_password(given), shown);
+        }
+    }
+}
