@@ -74,6 +74,7 @@
 //! # Features
 //!
 //! - `testing`: `testing::PgServer`, a throwaway server started from the system's binaries, for tests.
+//! - `tls`: [`PgJournal::connect_tls`], connections encrypted with rustls (pure Rust, no OpenSSL).
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -92,5 +93,9 @@ pub mod testing;
 
 pub use conninfo::redact;
 pub use options::PgOptions;
+/// The rustls this crate was built with (feature `tls`), for the configuration
+/// [`PgJournal::connect_tls`] takes.
+#[cfg(feature = "tls")]
+pub use rustls;
 pub use schema::SCHEMA_VERSION;
 pub use store::PgJournal;

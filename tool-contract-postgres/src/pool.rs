@@ -50,9 +50,20 @@ impl Statements {
     }
 }
 
+/// How connections are made: in the clear, or with TLS (feature `tls`).
+#[derive(Clone)]
+pub(crate) enum Connector {
+    /// No TLS: a Unix socket, or a network the operator trusts.
+    Plain,
+    /// TLS with rustls, on the client configuration given.
+    #[cfg(feature = "tls")]
+    Rustls(tokio_postgres_rustls::MakeRustlsConnect),
+}
+
 /// Connections to one server, at most `size` at once.
 pub(crate) struct Pool {
     config: Config,
+    connector: Connector,
     idle: Mutex<Vec<Conn>>,
     permits: Arc<Semaphore>,
 }
@@ -67,23 +78,47 @@ pub(crate) struct Pooled<'a> {
 
 impl Pool {
     /// A pool of at most `size` connections made with `config` (its connect timeout set).
-    pub(crate) fn new(mut config: Config, size: usize, connect_timeout: Duration) -> Pool {
+    pub(crate) fn new(
+        mut config: Config,
+        connector: Connector,
+        size: usize,
+        connect_timeout: Duration,
+    ) -> Pool {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(connect_timeout);
         }
-        Pool { config, idle: Mutex::new(Vec::new()), permits: Arc::new(Semaphore::new(size.max(1))) }
+        Pool {
+            config,
+            connector,
+            idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(size.max(1))),
+        }
     }
 
     /// A new connection, not yet with statements: the first one migrates the schema before they can
     /// be prepared. Its I/O runs on a task of the current runtime.
     pub(crate) async fn connect_raw(&self) -> Result<Client, Fault> {
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| Fault::connect(&e))?;
-        tokio::spawn(async move {
-            // The connection ends when the client is dropped or the server goes away; the client
-            // then reports itself closed, and the pool drops it.
-            let _ = connection.await;
-        });
-        Ok(client)
+        // The connection ends when the client is dropped or the server goes away; the client then
+        // reports itself closed, and the pool drops it.
+        match &self.connector {
+            Connector::Plain => {
+                let (client, connection) =
+                    self.config.connect(NoTls).await.map_err(|e| Fault::connect(&e))?;
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                Ok(client)
+            }
+            #[cfg(feature = "tls")]
+            Connector::Rustls(tls) => {
+                let (client, connection) =
+                    self.config.connect(tls.clone()).await.map_err(|e| Fault::connect(&e))?;
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                Ok(client)
+            }
+        }
     }
 
     /// `client` with the statements prepared, as a pooled connection.

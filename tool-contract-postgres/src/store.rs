@@ -13,7 +13,7 @@ use tool_contract::journal::{
 use crate::conninfo::{label, redact};
 use crate::fault::{Fault, is_unique_violation, timed_out};
 use crate::options::PgOptions;
-use crate::pool::{Conn, Pool};
+use crate::pool::{Conn, Connector, Pool};
 use crate::row::{Fields, record_of};
 use crate::schema::{self, MigrationError, SCHEMA_VERSION};
 
@@ -52,12 +52,46 @@ impl PgJournal {
     /// Many workers may connect at once: the migration runs under an advisory lock, once. A database
     /// whose schema is newer than this build is refused ([`JournalError::NotALog`]) and left untouched.
     pub async fn connect_with(conninfo: &str, options: PgOptions) -> Result<PgJournal, JournalError> {
+        PgJournal::connect_using(conninfo, options, Connector::Plain).await
+    }
+
+    /// [`PgJournal::connect_with`] over TLS (feature `tls`): every connection is encrypted with rustls
+    /// on `tls`, the client configuration (its root certificates, and a client certificate if the
+    /// server asks for one). The connection string's `sslmode` says whether TLS is required
+    /// (`require`) or tried first (`prefer`, the default).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use tool_contract_postgres::{PgJournal, PgOptions, rustls};
+    ///
+    /// let mut roots = rustls::RootCertStore::empty();
+    /// // roots.add(..) the certificate authority of the database's certificate
+    /// let tls = rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+    /// let conninfo = "postgres://agent@db.internal/agents?sslmode=require";
+    /// let journal = PgJournal::connect_tls(conninfo, PgOptions::default(), tls).await?;
+    /// # let _ = journal; Ok(()) }
+    /// ```
+    #[cfg(feature = "tls")]
+    pub async fn connect_tls(
+        conninfo: &str,
+        options: PgOptions,
+        tls: rustls::ClientConfig,
+    ) -> Result<PgJournal, JournalError> {
+        let connector = Connector::Rustls(tokio_postgres_rustls::MakeRustlsConnect::new(tls));
+        PgJournal::connect_using(conninfo, options, connector).await
+    }
+
+    async fn connect_using(
+        conninfo: &str,
+        options: PgOptions,
+        connector: Connector,
+    ) -> Result<PgJournal, JournalError> {
         let config: Config = conninfo.parse().map_err(|e| JournalError::Io {
             context: format!("attempt log {}: not a PostgreSQL connection string", redact(conninfo)),
             source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
         })?;
         let label = label(&config);
-        let pool = Pool::new(config, options.get_pool_size(), options.get_connect_timeout());
+        let pool = Pool::new(config, connector, options.get_pool_size(), options.get_connect_timeout());
         let budget = options.get_op_timeout().max(options.get_connect_timeout());
         let first = async {
             let mut client = pool.connect_raw().await.map_err(|f| f.into_error(&label, "cannot connect"))?;

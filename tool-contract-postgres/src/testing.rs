@@ -66,6 +66,8 @@ pub struct PgServer {
     port: u16,
     /// `Some("postgres")` when this process runs as root.
     run_as: Option<&'static str>,
+    /// Also listening on 127.0.0.1 with TLS, on the certificate `tls.crt` of its directory.
+    tls: bool,
 }
 
 static SERIAL: AtomicU64 = AtomicU64::new(0);
@@ -84,7 +86,7 @@ impl PgServer {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| failed(format!("cannot create {}: {e}", dir.display())))?;
-        let server = PgServer { dir, bin, port, run_as };
+        let server = PgServer { dir, bin, port, run_as, tls: false };
         if let Some(user) = run_as {
             server.run(Command::new("chown").arg("-R").arg(format!("{user}:")).arg(&server.dir))?;
         }
@@ -102,6 +104,50 @@ impl PgServer {
         server.run(&mut initdb)?;
         server.start_again()?;
         Ok(server)
+    }
+
+    /// A server like [`PgServer::start`]'s that also listens on 127.0.0.1 with TLS required there, on a
+    /// self-signed certificate for `localhost` and `127.0.0.1` made with the `openssl` command (which
+    /// PostgreSQL's packages depend on): [`PgServer::tls_certificate`] is its PEM file, which a client
+    /// trusts, and [`PgServer::tcp_conninfo`] reaches it.
+    pub fn start_tls() -> Result<PgServer, ServerError> {
+        let mut server = PgServer::start()?;
+        server.stop()?;
+        let (crt, key) = (server.dir.join("tls.crt"), server.dir.join("tls.key"));
+        let mut openssl = Command::new("openssl");
+        openssl
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost"])
+            .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+            // A certificate for the server itself, not an authority: what a client that trusts it accepts.
+            .args(["-addext", "basicConstraints=critical,CA:FALSE", "-keyout"])
+            .arg(&key)
+            .arg("-out")
+            .arg(&crt);
+        server
+            .run(&mut openssl)
+            .map_err(|e| failed(format!("cannot make a certificate with openssl: {e}")))?;
+        if let Some(user) = server.run_as {
+            server.run(Command::new("chown").arg(format!("{user}:")).arg(&crt).arg(&key))?;
+        }
+        server.run(Command::new("chmod").arg("600").arg(&key))?;
+        // TLS only on TCP (a Unix socket has none): require it there.
+        let hba = "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostnossl all all 127.0.0.1/32 reject\n";
+        std::fs::write(server.data().join("pg_hba.conf"), hba)
+            .map_err(|e| failed(format!("cannot write pg_hba.conf: {e}")))?;
+        server.tls = true;
+        server.start_again()?;
+        Ok(server)
+    }
+
+    /// The PEM certificate a [`PgServer::start_tls`] server presents.
+    pub fn tls_certificate(&self) -> PathBuf {
+        self.dir.join("tls.crt")
+    }
+
+    /// The connection string of database `dbname` over TCP on 127.0.0.1 (with TLS on a
+    /// [`PgServer::start_tls`] server).
+    pub fn tcp_conninfo(&self, dbname: &str) -> String {
+        format!("host=127.0.0.1 port={} user=postgres dbname={dbname}", self.port)
     }
 
     /// One server for the whole process, started on first use. It outlives every test of the process
@@ -154,11 +200,21 @@ impl PgServer {
 
     /// Start the server again after [`PgServer::stop`], on the same socket and data.
     pub fn start_again(&self) -> Result<(), ServerError> {
-        let options = format!(
+        let mut options = format!(
             "-k '{}' -h '' -p {} -c max_connections=300 -c shared_buffers=32MB",
             self.dir.display(),
             self.port
         );
+        if self.tls {
+            options = format!(
+                "-k '{}' -h 127.0.0.1 -p {} -c max_connections=300 -c shared_buffers=32MB -c ssl=on \
+                 -c ssl_cert_file='{}' -c ssl_key_file='{}'",
+                self.dir.display(),
+                self.port,
+                self.dir.join("tls.crt").display(),
+                self.dir.join("tls.key").display()
+            );
+        }
         let mut start = self.command("pg_ctl");
         start
             .arg("-D")
