@@ -268,9 +268,17 @@ impl Inner {
 
 /// What the records of one intent, in the order stored, fold into: [`Recall::update`], the rule every
 /// store follows.
+/// The column of `sql::claim_and_read` that says the claim was a fresh row.
+const FRESH: usize = 14;
+
+/// What rows of records say of their intent, in the order stored. A row without an intent (the claim's
+/// read when the intent has no record yet) holds none.
 fn fold(rows: &[tokio_postgres::Row]) -> Result<Option<Recall>, Fault> {
     let mut recall: Option<Recall> = None;
     for row in rows {
+        if matches!(row.try_get::<_, Option<&[u8]>>(0), Ok(None)) {
+            continue;
+        }
         let record = record_of(row).map_err(Fault::corrupt)?;
         match &mut recall {
             Some(recall) => recall.update(&record),
@@ -305,16 +313,25 @@ impl Inner {
                 // A holder that lets go between the claim and the look at who holds it: claim again.
                 for _ in 0..3 {
                     let key = key.as_slice();
-                    // Sent together, answered in order: the records are read after the claim is taken, so
-                    // they hold every start its previous holder was allowed to write.
-                    let (claim_params, key_param): ([&(dyn ToSql + Sync); 3], [&(dyn ToSql + Sync); 1]) =
-                        ([&key, &owner, &lease], [&key]);
-                    let (claimed, rows) = tokio::join!(
-                        conn.client.query_opt(&conn.sql.claim, &claim_params),
-                        conn.client.query(&conn.sql.records_of_intent, &key_param),
-                    );
-                    if claimed.map_err(|e| Fault::statement(&e))?.is_some() {
-                        let rows = rows.map_err(|e| Fault::statement(&e))?;
+                    let claim_params: [&(dyn ToSql + Sync); 3] = [&key, &owner, &lease];
+                    let rows = conn
+                        .client
+                        .query(&conn.sql.claim, &claim_params)
+                        .await
+                        .map_err(|e| Fault::statement(&e))?;
+                    if let Some(first) = rows.first() {
+                        let fresh: bool = first.try_get(FRESH).map_err(|e| Fault::statement(&e))?;
+                        if fresh {
+                            // Read in the claim's own statement (see `sql::claim_and_read`).
+                            return Ok(Claimed::Held(fold(&rows)?));
+                        }
+                        // A renewal or a takeover: read after the claim is taken, so the records hold
+                        // every start the previous holder was allowed to write.
+                        let rows = conn
+                            .client
+                            .query(&conn.sql.records_of_intent, &[&key])
+                            .await
+                            .map_err(|e| Fault::statement(&e))?;
                         return Ok(Claimed::Held(fold(&rows)?));
                     }
                     let holder = conn

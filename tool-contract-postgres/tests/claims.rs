@@ -395,3 +395,50 @@ async fn eight_workers_connecting_at_once_migrate_once() {
     let err = PgJournal::connect(&conninfo).await.unwrap_err();
     assert!(matches!(&err, JournalError::NotALog { why, .. } if why.contains("999")), "{err}");
 }
+
+/// A claim answers with what the store knows of the intent whichever way it was taken: a fresh claim
+/// row (a new intent, or one released after its end) reads the records in the claim's own statement;
+/// a renewal and a takeover read them after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_answers_with_the_intents_records_fresh_renewed_or_taken_over() {
+    let Some((journal, _)) = common::journal("claims_answer").await else { return };
+    let (a, b) = (Owner::new("worker-a.1"), Owner::new("worker-b.1"));
+    let lease = Duration::from_secs(30);
+    let held = |claimed: Claimed| match claimed {
+        Claimed::Held(recall) => recall,
+        Claimed::Busy { holder, .. } => panic!("held by {holder}"),
+    };
+    // A new intent: nothing known.
+    let new = key("answer-new");
+    assert_eq!(held(journal.claim(&new, &a, lease).await.unwrap()), None);
+    // Done and released by a, then claimed afresh by b: b reads a's attempt and its end.
+    let done = key("answer-done");
+    held(journal.claim(&done, &a, lease).await.unwrap());
+    journal.start(&a, start(done, 1).as_record_ref(), SYNCED).await.unwrap();
+    journal.append(&end(done, 1, Outcome::Ok), SYNCED).await.unwrap();
+    journal.release(&done, &a);
+    let mut fresh = None;
+    for _ in 0..100 {
+        // The release is sent off; wait for it to land.
+        match journal.claim(&done, &b, lease).await.unwrap() {
+            Claimed::Held(recall) => {
+                fresh = recall;
+                break;
+            }
+            Claimed::Busy { .. } => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+    let fresh = fresh.expect("b claims the released intent and reads its records");
+    assert_eq!((fresh.attempts, fresh.last_word()), (1, LastWord::Ok(None)));
+    // b renews: the same answer, read after the claim.
+    let renewed = held(journal.claim(&done, &b, lease).await.unwrap()).expect("records");
+    assert_eq!(renewed, fresh);
+    // A crash: c's start without an end, its short lease runs out, d takes over and reads the start.
+    let (c, d) = (Owner::new("worker-c.1"), Owner::new("worker-d.1"));
+    let crashed = key("answer-crashed");
+    held(journal.claim(&crashed, &c, Duration::from_millis(300)).await.unwrap());
+    journal.start(&c, start(crashed, 1).as_record_ref(), SYNCED).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let taken = held(journal.claim(&crashed, &d, lease).await.unwrap()).expect("the crashed start");
+    assert_eq!((taken.attempts, taken.last_word()), (1, LastWord::Unfinished));
+}
