@@ -2,6 +2,9 @@
 //!
 //! A failing seed is printed with the one command that replays it.
 
+use std::sync::Arc;
+
+use tool_contract::journal::MemoryJournal;
 use tool_contract::testing::sim;
 
 /// CI's count; each schedule costs about 70 µs of wall time in a debug build.
@@ -69,4 +72,64 @@ fn every_class_of_failure_is_drawn() {
     share("an empty budget and no floor", &|s| s.budget.is_zero() && s.floor.is_zero());
     share("a request held past the probe", &|s| s.held);
     share("a crash mid-call", &|s| s.crash_at.is_some());
+}
+
+/// The store path of the simulation on the in-memory store: the same schedules scaled down, with
+/// lost connections, slow commits and leases cut short drawn from each seed. PostgreSQL runs the same
+/// path in tool-contract-postgres's tests/simulation.rs.
+const STORE_SCHEDULES: u64 = 2_000;
+
+#[tokio::test(start_paused = true)]
+async fn store_faults_keep_the_contract_on_the_memory_store() {
+    let base = base_seed();
+    let mut failures = Vec::new();
+    for seed in base..base + STORE_SCHEDULES {
+        let store = Arc::new(MemoryJournal::new());
+        if let Err(failure) = sim::check_on(seed, store, sim::Clock::Paused).await {
+            failures.push(failure);
+        }
+    }
+    eprintln!("{STORE_SCHEDULES} store schedules, {} failures", failures.len());
+    for failure in failures.iter().take(5) {
+        eprintln!("{failure}\n");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {STORE_SCHEDULES} store schedules broke the contract",
+        failures.len()
+    );
+}
+
+/// `STORE_SIM_SEED=N cargo test -p tool-contract-tests --test simulation replay_on_store -- --nocapture`
+#[tokio::test(start_paused = true)]
+async fn replay_on_store() {
+    let seed = std::env::var("STORE_SIM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    eprintln!("replaying store seed {seed}: {:?}", sim::Schedule::draw_on_store(seed));
+    if let Err(failure) = sim::check_on(seed, Arc::new(MemoryJournal::new()), sim::Clock::Paused).await {
+        panic!("{failure}");
+    }
+}
+
+/// Each store fault is drawn often enough to matter, and the rest of a store schedule is `draw`'s,
+/// scaled down.
+#[test]
+fn every_store_fault_is_drawn() {
+    use sim::StoreFault;
+    let schedules: Vec<_> = (0..5_000).map(sim::Schedule::draw_on_store).collect();
+    let faults = |s: &sim::Schedule| s.store.clone().unwrap_or_default();
+    let share = |what: &str, hit: &dyn Fn(&sim::Schedule) -> bool| {
+        let n = schedules.iter().filter(|s| hit(s)).count();
+        assert!(n >= 200, "{what}: {n} of 5,000 schedules");
+    };
+    let planned = |hit: fn(&StoreFault) -> bool| move |s: &sim::Schedule| faults(s).plan.iter().any(hit);
+    share("a connection lost before the store", &planned(|f| matches!(f, StoreFault::LostBefore(_))));
+    share("a connection lost after the store", &planned(|f| matches!(f, StoreFault::LostAfter(_))));
+    share("a commit slow to arrive", &planned(|f| matches!(f, StoreFault::SlowBefore(_))));
+    share("a commit slow to answer", &planned(|f| matches!(f, StoreFault::SlowAfter(_))));
+    share("a lease cut short", &|s| faults(s).lease.is_some());
+    for seed in [0, 7, 99] {
+        let (plain, store) = (sim::Schedule::draw(seed), sim::Schedule::draw_on_store(seed));
+        let scaled = std::time::Duration::from_millis(plain.budget.as_millis().div_ceil(20) as u64);
+        assert_eq!((plain.kind, scaled), (store.kind, store.budget));
+    }
 }

@@ -357,8 +357,19 @@ impl<'a> Run<'a> {
             Err(err) if side => {
                 let late = matches!(&err, crate::JournalError::Io { source, .. }
                     if source.kind() == std::io::ErrorKind::TimedOut);
-                let message = format!("{err}; the attempt was not started");
-                (Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None }, late)
+                // Refused by the fence: another owner took the intent over (or started it first), and
+                // what it did is its own; this call sent nothing, the intent's effect is not known here.
+                let (applied, message) = match &err {
+                    crate::JournalError::Conflict { .. } => (
+                        Applied::Unknown,
+                        format!(
+                            "{err}; the attempt was not started, and another worker runs this intent: what it \
+                             did is in the log"
+                        ),
+                    ),
+                    _ => (self.call_effect(Applied::No), format!("{err}; the attempt was not started")),
+                };
+                (Stop { outcome: Outcome::Retryable, applied, message, wait: None }, late)
             }
             // Nothing was stored, or a read's start record, which never waits: `left` still holds.
             Ok(()) if !self.keeps_records() || !side => return Ok(left),

@@ -6,6 +6,8 @@
 //!   [`Verdict`] per scenario, with what was expected and what happened;
 //! - [`sim`]: a seeded simulation that draws fault schedules across all five effect kinds and checks the
 //!   contract's invariants on every run.
+//!   [`sim::check_on`] runs it on a store of your own (PostgreSQL, say), with lost connections, slow
+//!   commits and leases cut short.
 //!
 //! Wire your tool to the fake (its client talks to [`FakeService`] instead of the network, its probe
 //! looks the intent up there), and the runner tells you, per scenario, whether it keeps the contract:

@@ -21,6 +21,12 @@
 //! 8. an intent whose fields hold `|` never shares a key with the intent they would spell if joined
 //!    with `|`, and each is sent on its own;
 //! 9. no call hangs on a log that does not answer.
+//!
+//! [`check_on`] runs the same schedules on a store the caller gives (PostgreSQL, say), on a real clock
+//! if need be, with store faults drawn from the seed as well: a lost connection, a slow commit, a lease
+//! that ends early. The same invariants hold there, and two more that the store itself keeps: a start
+//! is never stored for an owner whose claim was taken over, and whoever takes over an unfinished
+//! attempt probes it before starting another.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -28,19 +34,23 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::fake::{FakeService, Fault, batch_probe, batch_result, single_result};
+use super::fake::{FakeService, Fault};
 use crate::budget::{RetryBudget, RetryBudgets};
 use crate::classify::Body;
 use crate::effect::EffectKind;
-use crate::journal::{
-    Answer, Claimed, Durability, Journal, JournalError, MemoryJournal, Owner, Recall, Record, RecordRef,
-};
-use crate::key::IntentKey;
-use crate::probe::{NoProbe, Probe};
-use crate::report::{Applied, Outcome, Report};
+use crate::journal::{Journal, MemoryJournal};
+use crate::report::{Applied, Outcome};
 use crate::spec::{Dedupe, ToolSpec};
 use crate::task::{EscalationQueue, Task};
 use crate::testing::ApproveAll;
+
+mod calls;
+mod faulty;
+mod store;
+
+use calls::{items_kept, one_call};
+use faulty::Faulty;
+pub use store::{Clock, SCALE, StoreFault, StoreFaults, check_on, store_replay_command};
 
 /// A small deterministic generator (SplitMix64): the same seed draws the same schedule everywhere.
 #[derive(Debug, Clone)]
@@ -112,9 +122,15 @@ pub struct Schedule {
     /// The probe sees only what has landed, not what the service still holds; the tool's settle window
     /// covers the longest hold of the plan.
     pub held: bool,
+    /// The schedule's durations were divided by this to run on a real clock (1 for tokio's paused one).
+    pub scale: u32,
+    /// The faults of the store the schedule runs on, for a schedule drawn with
+    /// [`Schedule::draw_on_store`]; `None` for one of [`check`].
+    pub store: Option<StoreFaults>,
 }
 
-/// The attempt log of a schedule.
+/// The attempt log of a schedule. On a store schedule, `Memory` and `None` both stand for the store
+/// given, and the others for it going bad.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogMode {
     /// An in-memory log.
@@ -177,6 +193,8 @@ impl Schedule {
             no_retry_budget,
             pipes,
             held,
+            scale: 1,
+            store: None,
         }
     }
 }
@@ -224,6 +242,8 @@ pub struct Failure {
     pub report: String,
     /// The invariants that did not hold.
     pub violations: Vec<String>,
+    /// The one command that replays the schedule.
+    pub replay: String,
 }
 
 impl fmt::Display for Failure {
@@ -234,7 +254,7 @@ impl fmt::Display for Failure {
         }
         writeln!(f, "schedule: {:?}", self.schedule)?;
         writeln!(f, "report: {}", self.report)?;
-        write!(f, "replay: {}", replay_command(self.schedule.seed))
+        write!(f, "replay: {}", self.replay)
     }
 }
 
@@ -246,6 +266,47 @@ pub fn replay_command(seed: u64) -> String {
 /// Run the schedule of `seed` on the current (paused) runtime and check every invariant.
 pub async fn check(seed: u64) -> Result<(), Failure> {
     let schedule = Schedule::draw(seed);
+    let journal: Option<Arc<dyn Journal>> = match schedule.log {
+        LogMode::None => None,
+        LogMode::Memory => Some(Arc::new(MemoryJournal::new())),
+        mode => Some(Arc::new(Faulty::new(mode, Arc::new(MemoryJournal::new())))),
+    };
+    let setup = Setup { clock: Clock::Paused, replay: replay_command(seed) };
+    run(schedule, journal, setup, Seen::default).await
+}
+
+tokio::task_local! {
+    /// Which of the calls of one intent at once is running: the store watches whose claim is whose.
+    static CALLER: usize;
+}
+
+/// What the log itself saw of a run.
+#[derive(Default)]
+struct Seen {
+    /// The invariants of the log that did not hold.
+    violations: Vec<String>,
+    /// The calls (by [`CALLER`]) whose claim another call took over while they ran.
+    superseded: std::collections::HashSet<usize>,
+}
+
+/// How a schedule is run, beyond what it draws.
+struct Setup {
+    /// The clock the runtime keeps.
+    clock: Clock,
+    /// The command that replays the schedule.
+    replay: String,
+}
+
+/// Run `schedule` with `journal` as its log and check every invariant; `more` says what the log itself
+/// saw, once the service has settled.
+async fn run(
+    schedule: Schedule,
+    journal: Option<Arc<dyn Journal>>,
+    setup: Setup,
+    more: impl FnOnce() -> Seen,
+) -> Result<(), Failure> {
+    let seed = schedule.seed;
+    let slack = setup.clock.slack();
     let service = FakeService::new();
     service.dedupe_by_key(schedule.receiver_dedupes);
     service.plan(schedule.faults.iter().cloned());
@@ -255,19 +316,16 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
         spec = spec.dedupe(Dedupe::Receiver);
     }
     if schedule.held {
+        // The margin is not scaled: the log keeps an attempt's start in whole seconds.
         spec = spec.settle(longest_hold(&schedule.faults) + Duration::from_secs(1));
     }
     let escalations = EscalationQueue::new();
-    let started_below_floor = Arc::new(Mutex::new(Vec::new()));
+    // The budget left as each attempt started.
+    let started_with = Arc::new(Mutex::new(Vec::new()));
     let start = Instant::now();
     // With `pipes`, the task and actor hold `|`; the decoy spells the same text joined with `|`.
     let (id, actor) =
         if schedule.pipes { (format!("sim|{seed}"), "sim|a") } else { (format!("sim-{seed}"), "sim") };
-    let journal: Option<Arc<dyn Journal>> = match schedule.log {
-        LogMode::None => None,
-        LogMode::Memory => Some(Arc::new(MemoryJournal::new())),
-        mode => Some(Arc::new(Faulty::new(mode))),
-    };
     let budgets = if schedule.no_retry_budget {
         RetryBudgets::new(RetryBudget::new(Duration::from_secs(10), 0, 0))
     } else {
@@ -290,14 +348,14 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
     let runs = async {
         let mut report = None;
         if let Some(crash_at) = schedule.crash_at {
-            let first = one_call(&task, &spec, &service, &schedule, &started_below_floor);
+            let first = one_call(&task, &spec, &service, &schedule, &started_with);
             // A crash: the run stops wherever it is, its attempt dropped mid-flight.
             if let Ok(done) = tokio::time::timeout(crash_at, first).await {
                 report = Some(done);
             }
         }
         match report {
-            Some(report) => report,
+            Some(report) => (vec![report], vec![0]),
             // A restarted process: same task, same deadline, same log; the intent called `callers` times
             // at once (a model repeating itself, a client re-sending a call).
             None => {
@@ -307,29 +365,41 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
                     .collect();
                 let tasks =
                     (0..schedule.callers as usize).map(|i| others.get(i.wrapping_sub(1)).unwrap_or(&task));
-                let calls =
-                    tasks.map(|task| one_call(task, &spec, &service, &schedule, &started_below_floor));
-                // The last to finish has the last word on the intent.
-                let mut reports = join_all(calls).await;
-                reports.pop().unwrap_or_else(|| unreachable!("at least one caller"))
+                let calls = tasks.enumerate().map(|(i, task)| {
+                    CALLER.scope(i, one_call(task, &spec, &service, &schedule, &started_with))
+                });
+                join_all(calls).await
             }
         }
     };
-    let Ok(report) = tokio::time::timeout(schedule.budget + Duration::from_secs(3600), runs).await else {
+    let Ok((mut reports, finished)) = tokio::time::timeout(schedule.budget + setup.clock.hang(), runs).await
+    else {
         let violations = vec!["the call hung: it never returned".to_owned()];
-        return Err(Failure { schedule, report: String::new(), violations });
+        return Err(Failure { schedule, report: String::new(), violations, replay: setup.replay });
     };
     let elapsed = start.elapsed();
     let decoy = if schedule.pipes {
         let decoy = task.new_like(format!("sim|{seed}|sim"), "a", schedule.budget);
-        let report = one_call(&decoy, &spec, &service, &schedule, &started_below_floor).await;
+        let report = one_call(&decoy, &spec, &service, &schedule, &started_with).await;
         Some(report)
     } else {
         None
     };
     service.settle().await;
+    let seen = more();
+    let report = match schedule.store {
+        // The last to finish has the last word on the intent.
+        None => reports.pop().unwrap_or_else(|| unreachable!("at least one caller")),
+        // On a store whose leases are cut short, calls overlap, and one taken over mid-call reports only
+        // on what it did itself: the last to finish of the others has the last word.
+        Some(_) => {
+            let mut order = finished.iter().rev();
+            let last = order.find(|i| !seen.superseded.contains(i)).or(finished.last());
+            reports.swap_remove(last.copied().unwrap_or_default())
+        }
+    };
 
-    let mut violations = Vec::new();
+    let mut violations = seen.violations;
     let side = schedule.kind.has_side_effect();
     let effects = service.effects(report.idempotency_key);
     let at_most_once =
@@ -342,14 +412,27 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
     if single && side && report.outcome == Outcome::Ok && effects == 0 {
         violations.push("ok without the effect at the service".to_owned());
     }
+    // On a store, every call's `ok` is checked, not only the last word's.
+    if schedule.store.is_some()
+        && single
+        && side
+        && effects == 0
+        && reports.iter().any(|r| r.outcome == Outcome::Ok)
+    {
+        violations.push("a call answered ok without the effect at the service".to_owned());
+    }
     if side && report.effect_applied == Applied::No && effects > 0 {
         violations.push(format!("effect_applied no, but {effects} effect(s) landed"));
     }
-    for left in started_below_floor.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        violations
-            .push(format!("an attempt started with {left:?} left, below the {:?} floor", schedule.floor));
+    for left in started_with.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        // On a real clock the budget runs on between the engine's check and the attempt, a few
+        // instructions apart but for a thread preempted between them.
+        if *left + slack / 10 < schedule.floor || (slack.is_zero() && left.is_zero()) {
+            violations
+                .push(format!("an attempt started with {left:?} left, below the {:?} floor", schedule.floor));
+        }
     }
-    if elapsed > schedule.budget + schedule.floor {
+    if elapsed > schedule.budget + schedule.floor + slack {
         violations.push(format!("returned after {elapsed:?}, past the {:?} budget", schedule.budget));
     }
     if report.outcome == Outcome::Unknown && escalations.is_empty() {
@@ -372,7 +455,8 @@ pub async fn check(seed: u64) -> Result<(), Failure> {
     if violations.is_empty() {
         Ok(())
     } else {
-        Err(Failure { schedule, report: serde_json::to_string(&report).unwrap_or_default(), violations })
+        let report = serde_json::to_string(&report).unwrap_or_default();
+        Err(Failure { schedule, report, violations, replay: setup.replay })
     }
 }
 
@@ -389,16 +473,23 @@ fn longest_hold(faults: &[Fault]) -> Duration {
         .unwrap_or_default()
 }
 
-/// Every future polled on this task, in order: the calls of one intent at once.
-async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+/// Every future polled on this task, in order: the calls of one intent at once. Their outputs in
+/// order, and the order they finished in.
+async fn join_all<F: std::future::Future>(
+    futures: impl IntoIterator<Item = F>,
+) -> (Vec<F::Output>, Vec<usize>) {
     let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
     let mut done: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    let mut finished = Vec::new();
     std::future::poll_fn(|cx| {
         let mut pending = false;
-        for (slot, future) in done.iter_mut().zip(&mut futures) {
+        for (at, (slot, future)) in done.iter_mut().zip(&mut futures).enumerate() {
             if slot.is_none() {
                 match future.as_mut().poll(cx) {
-                    std::task::Poll::Ready(out) => *slot = Some(out),
+                    std::task::Poll::Ready(out) => {
+                        *slot = Some(out);
+                        finished.push(at);
+                    }
                     std::task::Poll::Pending => pending = true,
                 }
             }
@@ -406,199 +497,5 @@ async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) 
         if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
     })
     .await;
-    done.into_iter().flatten().collect()
-}
-
-/// A log that stops answering, or fails, after some appends: a stalled disk, a store gone away.
-struct Faulty {
-    inner: MemoryJournal,
-    mode: LogMode,
-    appends: std::sync::atomic::AtomicU32,
-}
-
-impl Faulty {
-    fn new(mode: LogMode) -> Faulty {
-        Faulty { inner: MemoryJournal::new(), mode, appends: std::sync::atomic::AtomicU32::new(0) }
-    }
-
-    /// The answer of a request once the log has gone bad, or `None` while it still works.
-    fn gone<T: Send + 'static>(&self, count: bool) -> Option<Answer<'_, Result<T, JournalError>>> {
-        let n = if count {
-            self.appends.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-        } else {
-            self.appends.load(std::sync::atomic::Ordering::SeqCst)
-        };
-        match self.mode {
-            LogMode::Stalls(after) if n >= after => Some(Answer::later(std::future::pending())),
-            LogMode::Vanishes(after) if n >= after => Some(Answer::now(Err(JournalError::Failed {
-                log: "sim".to_owned(),
-                why: "the store went away".to_owned(),
-            }))),
-            _ => None,
-        }
-    }
-}
-
-impl Journal for Faulty {
-    fn claim(
-        &self,
-        key: &IntentKey,
-        owner: &Owner,
-        lease: Duration,
-    ) -> Answer<'_, Result<Claimed, JournalError>> {
-        self.gone(false).unwrap_or_else(|| self.inner.claim(key, owner, lease))
-    }
-
-    fn release(&self, key: &IntentKey, owner: &Owner) {
-        self.inner.release(key, owner);
-    }
-
-    fn start(
-        &self,
-        owner: &Owner,
-        record: RecordRef<'_>,
-        durability: Durability,
-    ) -> Answer<'_, Result<(), JournalError>> {
-        self.gone(true).unwrap_or_else(|| self.inner.start(owner, record, durability))
-    }
-
-    fn append<'a>(
-        &'a self,
-        record: &'a Record,
-        durability: Durability,
-    ) -> Answer<'a, Result<(), JournalError>> {
-        self.gone(true).unwrap_or_else(|| self.inner.append(record, durability))
-    }
-
-    fn append_ref(
-        &self,
-        record: RecordRef<'_>,
-        durability: Durability,
-    ) -> Answer<'_, Result<(), JournalError>> {
-        self.gone(true).unwrap_or_else(|| self.inner.append_ref(record, durability))
-    }
-
-    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
-        Journal::recall(&self.inner, key)
-    }
-
-    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
-        Journal::unresolved(&self.inner)
-    }
-}
-
-/// The per-item invariants of a bulk call.
-fn items_kept(
-    schedule: &Schedule,
-    report: &Report<()>,
-    service: &FakeService,
-    at_most_once: bool,
-    violations: &mut Vec<String>,
-) {
-    let key = report.idempotency_key;
-    if report.items.len() != schedule.items.len() {
-        violations.push(format!("{} items reported of {}", report.items.len(), schedule.items.len()));
-    }
-    let side = schedule.kind.has_side_effect();
-    for item in &report.items {
-        let n = service.item_effects(key, &item.id);
-        if at_most_once && n > 1 {
-            violations.push(format!("{} applied {n} times", item.id));
-        }
-        if side && item.outcome == Outcome::Ok && n == 0 {
-            violations.push(format!("{} ok without its effect", item.id));
-        }
-        if side && item.applied == Applied::No && n > 0 {
-            violations.push(format!("{} reported not applied, but it landed", item.id));
-        }
-    }
-    let landed = schedule.items.iter().filter(|i| service.item_effects(key, i) > 0).count();
-    if side && report.effect_applied == Applied::Yes && landed < schedule.items.len() {
-        violations
-            .push(format!("effect_applied yes, but only {landed} of {} items landed", schedule.items.len()));
-    }
-}
-
-async fn one_call(
-    task: &Task,
-    spec: &ToolSpec,
-    service: &FakeService,
-    schedule: &Schedule,
-    below_floor: &Arc<Mutex<Vec<Duration>>>,
-) -> Report<()> {
-    if schedule.items.is_empty() {
-        single_call(task, spec, service, schedule, below_floor).await.map(|_| ())
-    } else {
-        bulk_call(task, spec, service, schedule, below_floor).await
-    }
-}
-
-async fn bulk_call(
-    task: &Task,
-    spec: &ToolSpec,
-    service: &FakeService,
-    schedule: &Schedule,
-    below_floor: &Arc<Mutex<Vec<Duration>>>,
-) -> Report<()> {
-    let kind = schedule.kind;
-    let key = task.key(spec, &"list", None);
-    let attempt = |call: crate::Call, items: Vec<String>| {
-        let left = task.remaining();
-        if left < schedule.floor || left.is_zero() {
-            below_floor.lock().unwrap_or_else(|e| e.into_inner()).push(left);
-        }
-        let service = service.clone();
-        async move { batch_result(kind, service.submit_batch(call.key(), &items).await) }
-    };
-    if schedule.receiver_dedupes || kind == EffectKind::Read {
-        return crate::engine::run_bulk(task, spec, key, schedule.items.clone(), attempt, NoProbe).await;
-    }
-    let held = schedule.held;
-    let probe = |key, items: Vec<String>| {
-        let service = service.clone();
-        async move {
-            // A held request is invisible to a probe that only sees what landed.
-            let found = if held {
-                service.lookup_items_landed(key, &items)
-            } else {
-                service.lookup_items_settled(key, &items).await
-            };
-            batch_probe(found, &items)
-        }
-    };
-    crate::engine::run_bulk(task, spec, key, schedule.items.clone(), attempt, probe).await
-}
-
-async fn single_call(
-    task: &Task,
-    spec: &ToolSpec,
-    service: &FakeService,
-    schedule: &Schedule,
-    below_floor: &Arc<Mutex<Vec<Duration>>>,
-) -> Report<u64> {
-    let kind = schedule.kind;
-    let key = task.key(spec, &"target", None);
-    let attempt = |call: crate::Call| {
-        let left = task.remaining();
-        if left < schedule.floor || left.is_zero() {
-            below_floor.lock().unwrap_or_else(|e| e.into_inner()).push(left);
-        }
-        let service = service.clone();
-        async move { single_result(kind, service.submit(call.key()).await) }
-    };
-    if schedule.receiver_dedupes || kind == EffectKind::Read {
-        return crate::engine::run(task, spec, key, attempt, NoProbe).await;
-    }
-    let held = schedule.held;
-    let probe = |key| {
-        let service = service.clone();
-        async move {
-            let found = if held { service.lookup_landed(key) } else { service.lookup_settled(key).await };
-            match found {
-                Ok(found) => found.into_probe(),
-                Err(why) => Probe::Failed(why),
-            }
-        }
-    };
-    crate::engine::run(task, spec, key, attempt, probe).await
+    (done.into_iter().flatten().collect(), finished)
 }
