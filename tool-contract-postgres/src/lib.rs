@@ -71,6 +71,15 @@
 //! stored is not attempted. A fenced start tried again after its answer was lost is recognised as the
 //! caller's own and accepted once.
 //!
+//! # The command and the demonstration
+//!
+//! - `tool-contract-postgres log [CONNINFO] [--task T] [--unresolved] [--json]` prints the log as
+//!   `tool-contract log` prints a file (which hands a `postgres://` log to it), read-only, the connection
+//!   string from `TOOL_CONTRACT_PG` when not given, a password never printed;
+//!   `tool-contract-postgres forget --older-than-days N` is [`PgJournal::remove_resolved_older_than`].
+//! - `cargo run --release -p tool-contract-postgres --example fleet -- --workers 8 --intents 2000 --kill 2`
+//!   runs worker processes on one log, kills some mid-call and checks one effect per intent.
+//!
 //! # Features
 //!
 //! - `testing`: `testing::PgServer`, a throwaway server started from the system's binaries, for tests.
