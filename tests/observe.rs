@@ -72,6 +72,16 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
     }
 }
 
+/// The tests of this file run one at a time. tracing caches whether a callsite is enabled when the
+/// callsite is first hit; a test without a subscriber (the metrics one) hitting the probe's callsite
+/// on another thread while a capturing test installs its subscriber can leave that callsite cached
+/// as disabled, and the capture then misses a span the engine did open.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 impl Capture {
     /// Run `f` on a paused current-thread runtime with this capture as the subscriber.
     fn run<F: std::future::Future>(&self, f: F) -> F::Output {
@@ -107,6 +117,7 @@ async fn read_stock(sku: String) -> Result<u64, Class> {
 
 #[test]
 fn a_call_is_one_execute_tool_span_with_an_attempt_and_a_probe_inside() {
+    let _serial = one_at_a_time();
     let capture = Capture::default();
     let report = capture.run(async {
         let task = Task::new("observe-1", "agent", Duration::from_secs(10)).tool_call_id("toolu_01");
@@ -147,6 +158,7 @@ fn a_call_is_one_execute_tool_span_with_an_attempt_and_a_probe_inside() {
 
 #[test]
 fn a_failed_call_sets_error_type_and_says_why_it_waited_and_stopped() {
+    let _serial = one_at_a_time();
     let capture = Capture::default();
     let report = capture.run(async {
         let task =
@@ -215,6 +227,7 @@ impl metrics::Recorder for Recorded {
 
 #[test]
 fn calls_outcomes_probes_and_refusals_are_counted_by_tool_never_by_task() {
+    let _serial = one_at_a_time();
     let recorded = Recorded::default();
     metrics::with_local_recorder(&recorded, || {
         let rt =
