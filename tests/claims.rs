@@ -226,3 +226,96 @@ async fn two_unrelated_tasks_sharing_a_log_send_once() {
     assert_eq!((first.outcome, second.outcome), (Outcome::Ok, Outcome::Ok));
     assert!(second.message.contains("not repeated"), "{}", second.message);
 }
+
+/// A store that counts how its claims are given up, and keeps the rest to a memory log.
+#[derive(Default)]
+struct CountingReleases {
+    inner: MemoryJournal,
+    finished: std::sync::Mutex<Vec<(Owner, tool_contract::journal::Record)>>,
+    released: AtomicU32,
+}
+
+impl Journal for CountingReleases {
+    fn claim(
+        &self,
+        key: &tool_contract::IntentKey,
+        owner: &Owner,
+        lease: Duration,
+    ) -> tool_contract::journal::Answer<'_, Result<Claimed, JournalError>> {
+        self.inner.claim(key, owner, lease)
+    }
+    fn release(&self, key: &tool_contract::IntentKey, owner: &Owner) {
+        self.released.fetch_add(1, Ordering::SeqCst);
+        self.inner.release(key, owner);
+    }
+    fn start(
+        &self,
+        owner: &Owner,
+        record: tool_contract::journal::RecordRef<'_>,
+        durability: tool_contract::journal::Durability,
+    ) -> tool_contract::journal::Answer<'_, Result<(), JournalError>> {
+        self.inner.start(owner, record, durability)
+    }
+    fn append<'a>(
+        &'a self,
+        record: &'a tool_contract::journal::Record,
+        durability: tool_contract::journal::Durability,
+    ) -> tool_contract::journal::Answer<'a, Result<(), JournalError>> {
+        self.inner.append(record, durability)
+    }
+    fn finish(
+        &self,
+        owner: &Owner,
+        record: tool_contract::journal::RecordRef<'_>,
+        durability: tool_contract::journal::Durability,
+    ) -> tool_contract::journal::Answer<'_, Result<(), JournalError>> {
+        self.finished.lock().unwrap().push((owner.clone(), record.to_record()));
+        // The memory store's own `finish`, which releases through its own `release`, not ours.
+        self.inner.finish(owner, record, durability)
+    }
+    fn recall(
+        &self,
+        key: &tool_contract::IntentKey,
+    ) -> tool_contract::journal::Answer<'_, Option<tool_contract::journal::Recall>> {
+        Journal::recall(&self.inner, key)
+    }
+    fn unresolved(&self) -> tool_contract::journal::Answer<'_, Vec<tool_contract::journal::Recall>> {
+        Journal::unresolved(&self.inner)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_succeeds_gives_its_claim_up_with_its_last_record() {
+    let journal = Arc::new(CountingReleases::default());
+    let task = Task::new("finish-ok", "agent", Duration::from_secs(30)).journal(journal.clone());
+    let effects = AtomicU32::new(0);
+    let report = post(&task, &effects).await;
+    assert_eq!(report.outcome, Outcome::Ok, "{}", report.message);
+    let finished = journal.finished.lock().unwrap().clone();
+    assert_eq!(finished.len(), 1, "one finish: the ok end record");
+    let (owner, record) = &finished[0];
+    assert_eq!((record.outcome, record.attempt), (Some(Outcome::Ok), 1));
+    assert_eq!(journal.released.load(Ordering::SeqCst), 0, "no second release after the finish");
+    // The claim went with the record: the intent is free for another owner at once.
+    let key = task.key(&POST, &"thread-9", None);
+    let other = journal.claim(&key, &Owner::new("worker-b.1"), Duration::from_secs(5)).await.unwrap();
+    assert!(matches!(other, Claimed::Held(Some(_))), "{other:?}, held by {owner}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_fails_for_good_releases_its_claim_once() {
+    const REFUSED: ToolSpec = ToolSpec::new("post_refused", EffectKind::Send);
+    let journal = Arc::new(CountingReleases::default());
+    let task = Task::new("finish-permanent", "agent", Duration::from_secs(30)).journal(journal.clone());
+    let report = engine::run(
+        &task,
+        &REFUSED,
+        task.key(&REFUSED, &"thread-9", None),
+        |_| async { Err::<u64, Class>(Class::permanent("403 forbidden")) },
+        |_| async { Probe::<u64>::NotLanded },
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Permanent, "{}", report.message);
+    assert!(journal.finished.lock().unwrap().is_empty());
+    assert_eq!(journal.released.load(Ordering::SeqCst), 1);
+}

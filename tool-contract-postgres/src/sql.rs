@@ -115,6 +115,21 @@ FROM {}",
     )
 }
 
+/// [`append`], and in the same statement the release of owner `$16`'s claim on the intent: the last
+/// record of a call. The claim goes only once the record is stored, in one commit.
+pub(crate) fn append_and_release() -> String {
+    format!(
+        "
+WITH released AS (
+    DELETE FROM tool_contract.claims WHERE intent = $1 AND owner = $16::text
+)
+INSERT INTO tool_contract.attempts ({COLUMNS})
+SELECT {TYPED_VALUES}
+FROM {}",
+        durability(15)
+    )
+}
+
 /// Every record of `$1`, in the order stored.
 pub(crate) fn records_of_intent() -> String {
     format!("SELECT {COLUMNS} FROM tool_contract.attempts WHERE intent = $1 ORDER BY seq")

@@ -407,7 +407,13 @@ impl Inner {
         })
     }
 
-    async fn append(&self, records: Vec<Fields>, sync: bool) -> Result<(), JournalError> {
+    /// Store `records` in order; with `release`, that owner's claim goes with the last of them.
+    async fn append(
+        &self,
+        records: Vec<Fields>,
+        sync: bool,
+        release: Option<&Owner>,
+    ) -> Result<(), JournalError> {
         let records = Arc::new(records);
         let doing = match records.last().map(|r| r.is_end()) {
             Some(true) => "cannot store an end record",
@@ -418,11 +424,21 @@ impl Inner {
         // same last word.
         self.run(doing, |conn| {
             let records = Arc::clone(&records);
+            let release = release.cloned();
             Box::pin(async move {
-                for fields in records.iter() {
+                let release = release.as_ref().map(Owner::as_str);
+                let last = records.len().saturating_sub(1);
+                for (n, fields) in records.iter().enumerate() {
                     let mut params = fields.params().to_vec();
                     params.push(&sync);
-                    conn.client.execute(&conn.sql.append, &params).await.map_err(|e| Fault::statement(&e))?;
+                    let statement = match &release {
+                        Some(owner) if n == last => {
+                            params.push(owner);
+                            &conn.sql.append_and_release
+                        }
+                        _ => &conn.sql.append,
+                    };
+                    conn.client.execute(statement, &params).await.map_err(|e| Fault::statement(&e))?;
                 }
                 Ok(())
             })
@@ -471,7 +487,7 @@ impl PgJournal {
         }
         let mut records = self.take_pending(&fields.intent);
         records.push(fields);
-        Answer::later(self.inner.append(records, durability == Durability::Synced))
+        Answer::later(self.inner.append(records, durability == Durability::Synced, None))
     }
 }
 
@@ -518,7 +534,7 @@ impl Journal for PgJournal {
         let sync = durability == Durability::Synced;
         Answer::later(async move {
             if !pending.is_empty() {
-                self.inner.append(pending, false).await?;
+                self.inner.append(pending, false, None).await?;
             }
             self.inner.start(Arc::new(fields), owner, sync).await
         })
@@ -538,6 +554,33 @@ impl Journal for PgJournal {
         durability: Durability,
     ) -> Answer<'_, Result<(), JournalError>> {
         self.store(record, durability)
+    }
+
+    /// The record and the release in one statement; when it cannot be stored, the release is sent off
+    /// on its own.
+    fn finish(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        let key = record.intent_key;
+        if durability == Durability::Lazy {
+            let held = self.store(record, durability);
+            self.release(&key, owner);
+            return held;
+        }
+        let fields = Fields::of(&record);
+        let mut records = self.take_pending(&fields.intent);
+        records.push(fields);
+        let owner = owner.clone();
+        Answer::later(async move {
+            let stored = self.inner.append(records, durability == Durability::Synced, Some(&owner)).await;
+            if stored.is_err() {
+                self.release(&key, &owner);
+            }
+            stored
+        })
     }
 
     /// `None` also when the server cannot be read: [`PgJournal::try_recall`] tells the two apart.

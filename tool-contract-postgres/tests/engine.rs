@@ -6,7 +6,8 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tool_contract::journal::Phase;
+use tool_contract::Journal;
+use tool_contract::journal::{Claimed, Owner, Phase};
 use tool_contract::testing::{
     Conformance, FakeService, Timing, Verdict, batch_probe, batch_result, single_result,
 };
@@ -73,6 +74,12 @@ async fn a_send_through_the_engine_is_logged_and_never_repeated() {
     let task = || Task::new("ord-7741", "agent", Duration::from_secs(10)).journal(journal.clone());
     let first = single(EffectKind::Send, task(), service.clone(), "thread-9").await;
     assert_eq!((first.outcome, first.effect_applied), (Outcome::Ok, Applied::Yes), "{}", first.message);
+    // The claim went in the end record's statement, not after the call: the intent is free at once.
+    let key = task().key(&spec(EffectKind::Send), &"thread-9", None);
+    let other = Owner::new("worker-b.1");
+    let claimed = journal.claim(&key, &other, Duration::from_secs(5)).await.unwrap();
+    assert!(matches!(claimed, Claimed::Held(Some(_))), "{claimed:?}");
+    journal.release(&key, &other);
     // A new task of the same id (a restarted process): answered from the log, not sent again.
     let second = single(EffectKind::Send, task(), service.clone(), "thread-9").await;
     assert_eq!((second.outcome, second.value), (Outcome::Ok, first.value), "{}", second.message);

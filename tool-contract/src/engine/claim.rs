@@ -9,7 +9,7 @@
 //! every other owner.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::guard::ready_or_within;
@@ -28,6 +28,8 @@ pub(crate) struct Claim<'a> {
     turn: Arc<Turn>,
     held: Option<tokio::sync::OwnedMutexGuard<()>>,
     store: Option<(&'a dyn Journal, Owner)>,
+    /// The store has given the claim up already ([`Journal::finish`]).
+    finished: AtomicBool,
 }
 
 /// Why the claim could not be had: the store is unreachable, or another owner holds the intent longer
@@ -51,7 +53,7 @@ impl<'a> Claim<'a> {
             turn
         };
         // Built before the wait, so a call dropped while waiting still leaves the registry clean.
-        let mut claim = Claim { turns, key, turn, held: None, store: None };
+        let mut claim = Claim { turns, key, turn, held: None, store: None, finished: AtomicBool::new(false) };
         claim.held = Some(Arc::clone(&claim.turn.lock).lock_owned().await);
         claim
     }
@@ -106,6 +108,12 @@ impl<'a> Claim<'a> {
         self.store.as_ref().map(|(_, owner)| owner)
     }
 
+    /// Record that the store gave the claim up with the call's last record: dropping it releases
+    /// nothing more.
+    pub(crate) fn finished(&self) {
+        self.finished.store(true, Ordering::Relaxed);
+    }
+
     /// The intent's last word as the calls of this process left it, when no store keeps it.
     pub(crate) fn word(&self) -> Option<Recall> {
         self.turn.word.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -124,7 +132,9 @@ impl<'a> Claim<'a> {
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        if let Some((store, owner)) = self.store.take() {
+        if let Some((store, owner)) = self.store.take()
+            && !self.finished.load(Ordering::Relaxed)
+        {
             store.release(&self.key, &owner);
         }
         self.held = None;

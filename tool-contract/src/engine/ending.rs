@@ -102,7 +102,7 @@ impl Run<'_> {
         push_decimal(&mut message, u64::from(self.attempt));
         if self.keeps_records() {
             let json = value.to_log().ok();
-            self.log_end(left, started, Outcome::Ok, self.applied_on_ok(), None, &message, json).await;
+            self.log_last_end(left, started, Outcome::Ok, self.applied_on_ok(), &message, json).await;
         }
         self.ok(value, self.applied_on_ok(), message)
     }

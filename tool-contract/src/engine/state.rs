@@ -311,6 +311,35 @@ impl<'a> Run<'a> {
         message: &str,
         value: Option<serde_json::Value>,
     ) {
+        self.write_end(left, started, outcome, applied, probe, message, value, false).await;
+    }
+
+    /// [`Run::log_end`] of the call's last record: the call stops after it, so a side effect's claim is
+    /// given up with it ([`crate::Journal::finish`]).
+    pub(crate) async fn log_last_end(
+        &self,
+        left: Duration,
+        started: SystemTime,
+        outcome: Outcome,
+        applied: Applied,
+        message: &str,
+        value: Option<serde_json::Value>,
+    ) {
+        self.write_end(left, started, outcome, applied, None, message, value, true).await;
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn write_end(
+        &self,
+        left: Duration,
+        started: SystemTime,
+        outcome: Outcome,
+        applied: Applied,
+        probe: Option<ProbeMark>,
+        message: &str,
+        value: Option<serde_json::Value>,
+        last: bool,
+    ) {
         if !self.keeps_records() {
             return;
         }
@@ -331,8 +360,19 @@ impl<'a> Run<'a> {
         // Losing an end record is safe: the attempt then reads as unfinished and is probed next time. A
         // store that hangs holds the call no longer than its budget (an answer ready at once is taken
         // even with none left).
-        let appended = journal.append_ref(record, Durability::Buffered);
-        let _ = ready_or_within(appended, || self.task.remaining()).await;
+        let owner = self.claim.and_then(|claim| Some(claim).zip(claim.owner()));
+        match owner {
+            Some((claim, owner)) if last => {
+                let finished = journal.finish(owner, record, Durability::Buffered);
+                if ready_or_within(finished, || self.task.remaining()).await.is_some() {
+                    claim.finished();
+                }
+            }
+            _ => {
+                let appended = journal.append_ref(record, Durability::Buffered);
+                let _ = ready_or_within(appended, || self.task.remaining()).await;
+            }
+        }
     }
 
     /// The call's effect given this attempt's: never `no` while an earlier attempt may have landed.

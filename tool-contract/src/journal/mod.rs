@@ -365,6 +365,21 @@ pub trait Journal: Send + Sync {
         Answer::later(async move { self.append(&record, durability).await })
     }
 
+    /// Append the last record of `owner`'s claim (the end record after which its call stops) and give
+    /// the claim up: [`Journal::append_ref`], then [`Journal::release`] once the record is taken, which
+    /// a store across the network may do in one round trip. Once the answer is given the claim is
+    /// given up or left to run out, whatever the answer says; if the answer is dropped unawaited, the
+    /// caller still holds the claim and releases it.
+    fn finish(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        let (key, owner) = (record.intent_key, owner.clone());
+        self.append_ref(record, durability).then(move || self.release(&key, &owner))
+    }
+
     /// What the log holds on one intent.
     fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>>;
 
@@ -455,6 +470,24 @@ impl<'a, T> Answer<'a, T> {
     /// An answer to wait for.
     pub fn later(future: impl Future<Output = T> + Send + 'a) -> Answer<'a, T> {
         Answer(AnswerInner::Later(Box::pin(future)))
+    }
+
+    /// Run `after` once the answer is known: at once for an answer known now.
+    fn then(self, after: impl FnOnce() + Send + 'a) -> Answer<'a, T>
+    where
+        T: Send + 'a,
+    {
+        match self.0 {
+            AnswerInner::Now(value) => {
+                after();
+                Answer(AnswerInner::Now(value))
+            }
+            AnswerInner::Later(future) => Answer::later(async move {
+                let value = future.await;
+                after();
+                value
+            }),
+        }
     }
 
     /// The answer, when it is known without waiting (an embedded store's); `None` for one that needs
