@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use std::time::Duration;
 
@@ -24,9 +24,11 @@ pub struct MemoryJournal {
 #[derive(Debug, Default)]
 struct MemoryState {
     records: Vec<Stored>,
-    /// The last task, tool name and timestamp stored, shared by the records that repeat them (a task's
-    /// calls in a row): most appends then allocate only the attempt id and the message.
-    shared: [Option<Arc<str>>; 3],
+    /// The task ids, tool names and timestamps of the records, each kept once per run of records
+    /// that repeat it (a task's calls in a row), and referred to by its place here.
+    strings: Vec<Box<str>>,
+    /// Where the last task, tool name and timestamp stored are in `strings`.
+    last: [Option<u32>; 3],
     /// Per intent, its highest attempt and where its last word is in `records`: the fold of
     /// [`super::index_record`], kept without a second copy of each record.
     index: HashMap<IntentKey, Kept, KeyHashing>,
@@ -34,58 +36,114 @@ struct MemoryState {
     leases: Leases,
 }
 
-/// A record as kept: the strings that repeat from record to record are shared, an attempt id of the
-/// engine's form is rebuilt rather than kept, and an end record appended right after its start record
-/// keeps both in one entry.
+/// A record as kept, in 80 bytes for the common case: the strings that repeat from record to record
+/// are kept once, what the engine writes in a known form (its attempt id, its message for an `ok`, a
+/// number as the value) is rebuilt on reading rather than kept, the rest waits in `rare`, and an end
+/// record appended right after its start record keeps both in one entry.
 #[derive(Debug)]
 struct Stored {
+    intent_key: IntentKey,
+    budget_left_s: u64,
+    attempt: u32,
+    /// Places in `MemoryState::strings` (`u32::MAX` when the text is in `rare`).
+    task: u32,
+    call: u32,
+    started: u32,
     phase: Phase,
     /// An end record that also stands for the start record appended just before it: same attempt,
     /// same stamp and budget, and nothing the start carried that the end does not.
     with_start: bool,
-    task: Arc<str>,
-    call: Arc<str>,
-    intent_key: IntentKey,
-    attempt: u32,
-    /// `None` for the engine's form, `{task}-{first 8 hex of the key}-a{n}`.
-    attempt_id: Option<Box<str>>,
-    started: Arc<str>,
-    budget_left_s: u64,
+    /// The message is the engine's for an `ok`: `{call} done on attempt {attempt}`.
+    done_message: bool,
     outcome: Option<Outcome>,
     effect_applied: Option<Applied>,
     probe: Option<ProbeMark>,
-    message: Option<Box<str>>,
-    retry_at: Option<Box<str>>,
-    value: Option<serde_json::Value>,
+    value: Value,
+    rare: Option<Box<Rare>>,
 }
 
-impl Stored {
-    fn to_record(&self) -> Record {
-        Record {
-            phase: self.phase,
-            task: self.task.to_string(),
-            call: self.call.to_string(),
-            intent_key: self.intent_key,
-            attempt: self.attempt,
-            attempt_id: match &self.attempt_id {
-                Some(id) => id.to_string(),
-                None => crate::call::attempt_id(&self.task, &self.intent_key, self.attempt),
-            },
-            started: self.started.to_string(),
-            budget_left_s: self.budget_left_s,
-            outcome: self.outcome,
-            effect_applied: self.effect_applied,
-            probe: self.probe,
-            message: self.message.as_deref().map(str::to_owned),
-            retry_at: self.retry_at.as_deref().map(str::to_owned),
-            value: self.value.clone(),
+/// The parts of a record most records do not have.
+#[derive(Debug, Default)]
+struct Rare {
+    /// `None` for the engine's form, `{task}-{first 8 hex of the key}-a{n}`.
+    attempt_id: Option<Box<str>>,
+    message: Option<Box<str>>,
+    retry_at: Option<Box<str>>,
+    /// The texts that found no place in `MemoryState::strings` (only once it holds 2^32 - 1 of them).
+    texts: [Option<Box<str>>; 3],
+}
+
+/// A record's value: a number kept in place, anything else boxed.
+#[derive(Debug)]
+enum Value {
+    None,
+    Null,
+    Bool(bool),
+    Number(serde_json::Number),
+    Other(Box<serde_json::Value>),
+}
+
+impl Value {
+    fn of(value: Option<&serde_json::Value>) -> Value {
+        match value {
+            None => Value::None,
+            Some(serde_json::Value::Null) => Value::Null,
+            Some(serde_json::Value::Bool(b)) => Value::Bool(*b),
+            Some(serde_json::Value::Number(n)) => Value::Number(n.clone()),
+            Some(other) => Value::Other(Box::new(other.clone())),
         }
     }
 
-    /// The records this entry stands for, in the order appended.
-    fn push_records(&self, out: &mut Vec<Record>) {
-        let end = self.to_record();
-        if self.with_start {
+    fn to_json(&self) -> Option<serde_json::Value> {
+        match self {
+            Value::None => None,
+            Value::Null => Some(serde_json::Value::Null),
+            Value::Bool(b) => Some(serde_json::Value::Bool(*b)),
+            Value::Number(n) => Some(serde_json::Value::Number(n.clone())),
+            Value::Other(value) => Some((**value).clone()),
+        }
+    }
+
+    fn is_none(&self) -> bool {
+        matches!(self, Value::None)
+    }
+}
+
+/// Whether `message` is the engine's for an `ok` of this call and attempt.
+fn is_done_message(message: &str, call: &str, attempt: u32) -> bool {
+    let Some(n) = message.strip_prefix(call).and_then(|rest| rest.strip_prefix(" done on attempt ")) else {
+        return false;
+    };
+    let mut decimal = [0u8; 10];
+    n.as_bytes() == decimal_of(attempt, &mut decimal)
+}
+
+/// `n`'s decimal digits, written at the end of `out`.
+fn decimal_of(n: u32, out: &mut [u8; 10]) -> &[u8] {
+    let (mut at, mut left) = (out.len(), n);
+    loop {
+        at -= 1;
+        out[at] = b'0' + (left % 10) as u8;
+        left /= 10;
+        if left == 0 {
+            return &out[at..];
+        }
+    }
+}
+
+impl MemoryState {
+    fn text<'a>(&'a self, stored: &'a Stored, slot: usize, at: u32) -> &'a str {
+        text(&self.strings, stored, slot, at)
+    }
+
+    fn to_record(&self, stored: &Stored) -> Record {
+        to_record(&self.strings, stored)
+    }
+
+    /// The records an entry stands for, in the order appended.
+    fn push_records(&self, stored: &Stored, out: &mut Vec<Record>) {
+        let end = self.to_record(stored);
+        if stored.with_start {
             out.push(Record {
                 phase: Phase::Start,
                 outcome: None,
@@ -100,98 +158,113 @@ impl Stored {
         out.push(end);
     }
 
-    /// Whether `end` completes this start record with nothing of the start lost.
-    fn completed_by(&self, end: &RecordRef<'_>) -> bool {
-        self.phase == Phase::Start
+    /// Whether `end` completes the start record kept last with nothing of the start lost.
+    fn completes_last(&self, end: &RecordRef<'_>) -> bool {
+        let Some(start) = self.records.last() else { return false };
+        start.phase == Phase::Start
             && end.phase == Phase::End
-            && self.intent_key == end.intent_key
-            && self.attempt == end.attempt
-            && self.budget_left_s == end.budget_left_s
-            && *self.started == *end.started
-            && *self.task == *end.task
-            && *self.call == *end.call
-            && self.attempt_id.as_deref()
-                == own_attempt_id(end.attempt_id, end.task, &end.intent_key, end.attempt)
-            && self.outcome.is_none()
-            && self.effect_applied.is_none()
-            && self.probe.is_none()
-            && self.message.is_none()
-            && self.retry_at.is_none()
-            && self.value.is_none()
+            && start.intent_key == end.intent_key
+            && start.attempt == end.attempt
+            && start.budget_left_s == end.budget_left_s
+            && start.outcome.is_none()
+            && start.effect_applied.is_none()
+            && start.probe.is_none()
+            && !start.done_message
+            && start.value.is_none()
+            && self.text(start, 2, start.started) == end.started
+            && self.text(start, 0, start.task) == end.task
+            && self.text(start, 1, start.call) == end.call
+            && match start.rare.as_deref() {
+                None => own_attempt_id(end.attempt_id, end.task, &end.intent_key, end.attempt).is_none(),
+                Some(rare) => {
+                    rare.message.is_none()
+                        && rare.retry_at.is_none()
+                        && rare.attempt_id.as_deref()
+                            == own_attempt_id(end.attempt_id, end.task, &end.intent_key, end.attempt)
+                }
+            }
     }
-}
 
-/// `id` when it is not the engine's form for this attempt (`None` when it is: it is rebuilt on read).
-fn own_attempt_id<'a>(id: &'a str, task: &str, key: &IntentKey, attempt: u32) -> Option<&'a str> {
-    let engine_form = || -> Option<()> {
-        let rest = id.strip_prefix(task)?.strip_prefix('-')?;
-        let (hex, n) = (rest.get(..8)?, rest.get(8..)?.strip_prefix("-a")?);
-        // The first 8 hex digits of the key, digit by digit.
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let key = key.as_bytes();
-        let digit = |i: usize| {
-            DIGITS[usize::from(if i.is_multiple_of(2) { key[i / 2] >> 4 } else { key[i / 2] & 0xf })]
-        };
-        let same_key = hex.bytes().enumerate().all(|(i, c)| c == digit(i));
-        let canonical = n.bytes().all(|b| b.is_ascii_digit()) && (n == "0" || !n.starts_with('0'));
-        (same_key && canonical && n.parse::<u32>().ok()? == attempt).then_some(())
-    };
-    match engine_form() {
-        Some(()) => None,
-        None => Some(id),
-    }
-}
-
-/// `text` as a shared string, reusing `slot`'s when it holds the same text.
-fn share(slot: &mut Option<Arc<str>>, text: &str) -> Arc<str> {
-    match slot {
-        Some(kept) if **kept == *text => Arc::clone(kept),
-        _ => Arc::clone(slot.insert(Arc::from(text))),
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Kept {
-    attempts: u32,
-    last: usize,
-}
-
-impl MemoryState {
-    fn store(&mut self, record: RecordRef<'_>) {
-        // A start record followed by its own end, as most attempts are: one entry for both.
-        if let Some(start) = self.records.last_mut()
-            && start.completed_by(&record)
+    /// `text`'s place in `strings` for `slot` (task, call, stamp): the last one's when it repeats.
+    /// `None` once the strings are full (2^32 - 1 of them); the text is then kept in the record.
+    fn intern(&mut self, slot: usize, text: &str) -> Option<u32> {
+        if let Some(at) = self.last[slot]
+            && self.strings.get(at as usize).is_some_and(|kept| **kept == *text)
         {
+            return Some(at);
+        }
+        let at = u32::try_from(self.strings.len()).ok().filter(|&at| at != u32::MAX)?;
+        self.strings.push(Box::from(text));
+        self.last[slot] = Some(at);
+        Some(at)
+    }
+
+    /// What the engine's forms do not cover, if anything.
+    fn rare(record: &RecordRef<'_>, done_message: bool, texts: [Option<Box<str>>; 3]) -> Option<Box<Rare>> {
+        let attempt_id = own_attempt_id(record.attempt_id, record.task, &record.intent_key, record.attempt);
+        let message = if done_message { None } else { record.message };
+        if attempt_id.is_none()
+            && message.is_none()
+            && record.retry_at.is_none()
+            && texts == [None, None, None]
+        {
+            return None;
+        }
+        Some(Box::new(Rare {
+            attempt_id: attempt_id.map(Box::from),
+            message: message.map(Box::from),
+            retry_at: record.retry_at.map(Box::from),
+            texts,
+        }))
+    }
+
+    fn store(&mut self, record: RecordRef<'_>) {
+        let done_message = record.message.is_some_and(|m| is_done_message(m, record.call, record.attempt));
+        // A start record followed by its own end, as most attempts are: one entry for both.
+        if self.completes_last(&record) {
+            let at = self.records.len() - 1;
+            let start = &mut self.records[at];
             start.phase = Phase::End;
             start.with_start = true;
             start.outcome = record.outcome;
             start.effect_applied = record.effect_applied;
             start.probe = record.probe;
-            start.message = record.message.map(Box::from);
-            start.retry_at = record.retry_at.map(Box::from);
-            start.value = record.value.cloned();
-            let at = self.records.len() - 1;
+            start.done_message = done_message;
+            start.value = Value::of(record.value);
+            if !done_message && record.message.is_some() || record.retry_at.is_some() {
+                let rare = start.rare.get_or_insert_with(Box::default);
+                rare.message = if done_message { None } else { record.message.map(Box::from) };
+                rare.retry_at = record.retry_at.map(Box::from);
+            }
             self.index(at, record.intent_key, record.attempt);
             return;
         }
-        let [task, call, started] = &mut self.shared;
+        let mut texts: [Option<Box<str>>; 3] = Default::default();
+        let mut place = |state: &mut MemoryState, slot: usize, text: &str| match state.intern(slot, text) {
+            Some(at) => at,
+            None => {
+                texts[slot] = Some(Box::from(text));
+                u32::MAX
+            }
+        };
+        let task = place(self, 0, record.task);
+        let call = place(self, 1, record.call);
+        let started = place(self, 2, record.started);
         let stored = Stored {
+            intent_key: record.intent_key,
+            budget_left_s: record.budget_left_s,
+            attempt: record.attempt,
+            task,
+            call,
+            started,
             phase: record.phase,
             with_start: false,
-            task: share(task, record.task),
-            call: share(call, record.call),
-            intent_key: record.intent_key,
-            attempt: record.attempt,
-            attempt_id: own_attempt_id(record.attempt_id, record.task, &record.intent_key, record.attempt)
-                .map(Box::from),
-            started: share(started, record.started),
-            budget_left_s: record.budget_left_s,
+            done_message,
             outcome: record.outcome,
             effect_applied: record.effect_applied,
             probe: record.probe,
-            message: record.message.map(Box::from),
-            retry_at: record.retry_at.map(Box::from),
-            value: record.value.cloned(),
+            value: Value::of(record.value),
+            rare: MemoryState::rare(&record, done_message, texts),
         };
         let at = self.records.len();
         self.records.push(stored);
@@ -215,7 +288,77 @@ impl MemoryState {
     }
 
     fn recall(&self, kept: Kept) -> Recall {
-        Recall { attempts: kept.attempts, last: self.records[kept.last].to_record() }
+        Recall { attempts: kept.attempts, last: self.to_record(&self.records[kept.last]) }
+    }
+}
+
+/// A stored text: `strings`' entry at `at`, or the one `rare` keeps for `slot`.
+fn text<'a>(strings: &'a [Box<str>], stored: &'a Stored, slot: usize, at: u32) -> &'a str {
+    match stored.rare.as_ref().and_then(|rare| rare.texts[slot].as_deref()) {
+        Some(text) => text,
+        None => strings.get(at as usize).map_or("", |text| &**text),
+    }
+}
+
+/// The record an entry holds (its end, for an entry that stands for a start and its end).
+fn to_record(strings: &[Box<str>], stored: &Stored) -> Record {
+    let task = text(strings, stored, 0, stored.task);
+    let call = text(strings, stored, 1, stored.call);
+    let rare = stored.rare.as_deref();
+    Record {
+        phase: stored.phase,
+        task: task.to_owned(),
+        call: call.to_owned(),
+        intent_key: stored.intent_key,
+        attempt: stored.attempt,
+        attempt_id: match rare.and_then(|rare| rare.attempt_id.as_deref()) {
+            Some(id) => id.to_owned(),
+            None => crate::call::attempt_id(task, &stored.intent_key, stored.attempt),
+        },
+        started: text(strings, stored, 2, stored.started).to_owned(),
+        budget_left_s: stored.budget_left_s,
+        outcome: stored.outcome,
+        effect_applied: stored.effect_applied,
+        probe: stored.probe,
+        message: if stored.done_message {
+            let mut message = String::with_capacity(call.len() + 28);
+            message.push_str(call);
+            message.push_str(" done on attempt ");
+            crate::text::push_decimal(&mut message, u64::from(stored.attempt));
+            Some(message)
+        } else {
+            rare.and_then(|rare| rare.message.as_deref()).map(str::to_owned)
+        },
+        retry_at: rare.and_then(|rare| rare.retry_at.as_deref()).map(str::to_owned),
+        value: stored.value.to_json(),
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    attempts: u32,
+    last: usize,
+}
+
+/// `id` when it is not the engine's form for this attempt (`None` when it is: it is rebuilt on read).
+fn own_attempt_id<'a>(id: &'a str, task: &str, key: &IntentKey, attempt: u32) -> Option<&'a str> {
+    let engine_form = || -> Option<()> {
+        let rest = id.strip_prefix(task)?.strip_prefix('-')?;
+        let (hex, n) = (rest.get(..8)?, rest.get(8..)?.strip_prefix("-a")?);
+        // The first 8 hex digits of the key, digit by digit.
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let key = key.as_bytes();
+        let digit = |i: usize| {
+            DIGITS[usize::from(if i.is_multiple_of(2) { key[i / 2] >> 4 } else { key[i / 2] & 0xf })]
+        };
+        let same_key = hex.bytes().enumerate().all(|(i, c)| c == digit(i));
+        let mut decimal = [0u8; 10];
+        // The attempt's decimal digits, as the engine writes them (no sign, no leading zero).
+        (same_key && n.as_bytes() == decimal_of(attempt, &mut decimal)).then_some(())
+    };
+    match engine_form() {
+        Some(()) => None,
+        None => Some(id),
     }
 }
 
@@ -239,7 +382,7 @@ impl MemoryJournal {
         let state = self.lock();
         let mut records = Vec::with_capacity(state.records.len() * 2);
         for stored in &state.records {
-            stored.push_records(&mut records);
+            state.push_records(stored, &mut records);
         }
         records
     }
@@ -274,11 +417,12 @@ impl Journal for MemoryJournal {
     ) -> Answer<'_, Result<Claimed, JournalError>> {
         let mut state = self.lock();
         let state = &mut *state;
-        let (index, records) = (&state.index, &state.records);
-        let claimed = state.leases.claim(*key, owner, lease, || {
-            index
-                .get(key)
-                .map(|&kept| Recall { attempts: kept.attempts, last: records[kept.last].to_record() })
+        let MemoryState { records, strings, index, leases, .. } = &mut *state;
+        let claimed = leases.claim(*key, owner, lease, || {
+            index.get(key).map(|&kept| Recall {
+                attempts: kept.attempts,
+                last: to_record(strings, &records[kept.last]),
+            })
         });
         Answer::now(Ok(claimed))
     }
@@ -375,6 +519,13 @@ mod tests {
 
     #[test]
     fn the_records_read_back_are_the_records_appended_whatever_is_folded() {
+        let done = |r: Record, message: &str| Record {
+            outcome: Some(Outcome::Ok),
+            effect_applied: Some(Applied::Yes),
+            message: Some(message.to_owned()),
+            retry_at: None,
+            ..r
+        };
         let custom = |mut r: Record, id: &str| {
             r.attempt_id = id.to_owned();
             r
@@ -401,7 +552,42 @@ mod tests {
                 vec![custom(start("a", 1), &start("a", 1).attempt_id.replace("-a1", "-a01"))],
             ),
             ("two ends", vec![start("a", 1), end("a", 1), end("a", 1)]),
+            (
+                "the engine's message for an ok",
+                vec![start("a", 3), done(end("a", 3), "post_notice done on attempt 3")],
+            ),
+            (
+                "a message of that form for another attempt",
+                vec![done(end("a", 3), "post_notice done on attempt 4")],
+            ),
+            (
+                "a message of that form with a leading zero",
+                vec![done(end("a", 3), "post_notice done on attempt 03")],
+            ),
+            (
+                "a message of that form for another tool",
+                vec![done(end("a", 3), "read_price done on attempt 3")],
+            ),
+            ("a message of that form and more", vec![done(end("a", 3), "post_notice done on attempt 3!")]),
+            ("an empty message", vec![done(end("a", 3), "")]),
+            (
+                "a start with its own id and an end",
+                vec![custom(start("a", 1), "mine-1"), done(end("a", 1), "x")],
+            ),
         ];
+        let values = [
+            serde_json::json!(null),
+            serde_json::json!(true),
+            serde_json::json!(4411),
+            serde_json::json!(-7),
+            serde_json::json!(0.5),
+            serde_json::json!("text"),
+            serde_json::json!({ "id": 1, "items": [1, 2] }),
+        ];
+        let cases = cases.into_iter().chain(values.into_iter().map(|value| {
+            let end = Record { value: Some(value), ..done(end("a", 1), "post_notice done on attempt 1") };
+            ("a value", vec![start("a", 1), end])
+        }));
         for (name, records) in cases {
             let log = MemoryJournal::new();
             for record in &records {
@@ -423,6 +609,21 @@ mod tests {
             let _ = Journal::append(&log, &record, Durability::Buffered).ready();
         }
         assert_eq!(log.lock().records.len(), 2);
+        // What a read that succeeds keeps: one entry, nothing boxed beside it.
+        assert!(std::mem::size_of::<Stored>() <= 80, "{}", std::mem::size_of::<Stored>());
+        let read = MemoryJournal::new();
+        let ok = Record {
+            outcome: Some(Outcome::Ok),
+            effect_applied: Some(Applied::No),
+            message: Some("post_notice done on attempt 1".to_owned()),
+            retry_at: None,
+            value: Some(serde_json::json!(4411)),
+            ..end("a", 1)
+        };
+        for record in [start("a", 1), ok] {
+            let _ = Journal::append(&read, &record, Durability::Buffered).ready();
+        }
+        assert!(read.lock().records.iter().all(|stored| stored.rare.is_none()));
         assert_eq!(log.records().len(), 4);
         assert_eq!(log.recall(&key("a")).map(|r| (r.attempts, r.last)), Some((2, end("a", 2))));
     }

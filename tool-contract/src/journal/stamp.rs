@@ -77,36 +77,35 @@ pub fn rfc3339(at: SystemTime) -> String {
     Stamp::of(at).as_str().to_owned()
 }
 
-/// A time as the log writes it ([`rfc3339`]), held without allocating for years 0 to 9999.
-pub(crate) enum Stamp {
-    Short([u8; 20]),
-    Long(String),
-}
+/// A time as the log writes it ([`rfc3339`]). Every attempt stamps two records, mostly within the
+/// same second as the attempt before: the text of the last second stamped is kept per thread and
+/// shared, so a stamp is most often a reference count taken.
+pub(crate) struct Stamp(std::sync::Arc<str>);
 
 impl Stamp {
     pub(crate) fn of(at: SystemTime) -> Stamp {
         let secs = at.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        // Every attempt stamps two records, mostly within the same second as the attempt before.
         thread_local! {
-            static LAST: std::cell::Cell<(u64, [u8; 20])> = const { std::cell::Cell::new((u64::MAX, [0; 20])) };
+            static LAST: std::cell::RefCell<Option<(u64, std::sync::Arc<str>)>> =
+                const { std::cell::RefCell::new(None) };
         }
-        let (last, text) = LAST.with(std::cell::Cell::get);
-        if last == secs {
-            return Stamp::Short(text);
-        }
-        let stamp = rfc3339_of(secs);
-        if let Stamp::Short(text) = stamp {
-            LAST.with(|cell| cell.set((secs, text)));
-        }
-        stamp
+        LAST.with(|last| {
+            let Ok(mut last) = last.try_borrow_mut() else {
+                return Stamp(rfc3339_of(secs).into());
+            };
+            match &*last {
+                Some((kept, text)) if *kept == secs => Stamp(std::sync::Arc::clone(text)),
+                _ => {
+                    let text: std::sync::Arc<str> = rfc3339_of(secs).into();
+                    *last = Some((secs, std::sync::Arc::clone(&text)));
+                    Stamp(text)
+                }
+            }
+        })
     }
 
     pub(crate) fn as_str(&self) -> &str {
-        match self {
-            // ASCII digits and separators by construction.
-            Stamp::Short(text) => std::str::from_utf8(text).unwrap_or_default(),
-            Stamp::Long(text) => text,
-        }
+        &self.0
     }
 }
 
@@ -149,28 +148,11 @@ fn days_from_civil(y: i64, m: u64, d: u64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-fn rfc3339_of(secs: u64) -> Stamp {
+fn rfc3339_of(secs: u64) -> String {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(i64::try_from(days).unwrap_or(0));
-    if !(0..=9999).contains(&y) {
-        let (h, min, sec) = (rem / 3600, rem % 3600 / 60, rem % 60);
-        return Stamp::Long(format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{sec:02}Z"));
-    }
-    // Every call writes this twice: digit by digit, without the formatting machinery.
-    let mut out = *b"0000-00-00T00:00:00Z";
-    let mut put = |at: usize, width: usize, mut n: u64| {
-        for i in (at..at + width).rev() {
-            out[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-        }
-    };
-    put(0, 4, y.unsigned_abs());
-    put(5, 2, u64::from(m));
-    put(8, 2, u64::from(d));
-    put(11, 2, rem / 3600);
-    put(14, 2, rem % 3600 / 60);
-    put(17, 2, rem % 60);
-    Stamp::Short(out)
+    let (h, min, sec) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{sec:02}Z")
 }
 
 // Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's civil_from_days).
