@@ -144,6 +144,30 @@ pub async fn budget(call: &Call) -> Result<u64, Class> {
     Ok(call.budget_left().as_secs())
 }
 
+/// A desk whose replies are lost once the notice is posted.
+#[derive(Default)]
+pub struct LossyDesk {
+    posted: Mutex<Vec<IntentKey>>,
+}
+
+impl LossyDesk {
+    /// Post a notice; the reply never comes back.
+    #[tool(effect = "send", probe = Self::find, target = thread)]
+    pub async fn post_lossy(&self, call: &Call, thread: &str, text: &str) -> Result<u64, Class> {
+        let _ = (thread, text);
+        self.posted.lock().unwrap().push(call.key());
+        Err(Class::unknown("connection reset after the request was sent"))
+    }
+
+    async fn find(&self, thread: &&str, text: &&str, key: IntentKey) -> Probe<u64> {
+        let _ = (thread, text);
+        match self.posted.lock().unwrap().iter().position(|k| *k == key) {
+            Some(i) => Probe::Landed(i as u64 + 100),
+            None => Probe::NotLanded,
+        }
+    }
+}
+
 fn toolbox(desk: Arc<Desk>) -> Toolbox {
     let mut toolbox = Toolbox::new();
     toolbox.add_method(desk, Desk::post_tool()).unwrap();
@@ -271,6 +295,30 @@ async fn a_call_by_name_runs_the_engine_and_its_report_fits_the_output_schema() 
 
     let report = toolbox.call(&task, "budget", Value::Null).await.unwrap();
     assert_eq!(report.value, Some(json!(29)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_by_name_reports_what_a_direct_call_reports() {
+    // Each way on a desk and a task of its own (the same task id, so the same key), the reply lost
+    // and the probe finding the notice; then a read taking its arguments by reference.
+    let (direct_desk, named_desk) = (LossyDesk::default(), Arc::new(LossyDesk::default()));
+    let direct = direct_desk.post_lossy(&task("lossy-1"), "th-1", "hello").await;
+    assert_eq!((direct.outcome, direct.value), (Outcome::Ok, Some(100)), "{}", direct.message);
+    let mut toolbox = Toolbox::new();
+    toolbox.add_method(Arc::clone(&named_desk), LossyDesk::post_lossy_tool()).unwrap();
+    toolbox.add(count_words_tool()).unwrap();
+    let named =
+        toolbox.call(&task("lossy-1"), "post_lossy", json!({ "thread": "th-1", "text": "hello" })).await;
+    let direct = serde_json::to_value(tool_contract::toolbox::into_json(direct)).unwrap();
+    assert_eq!(serde_json::to_value(named.unwrap()).unwrap(), direct);
+    assert_eq!(named_desk.posted.lock().unwrap().len(), 1, "sent once, then probed");
+
+    let recipient = Recipient { thread: "x".into(), cc: None };
+    let direct = count_words(&task("words-1"), "t", "one two three", recipient).await;
+    let args = json!({ "title": "t", "text": "one two three", "recipient": { "thread": "x" } });
+    let named = toolbox.call(&task("words-1"), "count_words", args).await.unwrap();
+    let direct = serde_json::to_value(tool_contract::toolbox::into_json(direct)).unwrap();
+    assert_eq!(serde_json::to_value(named).unwrap(), direct);
 }
 
 #[tokio::test]

@@ -57,6 +57,34 @@ pub fn wrapper(tool: &Tool) -> Option<TokenStream> {
     };
 
     let spec = spec(tool, &private);
+    let (target, slot) = key_parts(tool);
+    let attempt = attempt(tool, bulk, &private, quote!(self));
+    let probe = probe(tool, bulk, &key, &private).unwrap_or_else(|| quote!(#private::NoProbe));
+    let run = match bulk {
+        Some(items) => {
+            let items = items.name();
+            quote!(#private::run_bulk(#task, &__SPEC, #key, #items, #attempt, #probe))
+        }
+        None => quote!(#private::run(#task, &__SPEC, #key, #attempt, #probe)),
+    };
+    let hidden = hidden_fn(tool, output);
+
+    Some(quote! {
+        #hidden
+
+        #(#attrs)*
+        #vis async #unsafety fn #name #generics (#receiver #task: &#private::Task, #(#params),*) -> #report
+        #where_clause
+        {
+            const __SPEC: #private::ToolSpec = #spec;
+            let #key = #private::Task::key(#task, &__SPEC, #target, #slot);
+            #run.await
+        }
+    })
+}
+
+/// The `target` and `slot` parts of the intent key, as references to the parameters they name.
+fn key_parts(tool: &Tool) -> (TokenStream, TokenStream) {
     let target = match tool.key_part(tool.args.target.as_ref()) {
         Some((given, param)) => {
             let ident = Ident::new(&param.name().to_string(), given.value.span());
@@ -72,28 +100,95 @@ pub fn wrapper(tool: &Tool) -> Option<TokenStream> {
         }
         None => quote!(::core::option::Option::None),
     };
+    (target, slot)
+}
 
-    let body = body(tool, output);
-    let attempt = attempt(tool, bulk, &body, &private);
-    let probe = probe(tool, bulk, &key, &private);
-    let run = match bulk {
-        Some(items) => {
-            let items = items.name();
-            quote!(#private::run_bulk(#task, &__SPEC, #key, #items, #attempt, #probe))
+/// The name of the function that holds the author's body.
+fn hidden_name(tool: &Tool) -> Ident {
+    let name = &tool.func.sig.ident;
+    format_ident!("__{}_body", name.unraw(), span = name.span())
+}
+
+/// The author's function as written, renamed: the body every attempt runs, whether the tool is called
+/// directly or by name, so it is checked once and its errors point where they would without the
+/// macro. Every attribute but the doc comment goes with it (a lint the author allows is allowed in
+/// the body).
+fn hidden_fn(tool: &Tool, output: &Type) -> TokenStream {
+    let ItemFn { attrs, sig, block, .. } = tool.func;
+    let hidden = hidden_name(tool);
+    let attrs = attrs.iter().filter(|attr| !attr.path().is_ident("doc"));
+    let (generics, unsafety) = (&sig.generics, &sig.unsafety);
+    // A parameter's doc comment is its description for the model; a parameter takes no doc attribute.
+    let mut inputs = sig.inputs.clone();
+    for input in &mut inputs {
+        if let syn::FnArg::Typed(typed) = input {
+            typed.attrs.retain(|attr| !attr.path().is_ident("doc"));
+            // An argument the body leaves alone may still be the key's target or the probe's: its name
+            // is the model's field, so the author cannot rename it `_thread` to say so.
+            typed.attrs.push(syn::parse_quote!(#[allow(unused_variables)]));
         }
-        None => quote!(#private::run(#task, &__SPEC, #key, #attempt, #probe)),
-    };
-
-    Some(quote! {
+    }
+    let where_clause = &sig.generics.where_clause;
+    quote! {
+        #[doc(hidden)]
         #(#attrs)*
-        #vis async #unsafety fn #name #generics (#receiver #task: &#private::Task, #(#params),*) -> #report
-        #where_clause
-        {
-            const __SPEC: #private::ToolSpec = #spec;
-            let #key = #private::Task::key(#task, &__SPEC, #target, #slot);
-            #run.await
+        async #unsafety fn #hidden #generics (#inputs) -> #output #where_clause #block
+    }
+}
+
+/// The call of the author's body for one attempt: its arguments in the order written, the call
+/// context lent as `&call`, a bulk tool's items as `items`, `this` as the receiver.
+fn body_call(
+    tool: &Tool,
+    bulk: Option<&Param>,
+    this: &TokenStream,
+    call: &Ident,
+    items: &Ident,
+) -> TokenStream {
+    let hidden = hidden_name(tool);
+    let mut args = Vec::new();
+    if tool.receiver.is_some() {
+        args.push(this.clone());
+    }
+    for input in &tool.func.sig.inputs {
+        let syn::FnArg::Typed(typed) = input else { continue };
+        if tool.contexts.iter().any(|context| std::ptr::eq(context.arg, typed)) {
+            args.push(quote!(&#call));
+        } else if let Some(param) = tool.params.iter().find(|param| std::ptr::eq(param.arg, typed)) {
+            if bulk.is_some_and(|bulk| bulk.index == param.index) {
+                args.push(quote!(#items));
+            } else {
+                let name = param.name();
+                args.push(quote!(#name));
+            }
         }
-    })
+    }
+    let turbofish = turbofish(&tool.func.sig.generics);
+    let path = match tool.receiver {
+        Some(_) => quote!(Self::#hidden #turbofish),
+        None => quote!(#hidden #turbofish),
+    };
+    let called = quote!(#path(#(#args),*));
+    match tool.func.sig.unsafety {
+        // The author's own `unsafe fn`: its callers, the wrapper's, keep the obligations it states.
+        Some(_) => quote!(unsafe { #called }),
+        None => called,
+    }
+}
+
+/// `::<T, N>` for the type and const parameters of `generics`, or nothing.
+fn turbofish(generics: &syn::Generics) -> TokenStream {
+    let params: Vec<TokenStream> = generics
+        .params
+        .iter()
+        .filter_map(|param| match param {
+            GenericParam::Type(ty) => Some(ty.ident.clone()),
+            GenericParam::Const(constant) => Some(constant.ident.clone()),
+            GenericParam::Lifetime(_) => None,
+        })
+        .map(|ident| quote!(#ident))
+        .collect();
+    if params.is_empty() { quote!() } else { quote!(::<#(#params),*>) }
 }
 
 /// The function's own where-clause and what the engine needs of its types, each bound on the author's
@@ -167,83 +262,63 @@ fn spec(tool: &Tool, private: &TokenStream) -> TokenStream {
     spec
 }
 
-/// The author's body in an `async move` block whose output is pinned to the declared return type, as
-/// `tracing` does, so `?`, `return` and type errors behave and point as they would without the macro.
-fn body(tool: &Tool, output: &syn::Type) -> TokenStream {
-    let call = Ident::new("__call", Span::mixed_site());
-    let context = tool.contexts.first().map(|context| {
-        let pat = &context.arg.pat;
-        // The author's type, so its import stays used, without a lifetime the local borrow cannot meet.
-        let ty = match &*context.arg.ty {
-            Type::Reference(reference) => {
-                let (and, elem) = (&reference.and_token, &reference.elem);
-                quote!(#and #elem)
-            }
-            other => quote!(#other),
-        };
-        quote!(let #pat: #ty = &#call;)
-    });
-    let fake_return = Ident::new("__ret", Span::mixed_site());
-    let anchor = quote_spanned! {output.span()=>
-        #[allow(
-            unknown_lints, unreachable_code, clippy::diverging_sub_expression, clippy::empty_loop,
-            clippy::let_unit_value, clippy::let_with_type_underscore, clippy::needless_return,
-            clippy::unreachable
-        )]
-        if false {
-            let #fake_return: #output = loop {};
-            return #fake_return;
-        }
-    };
-    let stmts = &tool.func.block.stmts;
-    quote! {
-        #context
-        #anchor
-        #(#stmts)*
-    }
-}
-
-/// `|call| { copy the arguments; async move { body } }`: each attempt owns its copies. A bulk tool's
-/// attempt gets its items as a second argument.
-fn attempt(tool: &Tool, bulk: Option<&Param>, body: &TokenStream, private: &TokenStream) -> TokenStream {
+/// `|call| { copy the arguments; async move { body(args..).await } }`: each attempt owns its copies.
+/// A bulk tool's attempt gets its items as a second argument.
+fn attempt(tool: &Tool, bulk: Option<&Param>, private: &TokenStream, this: TokenStream) -> TokenStream {
     let call = Ident::new("__call", Span::mixed_site());
     let items = Ident::new("__items", Span::mixed_site());
-    let copies = tool.params.iter().map(|param| {
-        let pat = &param.arg.pat;
-        if bulk.is_some_and(|bulk| bulk.index == param.index) {
-            return quote!(let #pat = #items;);
-        }
-        // Located on the argument's type, where a missing `Clone` is reported.
-        let (name, ty) = (param.name(), &param.arg.ty);
-        let at_ty = Span::call_site().located_at(ty.span());
-        let arg = quote_spanned!(at_ty=> ::tool_contract::__private::arg);
-        quote_spanned!(ty.span()=> let #pat = #arg(&#name);)
-    });
+    let copies = copies(tool, bulk);
     let items_arg = bulk.map(|bulk| {
         let ty = &bulk.arg.ty;
         quote!(, #items: #ty)
     });
+    let body = body_call(tool, bulk, &this, &call, &items);
     quote! {
         |#call: #private::Call #items_arg| {
             #(#copies)*
-            async move { #body }
+            async move { #body.await }
         }
     }
+}
+
+/// `let name = arg(&name);` for each argument but a bulk tool's items: an attempt's own copies.
+fn copies(tool: &Tool, bulk: Option<&Param>) -> Vec<TokenStream> {
+    let copies = tool.params.iter().filter(|param| bulk.is_none_or(|bulk| bulk.index != param.index));
+    copies
+        .map(|param| {
+            // Located on the argument's type, where a missing `Clone` is reported.
+            let (name, ty) = (param.name(), &param.arg.ty);
+            let at_ty = Span::call_site().located_at(ty.span());
+            let arg = quote_spanned!(at_ty=> ::tool_contract::__private::arg);
+            quote_spanned!(ty.span()=> let #name = #arg(&#name);)
+        })
+        .collect()
 }
 
 /// `|key| { borrow the arguments; async move { probe(args.., key).await } }`, spanned on the
 /// `probe = ...` value so that a probe whose signature or value type does not fit is reported there.
 /// `NoProbe` when there is none, or when the fallback cannot trust the types it would be checked against.
-fn probe(tool: &Tool, bulk: Option<&Param>, key: &Ident, private: &TokenStream) -> TokenStream {
-    let no_probe = quote!(#private::NoProbe);
-    let Some(given) = &tool.args.probe else { return no_probe };
-    let Some(path) = &given.parsed else { return no_probe };
-    let Output::Result { value, .. } = tool.output else { return no_probe };
+fn probe(tool: &Tool, bulk: Option<&Param>, key: &Ident, private: &TokenStream) -> Option<TokenStream> {
+    probe_on(tool, bulk, key, private, quote!(self), false)
+}
+
+/// [`probe`], with the receiver taken from `this_is`.
+fn probe_on(
+    tool: &Tool,
+    bulk: Option<&Param>,
+    key: &Ident,
+    private: &TokenStream,
+    this_is: TokenStream,
+    as_json: bool,
+) -> Option<TokenStream> {
+    let given = tool.args.probe.as_ref()?;
+    let path = given.parsed.as_ref()?;
+    let Output::Result { value, .. } = tool.output else { return None };
     if tool.future.is_some() {
-        return no_probe;
+        return None;
     }
     if tool.value_is_bool() || bulk.is_none() && tool.args.bulk.is_some() {
-        return no_probe;
+        return None;
     }
     let span = given.value.span();
     let local = |name: &str| Ident::new(name, Span::mixed_site().located_at(span));
@@ -254,7 +329,8 @@ fn probe(tool: &Tool, bulk: Option<&Param>, key: &Ident, private: &TokenStream) 
     // The arguments' types, the key's included: the signature the probe is checked against.
     let mut types = Vec::new();
     if tool.receiver.is_some() {
-        borrows.push(quote!(let #this = self;));
+        // In the wrapper `self`; the companion has the receiver as `__this` already.
+        borrows.push(quote!(#[allow(clippy::redundant_locals)] let #this = #this_is;));
         args.push(this);
         types.push(quote!(&Self));
     }
@@ -284,15 +360,28 @@ fn probe(tool: &Tool, bulk: Option<&Param>, key: &Ident, private: &TokenStream) 
     let probe_fn = quote_spanned!(span=> ::tool_contract::__private::probe_fn);
     let call =
         quote_spanned!(span=> #probe_fn(&#path).call::<(#(#types,)*), #verdict_ty>((#(#args,)* #key,)).await);
-    quote! {
-        |#inputs| {
-            #(#borrows)*
-            async move {
-                let #verdict: #verdict_ty = #call;
-                #verdict
+    Some(match as_json {
+        false => quote! {
+            |#inputs| {
+                #(#borrows)*
+                async move {
+                    let #verdict: #verdict_ty = #call;
+                    #verdict
+                }
             }
-        }
-    }
+        },
+        // The verdict with its value as JSON, boxed: what `run_json` takes.
+        true => quote! {
+            |#inputs| {
+                #(#borrows)*
+                let __unwritten = &__unwritten;
+                ::std::boxed::Box::pin(async move {
+                    let #verdict: #verdict_ty = #call;
+                    #private::json_verdict(#verdict, __unwritten)
+                }) as #private::BoxFuture<'_, _>
+            }
+        },
+    })
 }
 
 /// `{name}_tool()`: the tool for a `Toolbox`, its definition and its dispatch from a model's JSON
@@ -365,24 +454,18 @@ fn companion(tool: &Tool) -> TokenStream {
             quote!(::core::concat!(#(#docs, "\n"),*))
         }
     };
-    let turbofish = {
-        let params: Vec<TokenStream> = generics
-            .params
-            .iter()
-            .filter_map(|param| match param {
-                GenericParam::Type(ty) => Some(ty.ident.clone()),
-                GenericParam::Const(constant) => Some(constant.ident.clone()),
-                GenericParam::Lifetime(_) => None,
-            })
-            .map(|ident| quote!(#ident))
-            .collect();
-        if params.is_empty() { quote!() } else { quote!(::<#(#params),*>) }
+    let turbofish = turbofish(generics);
+    let (wrapper, tool_fn) = match tool.receiver {
+        Some(_) => (quote!(Self::#name #turbofish), quote!(#private::ToolFn<Self>)),
+        None => (quote!(#name #turbofish), quote!(#private::ToolFn)),
     };
-    let (call, tool_fn) = match tool.receiver {
+    let run = match bulk {
+        // A bulk tool runs through its wrapper, the engine instantiated for its items.
         Some(_) => {
-            (quote!(Self::#name #turbofish(#this, #task, #(#passes),*)), quote!(#private::ToolFn<Self>))
+            let this = tool.receiver.map(|_| quote!(#this,));
+            quote!(#private::into_json(#wrapper(#this #task, #(#passes),*).await))
         }
-        None => (quote!(#name #turbofish(#task, #(#passes),*)), quote!(#private::ToolFn)),
+        None => json_run(tool, &private, &this, &task, &wrapper),
     };
     let spec = spec(tool, &private);
     let doc = format!(
@@ -405,18 +488,81 @@ fn companion(tool: &Tool) -> TokenStream {
                     let __definition = #private::Definition::new(&__SPEC, #description, #params_ident);
                     <#output as #private::ModelValue>::describe(__definition)
                 },
-                // Decoded before anything is boxed: the box holds the wrapper's future and little else.
+                // Decoded before anything is boxed: the box holds the arguments and the engine's future.
                 |#this, #task, mut #args| {
                     #(#takes)*
                     let (#(::core::option::Option::Some(#names),)* true) = (#(#names,)* #args.is_clean()) else {
                         let __refusal = #args.refuse(#task, &__SPEC, &[#(#expected),*]);
                         return ::std::boxed::Box::pin(::core::future::ready(__refusal));
                     };
-                    ::std::boxed::Box::pin(async move { #private::into_json(#call.await) })
+                    ::std::boxed::Box::pin(async move { #run })
                 },
             )
         }
     }
+}
+
+/// A tool called by name, in the companion's boxed future: the arguments as the wrapper takes them,
+/// the attempt and probe with the value as JSON, and `run_json`, the engine compiled once in
+/// tool-contract for every tool, where a direct call of the wrapper instantiates it for this tool.
+fn json_run(
+    tool: &Tool,
+    private: &TokenStream,
+    this: &Ident,
+    task: &Ident,
+    wrapper: &TokenStream,
+) -> TokenStream {
+    let key = Ident::new("__key", Span::mixed_site());
+    let call = Ident::new("__call", Span::mixed_site());
+    let items = Ident::new("__items", Span::mixed_site());
+    // An argument taken by reference is lent from its decoded value, as a direct caller lends it.
+    let lends = tool.params.iter().filter_map(|param| {
+        let Type::Reference(reference) = &*param.arg.ty else { return None };
+        let name = param.name();
+        let ty = with_anonymous_lifetimes(&Type::Reference(reference.clone()));
+        Some(quote!(let #name: #ty = ::core::borrow::Borrow::borrow(&#name);))
+    });
+    let (target, slot) = key_parts(tool);
+    let copies = copies(tool, None);
+    let this_tokens = quote!(#this);
+    let body = body_call(tool, None, &this_tokens, &call, &items);
+    let probe = match probe_on(tool, None, &key, private, quote!(#this), true) {
+        Some(probe) => quote! {{
+            let __probe = #probe;
+            #private::run_json(#task, &__SPEC, #key, &__attempt, ::core::option::Option::Some(&__probe), &__unwritten)
+                .await
+        }},
+        None => {
+            quote!(#private::run_json(#task, &__SPEC, #key, &__attempt, ::core::option::Option::None, &__unwritten).await)
+        }
+    };
+    quote! {
+        // The wrapper is this tool's direct call: used, as far as the compiler's lint is concerned.
+        let _ = #wrapper;
+        #(#lends)*
+        let #key = #private::Task::key(#task, &__SPEC, #target, #slot);
+        let __unwritten = #private::Unwritten::default();
+        let __attempt = |#call: #private::Call| {
+            #(#copies)*
+            let __unwritten = &__unwritten;
+            ::std::boxed::Box::pin(async move { #private::json_answer(#body.await, __unwritten) })
+                as #private::BoxFuture<'_, _>
+        };
+        #probe
+    }
+}
+
+/// `ty` with every named lifetime made `'_`: the type of a local borrowed from a decoded argument.
+fn with_anonymous_lifetimes(ty: &Type) -> Type {
+    struct Anonymous;
+    impl VisitMut for Anonymous {
+        fn visit_lifetime_mut(&mut self, lifetime: &mut Lifetime) {
+            lifetime.ident = Ident::new("_", lifetime.ident.span());
+        }
+    }
+    let mut ty = ty.clone();
+    Anonymous.visit_type_mut(&mut ty);
+    ty
 }
 
 /// The type a parameter is decoded into: itself, or for `&T` what `T` owns (`String` for `&str`), with

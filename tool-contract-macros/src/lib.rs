@@ -253,7 +253,11 @@ use syn::ItemFn;
 /// Beside the wrapper the attribute writes `{name}_tool()` (an associated function for a method), which
 /// returns a [`ToolFn`](../tool_contract/toolbox/struct.ToolFn.html) for a `Toolbox`: the tool's
 /// definition (name, description, JSON Schema of its parameters and of its report, effect kind) and its
-/// dispatch from a model's JSON arguments. A parameter's doc comment is its description for the model:
+/// dispatch from a model's JSON arguments. Both run the author's function, which the attribute keeps as
+/// written under a hidden name (`__{name}_body`), so its body is checked once and its errors point at
+/// the author's tokens; the dispatch runs it through the engine instantiated once in tool-contract
+/// (`toolbox::run_json`), so a crate of many tools compiles the engine once, not once per tool. A
+/// parameter's doc comment is its description for the model:
 ///
 /// ```
 /// use std::time::Duration;

@@ -9,7 +9,10 @@ use std::marker::PhantomData;
 pub use crate::define::{Definition, Params};
 pub use crate::engine::run;
 pub use crate::engine::run_bulk;
-pub use crate::toolbox::{Args, BoxFuture, ModelArg, ModelValue, ToolFn, into_json};
+pub use crate::toolbox::{
+    Args, BoxFuture, JsonAttempt, JsonProbe, ModelArg, ModelValue, ToolFn, Unwritten, into_json, json_answer,
+    json_verdict, run_json,
+};
 pub use crate::{
     Backoff, Call, Classify, Dedupe, EffectKind, IntentKey, Item, Jitter, NoProbe, Probe, Report, Task,
     ToolSpec,

@@ -1,8 +1,11 @@
 //! Tools a model can call: list their definitions, dispatch a model's JSON call to the engine.
 //!
 //! Every `#[tool]` also writes a companion function, `{name}_tool()`, that returns the tool ready for a
-//! [`Toolbox`]: its [`Definition`] and a dispatcher that decodes the model's arguments and calls the
-//! wrapper, so every guarantee of the contract holds for a call that comes as JSON.
+//! [`Toolbox`]: its [`Definition`] and a dispatcher that decodes the model's arguments and runs the
+//! tool's body through the engine, as the wrapper does, so every guarantee of the contract holds for a
+//! call that comes as JSON. The dispatcher runs [`run_json`], the engine with the value as JSON, which
+//! this crate compiles once for every tool: a crate of a hundred tools does not compile the engine a
+//! hundred times.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -60,8 +63,12 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::call::Call;
+use crate::classify::{Class, Classify};
 use crate::define::{Definition, Format, Params};
 use crate::journal::LogValue;
+use crate::key::IntentKey;
+use crate::probe::Probe;
 use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
 use crate::task::Task;
@@ -384,6 +391,84 @@ pub fn into_json<T: LogValue>(report: Report<T>) -> Report<Value> {
     }
 }
 
+/// An attempt of a tool called by name, its value as JSON (made by [`json_answer`]).
+pub type JsonAttempt<'a> = dyn Fn(Call) -> BoxFuture<'a, Result<Value, Class>> + Sync + 'a;
+
+/// A probe of a tool called by name, its value as JSON (made by [`json_verdict`]).
+pub type JsonProbe<'a> = dyn Fn(IntentKey) -> BoxFuture<'a, Probe<Value>> + Sync + 'a;
+
+/// Why a value of a tool called by name could not be written as JSON, when one could not: the first
+/// such value is kept, the report then has no value and says why.
+#[derive(Debug, Default)]
+pub struct Unwritten(std::sync::OnceLock<String>);
+
+/// The engine for a tool called by name: [`crate::engine::run`] with the value as JSON and the attempt
+/// and probe behind references, so every tool a [`Toolbox`] dispatches runs one instantiation of the
+/// engine, compiled once in this crate, where each direct call of a `#[tool]` runs its own. The report
+/// is what [`into_json`] makes of the typed one; `unwritten` is the one the attempt and probe wrote to.
+///
+/// The future is boxed: its type is then one a tool's crate sees as `Send` at a glance, where proving it
+/// of the engine's future again for each tool costs that crate a quarter of its `cargo check`.
+pub fn run_json<'a>(
+    task: &'a Task,
+    spec: &'a ToolSpec,
+    key: IntentKey,
+    attempt: &'a JsonAttempt<'a>,
+    probe: Option<&'a JsonProbe<'a>>,
+    unwritten: &'a Unwritten,
+) -> BoxFuture<'a, Report<Value>> {
+    Box::pin(json_report(task, spec, key, attempt, probe, unwritten))
+}
+
+async fn json_report<'a>(
+    task: &'a Task,
+    spec: &'a ToolSpec,
+    key: IntentKey,
+    attempt: &'a JsonAttempt<'a>,
+    probe: Option<&'a JsonProbe<'a>>,
+    unwritten: &'a Unwritten,
+) -> Report<Value> {
+    let mut report = match probe {
+        Some(probe) => crate::engine::run(task, spec, key, attempt, probe).await,
+        None => crate::engine::run(task, spec, key, attempt, crate::NoProbe).await,
+    };
+    if let Some(why) = unwritten.0.get()
+        && report.value == Some(Value::Null)
+    {
+        report.value = None;
+        report.message.push_str(&format!("; its value could not be written as JSON: {why}"));
+    }
+    report
+}
+
+/// An attempt's answer with its value as JSON, for [`JsonAttempt`]: a value that cannot be written
+/// is `null`, and `unwritten` says why.
+pub fn json_answer<T: LogValue, E: Classify>(
+    answer: Result<T, E>,
+    unwritten: &Unwritten,
+) -> Result<Value, Class> {
+    match answer {
+        Ok(value) => Ok(written(value.to_log(), unwritten)),
+        Err(error) => Err(error.classify()),
+    }
+}
+
+/// A probe's verdict with its value as JSON, for [`JsonProbe`], as in [`json_answer`].
+pub fn json_verdict<T: LogValue>(verdict: Probe<T>, unwritten: &Unwritten) -> Probe<Value> {
+    match verdict {
+        Probe::Landed(value) => Probe::Landed(written(value.to_log(), unwritten)),
+        Probe::NotLanded => Probe::NotLanded,
+        Probe::Failed(why) => Probe::Failed(why),
+    }
+}
+
+fn written(value: Result<Value, serde_json::Error>, unwritten: &Unwritten) -> Value {
+    value.unwrap_or_else(|error| {
+        let _ = unwritten.0.set(error.to_string());
+        Value::Null
+    })
+}
+
 /// What a parameter a model fills must be: decodable from JSON and described by a JSON Schema.
 /// Implemented for every `DeserializeOwned + JsonSchema` type.
 #[diagnostic::on_unimplemented(
@@ -557,6 +642,40 @@ mod tests {
         let json = into_json(bad);
         assert_eq!((json.outcome, json.value), (Outcome::Ok, None));
         assert!(json.message.contains("could not be written as JSON"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn run_json_keeps_the_outcome_when_an_attempt_or_a_probe_value_cannot_be_written() {
+        type Unwritable = std::collections::BTreeMap<(u8, u8), u8>;
+        let task = task();
+        let unwritable = || Unwritable::from([((1, 2), 3)]);
+        let key = task.key(&SPEC, &"t", None);
+        let unwritten = Unwritten::default();
+        let attempt: &JsonAttempt<'_> =
+            &|_| Box::pin(async { json_answer(Ok::<_, Class>(unwritable()), &unwritten) });
+        let report = run_json(&task, &SPEC, key, attempt, None, &unwritten).await;
+        assert_eq!((report.outcome, report.effect_applied, report.value), (Outcome::Ok, Applied::Yes, None));
+        assert!(report.message.contains("its value could not be written as JSON: key must be a string"));
+
+        // The attempt's answer is lost; the probe finds it landed, with a value that cannot be written.
+        let key = task.key(&SPEC, &"u", None);
+        let unwritten = Unwritten::default();
+        let lost: &JsonAttempt<'_> = &|_| Box::pin(async { Err(Class::unknown("connection reset")) });
+        let landed: &JsonProbe<'_> =
+            &|_| Box::pin(async { json_verdict(Probe::Landed(unwritable()), &unwritten) });
+        let report = run_json(&task, &SPEC, key, lost, Some(landed), &unwritten).await;
+        assert_eq!((report.outcome, report.value), (Outcome::Ok, None), "{}", report.message);
+        assert!(report.message.contains("could not be written as JSON"), "{}", report.message);
+
+        // A value that can be written is the report's, as JSON; a `null` value stays one.
+        for (value, json) in [(Some(4411), json!(4411)), (None, Value::Null)] {
+            let key = task.key(&SPEC, &format!("v{json}"), None);
+            let unwritten = Unwritten::default();
+            let fine: &JsonAttempt<'_> =
+                &|_| Box::pin(async { json_answer(Ok::<_, Class>(value), &unwritten) });
+            let report = run_json(&task, &SPEC, key, fine, None, &unwritten).await;
+            assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(json)));
+        }
     }
 
     #[test]

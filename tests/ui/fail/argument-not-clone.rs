@@ -16,7 +16,7 @@ pub async fn notice_landed(thread: &String, draft: &Draft, key: IntentKey) -> Pr
 /// What the tool does, for the model.
 #[tool(effect = "send", probe = notice_landed, target = thread)]
 pub async fn post_notice(call: &Call, thread: String, draft: Draft) -> Result<u64, Class> {
-    let _ = (call, draft.text);
+    let _ = (call, thread, draft.text);
     Ok(1)
 }
 

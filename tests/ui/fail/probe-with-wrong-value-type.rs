@@ -9,7 +9,7 @@ pub async fn notice_landed(thread: &String, text: &String, key: IntentKey) -> Pr
 /// What the tool does, for the model.
 #[tool(effect = "send", probe = notice_landed, target = thread)]
 pub async fn post_notice(call: &Call, thread: String, text: String) -> Result<u64, Class> {
-    let _ = (call, text);
+    let _ = (call, thread, text);
     Ok(1)
 }
 

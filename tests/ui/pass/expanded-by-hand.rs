@@ -1,7 +1,8 @@
 //! What `#[tool]` writes, by hand. `post_notice` and `post_notice_by_hand` are the same tool: the
-//! attribute turns the author's `async fn` into a wrapper that takes the task in place of the call
-//! context and returns a `Report`, and runs the body once per attempt through the engine. It also
-//! writes `post_notice_tool()`, the tool for a `Toolbox`: `post_notice_tool_by_hand` below.
+//! attribute keeps the author's `async fn` as it is under a hidden name (the body, `post_notice_body`
+//! below), and writes a wrapper under the author's name that takes the task in place of the call
+//! context, returns a `Report` and runs the body once per attempt through the engine. It also writes
+//! `post_notice_tool()`, the tool for a `Toolbox`: `post_notice_tool_by_hand` below.
 
 use std::fmt;
 use std::time::Duration;
@@ -10,7 +11,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_contract::define::{Definition, Params};
-use tool_contract::toolbox::{Args, BoxFuture, ModelArg, ModelValue, ToolFn, into_json};
+use tool_contract::toolbox::{
+    Args, BoxFuture, ModelArg, ModelValue, ToolFn, Unwritten, json_answer, json_verdict, run_json,
+};
 use tool_contract::{
     Call, Class, Classify, EffectKind, IntentKey, Probe, Report, Task, ToolSpec, Toolbox, engine, tool,
 };
@@ -56,6 +59,12 @@ pub async fn post_notice(call: &Call, thread: ThreadId, text: String) -> Result<
     Err(ThreadError::Dropped)
 }
 
+/// The author's function, kept under a hidden name: every attempt runs it, called directly or by name.
+async fn post_notice_body(call: &Call, thread: ThreadId, text: String) -> Result<NoticeId, ThreadError> {
+    let _ = (call, thread, text);
+    Err(ThreadError::Dropped)
+}
+
 /// The wrapper `#[tool]` generates for `post_notice`, written out.
 pub async fn post_notice_by_hand(task: &Task, thread: ThreadId, text: String) -> Report<NoticeId> {
     // Everything the attribute says, as a constant.
@@ -72,11 +81,7 @@ pub async fn post_notice_by_hand(task: &Task, thread: ThreadId, text: String) ->
         |call: Call| {
             let thread = thread.clone();
             let text = text.clone();
-            async move {
-                let call = &call;
-                let _ = (call, thread, text);
-                Err::<NoticeId, ThreadError>(ThreadError::Dropped)
-            }
+            async move { post_notice_body(&call, thread, text).await }
         },
         // The probe: the same arguments by reference, then the key.
         |key: IntentKey| {
@@ -88,7 +93,9 @@ pub async fn post_notice_by_hand(task: &Task, thread: ThreadId, text: String) ->
 }
 
 /// The companion `#[tool]` generates for `post_notice`, written out: the definition, and the dispatch
-/// that decodes a model's arguments by name and calls the wrapper.
+/// that decodes a model's arguments by name and runs the body through `run_json`, the engine with the
+/// value as JSON, compiled once in tool-contract for every tool (a crate of a hundred tools does not
+/// compile the engine a hundred times over).
 #[must_use]
 pub fn post_notice_tool_by_hand() -> ToolFn
 where
@@ -115,7 +122,22 @@ where
             let (Some(thread), Some(text), true) = (thread, text, args.is_clean()) else {
                 return Box::pin(std::future::ready(args.refuse(task, &SPEC, &["thread", "text"])));
             };
-            Box::pin(async move { into_json(post_notice(task, thread, text).await) })
+            Box::pin(async move {
+                let key = task.key(&SPEC, &thread, None);
+                // A value that cannot be written as JSON: the report says so and has none.
+                let unwritten = Unwritten::default();
+                let attempt = |call: Call| {
+                    let (thread, text, unwritten) = (thread.clone(), text.clone(), &unwritten);
+                    Box::pin(async move { json_answer(post_notice_body(&call, thread, text).await, unwritten) })
+                        as BoxFuture<'_, _>
+                };
+                let probe = |key: IntentKey| {
+                    let (thread, text, unwritten) = (&thread, &text, &unwritten);
+                    Box::pin(async move { json_verdict(notice_landed(thread, text, key).await, unwritten) })
+                        as BoxFuture<'_, _>
+                };
+                run_json(task, &SPEC, key, &attempt, Some(&probe), &unwritten).await
+            })
         },
     )
 }
@@ -135,6 +157,14 @@ async fn main() {
     assert_eq!(generated, post_notice_tool_by_hand().definition());
     let mut toolbox = Toolbox::new();
     toolbox.add(post_notice_tool_by_hand()).unwrap();
-    let report = toolbox.call(&task, "post_notice", json!({ "thread": 9, "text": "refund sent" })).await.unwrap();
-    assert_eq!(report.value, Some(json!(9)));
+    let arguments = json!({ "thread": 9, "text": "refund sent" });
+    let by_hand = toolbox.call(&task, "post_notice", arguments.clone()).await.unwrap();
+    assert_eq!(by_hand.value, Some(json!(9)));
+    let mut toolbox = Toolbox::new();
+    toolbox.add(post_notice_tool()).unwrap();
+    let generated = toolbox.call(&task, "post_notice", arguments).await.unwrap();
+    assert_eq!(
+        (generated.outcome, generated.effect_applied, generated.idempotency_key, generated.value),
+        (by_hand.outcome, by_hand.effect_applied, by_hand.idempotency_key, by_hand.value),
+    );
 }
