@@ -38,7 +38,7 @@ pub(crate) struct Statements {
 impl Statements {
     async fn prepare(client: &Client) -> Result<Statements, tokio_postgres::Error> {
         Ok(Statements {
-            claim: client.prepare(&sql::claim_and_read()).await?,
+            claim: client.prepare(sql::CLAIM).await?,
             holder: client.prepare(sql::HOLDER).await?,
             start: client.prepare(&sql::start()).await?,
             why_refused: client.prepare(sql::WHY_REFUSED).await?,

@@ -20,27 +20,6 @@ ON CONFLICT (intent) DO UPDATE
     WHERE c.lease_until <= clock_timestamp() OR c.owner = excluded.owner
 RETURNING c.owner";
 
-/// [`CLAIM`], and in the same statement every record of `$1` when the claim was a fresh row: the
-/// columns of [`COLUMNS`] then `fresh`, one row per record in the order stored (one row of nulls and
-/// `fresh` when there is none); no row when another owner holds the intent. A fresh claim row means no
-/// one held the intent when the statement looked: every start a previous holder wrote committed before
-/// its release did, so the statement's own snapshot holds it. A renewal or a takeover (`fresh` false)
-/// reads the records in a statement of its own, after this one, which sees every start the previous
-/// holder was allowed to write; in either case the fence (the unique start row) refuses a start that
-/// a read missed.
-pub(crate) fn claim_and_read() -> String {
-    let columns: Vec<String> = COLUMNS.split(',').map(|c| format!("a.{}", c.trim())).collect();
-    let claim = CLAIM.trim().trim_end_matches("RETURNING c.owner");
-    format!(
-        "
-WITH c AS ({claim} RETURNING (c.xmax = 0) AS fresh)
-SELECT {}, c.fresh
-FROM c LEFT JOIN tool_contract.attempts AS a ON c.fresh AND a.intent = $1
-ORDER BY a.seq",
-        columns.join(", ")
-    )
-}
-
 /// Who holds `$1` and for how many more seconds, if anyone does.
 pub(crate) const HOLDER: &str = "
 SELECT owner, extract(epoch FROM lease_until - clock_timestamp())::float8

@@ -267,12 +267,7 @@ impl Inner {
 }
 
 /// What the records of one intent, in the order stored, fold into: [`Recall::update`], the rule every
-/// store follows.
-/// The column of `sql::claim_and_read` that says the claim was a fresh row.
-const FRESH: usize = 14;
-
-/// What rows of records say of their intent, in the order stored. A row without an intent (the claim's
-/// read when the intent has no record yet) holds none.
+/// store follows. A row without an intent holds none.
 fn fold(rows: &[tokio_postgres::Row]) -> Result<Option<Recall>, Fault> {
     let mut recall: Option<Recall> = None;
     for row in rows {
@@ -314,25 +309,19 @@ impl Inner {
                 for _ in 0..3 {
                     let key = key.as_slice();
                     let claim_params: [&(dyn ToSql + Sync); 3] = [&key, &owner, &lease];
-                    let rows = conn
-                        .client
-                        .query(&conn.sql.claim, &claim_params)
-                        .await
-                        .map_err(|e| Fault::statement(&e))?;
-                    if let Some(first) = rows.first() {
-                        let fresh: bool = first.try_get(FRESH).map_err(|e| Fault::statement(&e))?;
-                        if fresh {
-                            // Read in the claim's own statement (see `sql::claim_and_read`).
-                            return Ok(Claimed::Held(fold(&rows)?));
-                        }
-                        // A renewal or a takeover: read after the claim is taken, so the records hold
-                        // every start the previous holder was allowed to write.
-                        let rows = conn
-                            .client
-                            .query(&conn.sql.records_of_intent, &[&key])
-                            .await
-                            .map_err(|e| Fault::statement(&e))?;
-                        return Ok(Claimed::Held(fold(&rows)?));
+                    // The intent's records are read in a statement of its own, pipelined behind the
+                    // claim in the same round trip: its snapshot is taken once the claim has committed,
+                    // so it holds every record a previous holder was allowed to write. (Read in the
+                    // claim's own statement, the snapshot could predate the previous holder's last
+                    // records when the claim waited on its row while that holder finished.)
+                    let read_params: [&(dyn ToSql + Sync); 1] = [&key];
+                    let claim = conn.client.query(&conn.sql.claim, &claim_params);
+                    let read = conn.client.query(&conn.sql.records_of_intent, &read_params);
+                    let (claimed, records) = tokio::join!(claim, read);
+                    let claimed = claimed.map_err(|e| Fault::statement(&e))?;
+                    if !claimed.is_empty() {
+                        let records = records.map_err(|e| Fault::statement(&e))?;
+                        return Ok(Claimed::Held(fold(&records)?));
                     }
                     let holder = conn
                         .client

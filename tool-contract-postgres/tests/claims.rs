@@ -397,8 +397,8 @@ async fn eight_workers_connecting_at_once_migrate_once() {
 }
 
 /// A claim answers with what the store knows of the intent whichever way it was taken: a fresh claim
-/// row (a new intent, or one released after its end) reads the records in the claim's own statement;
-/// a renewal and a takeover read them after it.
+/// row (a new intent, or one released after its end), a renewal and a takeover alike, read after the
+/// claim.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_answers_with_the_intents_records_fresh_renewed_or_taken_over() {
     let Some((journal, _)) = common::journal("claims_answer").await else { return };
@@ -441,4 +441,46 @@ async fn a_claim_answers_with_the_intents_records_fresh_renewed_or_taken_over() 
     tokio::time::sleep(Duration::from_millis(400)).await;
     let taken = held(journal.claim(&crashed, &d, lease).await.unwrap()).expect("the crashed start");
     assert_eq!((taken.attempts, taken.last_word()), (1, LastWord::Unfinished));
+}
+
+/// A claim that waits on the intent's row while its holder writes its last records and lets go reads
+/// those records: the read is a statement of its own after the claim, whose snapshot is taken once the
+/// claim is in, never the claim's own (taken before the wait, it would miss them and the second worker
+/// would start attempt 1 again, only for the fence to refuse it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_that_waited_on_the_holder_reads_what_the_holder_wrote_meanwhile() {
+    let Some((journal, conninfo)) = common::journal("claims_waited").await else { return };
+    let second = PgJournal::connect(&conninfo).await.unwrap();
+    let (a, b) = (Owner::new("worker-a.1"), Owner::new("worker-b.1"));
+    let intent = key("waited");
+    assert_eq!(journal.claim(&intent, &a, Duration::from_secs(30)).await.unwrap(), Claimed::Held(None));
+    // The holder's last moments, by hand in one transaction: its claim row locked, its start written,
+    // the claim let go. b's claim arrives while the row is locked and waits for the commit.
+    let mut holder = common::client(&conninfo).await;
+    let tx = holder.transaction().await.unwrap();
+    let bytes = intent.as_bytes().as_slice();
+    tx.execute("SELECT 1 FROM tool_contract.claims WHERE intent = $1 FOR UPDATE", &[&bytes]).await.unwrap();
+    let claim = tokio::spawn(async move { second.claim(&intent, &b, Duration::from_secs(30)).await });
+    let watcher = common::client(&conninfo).await;
+    let waiting =
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = 'claims_waited'";
+    let began = Instant::now();
+    while watcher.query_one(waiting, &[]).await.unwrap().get::<_, i64>(0) == 0 {
+        assert!(began.elapsed() < Duration::from_secs(10), "the second claim never waited on the row");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tx.execute(
+        "INSERT INTO tool_contract.attempts \
+         (intent, attempt, phase, task, tool, attempt_id, started, budget_left_s, owner) \
+         VALUES ($1, 1, 'start', 'pg-test', 'post_notice', 'pg-test-a1', '2026-12-01T03:00:00Z', 30, 'worker-a.1')",
+        &[&bytes],
+    )
+    .await
+    .unwrap();
+    tx.execute("DELETE FROM tool_contract.claims WHERE intent = $1", &[&bytes]).await.unwrap();
+    tx.commit().await.unwrap();
+    let Claimed::Held(Some(recall)) = claim.await.unwrap().unwrap() else {
+        panic!("b claims the intent a let go, and reads a's start")
+    };
+    assert_eq!((recall.attempts, recall.last_word()), (1, LastWord::Unfinished));
 }
