@@ -120,12 +120,16 @@ fn hidden_fn(tool: &Tool, output: &Type) -> TokenStream {
     let (generics, unsafety) = (&sig.generics, &sig.unsafety);
     // A parameter's doc comment is its description for the model; a parameter takes no doc attribute.
     let mut inputs = sig.inputs.clone();
-    for input in &mut inputs {
-        if let syn::FnArg::Typed(typed) = input {
+    for (input, written) in inputs.iter_mut().zip(&sig.inputs) {
+        if let (syn::FnArg::Typed(typed), syn::FnArg::Typed(written)) = (input, written) {
             typed.attrs.retain(|attr| !attr.path().is_ident("doc"));
             // An argument the body leaves alone may still be the key's target or the probe's: its name
-            // is the model's field, so the author cannot rename it `_thread` to say so.
-            typed.attrs.push(syn::parse_quote!(#[allow(unused_variables)]));
+            // is the model's field, so the author cannot rename it `_thread` to say so. (An unused call
+            // context is still reported: the author can rename that one.)
+            let context = tool.contexts.iter().any(|context| std::ptr::eq(context.arg, written));
+            if !context {
+                typed.attrs.push(syn::parse_quote!(#[allow(unused_variables)]));
+            }
         }
     }
     let where_clause = &sig.generics.where_clause;
