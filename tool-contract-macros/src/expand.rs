@@ -556,19 +556,6 @@ fn json_run(
     }
 }
 
-/// `ty` with every named lifetime made `'_`: the type of a local borrowed from a decoded argument.
-fn with_anonymous_lifetimes(ty: &Type) -> Type {
-    struct Anonymous;
-    impl VisitMut for Anonymous {
-        fn visit_lifetime_mut(&mut self, lifetime: &mut Lifetime) {
-            lifetime.ident = Ident::new("_", lifetime.ident.span());
-        }
-    }
-    let mut ty = ty.clone();
-    Anonymous.visit_type_mut(&mut ty);
-    ty
-}
-
 /// The type a parameter is decoded into: itself, or for `&T` what `T` owns (`String` for `&str`), with
 /// every lifetime `'static` (a decoded value borrows nothing).
 fn owned(ty: &Type) -> (Type, bool) {
@@ -584,13 +571,23 @@ fn owned(ty: &Type) -> (Type, bool) {
 }
 
 fn with_static_lifetimes(ty: &Type) -> Type {
-    struct Static;
-    impl VisitMut for Static {
+    with_lifetimes(ty, "static")
+}
+
+/// `ty` with every named lifetime made `'_`: the type of a local borrowed from a decoded argument.
+fn with_anonymous_lifetimes(ty: &Type) -> Type {
+    with_lifetimes(ty, "_")
+}
+
+/// `ty` with every lifetime named `'{name}`.
+fn with_lifetimes(ty: &Type, name: &str) -> Type {
+    struct Rename<'a>(&'a str);
+    impl VisitMut for Rename<'_> {
         fn visit_lifetime_mut(&mut self, lifetime: &mut Lifetime) {
-            lifetime.ident = Ident::new("static", lifetime.ident.span());
+            lifetime.ident = Ident::new(self.0, lifetime.ident.span());
         }
     }
     let mut ty = ty.clone();
-    Static.visit_type_mut(&mut ty);
+    Rename(name).visit_type_mut(&mut ty);
     ty
 }

@@ -102,10 +102,8 @@ pub(crate) fn append_and_release() -> String {
 WITH released AS (
     DELETE FROM tool_contract.claims WHERE intent = $1 AND owner = $16::text
 )
-INSERT INTO tool_contract.attempts ({COLUMNS})
-SELECT {TYPED_VALUES}
-FROM {}",
-        durability(15)
+{}",
+        append().trim_start()
     )
 }
 

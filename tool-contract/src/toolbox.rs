@@ -417,28 +417,19 @@ pub fn run_json<'a>(
     probe: Option<&'a JsonProbe<'a>>,
     unwritten: &'a Unwritten,
 ) -> BoxFuture<'a, Report<Value>> {
-    Box::pin(json_report(task, spec, key, attempt, probe, unwritten))
-}
-
-async fn json_report<'a>(
-    task: &'a Task,
-    spec: &'a ToolSpec,
-    key: IntentKey,
-    attempt: &'a JsonAttempt<'a>,
-    probe: Option<&'a JsonProbe<'a>>,
-    unwritten: &'a Unwritten,
-) -> Report<Value> {
-    let mut report = match probe {
-        Some(probe) => crate::engine::run(task, spec, key, attempt, probe).await,
-        None => crate::engine::run(task, spec, key, attempt, crate::NoProbe).await,
-    };
-    if let Some(why) = unwritten.0.get()
-        && report.value == Some(Value::Null)
-    {
-        report.value = None;
-        report.message.push_str(&format!("; its value could not be written as JSON: {why}"));
-    }
-    report
+    Box::pin(async move {
+        let mut report = match probe {
+            Some(probe) => crate::engine::run(task, spec, key, attempt, probe).await,
+            None => crate::engine::run(task, spec, key, attempt, crate::NoProbe).await,
+        };
+        if let Some(why) = unwritten.0.get()
+            && report.value == Some(Value::Null)
+        {
+            report.value = None;
+            report.message.push_str(&format!("; its value could not be written as JSON: {why}"));
+        }
+        report
+    })
 }
 
 /// An attempt's answer with its value as JSON, for [`JsonAttempt`]: a value that cannot be written

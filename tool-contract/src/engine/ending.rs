@@ -102,7 +102,8 @@ impl Run<'_> {
         push_decimal(&mut message, u64::from(self.attempt));
         if self.keeps_records() {
             let json = value.to_log().ok();
-            self.log_last_end(left, started, Outcome::Ok, self.applied_on_ok(), &message, json).await;
+            self.write_end(left, started, Outcome::Ok, self.applied_on_ok(), None, &message, json, true)
+                .await;
         }
         self.ok(value, self.applied_on_ok(), message)
     }

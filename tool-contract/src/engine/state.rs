@@ -314,22 +314,10 @@ impl<'a> Run<'a> {
         self.write_end(left, started, outcome, applied, probe, message, value, false).await;
     }
 
-    /// [`Run::log_end`] of the call's last record: the call stops after it, so a side effect's claim is
+    /// [`Run::log_end`], and for the call's `last` record (it stops after it) a side effect's claim is
     /// given up with it ([`crate::Journal::finish`]).
-    pub(crate) async fn log_last_end(
-        &self,
-        left: Duration,
-        started: SystemTime,
-        outcome: Outcome,
-        applied: Applied,
-        message: &str,
-        value: Option<serde_json::Value>,
-    ) {
-        self.write_end(left, started, outcome, applied, None, message, value, true).await;
-    }
-
     #[allow(clippy::too_many_arguments)]
-    async fn write_end(
+    pub(crate) async fn write_end(
         &self,
         left: Duration,
         started: SystemTime,
