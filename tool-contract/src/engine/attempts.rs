@@ -183,7 +183,8 @@ async fn attempt_loop<W: Work>(
             task.budgets().first_attempt_at(spec.service_name(), now);
         }
         run.next_attempt();
-        let started = if run.keeps_records() { crate::journal::wall_clock() } else { SystemTime::UNIX_EPOCH };
+        let started =
+            if run.keeps_records() { crate::journal::wall_clock_at(now) } else { SystemTime::UNIX_EPOCH };
         let left = match run.start_attempt(left, started, work.before()).await {
             Ok(left) => left,
             Err(stop) => {

@@ -87,6 +87,12 @@ pub(crate) struct Run<'a> {
     pub(crate) reached: Option<tokio::time::Instant>,
     /// Where an escalation the report announces waits to be handed to the sink once the call is over.
     pub(crate) escalation: &'a std::sync::Mutex<Option<crate::task::Escalation>>,
+    /// A read's start record is held here, not yet in the log, while the read has not had to wait:
+    /// the budget and time it started with. It goes to the log with the read's end record
+    /// ([`crate::Journal::append_attempt`]), or alone the moment the read has to wait ([`Run::flush`]).
+    held_start: (Duration, SystemTime),
+    /// Whether `held_start` is still held (set by the start, taken by the flush or the end record).
+    holding: std::sync::atomic::AtomicBool,
 }
 
 impl<'a> Run<'a> {
@@ -107,6 +113,8 @@ impl<'a> Run<'a> {
             claim: None,
             reached: None,
             escalation,
+            held_start: (Duration::ZERO, SystemTime::UNIX_EPOCH),
+            holding: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -206,7 +214,25 @@ impl<'a> Run<'a> {
     pub(crate) fn flush(&self) {
         if let Some(journal) = self.task.journal_ref() {
             // A read's record: a failure here only loses attempt numbering, which the next append reports.
+            if let Some((left, started)) = self.take_held_start() {
+                let stamp = Stamp::of(started);
+                let _ = journal
+                    .append_ref(self.record(Phase::Start, left, stamp.as_str()), Durability::Lazy)
+                    .ready();
+            }
             let _ = journal.flush();
+        }
+    }
+
+    /// The read's start record still held, taken.
+    fn take_held_start(&self) -> Option<(Duration, SystemTime)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        // Only the call's own future touches it, one poll at a time: no read-modify-write needed.
+        if self.holding.load(Relaxed) {
+            self.holding.store(false, Relaxed);
+            Some(self.held_start)
+        } else {
+            None
         }
     }
 
@@ -264,12 +290,19 @@ impl<'a> Run<'a> {
     /// Write the start record ahead of the attempt; `value` carries what a bulk call knew of its items.
     /// A side effect's start is fenced by its claim and on stable storage before this returns.
     pub(crate) async fn log_start(
-        &self,
+        &mut self,
         left: Duration,
         started: SystemTime,
         value: Option<serde_json::Value>,
     ) -> Result<(), crate::JournalError> {
         if !self.keeps_records() {
+            return Ok(());
+        }
+        let owner = self.claim.and_then(Claim::owner);
+        if owner.is_none() && value.is_none() && self.task.journal_ref().is_some() {
+            // A read's start record: held until its end record or until the read has to wait.
+            self.held_start = (left, started);
+            self.holding.store(true, std::sync::atomic::Ordering::Relaxed);
             return Ok(());
         }
         let stamp = Stamp::of(started);
@@ -281,7 +314,6 @@ impl<'a> Run<'a> {
             }
             return Ok(());
         };
-        let owner = self.claim.and_then(Claim::owner);
         let appended = match owner {
             Some(owner) => journal.start(owner, record, Durability::Synced),
             None => journal.append_ref(record, Durability::Lazy),
@@ -331,35 +363,45 @@ impl<'a> Run<'a> {
         if !self.keeps_records() {
             return;
         }
-        let stamp = Stamp::of(started);
-        let mut record = self.record(Phase::End, left, stamp.as_str());
-        record.outcome = Some(outcome);
-        record.effect_applied = Some(applied);
-        record.probe = probe;
-        record.message = Some(message);
-        record.retry_at = self.retry_at.as_deref();
-        record.value = value.as_ref();
-        let Some(journal) = self.task.journal_ref() else {
-            if let Some(claim) = self.claim {
-                claim.remember(record);
-            }
-            return;
-        };
+        let journal = self.task.journal_ref();
+        let held = if journal.is_some() { self.take_held_start() } else { None };
+        // The records are taken by the store before it answers: the stamp's text is only lent to them.
+        let answer = Stamp::with(started, |stamp| {
+            let mut record = self.record(Phase::End, left, stamp);
+            record.outcome = Some(outcome);
+            record.effect_applied = Some(applied);
+            record.probe = probe;
+            record.message = Some(message);
+            record.retry_at = self.retry_at.as_deref();
+            record.value = value.as_ref();
+            let Some(journal) = journal else {
+                if let Some(claim) = self.claim {
+                    claim.remember(record);
+                }
+                return None;
+            };
+            let owner = self.claim.and_then(|claim| Some(claim).zip(claim.owner()));
+            Some(match (owner, held) {
+                (Some((claim, owner)), _) if last => {
+                    (journal.finish(owner, record, Durability::Buffered), Some(claim))
+                }
+                (_, Some((held_left, held_started))) => {
+                    let own = (held_started != started).then(|| Stamp::of(held_started));
+                    let held_stamp = own.as_ref().map_or(stamp, Stamp::as_str);
+                    let start = self.record(Phase::Start, held_left, held_stamp);
+                    (journal.append_attempt(start, record, Durability::Buffered), None)
+                }
+                _ => (journal.append_ref(record, Durability::Buffered), None),
+            })
+        });
         // Losing an end record is safe: the attempt then reads as unfinished and is probed next time. A
         // store that hangs holds the call no longer than its budget (an answer ready at once is taken
         // even with none left).
-        let owner = self.claim.and_then(|claim| Some(claim).zip(claim.owner()));
-        match owner {
-            Some((claim, owner)) if last => {
-                let finished = journal.finish(owner, record, Durability::Buffered);
-                if ready_or_within(finished, || self.task.remaining()).await.is_some() {
-                    claim.finished();
-                }
-            }
-            _ => {
-                let appended = journal.append_ref(record, Durability::Buffered);
-                let _ = ready_or_within(appended, || self.task.remaining()).await;
-            }
+        let Some((answer, finishing)) = answer else { return };
+        if ready_or_within(answer, || self.task.remaining()).await.is_some()
+            && let Some(claim) = finishing
+        {
+            claim.finished();
         }
     }
 
@@ -374,7 +416,7 @@ impl<'a> Run<'a> {
     /// it saying the attempt was not started, so the log says what the report says. `Ok` with the
     /// budget left for the attempt.
     pub(crate) async fn start_attempt(
-        &self,
+        &mut self,
         left: Duration,
         started: SystemTime,
         value: Option<serde_json::Value>,

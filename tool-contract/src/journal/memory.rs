@@ -109,13 +109,19 @@ impl Value {
     }
 }
 
-/// Whether `message` is the engine's for an `ok` of this call and attempt.
-fn is_done_message(message: &str, call: &str, attempt: u32) -> bool {
+/// Whether `message` is the engine's for an `ok` of this call and of the attempt whose decimal digits
+/// are `attempt`.
+fn is_done_message(message: &str, call: &str, attempt: &[u8]) -> bool {
     let Some(n) = message.strip_prefix(call).and_then(|rest| rest.strip_prefix(" done on attempt ")) else {
         return false;
     };
-    let mut decimal = [0u8; 10];
-    n.as_bytes() == decimal_of(attempt, &mut decimal)
+    n.as_bytes() == attempt
+}
+
+/// The same text: the same place in memory (the engine passes one string to both records of an
+/// attempt), or equal bytes.
+fn same(a: &str, b: &str) -> bool {
+    (std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()) || a == b
 }
 
 /// `n`'s decimal digits, written at the end of `out`.
@@ -159,7 +165,7 @@ impl MemoryState {
     }
 
     /// Whether `end` completes the start record kept last with nothing of the start lost.
-    fn completes_last(&self, end: &RecordRef<'_>) -> bool {
+    fn completes_last(&self, end: &RecordRef<'_>, digits: &[u8]) -> bool {
         let Some(start) = self.records.last() else { return false };
         start.phase == Phase::Start
             && end.phase == Phase::End
@@ -175,12 +181,12 @@ impl MemoryState {
             && self.text(start, 0, start.task) == end.task
             && self.text(start, 1, start.call) == end.call
             && match start.rare.as_deref() {
-                None => own_attempt_id(end.attempt_id, end.task, &end.intent_key, end.attempt).is_none(),
+                None => own_attempt_id(end.attempt_id, end.task, &end.intent_key, digits).is_none(),
                 Some(rare) => {
                     rare.message.is_none()
                         && rare.retry_at.is_none()
                         && rare.attempt_id.as_deref()
-                            == own_attempt_id(end.attempt_id, end.task, &end.intent_key, end.attempt)
+                            == own_attempt_id(end.attempt_id, end.task, &end.intent_key, digits)
                 }
             }
     }
@@ -200,8 +206,13 @@ impl MemoryState {
     }
 
     /// What the engine's forms do not cover, if anything.
-    fn rare(record: &RecordRef<'_>, done_message: bool, texts: [Option<Box<str>>; 3]) -> Option<Box<Rare>> {
-        let attempt_id = own_attempt_id(record.attempt_id, record.task, &record.intent_key, record.attempt);
+    fn rare(
+        record: &RecordRef<'_>,
+        digits: &[u8],
+        done_message: bool,
+        texts: [Option<Box<str>>; 3],
+    ) -> Option<Box<Rare>> {
+        let attempt_id = own_attempt_id(record.attempt_id, record.task, &record.intent_key, digits);
         let message = if done_message { None } else { record.message };
         if attempt_id.is_none()
             && message.is_none()
@@ -219,9 +230,11 @@ impl MemoryState {
     }
 
     fn store(&mut self, record: RecordRef<'_>) {
-        let done_message = record.message.is_some_and(|m| is_done_message(m, record.call, record.attempt));
+        let mut decimal = [0u8; 10];
+        let digits = decimal_of(record.attempt, &mut decimal);
+        let done_message = record.message.is_some_and(|m| is_done_message(m, record.call, digits));
         // A start record followed by its own end, as most attempts are: one entry for both.
-        if self.completes_last(&record) {
+        if self.completes_last(&record, digits) {
             let at = self.records.len() - 1;
             let start = &mut self.records[at];
             start.phase = Phase::End;
@@ -239,6 +252,40 @@ impl MemoryState {
             self.index(at, record.intent_key, record.attempt);
             return;
         }
+        self.push(record, digits, done_message, false);
+    }
+
+    /// Keep a start record and the end record that follows it: one entry when the end completes the
+    /// start with nothing of the start lost (a read answered without waiting), else two.
+    fn store_pair(&mut self, start: RecordRef<'_>, end: RecordRef<'_>) {
+        let folds = start.phase == Phase::Start
+            && end.phase == Phase::End
+            && start.intent_key == end.intent_key
+            && start.attempt == end.attempt
+            && start.budget_left_s == end.budget_left_s
+            && start.outcome.is_none()
+            && start.effect_applied.is_none()
+            && start.probe.is_none()
+            && start.message.is_none()
+            && start.retry_at.is_none()
+            && start.value.is_none()
+            && same(start.started, end.started)
+            && same(start.task, end.task)
+            && same(start.call, end.call)
+            && same(start.attempt_id, end.attempt_id);
+        if folds {
+            let mut decimal = [0u8; 10];
+            let digits = decimal_of(end.attempt, &mut decimal);
+            let done_message = end.message.is_some_and(|m| is_done_message(m, end.call, digits));
+            self.push(end, digits, done_message, true);
+        } else {
+            self.store(start);
+            self.store(end);
+        }
+    }
+
+    /// Keep `record` as a new entry (`with_start`: it stands for its start record too).
+    fn push(&mut self, record: RecordRef<'_>, digits: &[u8], done_message: bool, with_start: bool) {
         let mut texts: [Option<Box<str>>; 3] = Default::default();
         let mut place = |state: &mut MemoryState, slot: usize, text: &str| match state.intern(slot, text) {
             Some(at) => at,
@@ -258,13 +305,13 @@ impl MemoryState {
             call,
             started,
             phase: record.phase,
-            with_start: false,
+            with_start,
             done_message,
             outcome: record.outcome,
             effect_applied: record.effect_applied,
             probe: record.probe,
             value: Value::of(record.value),
-            rare: MemoryState::rare(&record, done_message, texts),
+            rare: MemoryState::rare(&record, digits, done_message, texts),
         };
         let at = self.records.len();
         self.records.push(stored);
@@ -341,7 +388,8 @@ struct Kept {
 }
 
 /// `id` when it is not the engine's form for this attempt (`None` when it is: it is rebuilt on read).
-fn own_attempt_id<'a>(id: &'a str, task: &str, key: &IntentKey, attempt: u32) -> Option<&'a str> {
+/// `attempt` is the attempt number's decimal digits.
+fn own_attempt_id<'a>(id: &'a str, task: &str, key: &IntentKey, attempt: &[u8]) -> Option<&'a str> {
     let engine_form = || -> Option<()> {
         let rest = id.strip_prefix(task)?.strip_prefix('-')?;
         let (hex, n) = (rest.get(..8)?, rest.get(8..)?.strip_prefix("-a")?);
@@ -352,9 +400,8 @@ fn own_attempt_id<'a>(id: &'a str, task: &str, key: &IntentKey, attempt: u32) ->
             DIGITS[usize::from(if i.is_multiple_of(2) { key[i / 2] >> 4 } else { key[i / 2] & 0xf })]
         };
         let same_key = hex.bytes().enumerate().all(|(i, c)| c == digit(i));
-        let mut decimal = [0u8; 10];
         // The attempt's decimal digits, as the engine writes them (no sign, no leading zero).
-        (same_key && n.as_bytes() == decimal_of(attempt, &mut decimal)).then_some(())
+        (same_key && n.as_bytes() == attempt).then_some(())
     };
     match engine_form() {
         Some(()) => None,
@@ -462,6 +509,16 @@ impl Journal for MemoryJournal {
         _durability: Durability,
     ) -> Answer<'_, Result<(), JournalError>> {
         self.lock().store(record);
+        Answer::now(Ok(()))
+    }
+
+    fn append_attempt(
+        &self,
+        start: RecordRef<'_>,
+        end: RecordRef<'_>,
+        _durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.lock().store_pair(start, end);
         Answer::now(Ok(()))
     }
 
@@ -594,6 +651,22 @@ mod tests {
                 let _ = Journal::append(&log, record, Durability::Buffered).ready();
             }
             assert_eq!(log.records(), records, "{name}");
+            // The same two records handed over together, as the engine hands a read's: the same log.
+            if let [first, second] = &records[..] {
+                let paired = MemoryJournal::new();
+                let answer = paired.append_attempt(
+                    first.as_record_ref(),
+                    second.as_record_ref(),
+                    Durability::Buffered,
+                );
+                assert!(matches!(answer.ready(), Some(Ok(()))), "{name}");
+                assert_eq!(paired.records(), records, "{name}: appended as a pair");
+                assert_eq!(
+                    paired.lock().records.len(),
+                    log.lock().records.len(),
+                    "{name}: kept in as many entries as appended one by one"
+                );
+            }
             let last = records
                 .iter()
                 .rev()
@@ -626,5 +699,38 @@ mod tests {
         assert!(read.lock().records.iter().all(|stored| stored.rare.is_none()));
         assert_eq!(log.records().len(), 4);
         assert_eq!(log.recall(&key("a")).map(|r| (r.attempts, r.last)), Some((2, end("a", 2))));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_leaves_its_start_and_end_whether_it_waits_or_not() {
+        use crate::{Class, EffectKind, Task, ToolSpec, engine};
+        use std::sync::Arc;
+        const READ: ToolSpec = ToolSpec::new("read_price", EffectKind::Read);
+        let log = Arc::new(MemoryJournal::new());
+        let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+        let key = task.key(&READ, &"sku", None);
+        // Answered at once: the start record waited in the engine and both went in together.
+        let report =
+            engine::run(&task, &READ, key, |_| async { Ok::<u64, Class>(4406) }, crate::NoProbe).await;
+        assert_eq!(report.outcome, Outcome::Ok);
+        let said = |log: &MemoryJournal| -> Vec<(Phase, u32)> {
+            log.records().iter().map(|r| (r.phase, r.attempt)).collect()
+        };
+        assert_eq!(said(&log), [(Phase::Start, 1), (Phase::End, 1)]);
+        // A read that waits: its start record is in the log while it runs, and not twice after.
+        let seen = &log;
+        let report = engine::run(
+            &task,
+            &READ,
+            key,
+            |_| async move {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                Ok::<Vec<(Phase, u32)>, Class>(said(seen))
+            },
+            crate::NoProbe,
+        )
+        .await;
+        assert_eq!(report.value, Some(vec![(Phase::Start, 1), (Phase::End, 1), (Phase::Start, 2)]));
+        assert_eq!(said(&log), [(Phase::Start, 1), (Phase::End, 1), (Phase::Start, 2), (Phase::End, 2)]);
     }
 }

@@ -40,7 +40,7 @@ mod stamp;
 
 pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::MemoryJournal;
-pub(crate) use stamp::Stamp;
+pub(crate) use stamp::{Stamp, wall_clock_at};
 pub use stamp::{parse_rfc3339, rfc3339, wall_clock};
 
 /// Whether a record is a promise made before an attempt or the account given after it.
@@ -380,6 +380,28 @@ pub trait Journal: Send + Sync {
         self.append_ref(record, durability).then(move || self.release(&key, &owner))
     }
 
+    /// Append a read's start record and its end record together: the engine holds a read's start
+    /// record ([`Durability::Lazy`] in effect) while the read has not had to wait, and hands both over
+    /// once it is answered. The default appends `start` lazily, then `end` with `durability`; a store
+    /// may keep the pair as one entry.
+    fn append_attempt(
+        &self,
+        start: RecordRef<'_>,
+        end: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        let first = match self.append_ref(start, Durability::Lazy).known() {
+            Ok(Ok(())) => return self.append_ref(end, durability),
+            Ok(Err(err)) => return Answer::now(Err(err)),
+            Err(first) => first,
+        };
+        let end = end.to_record();
+        Answer::later(async move {
+            first.await?;
+            self.append(&end, durability).await
+        })
+    }
+
     /// What the log holds on one intent.
     fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>>;
 
@@ -487,6 +509,14 @@ impl<'a, T> Answer<'a, T> {
                 after();
                 value
             }),
+        }
+    }
+
+    /// The answer when it is known now, or the answer to wait for.
+    fn known(self) -> Result<T, Answer<'a, T>> {
+        match self.0 {
+            AnswerInner::Now(Some(value)) => Ok(value),
+            inner => Err(Answer(inner)),
         }
     }
 

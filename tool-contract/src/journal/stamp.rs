@@ -24,7 +24,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// # }
 /// ```
 pub fn wall_clock() -> SystemTime {
-    let now = tokio::time::Instant::now().into_std();
+    wall_clock_at(tokio::time::Instant::now())
+}
+
+/// [`wall_clock`] at `now`, a reading of tokio's clock the caller already has: no clock read of its
+/// own most of the time.
+pub(crate) fn wall_clock_at(now: tokio::time::Instant) -> SystemTime {
+    let now = now.into_std();
     // The system clock against the monotonic one, measured again once the clock has moved a second:
     // a step of the system clock (NTP, a resume from suspend) is seen within a second, and a call
     // reads one clock, as `SystemTime::now()` would.
@@ -101,6 +107,25 @@ impl Stamp {
                     Stamp(text)
                 }
             }
+        })
+    }
+
+    /// Run `f` on the text of `at`'s stamp, lent from the thread's last stamp when it is of the same
+    /// second: no reference count taken.
+    pub(crate) fn with<R>(at: SystemTime, f: impl FnOnce(&str) -> R) -> R {
+        let secs = at.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        thread_local! {
+            static LENT: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
+        }
+        LENT.with(|lent| match lent.try_borrow_mut() {
+            Ok(mut lent) => {
+                if lent.0 != secs {
+                    *lent = (secs, rfc3339_of(secs));
+                }
+                f(&lent.1)
+            }
+            // `f` stamps again (a store that logs as it appends): its own text.
+            Err(_) => f(&rfc3339_of(secs)),
         })
     }
 
