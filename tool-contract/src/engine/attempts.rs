@@ -99,7 +99,8 @@ pub(crate) async fn drive<W: Work>(task: &Task, spec: &ToolSpec, key: IntentKey,
     let announced = std::sync::Mutex::new(None);
     let (mut report, made) = observer.within(attempt_loop(task, spec, key, work, &announced)).await;
     if let Some(escalation) = announced.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        hand_over(task, escalation, &mut report).await;
+        // Boxed, as every rarely taken path with a large future: the call's future stays small.
+        Box::pin(hand_over(task, escalation, &mut report)).await;
     }
     let (outcome, applied, left_s) = report.summary();
     observer.finish(spec, outcome, applied, made, left_s);
@@ -135,7 +136,8 @@ async fn attempt_loop<W: Work>(
     // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
     // second waits for the first, then starts from what the first left, with or without a log.
     let (claim, recall) = if side {
-        match take_claim(task, spec, key).await {
+        // Boxed: a read's future does not carry room for a claim it never takes.
+        match Box::pin(take_claim(task, spec, key)).await {
             Ok((claim, recall)) => (Some(claim), recall),
             Err(stop) => return (work.refused(&run, stop), 0),
         }

@@ -19,21 +19,22 @@ pub(crate) async fn within<F: Future>(
     on_wait: impl FnOnce(),
 ) -> Result<F::Output, ()> {
     let mut fut = std::pin::pin!(fut);
-    let mut timer = std::pin::pin!(None::<tokio::time::Sleep>);
+    // Boxed once set: a call done at its first poll does not carry room for a timer.
+    let mut timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     let mut on_wait = Some(on_wait);
     std::future::poll_fn(move |cx| {
         if let Poll::Ready(value) = fut.as_mut().poll(cx) {
             return Poll::Ready(Ok(value));
         }
-        if timer.is_none() {
+        let sleep = timer.get_or_insert_with(|| {
             if let Some(on_wait) = on_wait.take() {
                 on_wait();
             }
-            timer.set(Some(tokio::time::sleep_until(deadline)));
-        }
-        match timer.as_mut().as_pin_mut().map(|sleep| sleep.poll(cx)) {
-            Some(Poll::Ready(())) => Poll::Ready(Err(())),
-            _ => Poll::Pending,
+            Box::pin(tokio::time::sleep_until(deadline))
+        });
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(())),
+            Poll::Pending => Poll::Pending,
         }
     })
     .await
@@ -65,13 +66,13 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 
 /// `fut`'s output when it is ready at its first poll (a store's answer given at once costs no clock
 /// read and no timer), else when it comes within `budget`; `None` past it, the future dropped.
-pub(crate) async fn ready_or_within<F: Future>(
-    fut: F,
+pub(crate) async fn ready_or_within<F: Future + Unpin>(
+    mut fut: F,
     budget: impl FnOnce() -> Duration,
 ) -> Option<F::Output> {
-    let mut fut = std::pin::pin!(fut);
-    if let Poll::Ready(out) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+    if let Poll::Ready(out) = std::pin::Pin::new(&mut fut).poll(&mut Context::from_waker(Waker::noop())) {
         return Some(out);
     }
-    tokio::time::timeout(budget(), fut).await.ok()
+    // Boxed: an answer given at once (an embedded store's) does not carry room for a timer.
+    Box::pin(tokio::time::timeout(budget(), fut)).await.ok()
 }

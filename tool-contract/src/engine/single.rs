@@ -82,7 +82,8 @@ where
             facts.room = room;
             let end = match policy::next(&facts) {
                 Step::Probe => {
-                    let verdict = run.probe(&mut self.probe, &class).await;
+                    // Boxed: a call that never probes does not carry room for it.
+                    let verdict = Box::pin(run.probe(&mut self.probe, &class)).await;
                     facts.probe = Some(verdict.mark());
                     match verdict {
                         Probe::Landed(value) => landed = Some(value),

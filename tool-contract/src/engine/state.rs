@@ -453,7 +453,8 @@ impl<'a> Run<'a> {
         };
         if logged {
             let applied = self.call_effect(Applied::No);
-            self.log_end(left, started, Outcome::Retryable, applied, None, &stop.message, value).await;
+            Box::pin(self.log_end(left, started, Outcome::Retryable, applied, None, &stop.message, value))
+                .await;
         }
         Err(stop)
     }
