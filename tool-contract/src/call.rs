@@ -1,6 +1,5 @@
 //! The call context a tool's body sees during one attempt.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -12,10 +11,12 @@ use crate::key::IntentKey;
 /// Send [`Call::key`] downstream as the `Idempotency-Key` header so the receiver can deduplicate.
 #[derive(Debug, Clone)]
 pub struct Call {
-    pub(crate) task_id: Arc<str>,
+    /// The task id, then the attempt id, in one allocation (split at `task_len`): an attempt costs
+    /// one string, and no reference count shared across threads.
+    ids: Box<str>,
+    task_len: usize,
     pub(crate) key: IntentKey,
     pub(crate) attempt: u32,
-    pub(crate) attempt_id: Arc<str>,
     pub(crate) deadline: Instant,
 }
 
@@ -23,13 +24,21 @@ impl Call {
     /// A call context for driving a tool body by hand (tests, adapters).
     pub fn new(task_id: &str, key: IntentKey, attempt: u32, budget: Duration) -> Call {
         let now = Instant::now();
-        Call {
-            task_id: task_id.into(),
-            key,
-            attempt,
-            attempt_id: attempt_id(task_id, &key, attempt).into(),
-            deadline: now.checked_add(budget).unwrap_or(now),
-        }
+        let deadline = now.checked_add(budget).unwrap_or(now);
+        Call::of(task_id, &attempt_id(task_id, &key, attempt), key, attempt, deadline)
+    }
+
+    pub(crate) fn of(
+        task_id: &str,
+        attempt_id: &str,
+        key: IntentKey,
+        attempt: u32,
+        deadline: Instant,
+    ) -> Call {
+        let mut ids = String::with_capacity(task_id.len() + attempt_id.len());
+        ids.push_str(task_id);
+        ids.push_str(attempt_id);
+        Call { ids: ids.into_boxed_str(), task_len: task_id.len(), key, attempt, deadline }
     }
 
     /// The intent key, the same on every attempt of the intent.
@@ -44,12 +53,12 @@ impl Call {
 
     /// `{task}-{first 8 hex of the key}-a{attempt}`: unique across the intents of a task.
     pub fn attempt_id(&self) -> &str {
-        &self.attempt_id
+        self.ids.get(self.task_len..).unwrap_or_default()
     }
 
     /// The task this attempt works for.
     pub fn task_id(&self) -> &str {
-        &self.task_id
+        self.ids.get(..self.task_len).unwrap_or_default()
     }
 
     /// How long this attempt may still run before it is cancelled.
@@ -60,13 +69,21 @@ impl Call {
 
 /// `{task}-{first 8 hex of the key}-a{n}`.
 pub(crate) fn attempt_id(task: &str, key: &IntentKey, attempt: u32) -> String {
-    let hex = key.hex();
-    let mut id = String::with_capacity(task.len() + 12 + 10);
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    // `-`, 8 hex digits, `-a` and up to 10 decimal ones, all ASCII: written as bytes, checked once.
+    let mut tail = [0u8; 21];
+    tail[0] = b'-';
+    for (i, b) in key.as_bytes()[..4].iter().enumerate() {
+        tail[1 + 2 * i] = DIGITS[usize::from(b >> 4)];
+        tail[2 + 2 * i] = DIGITS[usize::from(b & 0xf)];
+    }
+    tail[9] = b'-';
+    tail[10] = b'a';
+    let mut digits = [0u8; 20];
+    let n = crate::text::decimal(u64::from(attempt), &mut digits);
+    tail[11..11 + n.len()].copy_from_slice(n);
+    let mut id = String::with_capacity(task.len() + 11 + n.len());
     id.push_str(task);
-    id.push('-');
-    // The digits are ASCII by construction.
-    id.push_str(std::str::from_utf8(&hex[..8]).unwrap_or_default());
-    id.push_str("-a");
-    crate::text::push_decimal(&mut id, u64::from(attempt));
+    id.push_str(std::str::from_utf8(&tail[..11 + n.len()]).unwrap_or_default());
     id
 }

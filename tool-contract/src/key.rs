@@ -148,6 +148,11 @@ impl IntentKey {
         IntentKey(key)
     }
 
+    /// The key of these 16 bytes.
+    pub(crate) fn from_bytes(bytes: [u8; 16]) -> IntentKey {
+        IntentKey(bytes)
+    }
+
     /// The raw 16 bytes.
     pub fn as_bytes(&self) -> &[u8; 16] {
         &self.0

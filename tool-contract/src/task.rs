@@ -143,10 +143,6 @@ impl Task {
         IntentKey::derive(&self.id, &self.actor, spec.verb_name(), target, slot)
     }
 
-    pub(crate) fn id_arc(&self) -> Arc<str> {
-        Arc::clone(&self.id)
-    }
-
     /// When the budget runs out.
     pub fn deadline(&self) -> Instant {
         self.deadline

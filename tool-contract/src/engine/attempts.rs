@@ -150,7 +150,11 @@ async fn attempt_loop<W: Work>(
     // so of a read's history only the attempt count carries over.
     let mut resume_wait = None;
     if !side {
-        run.attempt = run.logged_attempts().await.unwrap_or(0);
+        run.attempt = match run.logged_attempts_now() {
+            Ok(attempts) => attempts,
+            Err(answer) => super::guard::ready_or_within(answer, || task.remaining()).await.flatten(),
+        }
+        .unwrap_or(0);
     } else if let Some(recall) = recall {
         resume_wait = run.resume(&recall);
         if let Some(report) = work.resume(&mut run, recall) {
@@ -187,12 +191,17 @@ async fn attempt_loop<W: Work>(
         run.next_attempt();
         let started =
             if run.keeps_records() { crate::journal::wall_clock_at(now) } else { SystemTime::UNIX_EPOCH };
-        let left = match run.start_attempt(left, started, work.before()).await {
-            Ok(left) => left,
-            Err(stop) => {
-                observe::refused(spec, &stop.message);
-                return (work.stopped(&run, stop), made);
-            }
+        let before = work.before();
+        let read = if before.is_none() { run.start_read(left, started) } else { None };
+        let left = match read {
+            Some(left) => left,
+            None => match run.start_attempt(left, started, before).await {
+                Ok(left) => left,
+                Err(stop) => {
+                    observe::refused(spec, &stop.message);
+                    return (work.stopped(&run, stop), made);
+                }
+            },
         };
         let limit = run.limit(left, work.has_probe());
         let call = run.call(limit, left);

@@ -7,7 +7,7 @@ use crate::report::Item;
 use crate::task::Escalation;
 use crate::text::push_decimal;
 
-impl Run<'_> {
+impl<'a> Run<'a> {
     /// The report of a call whose probe found nothing while the service may still hold the request.
     pub(crate) fn unsettled<T>(&self, class: &Class) -> Report<T> {
         let wait = self.unsettled_for();
@@ -73,10 +73,15 @@ impl Run<'_> {
     }
 
     pub(crate) fn ok<T>(&self, value: T, applied: Applied, message: String) -> Report<T> {
+        self.ok_as(value, applied, message, self.attempt_id.clone())
+    }
+
+    /// [`Run::ok`] speaking for `attempt_id`.
+    fn ok_as<T>(&self, value: T, applied: Applied, message: String, attempt_id: String) -> Report<T> {
         Report {
             outcome: Outcome::Ok,
             effect_applied: applied,
-            attempt_id: self.attempt_id.clone(),
+            attempt_id,
             idempotency_key: self.key,
             retry_after_s: None,
             deadline_left_s: self.task.remaining().as_secs(),
@@ -90,22 +95,36 @@ impl Run<'_> {
         if self.spec.effect().has_side_effect() { Applied::Yes } else { Applied::No }
     }
 
-    pub(crate) async fn succeeded<T: LogValue>(
-        &self,
+    /// The report of an attempt that answered, its end record handed to the store: the store's answer
+    /// to wait for when it did not take the record at once.
+    pub(crate) fn succeeded<T: LogValue>(
+        &mut self,
         value: T,
         left: Duration,
         started: SystemTime,
-    ) -> Report<T> {
+    ) -> (Report<T>, Option<super::state::Pending<'a>>) {
         let mut message = String::with_capacity(self.spec.name().len() + 28);
         message.push_str(self.spec.name());
         message.push_str(" done on attempt ");
         push_decimal(&mut message, u64::from(self.attempt));
+        let mut pending = None;
         if self.keeps_records() {
             let json = value.to_log().ok();
-            self.write_end(left, started, Outcome::Ok, self.applied_on_ok(), None, &message, json, true)
-                .await;
+            let end = super::state::End {
+                left,
+                started,
+                outcome: Outcome::Ok,
+                applied: self.applied_on_ok(),
+                probe: None,
+                message: &message,
+                value: json.as_ref(),
+                last: true,
+            };
+            pending = self.end_now(end);
         }
-        self.ok(value, self.applied_on_ok(), message)
+        // The call ends here: its report takes the attempt id rather than a copy of it.
+        let attempt_id = std::mem::take(&mut self.attempt_id);
+        (self.ok_as(value, self.applied_on_ok(), message, attempt_id), pending)
     }
 
     pub(crate) fn replayed<T>(&self, value: T) -> Report<T> {

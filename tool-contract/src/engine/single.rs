@@ -170,7 +170,13 @@ where
         started: SystemTime,
     ) -> Option<Report<T>> {
         let class = match answer {
-            Ok(value) => return Some(run.succeeded(value, left, started).await),
+            Ok(value) => {
+                let (report, pending) = run.succeeded(value, left, started);
+                if let Some(pending) = pending {
+                    pending.wait(run.task).await;
+                }
+                return Some(report);
+            }
             Err(class) => class,
         };
         if let Some(wait) = class.wait() {

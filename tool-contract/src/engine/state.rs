@@ -68,6 +68,38 @@ impl Stop {
     }
 }
 
+/// An end record's parts, as [`Run::end_now`] takes them.
+pub(crate) struct End<'r> {
+    pub(crate) left: Duration,
+    pub(crate) started: SystemTime,
+    pub(crate) outcome: Outcome,
+    pub(crate) applied: Applied,
+    pub(crate) probe: Option<ProbeMark>,
+    pub(crate) message: &'r str,
+    pub(crate) value: Option<&'r serde_json::Value>,
+    /// The call stops after it: a side effect's claim is given up with it.
+    pub(crate) last: bool,
+}
+
+/// An end record the store has not taken yet.
+pub(crate) struct Pending<'a> {
+    answer: crate::journal::Answer<'a, Result<(), crate::JournalError>>,
+    finishing: Option<&'a Claim<'a>>,
+}
+
+impl Pending<'_> {
+    /// Wait for the store, no longer than the task's budget: losing an end record is safe (the attempt
+    /// then reads as unfinished and is probed next time), an end record that holds the call past its
+    /// budget is not.
+    pub(crate) async fn wait(self, task: &Task) {
+        if ready_or_within(self.answer, || task.remaining()).await.is_some()
+            && let Some(claim) = self.finishing
+        {
+            claim.finished();
+        }
+    }
+}
+
 /// The state of one call, shared by the single and the bulk engine.
 pub(crate) struct Run<'a> {
     pub(crate) task: &'a Task,
@@ -236,14 +268,27 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The highest attempt number the log holds for the intent, without reading its last record.
-    pub(crate) async fn logged_attempts(&self) -> Option<u32> {
+    /// The highest attempt number the log holds for the intent, without reading its last record, when
+    /// the store knows it at once; else its answer to wait for.
+    pub(crate) fn logged_attempts_now(&self) -> Result<Option<u32>, crate::journal::Answer<'a, Option<u32>>> {
         match self.task.journal_ref() {
-            Some(journal) => {
-                ready_or_within(journal.attempts(&self.key), || self.task.remaining()).await.flatten()
-            }
-            None => None,
+            Some(journal) => journal.attempts(&self.key).known(),
+            None => Ok(None),
         }
+    }
+
+    /// A read's start, when nothing needs waiting for: its record is held (see `held_start`), or not
+    /// kept at all without a log. `Some` with the budget left for the attempt; `None` for any other
+    /// start, which [`Run::start_attempt`] makes.
+    pub(crate) fn start_read(&mut self, left: Duration, started: SystemTime) -> Option<Duration> {
+        if self.spec.effect().has_side_effect() || self.claim.is_some() {
+            return None;
+        }
+        if self.task.journal_ref().is_some() {
+            self.held_start = (left, started);
+            self.holding.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Some(left)
     }
 
     /// The attempt's call context; from now on its request may reach the service.
@@ -259,13 +304,7 @@ impl<'a> Run<'a> {
             }
             now.checked_add(limit).unwrap_or(now)
         };
-        Call {
-            task_id: self.task.id_arc(),
-            key: self.key,
-            attempt: self.attempt,
-            attempt_id: self.attempt_id.as_str().into(),
-            deadline,
-        }
+        Call::of(self.task.id(), &self.attempt_id, self.key, self.attempt, deadline)
     }
 
     pub(crate) fn record<'r>(&'r self, phase: Phase, left: Duration, started: &'r str) -> RecordRef<'r> {
@@ -360,20 +399,29 @@ impl<'a> Run<'a> {
         value: Option<serde_json::Value>,
         last: bool,
     ) {
+        let end = End { left, started, outcome, applied, probe, message, value: value.as_ref(), last };
+        if let Some(pending) = self.end_now(end) {
+            pending.wait(self.task).await;
+        }
+    }
+
+    /// Hand the end record to the store: `None` once it is taken (an embedded store answers at once),
+    /// or the store's answer to wait for.
+    pub(crate) fn end_now(&self, end: End<'_>) -> Option<Pending<'a>> {
         if !self.keeps_records() {
-            return;
+            return None;
         }
         let journal = self.task.journal_ref();
         let held = if journal.is_some() { self.take_held_start() } else { None };
         // The records are taken by the store before it answers: the stamp's text is only lent to them.
-        let answer = Stamp::with(started, |stamp| {
-            let mut record = self.record(Phase::End, left, stamp);
-            record.outcome = Some(outcome);
-            record.effect_applied = Some(applied);
-            record.probe = probe;
-            record.message = Some(message);
+        let (answer, finishing) = Stamp::with(end.started, |stamp| {
+            let mut record = self.record(Phase::End, end.left, stamp);
+            record.outcome = Some(end.outcome);
+            record.effect_applied = Some(end.applied);
+            record.probe = end.probe;
+            record.message = Some(end.message);
             record.retry_at = self.retry_at.as_deref();
-            record.value = value.as_ref();
+            record.value = end.value;
             let Some(journal) = journal else {
                 if let Some(claim) = self.claim {
                     claim.remember(record);
@@ -382,26 +430,26 @@ impl<'a> Run<'a> {
             };
             let owner = self.claim.and_then(|claim| Some(claim).zip(claim.owner()));
             Some(match (owner, held) {
-                (Some((claim, owner)), _) if last => {
+                (Some((claim, owner)), _) if end.last => {
                     (journal.finish(owner, record, Durability::Buffered), Some(claim))
                 }
                 (_, Some((held_left, held_started))) => {
-                    let own = (held_started != started).then(|| Stamp::of(held_started));
+                    let own = (held_started != end.started).then(|| Stamp::of(held_started));
                     let held_stamp = own.as_ref().map_or(stamp, Stamp::as_str);
                     let start = self.record(Phase::Start, held_left, held_stamp);
                     (journal.append_attempt(start, record, Durability::Buffered), None)
                 }
                 _ => (journal.append_ref(record, Durability::Buffered), None),
             })
-        });
-        // Losing an end record is safe: the attempt then reads as unfinished and is probed next time. A
-        // store that hangs holds the call no longer than its budget (an answer ready at once is taken
-        // even with none left).
-        let Some((answer, finishing)) = answer else { return };
-        if ready_or_within(answer, || self.task.remaining()).await.is_some()
-            && let Some(claim) = finishing
-        {
-            claim.finished();
+        })?;
+        match answer.known() {
+            Ok(_) => {
+                if let Some(claim) = finishing {
+                    claim.finished();
+                }
+                None
+            }
+            Err(answer) => Some(Pending { answer, finishing }),
         }
     }
 

@@ -29,6 +29,8 @@ struct MemoryState {
     strings: Vec<Box<str>>,
     /// Where the last task, tool name and timestamp stored are in `strings`.
     last: [Option<u32>; 3],
+    /// The intent keys of the records, each kept once and referred to by its place here.
+    keys: Vec<IntentKey>,
     /// Per intent, its highest attempt and where its last word is in `records`: the fold of
     /// [`super::index_record`], kept without a second copy of each record.
     index: HashMap<IntentKey, Kept, KeyHashing>,
@@ -36,19 +38,24 @@ struct MemoryState {
     leases: Leases,
 }
 
-/// A record as kept, in 80 bytes for the common case: the strings that repeat from record to record
-/// are kept once, what the engine writes in a known form (its attempt id, its message for an `ok`, a
-/// number as the value) is rebuilt on reading rather than kept, the rest waits in `rare`, and an end
-/// record appended right after its start record keeps both in one entry.
+/// A record as kept, in 48 bytes for the common case: the strings that repeat from record to record
+/// and the intent key are kept once, what the engine writes in a known form (its attempt id, its
+/// message for an `ok`, a number as the value) is rebuilt on reading rather than kept, the rest waits
+/// in `rare`, and an end record appended right after its start record keeps both in one entry.
 #[derive(Debug)]
 struct Stored {
-    intent_key: IntentKey,
-    budget_left_s: u64,
+    /// The intent's place in `MemoryState::keys` (`u32::MAX`: the key is in `rare`).
+    intent: u32,
     attempt: u32,
+    /// Whole seconds (`u32::MAX`: the budget is in `rare`).
+    budget_left_s: u32,
     /// Places in `MemoryState::strings` (`u32::MAX` when the text is in `rare`).
     task: u32,
     call: u32,
     started: u32,
+    /// A number value's bits (see `value`).
+    value_bits: u64,
+    rare: Option<Box<Rare>>,
     phase: Phase,
     /// An end record that also stands for the start record appended just before it: same attempt,
     /// same stamp and budget, and nothing the start carried that the end does not.
@@ -58,8 +65,7 @@ struct Stored {
     outcome: Option<Outcome>,
     effect_applied: Option<Applied>,
     probe: Option<ProbeMark>,
-    value: Value,
-    rare: Option<Box<Rare>>,
+    value: ValueKind,
 }
 
 /// The parts of a record most records do not have.
@@ -69,72 +75,106 @@ struct Rare {
     attempt_id: Option<Box<str>>,
     message: Option<Box<str>>,
     retry_at: Option<Box<str>>,
+    /// A value other than `null`, a boolean or a number.
+    value: Option<serde_json::Value>,
+    /// A budget of `u32::MAX` seconds or more.
+    budget_left_s: Option<u64>,
+    /// The key of an intent that found no place in `MemoryState::keys` (only once it holds 2^32 - 1).
+    intent_key: Option<IntentKey>,
     /// The texts that found no place in `MemoryState::strings` (only once it holds 2^32 - 1 of them).
     texts: [Option<Box<str>>; 3],
 }
 
-/// A record's value: a number kept in place, anything else boxed.
-#[derive(Debug)]
-enum Value {
+/// What a record's value is: a number's bits are kept beside it (`Stored::value_bits`), anything
+/// that is not a number, a boolean or `null` in `Rare::value`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ValueKind {
     None,
     Null,
-    Bool(bool),
-    Number(serde_json::Number),
-    Other(Box<serde_json::Value>),
+    False,
+    True,
+    PosInt,
+    NegInt,
+    Float,
+    Other,
 }
 
-impl Value {
-    fn of(value: Option<&serde_json::Value>) -> Value {
+impl ValueKind {
+    /// The kind and the bits of `value`, and the value itself when it is kept whole.
+    fn of(value: Option<&serde_json::Value>) -> (ValueKind, u64, Option<serde_json::Value>) {
+        use serde_json::Value as Json;
         match value {
-            None => Value::None,
-            Some(serde_json::Value::Null) => Value::Null,
-            Some(serde_json::Value::Bool(b)) => Value::Bool(*b),
-            Some(serde_json::Value::Number(n)) => Value::Number(n.clone()),
-            Some(other) => Value::Other(Box::new(other.clone())),
+            None => (ValueKind::None, 0, None),
+            Some(Json::Null) => (ValueKind::Null, 0, None),
+            Some(Json::Bool(false)) => (ValueKind::False, 0, None),
+            Some(Json::Bool(true)) => (ValueKind::True, 0, None),
+            Some(Json::Number(n)) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                (Some(u), _, _) => (ValueKind::PosInt, u, None),
+                (None, Some(i), _) => (ValueKind::NegInt, i as u64, None),
+                (None, None, Some(f)) if n.is_f64() => (ValueKind::Float, f.to_bits(), None),
+                _ => (ValueKind::Other, 0, value.cloned()),
+            },
+            Some(other) => (ValueKind::Other, 0, Some(other.clone())),
         }
     }
 
-    fn to_json(&self) -> Option<serde_json::Value> {
+    /// The value again, from its kind, its bits and what `rare` keeps.
+    fn to_json(self, bits: u64, rare: Option<&Rare>) -> Option<serde_json::Value> {
+        use serde_json::Value as Json;
         match self {
-            Value::None => None,
-            Value::Null => Some(serde_json::Value::Null),
-            Value::Bool(b) => Some(serde_json::Value::Bool(*b)),
-            Value::Number(n) => Some(serde_json::Value::Number(n.clone())),
-            Value::Other(value) => Some((**value).clone()),
+            ValueKind::None => None,
+            ValueKind::Null => Some(Json::Null),
+            ValueKind::False => Some(Json::Bool(false)),
+            ValueKind::True => Some(Json::Bool(true)),
+            ValueKind::PosInt => Some(Json::from(bits)),
+            ValueKind::NegInt => Some(Json::from(bits as i64)),
+            ValueKind::Float => serde_json::Number::from_f64(f64::from_bits(bits)).map(Json::Number),
+            ValueKind::Other => rare.and_then(|rare| rare.value.clone()),
         }
-    }
-
-    fn is_none(&self) -> bool {
-        matches!(self, Value::None)
     }
 }
 
-/// Whether `message` is the engine's for an `ok` of this call and of the attempt whose decimal digits
-/// are `attempt`.
-fn is_done_message(message: &str, call: &str, attempt: &[u8]) -> bool {
-    let Some(n) = message.strip_prefix(call).and_then(|rest| rest.strip_prefix(" done on attempt ")) else {
-        return false;
-    };
-    n.as_bytes() == attempt
+/// Whether `message` is the engine's for an `ok` of this call and attempt.
+fn is_done_message(message: &str, call: &str, attempt: u32) -> bool {
+    strip(message, call)
+        .and_then(|rest| strip(rest, " done on attempt "))
+        .is_some_and(|n| is_decimal_of(n.as_bytes(), attempt))
+}
+
+/// Whether `text` is `n` in decimal as the engine writes it: digits only, no sign, no leading zero.
+fn is_decimal_of(text: &[u8], n: u32) -> bool {
+    let well_formed = matches!(text, [b'1'..=b'9', ..] | [b'0']) && text.len() <= 10;
+    well_formed
+        && text.iter().try_fold(0u64, |value, &digit| {
+            digit.is_ascii_digit().then(|| value * 10 + u64::from(digit - b'0'))
+        }) == Some(u64::from(n))
 }
 
 /// The same text: the same place in memory (the engine passes one string to both records of an
 /// attempt), or equal bytes.
 fn same(a: &str, b: &str) -> bool {
-    (std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()) || a == b
+    (std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()) || eq(a.as_bytes(), b.as_bytes())
 }
 
-/// `n`'s decimal digits, written at the end of `out`.
-fn decimal_of(n: u32, out: &mut [u8; 10]) -> &[u8] {
-    let (mut at, mut left) = (out.len(), n);
-    loop {
-        at -= 1;
-        out[at] = b'0' + (left % 10) as u8;
-        left /= 10;
-        if left == 0 {
-            return &out[at..];
-        }
+/// Equal bytes, compared here eight at a time: the texts a record repeats are short (a task id, a
+/// tool name, a stamp), and a call out to `memcmp` costs more than comparing them.
+fn eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
     }
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tails = a8.remainder().iter().zip(b8.remainder()).fold(0, |diff, (x, y)| diff | (x ^ y));
+    tails == 0
+        && a8.zip(b8).all(|(x, y)| {
+            let word = |bytes: &[u8]| <[u8; 8]>::try_from(bytes).map(u64::from_ne_bytes).unwrap_or_default();
+            word(x) == word(y)
+        })
+}
+
+/// `text` without `prefix`, as `str::strip_prefix`, compared by [`eq`].
+fn strip<'t>(text: &'t str, prefix: &str) -> Option<&'t str> {
+    let head = text.as_bytes().get(..prefix.len())?;
+    if eq(head, prefix.as_bytes()) { text.get(prefix.len()..) } else { None }
 }
 
 impl MemoryState {
@@ -143,7 +183,7 @@ impl MemoryState {
     }
 
     fn to_record(&self, stored: &Stored) -> Record {
-        to_record(&self.strings, stored)
+        to_record(&self.strings, &self.keys, stored)
     }
 
     /// The records an entry stands for, in the order appended.
@@ -165,28 +205,28 @@ impl MemoryState {
     }
 
     /// Whether `end` completes the start record kept last with nothing of the start lost.
-    fn completes_last(&self, end: &RecordRef<'_>, digits: &[u8]) -> bool {
+    fn completes_last(&self, end: &RecordRef<'_>) -> bool {
         let Some(start) = self.records.last() else { return false };
         start.phase == Phase::Start
             && end.phase == Phase::End
-            && start.intent_key == end.intent_key
+            && key_of(&self.keys, start) == end.intent_key
             && start.attempt == end.attempt
-            && start.budget_left_s == end.budget_left_s
+            && budget_of(start) == end.budget_left_s
             && start.outcome.is_none()
             && start.effect_applied.is_none()
             && start.probe.is_none()
             && !start.done_message
-            && start.value.is_none()
-            && self.text(start, 2, start.started) == end.started
-            && self.text(start, 0, start.task) == end.task
-            && self.text(start, 1, start.call) == end.call
+            && start.value == ValueKind::None
+            && eq(self.text(start, 2, start.started).as_bytes(), end.started.as_bytes())
+            && eq(self.text(start, 0, start.task).as_bytes(), end.task.as_bytes())
+            && eq(self.text(start, 1, start.call).as_bytes(), end.call.as_bytes())
             && match start.rare.as_deref() {
-                None => own_attempt_id(end.attempt_id, end.task, &end.intent_key, digits).is_none(),
+                None => own_attempt_id(end.attempt_id, end.task, &end.intent_key, end.attempt).is_none(),
                 Some(rare) => {
                     rare.message.is_none()
                         && rare.retry_at.is_none()
                         && rare.attempt_id.as_deref()
-                            == own_attempt_id(end.attempt_id, end.task, &end.intent_key, digits)
+                            == own_attempt_id(end.attempt_id, end.task, &end.intent_key, end.attempt)
                 }
             }
     }
@@ -195,7 +235,7 @@ impl MemoryState {
     /// `None` once the strings are full (2^32 - 1 of them); the text is then kept in the record.
     fn intern(&mut self, slot: usize, text: &str) -> Option<u32> {
         if let Some(at) = self.last[slot]
-            && self.strings.get(at as usize).is_some_and(|kept| **kept == *text)
+            && self.strings.get(at as usize).is_some_and(|kept| eq(kept.as_bytes(), text.as_bytes()))
         {
             return Some(at);
         }
@@ -206,35 +246,23 @@ impl MemoryState {
     }
 
     /// What the engine's forms do not cover, if anything.
-    fn rare(
-        record: &RecordRef<'_>,
-        digits: &[u8],
-        done_message: bool,
-        texts: [Option<Box<str>>; 3],
-    ) -> Option<Box<Rare>> {
-        let attempt_id = own_attempt_id(record.attempt_id, record.task, &record.intent_key, digits);
+    /// `kept` (what found no place in the entry) with what the engine's forms do not cover, if anything.
+    fn rare(record: &RecordRef<'_>, done_message: bool, mut kept: Option<Box<Rare>>) -> Option<Box<Rare>> {
+        let attempt_id = own_attempt_id(record.attempt_id, record.task, &record.intent_key, record.attempt);
         let message = if done_message { None } else { record.message };
-        if attempt_id.is_none()
-            && message.is_none()
-            && record.retry_at.is_none()
-            && texts == [None, None, None]
-        {
-            return None;
+        if attempt_id.is_some() || message.is_some() || record.retry_at.is_some() {
+            let rare = kept.get_or_insert_with(Box::default);
+            rare.attempt_id = attempt_id.map(Box::from);
+            rare.message = message.map(Box::from);
+            rare.retry_at = record.retry_at.map(Box::from);
         }
-        Some(Box::new(Rare {
-            attempt_id: attempt_id.map(Box::from),
-            message: message.map(Box::from),
-            retry_at: record.retry_at.map(Box::from),
-            texts,
-        }))
+        kept
     }
 
     fn store(&mut self, record: RecordRef<'_>) {
-        let mut decimal = [0u8; 10];
-        let digits = decimal_of(record.attempt, &mut decimal);
-        let done_message = record.message.is_some_and(|m| is_done_message(m, record.call, digits));
+        let done_message = record.message.is_some_and(|m| is_done_message(m, record.call, record.attempt));
         // A start record followed by its own end, as most attempts are: one entry for both.
-        if self.completes_last(&record, digits) {
+        if self.completes_last(&record) {
             let at = self.records.len() - 1;
             let start = &mut self.records[at];
             start.phase = Phase::End;
@@ -243,16 +271,18 @@ impl MemoryState {
             start.effect_applied = record.effect_applied;
             start.probe = record.probe;
             start.done_message = done_message;
-            start.value = Value::of(record.value);
-            if !done_message && record.message.is_some() || record.retry_at.is_some() {
+            let (kind, bits, whole) = ValueKind::of(record.value);
+            (start.value, start.value_bits) = (kind, bits);
+            if !done_message && record.message.is_some() || record.retry_at.is_some() || whole.is_some() {
                 let rare = start.rare.get_or_insert_with(Box::default);
                 rare.message = if done_message { None } else { record.message.map(Box::from) };
                 rare.retry_at = record.retry_at.map(Box::from);
+                rare.value = whole;
             }
             self.index(at, record.intent_key, record.attempt);
             return;
         }
-        self.push(record, digits, done_message, false);
+        self.push(record, done_message, false);
     }
 
     /// Keep a start record and the end record that follows it: one entry when the end completes the
@@ -274,10 +304,8 @@ impl MemoryState {
             && same(start.call, end.call)
             && same(start.attempt_id, end.attempt_id);
         if folds {
-            let mut decimal = [0u8; 10];
-            let digits = decimal_of(end.attempt, &mut decimal);
-            let done_message = end.message.is_some_and(|m| is_done_message(m, end.call, digits));
-            self.push(end, digits, done_message, true);
+            let done_message = end.message.is_some_and(|m| is_done_message(m, end.call, end.attempt));
+            self.push(end, done_message, true);
         } else {
             self.store(start);
             self.store(end);
@@ -285,41 +313,55 @@ impl MemoryState {
     }
 
     /// Keep `record` as a new entry (`with_start`: it stands for its start record too).
-    fn push(&mut self, record: RecordRef<'_>, digits: &[u8], done_message: bool, with_start: bool) {
-        let mut texts: [Option<Box<str>>; 3] = Default::default();
+    fn push(&mut self, record: RecordRef<'_>, done_message: bool, with_start: bool) {
+        // What finds no place in the entry; most records have nothing there.
+        let mut kept: Option<Box<Rare>> = None;
         let mut place = |state: &mut MemoryState, slot: usize, text: &str| match state.intern(slot, text) {
             Some(at) => at,
             None => {
-                texts[slot] = Some(Box::from(text));
+                kept.get_or_insert_with(Box::default).texts[slot] = Some(Box::from(text));
                 u32::MAX
             }
         };
         let task = place(self, 0, record.task);
         let call = place(self, 1, record.call);
         let started = place(self, 2, record.started);
+        let at = self.records.len();
+        let intent = self.index(at, record.intent_key, record.attempt);
+        if intent == u32::MAX {
+            kept.get_or_insert_with(Box::default).intent_key = Some(record.intent_key);
+        }
+        let budget_left_s = u32::try_from(record.budget_left_s).ok().filter(|&s| s != u32::MAX);
+        if budget_left_s.is_none() {
+            kept.get_or_insert_with(Box::default).budget_left_s = Some(record.budget_left_s);
+        }
+        let (value, value_bits, whole) = ValueKind::of(record.value);
+        if whole.is_some() {
+            kept.get_or_insert_with(Box::default).value = whole;
+        }
         let stored = Stored {
-            intent_key: record.intent_key,
-            budget_left_s: record.budget_left_s,
+            intent,
             attempt: record.attempt,
+            budget_left_s: budget_left_s.unwrap_or(u32::MAX),
             task,
             call,
             started,
+            value_bits,
+            rare: MemoryState::rare(&record, done_message, kept),
             phase: record.phase,
             with_start,
             done_message,
             outcome: record.outcome,
             effect_applied: record.effect_applied,
             probe: record.probe,
-            value: Value::of(record.value),
-            rare: MemoryState::rare(&record, digits, done_message, texts),
+            value,
         };
-        let at = self.records.len();
         self.records.push(stored);
-        self.index(at, record.intent_key, record.attempt);
     }
 
-    /// Fold the record at `at` into the intent's index entry, by the rule of [`super::index_record`].
-    fn index(&mut self, at: usize, key: IntentKey, attempt: u32) {
+    /// Fold the record at `at` into the intent's index entry, by the rule of [`super::index_record`]:
+    /// the intent's place in `keys` (`u32::MAX` once it is full).
+    fn index(&mut self, at: usize, key: IntentKey, attempt: u32) -> u32 {
         match self.index.entry(key) {
             Entry::Occupied(kept) => {
                 let kept = kept.into_mut();
@@ -327,9 +369,15 @@ impl MemoryState {
                     kept.last = at;
                 }
                 kept.attempts = kept.attempts.max(attempt);
+                kept.id
             }
             Entry::Vacant(new) => {
-                new.insert(Kept { attempts: attempt, last: at });
+                let id = u32::try_from(self.keys.len()).ok().filter(|&id| id != u32::MAX).unwrap_or(u32::MAX);
+                if id != u32::MAX {
+                    self.keys.push(key);
+                }
+                new.insert(Kept { attempts: attempt, last: at, id });
+                id
             }
         }
     }
@@ -347,23 +395,42 @@ fn text<'a>(strings: &'a [Box<str>], stored: &'a Stored, slot: usize, at: u32) -
     }
 }
 
+/// An entry's intent key.
+fn key_of(keys: &[IntentKey], stored: &Stored) -> IntentKey {
+    match keys.get(stored.intent as usize) {
+        Some(key) => *key,
+        None => {
+            stored.rare.as_ref().and_then(|rare| rare.intent_key).unwrap_or(IntentKey::from_bytes([0; 16]))
+        }
+    }
+}
+
+/// An entry's budget, whole seconds.
+fn budget_of(stored: &Stored) -> u64 {
+    match stored.budget_left_s {
+        u32::MAX => stored.rare.as_ref().and_then(|rare| rare.budget_left_s).unwrap_or(u64::from(u32::MAX)),
+        budget => u64::from(budget),
+    }
+}
+
 /// The record an entry holds (its end, for an entry that stands for a start and its end).
-fn to_record(strings: &[Box<str>], stored: &Stored) -> Record {
+fn to_record(strings: &[Box<str>], keys: &[IntentKey], stored: &Stored) -> Record {
     let task = text(strings, stored, 0, stored.task);
     let call = text(strings, stored, 1, stored.call);
     let rare = stored.rare.as_deref();
+    let intent_key = key_of(keys, stored);
     Record {
         phase: stored.phase,
         task: task.to_owned(),
         call: call.to_owned(),
-        intent_key: stored.intent_key,
+        intent_key,
         attempt: stored.attempt,
         attempt_id: match rare.and_then(|rare| rare.attempt_id.as_deref()) {
             Some(id) => id.to_owned(),
-            None => crate::call::attempt_id(task, &stored.intent_key, stored.attempt),
+            None => crate::call::attempt_id(task, &intent_key, stored.attempt),
         },
         started: text(strings, stored, 2, stored.started).to_owned(),
-        budget_left_s: stored.budget_left_s,
+        budget_left_s: budget_of(stored),
         outcome: stored.outcome,
         effect_applied: stored.effect_applied,
         probe: stored.probe,
@@ -377,7 +444,7 @@ fn to_record(strings: &[Box<str>], stored: &Stored) -> Record {
             rare.and_then(|rare| rare.message.as_deref()).map(str::to_owned)
         },
         retry_at: rare.and_then(|rare| rare.retry_at.as_deref()).map(str::to_owned),
-        value: stored.value.to_json(),
+        value: stored.value.to_json(stored.value_bits, rare),
     }
 }
 
@@ -385,14 +452,15 @@ fn to_record(strings: &[Box<str>], stored: &Stored) -> Record {
 struct Kept {
     attempts: u32,
     last: usize,
+    /// The intent's place in `MemoryState::keys`.
+    id: u32,
 }
 
 /// `id` when it is not the engine's form for this attempt (`None` when it is: it is rebuilt on read).
-/// `attempt` is the attempt number's decimal digits.
-fn own_attempt_id<'a>(id: &'a str, task: &str, key: &IntentKey, attempt: &[u8]) -> Option<&'a str> {
+fn own_attempt_id<'a>(id: &'a str, task: &str, key: &IntentKey, attempt: u32) -> Option<&'a str> {
     let engine_form = || -> Option<()> {
-        let rest = id.strip_prefix(task)?.strip_prefix('-')?;
-        let (hex, n) = (rest.get(..8)?, rest.get(8..)?.strip_prefix("-a")?);
+        let rest = strip(id, task)?.strip_prefix('-')?;
+        let (hex, n) = (rest.get(..8)?, strip(rest.get(8..)?, "-a")?);
         // The first 8 hex digits of the key, digit by digit.
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let key = key.as_bytes();
@@ -401,7 +469,7 @@ fn own_attempt_id<'a>(id: &'a str, task: &str, key: &IntentKey, attempt: &[u8]) 
         };
         let same_key = hex.bytes().enumerate().all(|(i, c)| c == digit(i));
         // The attempt's decimal digits, as the engine writes them (no sign, no leading zero).
-        (same_key && n.as_bytes() == attempt).then_some(())
+        (same_key && is_decimal_of(n.as_bytes(), attempt)).then_some(())
     };
     match engine_form() {
         Some(()) => None,
@@ -464,11 +532,11 @@ impl Journal for MemoryJournal {
     ) -> Answer<'_, Result<Claimed, JournalError>> {
         let mut state = self.lock();
         let state = &mut *state;
-        let MemoryState { records, strings, index, leases, .. } = &mut *state;
+        let MemoryState { records, strings, keys, index, leases, .. } = &mut *state;
         let claimed = leases.claim(*key, owner, lease, || {
             index.get(key).map(|&kept| Recall {
                 attempts: kept.attempts,
-                last: to_record(strings, &records[kept.last]),
+                last: to_record(strings, keys, &records[kept.last]),
             })
         });
         Answer::now(Ok(claimed))
@@ -598,6 +666,15 @@ mod tests {
             ),
             ("a start with another budget", vec![start("a", 1), Record { budget_left_s: 29, ..end("a", 1) }]),
             (
+                "budgets of 2^32 - 1 seconds and more",
+                vec![
+                    Record { budget_left_s: u64::from(u32::MAX), ..start("a", 1) },
+                    Record { budget_left_s: u64::from(u32::MAX), ..end("a", 1) },
+                    Record { budget_left_s: u64::MAX, ..start("a", 2) },
+                    Record { budget_left_s: u64::from(u32::MAX) - 1, ..end("a", 2) },
+                ],
+            ),
+            (
                 "another stamp",
                 vec![start("a", 1), Record { started: "2026-12-01T03:00:01Z".to_owned(), ..end("a", 1) }],
             ),
@@ -638,6 +715,13 @@ mod tests {
             serde_json::json!(4411),
             serde_json::json!(-7),
             serde_json::json!(0.5),
+            serde_json::json!(1.0),
+            serde_json::json!(-0.0),
+            serde_json::json!(1e300),
+            serde_json::json!(u64::MAX),
+            serde_json::json!(i64::MIN),
+            serde_json::json!(false),
+            serde_json::json!([]),
             serde_json::json!("text"),
             serde_json::json!({ "id": 1, "items": [1, 2] }),
         ];
@@ -683,7 +767,7 @@ mod tests {
         }
         assert_eq!(log.lock().records.len(), 2);
         // What a read that succeeds keeps: one entry, nothing boxed beside it.
-        assert!(std::mem::size_of::<Stored>() <= 80, "{}", std::mem::size_of::<Stored>());
+        assert!(std::mem::size_of::<Stored>() <= 48, "{}", std::mem::size_of::<Stored>());
         let read = MemoryJournal::new();
         let ok = Record {
             outcome: Some(Outcome::Ok),
@@ -732,5 +816,30 @@ mod tests {
         .await;
         assert_eq!(report.value, Some(vec![(Phase::Start, 1), (Phase::End, 1), (Phase::Start, 2)]));
         assert_eq!(said(&log), [(Phase::Start, 1), (Phase::End, 1), (Phase::Start, 2), (Phase::End, 2)]);
+    }
+
+    #[test]
+    fn an_attempt_number_is_recognised_only_in_the_engines_form() {
+        for (text, n, is) in [
+            ("1", 1, true),
+            ("4294967295", u32::MAX, true),
+            ("0", 0, true),
+            ("01", 1, false),
+            ("00", 0, false),
+            ("", 0, false),
+            ("+1", 1, false),
+            ("1a", 1, false),
+            ("42949672950", 0, false),
+            ("12", 21, false),
+        ] {
+            assert_eq!(is_decimal_of(text.as_bytes(), n), is, "{text:?} for {n}");
+        }
+        for (a, b, is) in [("", "", true), ("ord-7741", "ord-7741", true), ("ord-7741x", "ord-7741y", false)]
+        {
+            assert_eq!(eq(a.as_bytes(), b.as_bytes()), is, "{a:?} {b:?}");
+            assert_eq!(strip(a, b).is_some(), is || b.is_empty(), "{a:?} {b:?}");
+        }
+        assert_eq!(strip("2026-12-01T03:00:00Z done", "2026-12-01T03:00:00Z"), Some(" done"));
+        assert_eq!(strip("2026-12-01T03:00:00Z", "2026-12-01T03:00:01Z"), None);
     }
 }

@@ -513,7 +513,7 @@ impl<'a, T> Answer<'a, T> {
     }
 
     /// The answer when it is known now, or the answer to wait for.
-    fn known(self) -> Result<T, Answer<'a, T>> {
+    pub(crate) fn known(self) -> Result<T, Answer<'a, T>> {
         match self.0 {
             AnswerInner::Now(Some(value)) => Ok(value),
             inner => Err(Answer(inner)),

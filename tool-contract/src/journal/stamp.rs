@@ -37,28 +37,27 @@ pub(crate) fn wall_clock_at(now: tokio::time::Instant) -> SystemTime {
     thread_local! {
         static ANCHOR: std::cell::Cell<Option<Anchor>> = const { std::cell::Cell::new(None) };
     }
-    let anchor = ANCHOR.with(|cell| match cell.get() {
-        Some(anchor) if now >= anchor.at && now - anchor.at < Duration::from_secs(1) => anchor,
-        _ => {
-            let anchor = Anchor::measure(now);
-            cell.set(Some(anchor));
-            anchor
+    ANCHOR.with(|cell| {
+        if let Some(anchor) = cell.get()
+            && let Some(since) = now.checked_duration_since(anchor.at)
+            && since < Duration::from_secs(1)
+        {
+            return anchor.system_at.checked_add(since).unwrap_or(anchor.system_at);
         }
-    });
-    if now >= anchor.mono {
-        anchor.system.checked_add(now - anchor.mono).unwrap_or(anchor.system)
-    } else {
-        anchor.system.checked_sub(anchor.mono - now).unwrap_or(anchor.system)
-    }
+        let anchor = Anchor::measure(now);
+        cell.set(Some(anchor));
+        anchor.system_at
+    })
 }
 
 /// The system clock and the monotonic one, read together.
 #[derive(Clone, Copy)]
 struct Anchor {
-    /// tokio's clock when this was measured (paused or not), to know when to measure again.
+    /// tokio's clock when this was measured (paused or not).
     at: std::time::Instant,
-    mono: std::time::Instant,
-    system: SystemTime,
+    /// The wall-clock time at `at`: the system's clock, moved by as much as tokio's clock stood apart
+    /// from the monotonic one.
+    system_at: SystemTime,
 }
 
 impl Anchor {
@@ -72,7 +71,11 @@ impl Anchor {
             let after = std::time::Instant::now();
             reads += 1;
             if after.duration_since(mono) < Duration::from_micros(100) || reads == 3 {
-                return Anchor { at, mono, system };
+                let system_at = match at.checked_duration_since(mono) {
+                    Some(ahead) => system.checked_add(ahead),
+                    None => system.checked_sub(mono.duration_since(at)),
+                };
+                return Anchor { at, system_at: system_at.unwrap_or(system) };
             }
         }
     }
@@ -113,19 +116,26 @@ impl Stamp {
     /// Run `f` on the text of `at`'s stamp, lent from the thread's last stamp when it is of the same
     /// second: no reference count taken.
     pub(crate) fn with<R>(at: SystemTime, f: impl FnOnce(&str) -> R) -> R {
-        let secs = at.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        /// The second lent last: from, until (excluded), and its text.
+        struct Lent(SystemTime, SystemTime, String);
         thread_local! {
-            static LENT: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
+            static LENT: std::cell::RefCell<Lent> =
+                const { std::cell::RefCell::new(Lent(UNIX_EPOCH, UNIX_EPOCH, String::new())) };
         }
+        let secs = || at.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         LENT.with(|lent| match lent.try_borrow_mut() {
             Ok(mut lent) => {
-                if lent.0 != secs {
-                    *lent = (secs, rfc3339_of(secs));
+                // Within the second lent last, as most stamps are: compared, not converted.
+                if !(lent.0 <= at && at < lent.1) {
+                    let secs = secs();
+                    let from = UNIX_EPOCH.checked_add(Duration::from_secs(secs)).unwrap_or(at);
+                    let until = from.checked_add(Duration::from_secs(1)).unwrap_or(from);
+                    *lent = Lent(from, until, rfc3339_of(secs));
                 }
-                f(&lent.1)
+                f(&lent.2)
             }
             // `f` stamps again (a store that logs as it appends): its own text.
-            Err(_) => f(&rfc3339_of(secs)),
+            Err(_) => f(&rfc3339_of(secs())),
         })
     }
 
