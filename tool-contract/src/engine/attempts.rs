@@ -122,6 +122,21 @@ async fn hand_over<R: Reported>(task: &Task, escalation: crate::task::Escalation
     }
 }
 
+/// Continue a side effect from what the log knows of its intent: the wait the service asked an earlier
+/// run for, or the report when that already answers the call.
+fn resume_from<W: Work>(
+    run: &mut Run<'_>,
+    work: &mut W,
+    recall: Option<Recall>,
+) -> Result<Option<super::ResumeWait>, W::Report> {
+    let Some(recall) = recall else { return Ok(None) };
+    let wait = run.resume(&recall);
+    match work.resume(run, recall) {
+        Some(report) => Err(report),
+        None => Ok(wait),
+    }
+}
+
 /// The loop itself: the report, and how many attempts this call made; an escalation the report
 /// announces waits in `announced`.
 async fn attempt_loop<W: Work>(
@@ -148,18 +163,20 @@ async fn attempt_loop<W: Work>(
 
     // Only side effects are recognised from the log: a read is cheap to repeat and its value goes stale,
     // so of a read's history only the attempt count carries over.
+    // `recall` is consumed on every path here, so the call's future does not keep room for it.
     let mut resume_wait = None;
-    if !side {
+    if side {
+        match resume_from(&mut run, &mut work, recall) {
+            Ok(wait) => resume_wait = wait,
+            Err(report) => return (report, 0),
+        }
+    } else {
+        drop(recall);
         run.attempt = match run.logged_attempts_now() {
             Ok(attempts) => attempts,
             Err(answer) => super::guard::ready_or_within(answer, || task.remaining()).await.flatten(),
         }
         .unwrap_or(0);
-    } else if let Some(recall) = recall {
-        resume_wait = run.resume(&recall);
-        if let Some(report) = work.resume(&mut run, recall) {
-            return (report, 0);
-        }
     }
 
     let mut made = 0u32;

@@ -110,7 +110,7 @@ impl<'a> Run<'a> {
         let mut pending = None;
         if self.keeps_records() {
             let json = value.to_log().ok();
-            let end = super::state::End {
+            let end = super::state::EndRecord {
                 left,
                 started,
                 outcome: Outcome::Ok,

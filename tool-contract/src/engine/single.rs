@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 use std::time::{Duration, SystemTime};
 
 use super::attempts::{Next, Work};
+use super::state::EndRecord;
 use super::{Run, Stop, retry_stamp};
 use crate::call::Call;
 use crate::classify::{Class, Classify};
@@ -185,7 +186,19 @@ where
         // The log keeps the call's effect, not the attempt's: an attempt that applied nothing after one that
         // may have landed leaves the intent unresolved for the next run.
         let recorded = run.call_effect(class.effect());
-        run.log_end(left, started, class.outcome(), recorded, None, class.message(), None).await;
+        let end = EndRecord {
+            left,
+            started,
+            outcome: class.outcome(),
+            applied: recorded,
+            probe: None,
+            message: class.message(),
+            value: None,
+            last: false,
+        };
+        if let Some(pending) = run.end_now(end) {
+            pending.wait(run.task).await;
+        }
         run.maybe_applied |= class.effect() != Applied::No;
         self.last = Some(class);
         None

@@ -69,7 +69,7 @@ impl Stop {
 }
 
 /// An end record's parts, as [`Run::end_now`] takes them.
-pub(crate) struct End<'r> {
+pub(crate) struct EndRecord<'r> {
     pub(crate) left: Duration,
     pub(crate) started: SystemTime,
     pub(crate) outcome: Outcome,
@@ -92,11 +92,15 @@ impl Pending<'_> {
     /// then reads as unfinished and is probed next time), an end record that holds the call past its
     /// budget is not.
     pub(crate) async fn wait(self, task: &Task) {
-        if ready_or_within(self.answer, || task.remaining()).await.is_some()
-            && let Some(claim) = self.finishing
-        {
-            claim.finished();
-        }
+        // Boxed: a call whose store answers at once does not carry room for the wait.
+        Box::pin(async move {
+            if ready_or_within(self.answer, || task.remaining()).await.is_some()
+                && let Some(claim) = self.finishing
+            {
+                claim.finished();
+            }
+        })
+        .await
     }
 }
 
@@ -357,11 +361,17 @@ impl<'a> Run<'a> {
             Some(owner) => journal.start(owner, record, Durability::Synced),
             None => journal.append_ref(record, Durability::Lazy),
         };
+        drop(stamp);
+        let appended = match appended.known() {
+            Ok(appended) => return appended,
+            Err(appended) => appended,
+        };
         // A read's start record: losing it loses nothing a read needs, so a read never waits on it. A
         // store that hangs (a stuck disk) must not hold a side effect past its deadline; a start record
-        // that lands late reads as unfinished and is probed next time.
+        // that lands late reads as unfinished and is probed next time. Boxed: a store that answers at
+        // once leaves the call's future no room for the wait.
         let wait = if owner.is_some() { left } else { Duration::ZERO };
-        match ready_or_within(appended, || wait).await {
+        match Box::pin(ready_or_within(appended, || wait)).await {
             Some(appended) => appended,
             None if owner.is_none() => Ok(()),
             None => Err(crate::JournalError::Io {
@@ -399,7 +409,7 @@ impl<'a> Run<'a> {
         value: Option<serde_json::Value>,
         last: bool,
     ) {
-        let end = End { left, started, outcome, applied, probe, message, value: value.as_ref(), last };
+        let end = EndRecord { left, started, outcome, applied, probe, message, value: value.as_ref(), last };
         if let Some(pending) = self.end_now(end) {
             pending.wait(self.task).await;
         }
@@ -407,7 +417,7 @@ impl<'a> Run<'a> {
 
     /// Hand the end record to the store: `None` once it is taken (an embedded store answers at once),
     /// or the store's answer to wait for.
-    pub(crate) fn end_now(&self, end: End<'_>) -> Option<Pending<'a>> {
+    pub(crate) fn end_now(&self, end: EndRecord<'_>) -> Option<Pending<'a>> {
         if !self.keeps_records() {
             return None;
         }
