@@ -47,6 +47,11 @@ pub struct Task {
     call_id: Option<Arc<str>>,
 }
 
+/// `now + budget`, or thirty years from now for a budget too large to add.
+fn deadline_after(now: Instant, budget: Duration) -> Instant {
+    now.checked_add(budget).unwrap_or(now + Duration::from_secs(86400 * 365 * 30))
+}
+
 impl Task {
     /// A task whose budget starts now and lasts `budget`.
     pub fn new(id: impl Into<Arc<str>>, actor: impl Into<Arc<str>>, budget: Duration) -> Task {
@@ -54,7 +59,7 @@ impl Task {
         Task {
             id: id.into(),
             actor: actor.into(),
-            deadline: now.checked_add(budget).unwrap_or(now + Duration::from_secs(86400 * 365 * 30)),
+            deadline: deadline_after(now, budget),
             escalation: None,
             approver: None,
             journal: None,
@@ -112,14 +117,18 @@ impl Task {
     /// sink, approver and attempt log, its retry budgets, and its turns: two calls of one intent through either wait for each
     /// other. What a server that opens a task per request keeps as a template.
     pub fn new_like(&self, id: impl Into<Arc<str>>, actor: impl Into<Arc<str>>, budget: Duration) -> Task {
-        let fresh = Task::new(id, actor, budget);
+        // Built in place: a task made per request allocates no turns or budgets of its own to drop.
+        let now = Instant::now();
         Task {
+            id: id.into(),
+            actor: actor.into(),
+            deadline: deadline_after(now, budget),
             escalation: self.escalation.clone(),
             approver: self.approver.clone(),
             journal: self.journal.clone(),
             turns: Arc::clone(&self.turns),
             budgets: self.budgets.clone(),
-            ..fresh
+            call_id: None,
         }
     }
 
