@@ -419,8 +419,8 @@ pub fn run_json<'a>(
 ) -> BoxFuture<'a, Report<Value>> {
     Box::pin(async move {
         let mut report = match probe {
-            Some(probe) => crate::engine::run(task, spec, key, attempt, probe).await,
-            None => crate::engine::run(task, spec, key, attempt, crate::NoProbe).await,
+            Some(probe) => crate::engine::run_in_parts(task, spec, key, attempt, probe).await,
+            None => crate::engine::run_in_parts(task, spec, key, attempt, crate::NoProbe).await,
         };
         if let Some(why) = unwritten.0.get()
             && report.value == Some(Value::Null)

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::time::{Duration, SystemTime};
 
 use super::attempts::{Next, Work, drive};
+use super::state::{EndRecord, Pending};
 use super::{Run, Stop, ceil_secs, guarded, retry_stamp, secs};
 use crate::bulk::{BulkProber, ItemId};
 use crate::classify::{Class, Classify};
@@ -261,7 +262,7 @@ where
             let (room, wait) = run.room(&class, made);
             facts.room = room;
             match policy::next(&facts) {
-                Step::Approve => match run.approve(&class).await {
+                Step::Approve => match Box::pin(run.approve(&class)).await {
                     Ok(()) => facts.approved = Some(true),
                     Err(why) => (facts.approved, denied) = (Some(false), Some(why)),
                 },
@@ -300,12 +301,13 @@ where
         (self.attempt)(call, batch)
     }
 
-    async fn after(
+    fn after<'a>(
         &mut self,
-        run: &mut Run<'_>,
+        run: &mut Run<'a>,
         answer: Result<Vec<Item>, Class>,
         left: Duration,
         started: SystemTime,
+        written: &mut Option<Pending<'a>>,
     ) -> Option<Report<()>> {
         let kind = run.spec.effect();
         let (results, pending) = (&mut self.results, &self.pending);
@@ -336,7 +338,17 @@ where
         let Tally { outcome, applied, message } = tally(run.spec, &now, self.words);
         // Every end record carries the items, so a restart resumes from them.
         let value = serde_json::to_value(&now).ok();
-        run.log_end(left, started, outcome, applied, None, &message, value).await;
+        let end = EndRecord {
+            left,
+            started,
+            outcome,
+            applied,
+            probe: None,
+            message: &message,
+            value: value.as_ref(),
+            last: false,
+        };
+        *written = run.end_now(end);
         self.last = whole;
         if kind.has_side_effect() {
             self.to_probe =

@@ -65,7 +65,7 @@ impl<'a> Run<'a> {
                     attempt_id: self.attempt_id.clone(),
                     reason: message.clone(),
                 };
-                *self.escalation.lock().unwrap_or_else(|e| e.into_inner()) = Some(escalation);
+                *self.escalation.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(escalation));
                 format!("{message}; escalated")
             }
             None => format!("{message}; no escalation sink is configured: resolve it by reading the world"),

@@ -70,6 +70,25 @@ where
     attempts::drive(task, spec, key, single::One::new(attempt, probe)).await
 }
 
+/// [`run`] with the attempt loop in an allocation of its own ([`attempts::drive_in_parts`]): what a
+/// call by name runs, its future boxed anyway.
+pub(crate) async fn run_in_parts<T, E, A, AF, P>(
+    task: &Task,
+    spec: &ToolSpec,
+    key: IntentKey,
+    attempt: A,
+    probe: P,
+) -> Report<T>
+where
+    T: LogValue,
+    E: Classify,
+    A: FnMut(Call) -> AF,
+    AF: Future<Output = Result<T, E>>,
+    P: Prober<T>,
+{
+    attempts::drive_in_parts(task, spec, key, single::One::new(attempt, probe)).await
+}
+
 /// A read has no effect: whatever its error says, nothing was applied and a retry is harmless.
 pub(crate) fn normalise(kind: EffectKind, class: Class) -> Class {
     if kind.has_side_effect() || class.effect() == Applied::No && class.outcome() != Outcome::Unknown {

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use std::time::{Duration, SystemTime};
 
 use super::attempts::{Next, Work};
-use super::state::EndRecord;
+use super::state::{EndRecord, Pending};
 use super::{Run, Stop, retry_stamp};
 use crate::call::Call;
 use crate::classify::{Class, Classify};
@@ -101,7 +101,8 @@ where
                     continue;
                 }
                 Step::Approve => {
-                    match run.approve(&class).await {
+                    // Boxed: only a `money` tool asks.
+                    match Box::pin(run.approve(&class)).await {
                         Ok(()) => facts.approved = Some(true),
                         Err(stop) => (facts.approved, denied) = (Some(false), Some(stop)),
                     }
@@ -163,19 +164,18 @@ where
         (self.attempt)(call)
     }
 
-    async fn after(
+    fn after<'a>(
         &mut self,
-        run: &mut Run<'_>,
+        run: &mut Run<'a>,
         answer: Result<T, Class>,
         left: Duration,
         started: SystemTime,
+        pending: &mut Option<Pending<'a>>,
     ) -> Option<Report<T>> {
         let class = match answer {
             Ok(value) => {
-                let (report, pending) = run.succeeded(value, left, started);
-                if let Some(pending) = pending {
-                    pending.wait(run.task).await;
-                }
+                let (report, written) = run.succeeded(value, left, started);
+                *pending = written;
                 return Some(report);
             }
             Err(class) => class,
@@ -196,9 +196,7 @@ where
             value: None,
             last: false,
         };
-        if let Some(pending) = run.end_now(end) {
-            pending.wait(run.task).await;
-        }
+        *pending = run.end_now(end);
         run.maybe_applied |= class.effect() != Applied::No;
         self.last = Some(class);
         None

@@ -83,7 +83,7 @@ pub(crate) struct EndRecord<'r> {
 
 /// An end record the store has not taken yet.
 pub(crate) struct Pending<'a> {
-    answer: crate::journal::Answer<'a, Result<(), crate::JournalError>>,
+    answer: crate::journal::BoxFuture<'a, Result<(), crate::JournalError>>,
     finishing: Option<&'a Claim<'a>>,
 }
 
@@ -122,7 +122,7 @@ pub(crate) struct Run<'a> {
     /// When the last attempt may have reached the service, for the settle window.
     pub(crate) reached: Option<tokio::time::Instant>,
     /// Where an escalation the report announces waits to be handed to the sink once the call is over.
-    pub(crate) escalation: &'a std::sync::Mutex<Option<crate::task::Escalation>>,
+    pub(crate) escalation: &'a std::sync::Mutex<Option<Box<crate::task::Escalation>>>,
     /// A read's start record is held here, not yet in the log, while the read has not had to wait:
     /// the budget and time it started with. It goes to the log with the read's end record
     /// ([`crate::Journal::append_attempt`]), or alone the moment the read has to wait ([`Run::flush`]).
@@ -136,7 +136,7 @@ impl<'a> Run<'a> {
         task: &'a Task,
         spec: &'a ToolSpec,
         key: IntentKey,
-        escalation: &'a std::sync::Mutex<Option<crate::task::Escalation>>,
+        escalation: &'a std::sync::Mutex<Option<Box<crate::task::Escalation>>>,
     ) -> Self {
         Run {
             task,
@@ -274,7 +274,9 @@ impl<'a> Run<'a> {
 
     /// The highest attempt number the log holds for the intent, without reading its last record, when
     /// the store knows it at once; else its answer to wait for.
-    pub(crate) fn logged_attempts_now(&self) -> Result<Option<u32>, crate::journal::Answer<'a, Option<u32>>> {
+    pub(crate) fn logged_attempts_now(
+        &self,
+    ) -> Result<Option<u32>, crate::journal::BoxFuture<'a, Option<u32>>> {
         match self.task.journal_ref() {
             Some(journal) => journal.attempts(&self.key).known(),
             None => Ok(None),

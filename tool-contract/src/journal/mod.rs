@@ -512,11 +512,16 @@ impl<'a, T> Answer<'a, T> {
         }
     }
 
-    /// The answer when it is known now, or the answer to wait for.
-    pub(crate) fn known(self) -> Result<T, Answer<'a, T>> {
+    /// The answer when it is known now, or the future to wait for it.
+    pub(crate) fn known(self) -> Result<T, BoxFuture<'a, T>>
+    where
+        T: Send + 'a,
+    {
         match self.0 {
             AnswerInner::Now(Some(value)) => Ok(value),
-            inner => Err(Answer(inner)),
+            AnswerInner::Later(future) => Err(future),
+            // Taken already (polled to the end): nothing more will come.
+            AnswerInner::Now(None) => Err(Box::pin(std::future::pending())),
         }
     }
 
