@@ -186,16 +186,19 @@ async fn in_flight(calls: u64, kind: Calls, tasks: &[Arc<Task>]) -> f64 {
     for (n, task) in tasks.iter().enumerate().take(calls as usize) {
         let task = Arc::clone(task);
         let n = n as u64;
-        running.push(tokio::spawn(async move {
-            match kind {
-                Calls::Bare => {
-                    park().await;
-                    black_box(n);
-                }
-                Calls::Read => assert_eq!(read_parked(&task, n).await.outcome, Outcome::Ok),
-                Calls::Send => assert_eq!(send_parked(&task, n).await.outcome, Outcome::Ok),
+        // One spawn per kind: a task's allocation is sized by its own future, so the bare one is bare.
+        running.push(match kind {
+            Calls::Bare => tokio::spawn(async move {
+                park().await;
+                black_box(n);
+            }),
+            Calls::Read => {
+                tokio::spawn(async move { assert_eq!(read_parked(&task, n).await.outcome, Outcome::Ok) })
             }
-        }));
+            Calls::Send => {
+                tokio::spawn(async move { assert_eq!(send_parked(&task, n).await.outcome, Outcome::Ok) })
+            }
+        });
     }
     while PARKED.load(Ordering::Relaxed) < calls {
         tokio::time::sleep(Duration::from_micros(100)).await;
