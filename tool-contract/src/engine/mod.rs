@@ -24,6 +24,9 @@ mod wait;
 pub(crate) use guard::{guarded, secs, within};
 pub(crate) use state::{Run, Stop, ceil_secs, take_claim};
 pub(crate) use wait::{ResumeWait, retry_stamp};
+// A call by name (`toolbox::run_json`) runs the single engine with its attempt loop apart.
+pub(crate) use attempts::drive_in_parts;
+pub(crate) use single::One;
 
 mod bulk;
 mod pages;
@@ -68,25 +71,6 @@ where
     P: Prober<T>,
 {
     attempts::drive(task, spec, key, single::One::new(attempt, probe)).await
-}
-
-/// [`run`] with the attempt loop in an allocation of its own ([`attempts::drive_in_parts`]): what a
-/// call by name runs, its future boxed anyway.
-pub(crate) async fn run_in_parts<T, E, A, AF, P>(
-    task: &Task,
-    spec: &ToolSpec,
-    key: IntentKey,
-    attempt: A,
-    probe: P,
-) -> Report<T>
-where
-    T: LogValue,
-    E: Classify,
-    A: FnMut(Call) -> AF,
-    AF: Future<Output = Result<T, E>>,
-    P: Prober<T>,
-{
-    attempts::drive_in_parts(task, spec, key, single::One::new(attempt, probe)).await
 }
 
 /// A read has no effect: whatever its error says, nothing was applied and a retry is harmless.

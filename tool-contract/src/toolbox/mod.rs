@@ -66,6 +66,7 @@ use serde_json::{Map, Value};
 use crate::call::Call;
 use crate::classify::{Class, Classify};
 use crate::define::{Definition, Format, Params};
+use crate::engine::{One, drive_in_parts};
 use crate::journal::LogValue;
 use crate::key::IntentKey;
 use crate::probe::Probe;
@@ -419,8 +420,9 @@ pub fn run_json<'a>(
 ) -> BoxFuture<'a, Report<Value>> {
     Box::pin(async move {
         let mut report = match probe {
-            Some(probe) => crate::engine::run_in_parts(task, spec, key, attempt, probe).await,
-            None => crate::engine::run_in_parts(task, spec, key, attempt, crate::NoProbe).await,
+            // The engine's `run`, its attempt loop in an allocation of its own (the future is boxed anyway).
+            Some(probe) => drive_in_parts(task, spec, key, One::new(attempt, probe)).await,
+            None => drive_in_parts(task, spec, key, One::new(attempt, crate::NoProbe)).await,
         };
         if let Some(why) = unwritten.0.get()
             && report.value == Some(Value::Null)
