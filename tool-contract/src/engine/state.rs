@@ -335,7 +335,7 @@ impl<'a> Run<'a> {
     /// Write the start record ahead of the attempt; `value` carries what a bulk call knew of its items.
     /// A side effect's start is fenced by its claim and on stable storage before this returns.
     pub(crate) async fn log_start(
-        &mut self,
+        &self,
         left: Duration,
         started: SystemTime,
         value: Option<serde_json::Value>,
@@ -343,13 +343,8 @@ impl<'a> Run<'a> {
         if !self.keeps_records() {
             return Ok(());
         }
+        // A read whose start carries nothing has its record held instead ([`Run::start_read`]).
         let owner = self.claim.and_then(Claim::owner);
-        if owner.is_none() && value.is_none() && self.task.journal_ref().is_some() {
-            // A read's start record: held until its end record or until the read has to wait.
-            self.held_start = (left, started);
-            self.holding.store(true, std::sync::atomic::Ordering::Relaxed);
-            return Ok(());
-        }
         let stamp = Stamp::of(started);
         let mut record = self.record(Phase::Start, left, stamp.as_str());
         record.value = value.as_ref();
@@ -476,7 +471,7 @@ impl<'a> Run<'a> {
     /// it saying the attempt was not started, so the log says what the report says. `Ok` with the
     /// budget left for the attempt.
     pub(crate) async fn start_attempt(
-        &mut self,
+        &self,
         left: Duration,
         started: SystemTime,
         value: Option<serde_json::Value>,
