@@ -330,9 +330,11 @@ impl ServerHandler for McpServer {
         #[cfg(feature = "tracing")]
         let call = tracing::Instrument::instrument(call, span.clone());
         let result = tokio::select! {
+            // The call first: one answered at its first poll never registers a waiter on the token.
+            biased;
+            result = call => result,
             // The client gave up: the attempt's future is dropped with this one.
             () = context.ct.cancelled() => Err(ErrorData::invalid_request("the client cancelled the call", None)),
-            result = call => result,
         };
         #[cfg(feature = "tracing")]
         match &result {
