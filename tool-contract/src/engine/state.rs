@@ -7,7 +7,7 @@ use super::claim::{Claim, Refused};
 use super::guard::{guarded, ready_or_within, secs};
 use crate::call::Call;
 use crate::classify::Class;
-use crate::journal::{Durability, LogValue, Phase, Recall, RecordRef, Stamp};
+use crate::journal::{Durability, LogValue, Phase, Recall, RecordRef, with_stamp};
 use crate::key::IntentKey;
 use crate::policy::{Facts, Room, Settle};
 use crate::probe::{Probe, ProbeMark, Prober};
@@ -251,10 +251,9 @@ impl<'a> Run<'a> {
         if let Some(journal) = self.task.journal_ref() {
             // A read's record: a failure here only loses attempt numbering, which the next append reports.
             if let Some((left, started)) = self.take_held_start() {
-                let stamp = Stamp::of(started);
-                let _ = journal
-                    .append_ref(self.record(Phase::Start, left, stamp.as_str()), Durability::Lazy)
-                    .ready();
+                let _ = with_stamp(started, |stamp| {
+                    journal.append_ref(self.record(Phase::Start, left, stamp), Durability::Lazy).ready()
+                });
             }
             let _ = journal.flush();
         }
@@ -345,20 +344,22 @@ impl<'a> Run<'a> {
         }
         // A read whose start carries nothing has its record held instead ([`Run::start_read`]).
         let owner = self.claim.and_then(Claim::owner);
-        let stamp = Stamp::of(started);
-        let mut record = self.record(Phase::Start, left, stamp.as_str());
-        record.value = value.as_ref();
-        let Some(journal) = self.task.journal_ref() else {
-            if let Some(claim) = self.claim {
-                claim.remember(record);
-            }
-            return Ok(());
-        };
-        let appended = match owner {
-            Some(owner) => journal.start(owner, record, Durability::Synced),
-            None => journal.append_ref(record, Durability::Lazy),
-        };
-        drop(stamp);
+        // The record is taken by the store before it answers: the stamp's text is only lent to it.
+        let appended = with_stamp(started, |stamp| {
+            let mut record = self.record(Phase::Start, left, stamp);
+            record.value = value.as_ref();
+            let Some(journal) = self.task.journal_ref() else {
+                if let Some(claim) = self.claim {
+                    claim.remember(record);
+                }
+                return None;
+            };
+            Some(match owner {
+                Some(owner) => journal.start(owner, record, Durability::Synced),
+                None => journal.append_ref(record, Durability::Lazy),
+            })
+        });
+        let Some(appended) = appended else { return Ok(()) };
         let appended = match appended.known() {
             Ok(appended) => return appended,
             Err(appended) => appended,
@@ -378,6 +379,8 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Write an end record that is not the call's last, waiting for a store that does not take it at
+    /// once no longer than the budget.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn log_end(
         &self,
@@ -389,24 +392,8 @@ impl<'a> Run<'a> {
         message: &str,
         value: Option<serde_json::Value>,
     ) {
-        self.write_end(left, started, outcome, applied, probe, message, value, false).await;
-    }
-
-    /// [`Run::log_end`], and for the call's `last` record (it stops after it) a side effect's claim is
-    /// given up with it ([`crate::Journal::finish`]).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn write_end(
-        &self,
-        left: Duration,
-        started: SystemTime,
-        outcome: Outcome,
-        applied: Applied,
-        probe: Option<ProbeMark>,
-        message: &str,
-        value: Option<serde_json::Value>,
-        last: bool,
-    ) {
-        let end = EndRecord { left, started, outcome, applied, probe, message, value: value.as_ref(), last };
+        let end =
+            EndRecord { left, started, outcome, applied, probe, message, value: value.as_ref(), last: false };
         if let Some(pending) = self.end_now(end) {
             pending.wait(self.task).await;
         }
@@ -421,7 +408,7 @@ impl<'a> Run<'a> {
         let journal = self.task.journal_ref();
         let held = if journal.is_some() { self.take_held_start() } else { None };
         // The records are taken by the store before it answers: the stamp's text is only lent to them.
-        let (answer, finishing) = Stamp::with(end.started, |stamp| {
+        let (answer, finishing) = with_stamp(end.started, |stamp| {
             let mut record = self.record(Phase::End, end.left, stamp);
             record.outcome = Some(end.outcome);
             record.effect_applied = Some(end.applied);
@@ -441,10 +428,17 @@ impl<'a> Run<'a> {
                     (journal.finish(owner, record, Durability::Buffered), Some(claim))
                 }
                 (_, Some((held_left, held_started))) => {
-                    let own = (held_started != end.started).then(|| Stamp::of(held_started));
-                    let held_stamp = own.as_ref().map_or(stamp, Stamp::as_str);
-                    let start = self.record(Phase::Start, held_left, held_stamp);
-                    (journal.append_attempt(start, record, Durability::Buffered), None)
+                    // A read's start and end are stamped with the attempt's start: one lent text.
+                    let paired = |held_stamp: &str| {
+                        let start = self.record(Phase::Start, held_left, held_stamp);
+                        journal.append_attempt(start, record, Durability::Buffered)
+                    };
+                    let answer = if held_started == end.started {
+                        paired(stamp)
+                    } else {
+                        with_stamp(held_started, paired)
+                    };
+                    (answer, None)
                 }
                 _ => (journal.append_ref(record, Durability::Buffered), None),
             })

@@ -41,8 +41,8 @@ mod stamp;
 pub use answer::Answer;
 pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::MemoryJournal;
-pub(crate) use stamp::{Stamp, wall_clock_at};
 pub use stamp::{parse_rfc3339, rfc3339, wall_clock};
+pub(crate) use stamp::{wall_clock_at, with_stamp};
 
 /// Whether a record is a promise made before an attempt or the account given after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -83,65 +83,33 @@ impl Anchor {
 
 /// Format a wall-clock time as RFC 3339 UTC with whole seconds (`2026-11-30T05:12:04Z`).
 pub fn rfc3339(at: SystemTime) -> String {
-    Stamp::of(at).as_str().to_owned()
+    with_stamp(at, str::to_owned)
 }
 
-/// A time as the log writes it ([`rfc3339`]). Every attempt stamps two records, mostly within the
-/// same second as the attempt before: the text of the last second stamped is kept per thread and
-/// shared, so a stamp is most often a reference count taken.
-pub(crate) struct Stamp(std::sync::Arc<str>);
-
-impl Stamp {
-    pub(crate) fn of(at: SystemTime) -> Stamp {
-        let secs = at.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        thread_local! {
-            static LAST: std::cell::RefCell<Option<(u64, std::sync::Arc<str>)>> =
-                const { std::cell::RefCell::new(None) };
-        }
-        LAST.with(|last| {
-            let Ok(mut last) = last.try_borrow_mut() else {
-                return Stamp(rfc3339_of(secs).into());
-            };
-            match &*last {
-                Some((kept, text)) if *kept == secs => Stamp(std::sync::Arc::clone(text)),
-                _ => {
-                    let text: std::sync::Arc<str> = rfc3339_of(secs).into();
-                    *last = Some((secs, std::sync::Arc::clone(&text)));
-                    Stamp(text)
-                }
+/// Run `f` on `at` as the log writes it ([`rfc3339`]). Every attempt stamps its records, mostly within
+/// the same second as the attempt before: the text of the last second stamped is kept per thread and
+/// lent, so a stamp is most often two comparisons of times.
+pub(crate) fn with_stamp<R>(at: SystemTime, f: impl FnOnce(&str) -> R) -> R {
+    /// The second lent last: from, until (excluded), and its text.
+    struct Lent(SystemTime, SystemTime, String);
+    thread_local! {
+        static LENT: std::cell::RefCell<Lent> =
+            const { std::cell::RefCell::new(Lent(UNIX_EPOCH, UNIX_EPOCH, String::new())) };
+    }
+    let secs = || at.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    LENT.with(|lent| match lent.try_borrow_mut() {
+        Ok(mut lent) => {
+            if !(lent.0 <= at && at < lent.1) {
+                let secs = secs();
+                let from = UNIX_EPOCH.checked_add(Duration::from_secs(secs)).unwrap_or(at);
+                let until = from.checked_add(Duration::from_secs(1)).unwrap_or(from);
+                *lent = Lent(from, until, rfc3339_of(secs));
             }
-        })
-    }
-
-    /// Run `f` on the text of `at`'s stamp, lent from the thread's last stamp when it is of the same
-    /// second: no reference count taken.
-    pub(crate) fn with<R>(at: SystemTime, f: impl FnOnce(&str) -> R) -> R {
-        /// The second lent last: from, until (excluded), and its text.
-        struct Lent(SystemTime, SystemTime, String);
-        thread_local! {
-            static LENT: std::cell::RefCell<Lent> =
-                const { std::cell::RefCell::new(Lent(UNIX_EPOCH, UNIX_EPOCH, String::new())) };
+            f(&lent.2)
         }
-        let secs = || at.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        LENT.with(|lent| match lent.try_borrow_mut() {
-            Ok(mut lent) => {
-                // Within the second lent last, as most stamps are: compared, not converted.
-                if !(lent.0 <= at && at < lent.1) {
-                    let secs = secs();
-                    let from = UNIX_EPOCH.checked_add(Duration::from_secs(secs)).unwrap_or(at);
-                    let until = from.checked_add(Duration::from_secs(1)).unwrap_or(from);
-                    *lent = Lent(from, until, rfc3339_of(secs));
-                }
-                f(&lent.2)
-            }
-            // `f` stamps again (a store that logs as it appends): its own text.
-            Err(_) => f(&rfc3339_of(secs())),
-        })
-    }
-
-    pub(crate) fn as_str(&self) -> &str {
-        &self.0
-    }
+        // `f` stamps again (another time, inside this one's): its own text.
+        Err(_) => f(&rfc3339_of(secs())),
+    })
 }
 
 /// Read back a time written by [`rfc3339`] (`2026-11-30T05:12:04Z`); `None` for any other form.
