@@ -60,7 +60,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
-use tool_contract::{Approve, Escalate, Journal, MemoryJournal, Outcome, Task, Toolbox};
+use tool_contract::{Approve, Escalate, IntentKey, Journal, MemoryJournal, Outcome, Report, Task, Toolbox};
 
 /// The request `_meta` key that names the task a call works for (its durable identity: the order, the
 /// ticket).
@@ -91,7 +91,10 @@ struct Inner {
     tools: Vec<Tool>,
     template: Task,
     budget: Duration,
-    instance: String,
+    /// Shared by every task made for a request that names none, as is `default_actor`: a request
+    /// then copies neither.
+    instance: Arc<str>,
+    default_actor: Arc<str>,
     name: String,
     version: String,
 }
@@ -179,7 +182,8 @@ impl Builder {
                 tools,
                 template,
                 budget: self.budget,
-                instance: self.instance.unwrap_or_else(random_instance),
+                instance: self.instance.unwrap_or_else(random_instance).into(),
+                default_actor: DEFAULT_ACTOR.into(),
                 name: self.name,
                 version: self.version,
             }),
@@ -242,8 +246,14 @@ impl McpServer {
 
     /// The task a request works for: from its `_meta`, or the instance's.
     fn task(&self, meta: &Map<String, Value>) -> Result<Task, ErrorData> {
-        let id = meta_text(meta, TASK_META_KEY)?.unwrap_or(&self.inner.instance);
-        let actor = meta_text(meta, ACTOR_META_KEY)?.unwrap_or(DEFAULT_ACTOR);
+        let id = match meta_text(meta, TASK_META_KEY)? {
+            Some(id) => Arc::from(id),
+            None => Arc::clone(&self.inner.instance),
+        };
+        let actor = match meta_text(meta, ACTOR_META_KEY)? {
+            Some(actor) => Arc::from(actor),
+            None => Arc::clone(&self.inner.default_actor),
+        };
         let task = self.inner.template.new_like(id, actor, self.inner.budget);
         Ok(match meta_text(meta, TOOL_CALL_ID_META_KEY)? {
             Some(call_id) => task.tool_call_id(call_id),
@@ -266,9 +276,6 @@ impl McpServer {
             .call(&task, name, arguments)
             .await
             .map_err(|unknown| ErrorData::invalid_params(unknown.to_string(), None))?;
-        let mut result_meta = Map::new();
-        result_meta.insert(INTENT_KEY_META_KEY.to_owned(), Value::String(report.idempotency_key.to_string()));
-        result_meta.insert(ATTEMPT_ID_META_KEY.to_owned(), Value::String(report.attempt_id.clone()));
         let unwritable = |error: serde_json::Error| ErrorData::internal_error(error.to_string(), None);
         // The text block is written from the report itself (its fields in the contract's order), not
         // from the JSON value: the same JSON, at a third of the cost.
@@ -278,13 +285,53 @@ impl McpServer {
         let text =
             String::from_utf8(text).map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
         let text = vec![ContentBlock::text(text)];
+        let key = key_text(&report.idempotency_key);
+        let mut result_meta = Map::new();
+        result_meta.insert(INTENT_KEY_META_KEY.to_owned(), Value::String(key.clone()));
+        result_meta.insert(ATTEMPT_ID_META_KEY.to_owned(), Value::String(report.attempt_id.clone()));
         let mut result = match report.outcome {
             Outcome::Ok => CallToolResult::success(text),
             _ => CallToolResult::error(text),
         };
-        result.structured_content = Some(serde_json::to_value(&report).map_err(unwritable)?);
+        result.structured_content = Some(report_value(report, key).map_err(unwritable)?);
         Ok(result.with_meta(Some(MetaObject(result_meta))))
     }
+}
+
+/// A key as the 32 hex digits its JSON form has.
+fn key_text(key: &IntentKey) -> String {
+    String::from_utf8_lossy(&key.hex()).into_owned()
+}
+
+/// The report as the JSON value `serde_json::to_value` makes of it (the same keys and values), built
+/// from its parts: its strings move into the value where `to_value` would copy them, and no serializer
+/// runs for fields whose JSON is known. `key` is the report's key as [`key_text`] writes it.
+fn report_value(report: Report<Value>, key: String) -> Result<Value, serde_json::Error> {
+    let Report {
+        outcome,
+        effect_applied,
+        attempt_id,
+        idempotency_key: _,
+        retry_after_s,
+        deadline_left_s,
+        message,
+        value,
+        items,
+    } = report;
+    let items = if items.is_empty() { Value::Array(Vec::new()) } else { serde_json::to_value(items)? };
+    // In the map's order: the map is built in one pass, no field searched for.
+    let fields = [
+        ("attempt_id", Value::String(attempt_id)),
+        ("deadline_left_s", Value::from(deadline_left_s)),
+        ("effect_applied", Value::String(effect_applied.as_str().to_owned())),
+        ("idempotency_key", Value::String(key)),
+        ("items", items),
+        ("message", Value::String(message)),
+        ("outcome", Value::String(outcome.as_str().to_owned())),
+        ("retry_after_s", retry_after_s.map_or(Value::Null, Value::from)),
+        ("value", value.unwrap_or(Value::Null)),
+    ];
+    Ok(Value::Object(fields.into_iter().map(|(name, value)| (name.to_owned(), value)).collect()))
 }
 
 /// A text `_meta` value: absent, or a string of 1 to 256 characters.
@@ -351,5 +398,44 @@ impl ServerHandler for McpServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.inner.tools.iter().find(|tool| tool.name == name).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tool_contract::{Applied, Intent, report::Item};
+
+    fn report(outcome: Outcome, value: Option<Value>, items: Vec<Item>) -> Report<Value> {
+        Report {
+            outcome,
+            effect_applied: Applied::Partial,
+            attempt_id: "ord-7741-e7196e5f-a2".to_owned(),
+            idempotency_key: Intent::new("ord-7741", "agent:billing", "charge_card", "card-42").key(),
+            retry_after_s: (outcome == Outcome::Retryable).then_some(u64::MAX),
+            deadline_left_s: 42,
+            message: "a line with \"quotes\" and \u{1f600}".to_owned(),
+            value,
+            items,
+        }
+    }
+
+    /// The structured content is what `serde_json::to_value` makes of the report, for every shape.
+    #[test]
+    fn report_value_is_the_reports_json() {
+        let items = vec![Item::ok("row-1"), Item::permanent("row-2", "no such row")];
+        let shapes = [
+            report(Outcome::Ok, Some(serde_json::json!({ "id": 7, "text": ["a", null] })), Vec::new()),
+            report(Outcome::Ok, Some(Value::Null), Vec::new()),
+            report(Outcome::Retryable, None, Vec::new()),
+            report(Outcome::Unknown, None, items.clone()),
+            report(Outcome::Permanent, Some(Value::from(-1.5)), items),
+        ];
+        for shape in shapes {
+            let expected = serde_json::to_value(&shape).unwrap();
+            let key = key_text(&shape.idempotency_key);
+            assert_eq!(Value::String(key.clone()), expected["idempotency_key"]);
+            assert_eq!(report_value(shape, key).unwrap(), expected);
+        }
     }
 }

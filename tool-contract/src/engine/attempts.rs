@@ -247,7 +247,9 @@ async fn attempt_loop<W: Work>(
         let read = if before.is_none() { run.start_read(left, started) } else { None };
         let left = match read {
             Some(left) => left,
-            None => match run.start_attempt(left, started, before).await {
+            // Boxed: only side effects write a start record before the call, and a read's future
+            // (a call's largest state, every call of a toolbox's) does not carry room for the write.
+            None => match Box::pin(run.start_attempt(left, started, before)).await {
                 Ok(left) => left,
                 Err(stop) => {
                     observe::refused(spec, &stop.message);
