@@ -300,7 +300,8 @@ impl McpServer {
 
 /// A key as the 32 hex digits its JSON form has.
 fn key_text(key: &IntentKey) -> String {
-    String::from_utf8_lossy(&key.hex()).into_owned()
+    // Hex digits are ASCII: the check passes at once, and nothing is replaced.
+    std::str::from_utf8(&key.hex()).unwrap_or_default().to_owned()
 }
 
 /// The report as the JSON value `serde_json::to_value` makes of it (the same keys and values), built

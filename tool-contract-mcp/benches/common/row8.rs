@@ -48,7 +48,8 @@ impl Plain {
     }
 }
 
-/// rmcp's router answering what the contract answers, built by hand.
+/// rmcp's router answering what the contract answers, built by hand: the report as structured
+/// content and text, key and attempt id in `_meta`.
 #[derive(Clone)]
 pub struct SameAnswer;
 
@@ -70,7 +71,11 @@ impl SameAnswer {
             "value": price(&sku),
             "items": [],
         });
-        Ok(CallToolResult::structured(report))
+        let meta = Map::from_iter([
+            ("dev.tool-contract/attempt_id".to_owned(), json!("mcp-5e0d3b2a9c4f7e61-3c9d0a1b-a1")),
+            ("dev.tool-contract/intent_key".to_owned(), json!("3c9d0a1b2e3f40516273849506a7b8c9")),
+        ]);
+        Ok(CallToolResult::structured(report).with_meta(Some(rmcp::model::MetaObject(meta))))
     }
 }
 
