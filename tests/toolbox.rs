@@ -138,6 +138,19 @@ pub async fn append(sheet: String, rows: Vec<String>) -> Result<Vec<Item>, Class
     Ok(rows.into_iter().map(Item::ok).collect())
 }
 
+/// Greet someone, with a title and tags when given.
+#[tool(effect = "read", target = name)]
+pub async fn greet<'a>(
+    name: &str,
+    /// How to address them.
+    title: Option<&'a str>,
+    /// What they are known for.
+    tags: Option<&[String]>,
+) -> Result<String, Class> {
+    let tags = tags.map_or(0, <[String]>::len);
+    Ok(format!("{} {name} ({tags} tags)", title.unwrap_or("hello")))
+}
+
 /// Tell the time of the task.
 #[tool(effect = "read", description = "The budget left for this task, in seconds.")]
 pub async fn budget(call: &Call) -> Result<u64, Class> {
@@ -435,4 +448,35 @@ async fn no_input_panics_the_dispatcher() {
             assert!(report.message.len() < 2_000, "a bounded message: {}", report.message.len());
         }
     }
+}
+
+#[tokio::test]
+async fn optional_borrowed_arguments_are_lent_from_their_decoded_values() {
+    let mut toolbox = Toolbox::new();
+    toolbox.add(greet_tool()).unwrap();
+    let definition = toolbox.get("greet").unwrap();
+    let schema = definition.input_schema();
+    assert_eq!(schema["required"], json!(["name"]), "{schema:?}");
+    let inputs = validator(schema);
+    let cases = [
+        (json!({ "name": "ada" }), None, None),
+        (
+            json!({ "name": "ada", "title": "dr", "tags": ["math", "engines"] }),
+            Some("dr"),
+            Some(vec!["math", "engines"]),
+        ),
+        (json!({ "name": "ada", "title": null, "tags": [] }), None, Some(vec![])),
+    ];
+    for (args, title, tags) in cases {
+        assert!(inputs.is_valid(&args), "{args}");
+        let tags: Option<Vec<String>> = tags.map(|tags| tags.into_iter().map(String::from).collect());
+        let direct = greet(&task("greet-1"), "ada", title, tags.as_deref()).await;
+        let named = toolbox.call(&task("greet-1"), "greet", args.clone()).await.unwrap();
+        assert_eq!(named.outcome, Outcome::Ok, "{}", named.message);
+        let direct = serde_json::to_value(tool_contract::toolbox::into_json(direct)).unwrap();
+        assert_eq!(serde_json::to_value(named).unwrap(), direct, "{args}");
+    }
+    let wrong = toolbox.call(&task("greet-2"), "greet", json!({ "name": "ada", "title": 7 })).await.unwrap();
+    assert_eq!(wrong.outcome, Outcome::Permanent);
+    assert!(wrong.message.contains("`title`"), "{}", wrong.message);
 }

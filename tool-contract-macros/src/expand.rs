@@ -416,7 +416,7 @@ fn companion(tool: &Tool) -> TokenStream {
     let mut expected = Vec::new();
     for param in &tool.params {
         let ty = &param.arg.ty;
-        let (owned, by_ref) = owned(ty);
+        let (owned, lent) = owned(ty);
         let local = param.name();
         let field = local.unraw().to_string();
         let required = option_value(ty).is_none();
@@ -433,7 +433,11 @@ fn companion(tool: &Tool) -> TokenStream {
             .push(quote_spanned!(ty.span()=> #owned: ::core::marker::Send + ::core::marker::Sync + 'static));
         describe.push(quote!(<#owned as #private::ModelArg>::describe(&mut #params_ident, #field, #description, #required);));
         takes.push(quote!(let #local = #args.take::<#owned>(#field);));
-        passes.push(if by_ref { quote!(::core::borrow::Borrow::borrow(&#local)) } else { quote!(#local) });
+        passes.push(match lent {
+            Lent::No => quote!(#local),
+            Lent::Ref => quote!(::core::borrow::Borrow::borrow(&#local)),
+            Lent::OptionRef => quote!(#local.as_ref().map(::core::borrow::Borrow::borrow)),
+        });
         names.push(local);
         expected.push(if required { field } else { format!("{field} (optional)") });
     }
@@ -521,10 +525,15 @@ fn json_run(
     let items = Ident::new("__items", Span::mixed_site());
     // An argument taken by reference is lent from its decoded value, as a direct caller lends it.
     let lends = tool.params.iter().filter_map(|param| {
-        let Type::Reference(reference) = &*param.arg.ty else { return None };
         let name = param.name();
-        let ty = with_anonymous_lifetimes(&Type::Reference(reference.clone()));
-        Some(quote!(let #name: #ty = ::core::borrow::Borrow::borrow(&#name);))
+        let ty = with_anonymous_lifetimes(&param.arg.ty);
+        match owned(&param.arg.ty).1 {
+            Lent::No => None,
+            Lent::Ref => Some(quote!(let #name: #ty = ::core::borrow::Borrow::borrow(&#name);)),
+            Lent::OptionRef => {
+                Some(quote!(let #name: #ty = #name.as_ref().map(::core::borrow::Borrow::borrow);))
+            }
+        }
     });
     let (target, slot) = key_parts(tool);
     let copies = copies(tool, None);
@@ -556,17 +565,46 @@ fn json_run(
     }
 }
 
-/// The type a parameter is decoded into: itself, or for `&T` what `T` owns (`String` for `&str`), with
-/// every lifetime `'static` (a decoded value borrows nothing).
-fn owned(ty: &Type) -> (Type, bool) {
+/// How a parameter is handed its decoded value.
+#[derive(Clone, Copy)]
+enum Lent {
+    /// As it was decoded.
+    No,
+    /// `&T`, lent from the decoded `T::Owned`.
+    Ref,
+    /// `Option<&T>`, lent from the decoded `Option<T::Owned>`.
+    OptionRef,
+}
+
+/// The type a parameter is decoded into: itself, or for `&T` what `T` owns (`String` for `&str`) and
+/// for `Option<&T>` an option of it, with every lifetime `'static` (a decoded value borrows nothing).
+fn owned(ty: &Type) -> (Type, Lent) {
     match ty {
-        Type::Reference(reference) => {
-            let elem = with_static_lifetimes(&reference.elem);
-            (syn::parse_quote!(<#elem as ::std::borrow::ToOwned>::Owned), true)
-        }
+        Type::Reference(reference) => (owned_of(&reference.elem), Lent::Ref),
         Type::Paren(inner) => owned(&inner.elem),
         Type::Group(inner) => owned(&inner.elem),
-        other => (with_static_lifetimes(other), false),
+        other => match option_value(other).map(peeled) {
+            Some(Type::Reference(reference)) => {
+                let elem = owned_of(&reference.elem);
+                (syn::parse_quote!(::core::option::Option<#elem>), Lent::OptionRef)
+            }
+            _ => (with_static_lifetimes(other), Lent::No),
+        },
+    }
+}
+
+/// `<T as ToOwned>::Owned`, every lifetime of `T` made `'static`.
+fn owned_of(elem: &Type) -> Type {
+    let elem = with_static_lifetimes(elem);
+    syn::parse_quote!(<#elem as ::std::borrow::ToOwned>::Owned)
+}
+
+/// `ty` without the parentheses or invisible groups around it.
+fn peeled(ty: &Type) -> &Type {
+    match ty {
+        Type::Paren(inner) => peeled(&inner.elem),
+        Type::Group(inner) => peeled(&inner.elem),
+        other => other,
     }
 }
 

@@ -107,13 +107,9 @@ fn check_definition(ctxt: &Ctxt, tool: &Tool) {
                 written(&param.arg.ty)
             );
             ctxt.error_spanned_by(&param.arg.pat, message);
-        } else if let syn::Type::Reference(syn::TypeReference { lifetime: Some(lifetime), elem, .. }) =
-            &*param.arg.ty
-            && lifetime.ident == "static"
-        {
+        } else if let Some((lifetime, instead)) = lent_for_static(&param.arg.ty) {
             let message = format!(
-                "a model's argument lives only as long as its call, so it cannot be lent for `'static`; take `&{}` or an owned type",
-                written(elem)
+                "a model's argument lives only as long as its call, so it cannot be lent for `'static`; take `{instead}` or an owned type"
             );
             ctxt.error_spanned_by(lifetime, message);
         } else if has_impl_trait(&param.arg.ty) {
@@ -366,4 +362,21 @@ fn element(ty: &syn::Type) -> Option<&syn::Type> {
         syn::Type::Array(array) => Some(&array.elem),
         other => vec_item(other),
     }
+}
+
+/// The `'static` of a parameter lent for `'static` (`&'static T`, `Option<&'static T>`), which no
+/// decoded argument can be, and the type to take instead (`&T`, `Option<&T>`).
+fn lent_for_static(ty: &syn::Type) -> Option<(&syn::Lifetime, String)> {
+    let (lent, in_option) = match ty {
+        syn::Type::Paren(inner) => return lent_for_static(&inner.elem),
+        syn::Type::Group(inner) => return lent_for_static(&inner.elem),
+        syn::Type::Reference(reference) => (reference, false),
+        other => match option_value(other)? {
+            syn::Type::Reference(reference) => (reference, true),
+            _ => return None,
+        },
+    };
+    let lifetime = lent.lifetime.as_ref().filter(|lifetime| lifetime.ident == "static")?;
+    let borrowed = format!("&{}", written(&lent.elem));
+    Some((lifetime, if in_option { format!("Option<{borrowed}>") } else { borrowed }))
 }

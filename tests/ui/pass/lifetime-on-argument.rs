@@ -1,4 +1,5 @@
-//! Borrowed arguments: a named lifetime and an elided one. Each attempt copies the reference, not the data.
+//! Borrowed arguments: a named lifetime and an elided one, and optional ones. Each attempt copies the
+//! reference, not the data.
 
 use std::time::Duration;
 
@@ -9,6 +10,13 @@ use tool_contract::{Call, Class, Outcome, Task, tool};
 pub async fn count_words<'a>(call: &Call, doc: &'a str, section: &str) -> Result<usize, Class> {
     let _ = call;
     Ok(doc.split_whitespace().count() + section.len())
+}
+
+/// Count the words of a document section, the section optional.
+#[tool(effect = "read", target = doc)]
+pub async fn count_section<'a>(doc: &'a str, section: Option<&'a str>, skip: Option<&[u32]>) -> Result<usize, Class> {
+    let _ = skip;
+    Ok(doc.split_whitespace().count() + section.map_or(0, str::len))
 }
 
 /// The same tool in a `&self` method with its own lifetime.
@@ -32,6 +40,9 @@ async fn main() {
     let text = String::from("one two three");
     let report = count_words(&task, &text, "").await;
     assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(3)));
+
+    assert_eq!(count_section(&task, &text, Some("ab"), None).await.value, Some(5));
+    let _ = count_section_tool();
 
     let library = Library { doc: &text };
     let title = String::from("intro");

@@ -247,8 +247,8 @@ async fn attempt_loop<W: Work>(
         let read = if before.is_none() { run.start_read(left, started) } else { None };
         let left = match read {
             Some(left) => left,
-            // Boxed: only side effects write a start record before the call, and a read's future
-            // (a call's largest state, every call of a toolbox's) does not carry room for the write.
+            // Boxed: only a side effect writes its start record before the call, and a read's future
+            // (boxed whole for every call by name) then keeps no room for the write.
             None => match Box::pin(run.start_attempt(left, started, before)).await {
                 Ok(left) => left,
                 Err(stop) => {
