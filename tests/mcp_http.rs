@@ -98,6 +98,7 @@ async fn refused_requests_run_nothing_and_the_right_one_runs() {
         }
     }
     assert_eq!(no_token.send(&call).await.headers()["www-authenticate"], "Bearer");
+    assert_eq!(RUNS.load(Ordering::SeqCst), 0, "nothing ran for a refused request");
 
     // The same call with the token, from a page on the server's own origin, runs.
     let local =
@@ -127,4 +128,10 @@ async fn a_public_address_needs_a_token() {
     let server = McpServer::builder(toolbox).build();
     let refused = server.bind_http(HttpOptions::default().addr(([0, 0, 0, 0], 0).into())).await;
     assert!(refused.err().is_some_and(|e| e.to_string().contains("without a bearer token")));
+    for empty in ["", " ", "two words"] {
+        let server = McpServer::builder(Toolbox::new()).build();
+        let options = HttpOptions::default().addr(([0, 0, 0, 0], 0).into()).bearer_token(empty);
+        let refused = server.bind_http(options).await;
+        assert!(refused.err().is_some_and(|e| e.to_string().contains("one word")), "{empty:?}");
+    }
 }

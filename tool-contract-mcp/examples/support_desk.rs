@@ -2,15 +2,17 @@
 //! `post_notice` (send, probed) and `delete_notice` (destructive, probed).
 //!
 //! ```text
-//! cargo run -p tool-contract-mcp --example support_desk -- [--log PATH] [--budget-s N]
+//! cargo run -p tool-contract-mcp --example support_desk -- [--log PATH] [--budget-s N] [--instance-id ID]
 //! cargo run -p tool-contract-mcp --features http --example support_desk -- --http 127.0.0.1:8000 [--token T] [--allow-origin O]
 //! ```
 //!
 //! `--log PATH` keeps the attempt log in a file (default: in memory); `--budget-s N` is each call's
-//! budget (default 60). With the `http` feature, `--http ADDR` serves streamable HTTP at `/mcp`
-//! instead of stdio; `--token T` requires `Authorization: Bearer T` (needed for an address other
-//! than loopback), `--allow-origin O` lets a browser page from `O` call it. The server prints its instance id on standard error: the task of calls that
-//! name none under `_meta` `dev.tool-contract/task`.
+//! budget, 1 s to a year (default 60). The server prints its instance id on standard error: the task
+//! of calls that name none under `_meta` `dev.tool-contract/task`, random at every start unless
+//! `--instance-id ID` names it; with `--log`, a stable id makes keys survive a restart. With the `http`
+//! feature, `--http ADDR` serves streamable HTTP at `/mcp` instead of stdio; `--token T` requires
+//! `Authorization: Bearer T` (needed for an address other than loopback), `--allow-origin O` lets a
+//! browser page from `O` call it.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -53,8 +55,8 @@ impl Desk {
             .unwrap_or_default())
     }
 
-    /// Post a notice to a support thread. The customer sees it at once, so it is never posted twice
-    /// for one task.
+    /// Post a notice to a support thread. The customer sees it at once, so a task posts one notice
+    /// per thread: calling again for the same thread and task returns the first notice, not a new one.
     #[tool(effect = "send", probe = Self::posted, target = thread, deadline_floor = "1s")]
     pub async fn post_notice(
         &self,
@@ -126,10 +128,42 @@ pub fn toolbox(desk: Arc<Desk>) -> Result<Toolbox, tool_contract::toolbox::Dupli
     Ok(toolbox)
 }
 
-const USAGE: &str =
-    "usage: support_desk [--log PATH] [--budget-s N] [--http ADDR [--token T] [--allow-origin O]]";
+const USAGE: &str = "usage: support_desk [--log PATH] [--budget-s N] [--instance-id ID] [--http ADDR [--token T] [--allow-origin O]]";
+
+/// What `--help` says after the usage line.
+const HELP: &str = "
+An MCP server (stdio, or streamable HTTP with --http) over an in-memory support desk:
+list_notices (read), post_notice (send, probed) and delete_notice (destructive, probed).
+
+  --log PATH          keep the attempt log in a file (default: in memory)
+  --budget-s N        each call's budget in seconds, 1 to a year (default 60)
+  --instance-id ID    the task of calls that name none (default: random at every start);
+                      with --log, a stable id makes their keys survive a restart
+  --http ADDR         serve streamable HTTP at /mcp (feature `http`)
+  --token T           require `Authorization: Bearer T` (with --http)
+  --allow-origin O    let a browser page from O call it (with --http)
+";
+
+/// The longest budget a call may be given: a year.
+const MAX_BUDGET_S: u64 = 365 * 86_400;
+
+/// What the command line asked for instead of a server.
+enum Asked {
+    /// `--help`: the usage, and a success.
+    Help,
+    /// A mistake, and what to do instead.
+    Wrong(String),
+}
+
+impl From<String> for Asked {
+    fn from(why: String) -> Asked {
+        Asked::Wrong(why)
+    }
+}
 
 /// What the command line asks for: the server, and the HTTP address and options when not stdio.
+// Without the `http` feature only `server` is read: the others are refused while parsing.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 struct Setup {
     server: McpServer,
     http: Option<String>,
@@ -137,7 +171,7 @@ struct Setup {
     origins: Vec<String>,
 }
 
-fn server(args: &[String]) -> Result<Setup, String> {
+fn server(args: &[String]) -> Result<Setup, Asked> {
     let (mut http, mut token, mut origins) = (None, None, Vec::new());
     let mut builder = McpServer::builder(toolbox(Arc::default()).map_err(|e| e.to_string())?)
         .server_info("support_desk", "0.1.0");
@@ -152,15 +186,41 @@ fn server(args: &[String]) -> Result<Setup, String> {
             }
             "--budget-s" => {
                 let text = value()?;
-                let seconds: u64 =
-                    text.parse().map_err(|_| format!("--budget-s {text}: not a whole number of seconds"))?;
+                let seconds: u64 = match text.parse() {
+                    Ok(seconds @ 1..=MAX_BUDGET_S) => seconds,
+                    _ => {
+                        return Err(format!(
+                            "--budget-s {text}: a whole number of seconds from 1 to {MAX_BUDGET_S} (a year)"
+                        )
+                        .into());
+                    }
+                };
                 builder = builder.budget(Duration::from_secs(seconds));
+            }
+            "--instance-id" => {
+                let id = value()?;
+                if id.is_empty() || id.chars().count() > 256 || id.chars().any(char::is_control) {
+                    return Err(format!("--instance-id {id:?}: 1 to 256 characters, none a control").into());
+                }
+                builder = builder.instance_id(id.clone());
             }
             "--http" => http = Some(value()?.clone()),
             "--token" => token = Some(value()?.clone()),
             "--allow-origin" => origins.push(value()?.clone()),
-            _ => return Err(USAGE.to_owned()),
+            "--help" | "-h" => return Err(Asked::Help),
+            _ => return Err(format!("{arg}: not an option\n{USAGE}").into()),
         }
+    }
+    if http.is_none() && (token.is_some() || !origins.is_empty()) {
+        return Err(
+            "--token and --allow-origin go with --http ADDR; over stdio there is no request to check"
+                .to_owned()
+                .into(),
+        );
+    }
+    if http.is_some() && !cfg!(feature = "http") {
+        let build = "cargo run -p tool-contract-mcp --features http --example support_desk";
+        return Err(format!("--http needs the `http` feature: {build}").into());
     }
     Ok(Setup { server: builder.build(), http, token, origins })
 }
@@ -187,10 +247,6 @@ async fn serve(setup: Setup) -> Result<(), String> {
 
 #[cfg(not(feature = "http"))]
 async fn serve(setup: Setup) -> Result<(), String> {
-    if setup.http.is_some() || setup.token.is_some() || !setup.origins.is_empty() {
-        let build = "cargo run -p tool-contract-mcp --features http --example support_desk";
-        return Err(format!("--http needs the `http` feature: {build}"));
-    }
     setup.server.serve_stdio().await.map_err(|e| e.to_string())
 }
 
@@ -199,7 +255,11 @@ async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let setup = match server(&args) {
         Ok(setup) => setup,
-        Err(error) => {
+        Err(Asked::Help) => {
+            println!("{USAGE}\n\n{}", HELP.trim());
+            return ExitCode::SUCCESS;
+        }
+        Err(Asked::Wrong(error)) => {
             eprintln!("support_desk: {error}");
             return ExitCode::from(2);
         }

@@ -1,7 +1,8 @@
 //! MCP over streamable HTTP (feature `http`), safe by default as the MCP specification asks: it binds
-//! 127.0.0.1 unless told otherwise, refuses a request whose `Origin` is not one it allows (DNS
-//! rebinding), and requires `Authorization: Bearer <token>` when a token is set. A refused request
-//! reaches no tool. Serving on an address other than loopback needs a token.
+//! 127.0.0.1 unless told otherwise, refuses a request whose `Origin` is neither a loopback origin nor
+//! one it allows (DNS rebinding), and requires `Authorization: Bearer <token>` (the scheme in any case)
+//! when a token is set. A refused request reaches no tool. Serving on an address other than loopback
+//! needs a token, and a token may not be empty.
 
 use std::convert::Infallible;
 use std::io;
@@ -84,6 +85,14 @@ struct Gate {
 impl McpServer {
     /// Binds the HTTP transport; [`HttpServer::serve`] then answers requests.
     pub async fn bind_http(self, options: HttpOptions) -> io::Result<HttpServer> {
+        if let Some(token) = &options.token
+            && (token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()))
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a bearer token is one word of visible characters: an empty one guards nothing",
+            ));
+        }
         if !options.addr.ip().is_loopback() && options.token.is_none() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -143,8 +152,7 @@ impl Gate {
         }
         if let Some(token) = &self.token {
             let given = request.headers().get(AUTHORIZATION).and_then(|value| value.to_str().ok());
-            let expected = format!("Bearer {token}");
-            if !given.is_some_and(|given| same(given.as_bytes(), expected.as_bytes())) {
+            if !given.and_then(bearer).is_some_and(|given| same(given.as_bytes(), token.as_bytes())) {
                 let mut response = refuse(StatusCode::UNAUTHORIZED, "a bearer token is required".to_owned());
                 response.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
                 return response;
@@ -153,7 +161,8 @@ impl Gate {
         self.service.handle(request).await
     }
 
-    /// The server's own loopback origins, and the ones the operator allowed.
+    /// A loopback origin (`localhost`, `127.0.0.1`, `[::1]`, any port: a page the machine's own user
+    /// serves, not a name a rebinding DNS points here), and the ones the operator allowed.
     fn origin_allowed(&self, origin: &str) -> bool {
         if self.origins.iter().any(|allowed| allowed == origin) {
             return true;
@@ -166,6 +175,13 @@ impl Gate {
             .map_or(rest, |(host, port)| if port.bytes().all(|b| b.is_ascii_digit()) { host } else { rest });
         matches!(host, "localhost" | "127.0.0.1" | "[::1]")
     }
+}
+
+/// The credentials of an `Authorization` value in the `Bearer` scheme, whose name is case-insensitive
+/// (RFC 9110, section 11.1).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, credentials) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| credentials.trim_start_matches(' '))
 }
 
 /// Compares without stopping at the first difference, so the time taken tells nothing of the token.
@@ -182,6 +198,17 @@ fn refuse(status: StatusCode, message: String) -> Response<BoxBody<Bytes, Infall
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scheme_is_read_without_case_and_the_token_as_given() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer abc"), Some("abc"));
+        assert_eq!(bearer("BEARER  abc"), Some("abc"));
+        assert_eq!(bearer("Bearer ABC"), Some("ABC"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearerabc"), None);
+        assert_eq!(bearer("abc"), None);
+    }
 
     #[test]
     fn tokens_compare_whole() {

@@ -54,8 +54,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
+    ErrorData, Implementation, ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
@@ -335,15 +336,44 @@ fn report_value(report: Report<Value>, key: String) -> Result<Value, serde_json:
     Ok(Value::Object(fields.into_iter().map(|(name, value)| (name.to_owned(), value)).collect()))
 }
 
-/// A text `_meta` value: absent, or a string of 1 to 256 characters.
+/// The error for a request that reached no handler: a method this server serves whose params did not
+/// read as that method's (invalid params, with serde's reason), or a method it does not serve.
+fn malformed(method: &str, params: Option<Value>) -> ErrorData {
+    const SERVED: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
+    if method == "tools/call" {
+        let why = match serde_json::from_value::<CallToolRequestParams>(params.unwrap_or(Value::Null)) {
+            Err(error) => error.to_string(),
+            // They read now: rmcp refused something else of the request.
+            Ok(_) => "the request does not match the MCP schema".to_owned(),
+        };
+        ErrorData::invalid_params(
+            format!("`tools/call` takes params {{\"name\": a tool's name, \"arguments\": an object}}: {why}"),
+            None,
+        )
+    } else if SERVED.contains(&method) {
+        ErrorData::invalid_params(format!("the params of `{method}` do not match the MCP schema"), None)
+    } else {
+        let method: String = method.chars().take(64).collect();
+        ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, format!("no method `{method}` here"), None)
+    }
+}
+
+/// A text `_meta` value: absent, or a string of 1 to 256 characters, none a control character (it goes
+/// into attempt ids and log lines as it is).
 fn meta_text<'m>(meta: &'m Map<String, Value>, key: &str) -> Result<Option<&'m str>, ErrorData> {
     match meta.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) if !text.is_empty() && text.chars().count() <= MAX_META_LEN => {
+        Some(Value::String(text))
+            if !text.is_empty()
+                && text.chars().count() <= MAX_META_LEN
+                && !text.chars().any(char::is_control) =>
+        {
             Ok(Some(text))
         }
         Some(_) => Err(ErrorData::invalid_params(
-            format!("`_meta` `{key}` must be a string of 1 to {MAX_META_LEN} characters"),
+            format!(
+                "`_meta` `{key}` must be a string of 1 to {MAX_META_LEN} characters, none a control character"
+            ),
             None,
         )),
     }
@@ -395,6 +425,17 @@ impl ServerHandler for McpServer {
             }
         }
         result.map(Into::into)
+    }
+
+    /// A request rmcp could not read as the method it names arrives here: a `tools/call` whose params
+    /// are not `{ "name": ..., "arguments": {...} }` is told what is wrong with them (invalid params),
+    /// not that the method does not exist.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(malformed(&request.method, request.params))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -180,9 +180,11 @@ async fn bad_arguments_are_a_report_an_unknown_tool_an_error() {
     assert!(bad["message"].as_str().unwrap().contains("argument `thread`"), "{bad}");
     let unknown = client.call_tool(params("post_notice", json!({}), Some("t"))).await;
     assert!(unknown.is_err(), "{unknown:?}");
-    let mut wrong_meta = params("count", json!({}), None);
-    wrong_meta.meta = Some(RequestMetaObject::from(Map::from_iter([(TASK_META_KEY.to_owned(), json!(42))])));
-    assert!(client.call_tool(wrong_meta).await.is_err());
+    for wrong in [json!(42), json!(""), json!("a\nb"), json!("x".repeat(257))] {
+        let mut wrong_meta = params("count", json!({}), None);
+        wrong_meta.meta = Some(RequestMetaObject::from(Map::from_iter([(TASK_META_KEY.to_owned(), wrong)])));
+        assert!(client.call_tool(wrong_meta).await.is_err());
+    }
     assert_eq!(thread.bodies.load(Ordering::SeqCst), 0);
     client.cancel().await.unwrap();
 }
@@ -209,4 +211,94 @@ async fn a_cancelled_call_drops_its_attempt() {
     let report = report(&client.call_tool(params("count", json!({}), Some("ticket-8"))).await.unwrap());
     assert_eq!(report["value"], 0);
     client.cancel().await.unwrap();
+}
+
+/// What README and `Builder::instance_id` promise an operator: a stable instance id and a file log
+/// make a call that names no task recognised after the server restarts; a random id does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stable_instance_id_and_a_file_log_outlive_a_restart() {
+    let dir = std::env::temp_dir().join(format!("tc-mcp-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let thread = Arc::new(Thread::default());
+    // One server run: open the log, post without a task, stop, and let go of the log.
+    let run = async |instance: Option<&str>, log: &str| {
+        let mut toolbox = Toolbox::new();
+        toolbox.add_method(Arc::clone(&thread), Thread::post_tool()).unwrap();
+        let journal = tool_contract::FileJournal::open(dir.join(log)).unwrap();
+        let mut builder = McpServer::builder(toolbox).journal(Arc::new(journal));
+        if let Some(instance) = instance {
+            builder = builder.instance_id(instance);
+        }
+        let (server_side, client_side) = tokio::io::duplex(64 * 1024);
+        let serving = tokio::spawn(async move {
+            if let Ok(running) = builder.build().serve(server_side).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let client = ().serve(client_side).await.expect("the client connects");
+        let result =
+            client.call_tool(params("post", json!({ "thread": "t-1", "text": "x" }), None)).await.unwrap();
+        client.cancel().await.unwrap();
+        serving.await.unwrap();
+        report(&result)
+    };
+    let first = run(Some("desk-1"), "stable.log").await;
+    let after_restart = run(Some("desk-1"), "stable.log").await;
+    assert_eq!(thread.bodies.load(Ordering::SeqCst), 1, "{after_restart}");
+    assert_eq!(after_restart["idempotency_key"], first["idempotency_key"]);
+    assert_eq!(after_restart["value"], first["value"]);
+    assert!(after_restart["message"].as_str().unwrap().contains("not repeated"), "{after_restart}");
+
+    run(None, "random.log").await;
+    run(None, "random.log").await;
+    assert_eq!(thread.bodies.load(Ordering::SeqCst), 3, "a random instance is a new task at every start");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Requests rmcp cannot read as the method they name: a `tools/call` with the wrong params is told
+/// what is wrong with them (invalid params, -32602), an unknown method that it does not exist; none
+/// runs anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_tools_call_is_told_what_is_wrong() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let thread = Arc::new(Thread::default());
+    let (_client, server) = connect(Arc::clone(&thread)).await;
+    let (server_side, client_side) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_side).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let (read, mut write) = tokio::io::split(client_side);
+    let mut lines = tokio::io::BufReader::new(read).lines();
+    let mut send = async |line: Value| {
+        write.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    };
+    send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }))
+    .await;
+    lines.next_line().await.unwrap().expect("an initialize answer");
+    send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await;
+    let cases = [
+        (json!({ "name": "post", "arguments": [1, 2] }), -32602, "`tools/call` takes params"),
+        (json!({ "name": "post", "arguments": "hi" }), -32602, "invalid type"),
+        (json!({ "name": 5, "arguments": {} }), -32602, "invalid type"),
+        (json!({ "arguments": {} }), -32602, "missing field `name`"),
+    ];
+    for (id, (params, code, says)) in cases.into_iter().enumerate() {
+        send(json!({ "jsonrpc": "2.0", "id": id + 1, "method": "tools/call", "params": params })).await;
+        let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(answer["id"], json!(id + 1), "{answer}");
+        assert_eq!(answer["error"]["code"], json!(code), "{answer}");
+        assert!(answer["error"]["message"].as_str().unwrap().contains(says), "{params}: {answer}");
+    }
+    send(json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call" })).await;
+    let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(answer["error"]["code"], json!(-32602), "{answer}");
+    send(json!({ "jsonrpc": "2.0", "id": 10, "method": "tools/frobnicate", "params": {} })).await;
+    let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(answer["error"]["code"], json!(-32601), "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("`tools/frobnicate`"), "{answer}");
+    assert_eq!(thread.bodies.load(Ordering::SeqCst), 0);
 }

@@ -9,8 +9,9 @@
 //!
 //! The task of a call comes from rig's [`ToolContext`]: a [`Task`] attached as a scope
 //! (`ToolContext::with_scope(Arc::new(task))`: its budget, attempt log, approver and escalation sink),
-//! else a [`TaskName`] inserted as a context value (run under this adapter's options), else the
-//! adapter's instance id. A [`ToolCallId`] in the context (the model's id for the tool-use block) becomes
+//! else a [`TaskName`] inserted as a context value (run under this adapter's options; each part 1 to
+//! 256 characters, none a control character, or the call is an error rig does not retry and nothing
+//! runs), else the adapter's instance id. A [`ToolCallId`] in the context (the model's id for the tool-use block) becomes
 //! the call's `gen_ai.tool.call.id` (the `tracing` feature of `tool-contract`); rig does not pass its
 //! own to tools.
 //!
@@ -44,7 +45,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use rig_core::completion::message::ToolName;
-use rig_core::tool::{ContextValue, DynamicTool, ToolContext, ToolExecutionError, ToolOutput};
+use rig_core::tool::{ContextValue, DynamicTool, ToolContext, ToolErrorKind, ToolExecutionError, ToolOutput};
 use rig_core::wasm_compat::WasmBoxedFuture;
 use serde::{Deserialize, Serialize};
 use tool_contract::{Journal, MemoryJournal, Task, Toolbox};
@@ -131,7 +132,15 @@ impl RigToolbox {
             let callback = pinned(move |context, arguments| {
                 let shared = Arc::clone(&shared);
                 let task = shared.task(context);
-                Box::pin(async move { shared.call(&task, tool_name, arguments).await })
+                Box::pin(async move {
+                    match task {
+                        Ok(task) => shared.call(&task, tool_name, arguments).await,
+                        // The host's mistake, not the model's: nothing ran, and retrying cannot help.
+                        Err(why) => {
+                            Err(ToolExecutionError::new(ToolErrorKind::Other, why).with_retryable(false))
+                        }
+                    }
+                })
             });
             tools.push(DynamicTool::new_with_context(name, definition.description(), parameters, callback));
         }
@@ -140,24 +149,26 @@ impl RigToolbox {
 }
 
 impl Shared {
-    fn task(&self, context: &ToolContext) -> Arc<Task> {
+    /// The task of a call: the context's, or one named by its [`TaskName`] (each name 1 to 256
+    /// characters, none a control character, as an MCP request's), or the instance's.
+    fn task(&self, context: &ToolContext) -> Result<Arc<Task>, String> {
         let call_id = context.get::<ToolCallId>().ok().flatten();
         if let Some(task) = context.scope::<Task>() {
-            return match call_id {
+            return Ok(match call_id {
                 Some(ToolCallId(id)) => Arc::new(Task::clone(&task).tool_call_id(id)),
                 None => task,
-            };
+            });
         }
         let named = context.get::<TaskName>().ok().flatten();
         let (id, actor) = match &named {
-            Some(name) => (name.task.as_str(), name.actor.as_str()),
+            Some(name) => (checked("task", &name.task)?, checked("actor", &name.actor)?),
             None => (self.instance.as_str(), DEFAULT_ACTOR),
         };
         let task = self.template.new_like(id, actor, self.budget);
-        Arc::new(match call_id {
+        Ok(Arc::new(match call_id {
             Some(ToolCallId(id)) => task.tool_call_id(id),
             None => task,
-        })
+        }))
     }
 
     /// The report's JSON, whatever the outcome: never an error rig could retry.
@@ -177,6 +188,18 @@ impl Shared {
             Err(error) => Ok(ToolOutput::text(format!("{report:?}: {error}"))),
         }
     }
+}
+
+/// A [`TaskName`] part that can name a task: 1 to 256 characters, none a control character (it goes
+/// into attempt ids and log lines as it is).
+fn checked<'t>(part: &str, text: &'t str) -> Result<&'t str, String> {
+    if text.is_empty() || text.chars().count() > 256 || text.chars().any(char::is_control) {
+        return Err(format!(
+            "the TaskName's {part} {:?} is not one: 1 to 256 characters, none a control character",
+            text.chars().take(64).collect::<String>()
+        ));
+    }
+    Ok(text)
 }
 
 type Called<'a> = WasmBoxedFuture<'a, Result<ToolOutput, ToolExecutionError>>;
@@ -216,7 +239,7 @@ mod tests {
         let mut named = ToolContext::default();
         named.insert(TaskName { task: "order-7".to_owned(), actor: "agent:ops".to_owned() }).unwrap();
         named.insert(ToolCallId("toolu_01".to_owned())).unwrap();
-        let task = shared.task(&named);
+        let task = shared.task(&named).unwrap();
         assert_eq!((task.id(), task.actor(), task.call_id()), ("order-7", "agent:ops", Some("toolu_01")));
 
         let mut scoped = ToolContext::default().with_scope(Arc::new(Task::new(
@@ -224,12 +247,21 @@ mod tests {
             "agent:x",
             Duration::from_secs(1),
         )));
-        assert_eq!(shared.task(&scoped).call_id(), None);
+        assert_eq!(shared.task(&scoped).unwrap().call_id(), None);
         scoped.insert(ToolCallId("call_2".to_owned())).unwrap();
-        let task = shared.task(&scoped);
+        let task = shared.task(&scoped).unwrap();
         assert_eq!((task.id(), task.call_id()), ("order-8", Some("call_2")));
 
-        let bare = shared.task(&ToolContext::default());
+        let bare = shared.task(&ToolContext::default()).unwrap();
         assert_eq!((bare.id(), bare.actor(), bare.call_id()), ("rig-test", DEFAULT_ACTOR, None));
+
+        for (task, actor) in
+            [("", "agent"), ("order-9", ""), ("a\nb", "agent"), (&"x".repeat(257)[..], "agent")]
+        {
+            let mut wrong = ToolContext::default();
+            wrong.insert(TaskName { task: task.to_owned(), actor: actor.to_owned() }).unwrap();
+            let why = shared.task(&wrong).err().unwrap_or_else(|| panic!("{task:?} {actor:?} named a task"));
+            assert!(why.contains("1 to 256 characters"), "{why}");
+        }
     }
 }

@@ -95,3 +95,15 @@ async fn every_outcome_is_a_report() {
     let instance = run(&tools[0], &mut anonymous, json!({ "sku": "sku-1" })).await;
     assert!(instance["attempt_id"].as_str().unwrap().starts_with("rig-test-"), "{instance}");
 }
+
+#[tokio::test]
+async fn a_task_name_that_names_nothing_is_an_error_rig_does_not_retry() {
+    let tools = tools();
+    for (task, actor) in [("", "agent:sales"), ("quote-8", "a\u{7}b")] {
+        let mut context = ToolContext::default();
+        context.insert(TaskName { task: task.into(), actor: actor.into() }).unwrap();
+        let error = tools[1].execute_with(&mut context, json!({ "thread": "t-2" })).await.unwrap_err();
+        assert_eq!(error.retryable(), Some(false), "{error:?}");
+        assert!(error.message().contains("TaskName"), "{}", error.message());
+    }
+}

@@ -130,7 +130,8 @@ impl<'a> Run<'a> {
     pub(crate) fn replayed<T>(&self, value: T) -> Report<T> {
         crate::observe::replayed(self.spec);
         let message = format!(
-            "{} already done by attempt {} (recorded in the attempt log); not repeated",
+            "{} already done by attempt {} (recorded in the attempt log); not repeated: the value is that \
+             attempt's, whatever this call's arguments",
             self.spec.name(),
             self.attempt_id
         );

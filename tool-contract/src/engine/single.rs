@@ -57,9 +57,11 @@ where
                     Some(format!("attempt {} is recorded ok but its value is not in the log", run.attempt_id))
                 }
             },
-            LastWord::Unfinished => {
-                Some(format!("attempt {} started in an earlier run and never finished", run.attempt_id))
-            }
+            LastWord::Unfinished => Some(format!(
+                "attempt {} started in an earlier call of this intent and never finished (the call \
+                     was dropped or its process stopped)",
+                run.attempt_id
+            )),
             // An end that applied nothing for sure leaves nothing to resolve.
             LastWord::Ended(_) if recall.last.effect_applied == Some(Applied::No) => None,
             LastWord::Ended(outcome) => Some(format!(
