@@ -5,8 +5,11 @@ use std::panic::AssertUnwindSafe;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+/// A duration in seconds to a tenth, rounded down: "0.9s left" for 999 ms, never "1.0s left" beside a
+/// floor of 1.0s it fails to reach.
 pub(crate) fn secs(d: Duration) -> String {
-    format!("{:.1}s", d.as_secs_f64())
+    let tenths = d.as_millis() / 100;
+    format!("{}.{}s", tenths / 10, tenths % 10)
 }
 
 /// `tokio::time::timeout_at`, with the timer set only once the future has returned `Pending`: a call that
@@ -75,4 +78,25 @@ pub(crate) async fn ready_or_within<F: Future + Unpin>(
     }
     // Boxed: an answer given at once (an embedded store's) does not carry room for a timer.
     Box::pin(tokio::time::timeout(budget(), fut)).await.ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_written_to_a_tenth_rounded_down() {
+        let cases = [
+            (Duration::ZERO, "0.0s"),
+            (Duration::from_millis(99), "0.0s"),
+            (Duration::from_millis(300), "0.3s"),
+            (Duration::from_millis(999), "0.9s"),
+            (Duration::from_secs(1), "1.0s"),
+            (Duration::from_millis(8_150), "8.1s"),
+            (Duration::MAX, "18446744073709551615.9s"),
+        ];
+        for (duration, written) in cases {
+            assert_eq!(secs(duration), written, "{duration:?}");
+        }
+    }
 }
