@@ -359,6 +359,9 @@ async fn arguments_that_do_not_decode_run_nothing_and_name_each_field() {
         assert!(report.message.contains(expected), "{arguments}: {}", report.message);
         assert!(report.message.ends_with("it takes thread, text, priority (optional)"), "{}", report.message);
         assert_eq!(report.value, None);
+        // No intent was formed: not the key of any call, the one with an empty thread included.
+        assert_eq!((report.idempotency_key, report.attempt_id.as_str()), (IntentKey::NONE, ""));
+        assert_ne!(report.idempotency_key, Intent::new("ticket-6", "agent:test", "post", "").key());
         conforms(toolbox.get("post").unwrap(), &report);
     }
     let nested = toolbox

@@ -94,6 +94,11 @@ impl schemars::JsonSchema for IntentKey {
 }
 
 impl IntentKey {
+    /// The key of no intent, 32 zeros: what the report of a call refused before its arguments named an
+    /// intent carries (arguments that do not decode), so it can never be mistaken for a real call's.
+    /// A derived key is this one with odds of one in 2^128.
+    pub const NONE: IntentKey = IntentKey([0; 16]);
+
     /// Derive a key, writing every part straight into the hasher.
     ///
     /// `target` and `slot` take anything that displays, so a tool's typed argument (a thread id, an

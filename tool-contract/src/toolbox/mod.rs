@@ -347,7 +347,8 @@ impl Args {
             outcome: Outcome::Permanent,
             effect_applied: Applied::No,
             attempt_id: String::new(),
-            idempotency_key: task.key(spec, &"", None),
+            // No intent was formed: a key derived from an empty target would be a real call's.
+            idempotency_key: IntentKey::NONE,
             retry_after_s: None,
             deadline_left_s: task.remaining().as_secs(),
             message,
