@@ -246,6 +246,15 @@ pub fn vec_item(ty: &Type) -> Option<&Type> {
 }
 
 /// `T` of `Option<T>`.
+/// `ty` without the parentheses or invisible groups around it.
+pub fn peeled(ty: &Type) -> &Type {
+    match ty {
+        Type::Paren(inner) => peeled(&inner.elem),
+        Type::Group(inner) => peeled(&inner.elem),
+        other => other,
+    }
+}
+
 pub fn option_value(ty: &Type) -> Option<&Type> {
     generic_args("Option", ty)?.next()
 }

@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{GenericParam, Ident, ItemFn, Lifetime, Type};
 
-use crate::ast::{Output, Param, Tool, option_value};
+use crate::ast::{Output, Param, Tool, option_value, peeled};
 use crate::attr::{self, Kind};
 use crate::ctxt::Ctxt;
 use crate::valid;
@@ -579,10 +579,8 @@ enum Lent {
 /// The type a parameter is decoded into: itself, or for `&T` what `T` owns (`String` for `&str`) and
 /// for `Option<&T>` an option of it, with every lifetime `'static` (a decoded value borrows nothing).
 fn owned(ty: &Type) -> (Type, Lent) {
-    match ty {
+    match peeled(ty) {
         Type::Reference(reference) => (owned_of(&reference.elem), Lent::Ref),
-        Type::Paren(inner) => owned(&inner.elem),
-        Type::Group(inner) => owned(&inner.elem),
         other => match option_value(other).map(peeled) {
             Some(Type::Reference(reference)) => {
                 let elem = owned_of(&reference.elem);
@@ -597,15 +595,6 @@ fn owned(ty: &Type) -> (Type, Lent) {
 fn owned_of(elem: &Type) -> Type {
     let elem = with_static_lifetimes(elem);
     syn::parse_quote!(<#elem as ::std::borrow::ToOwned>::Owned)
-}
-
-/// `ty` without the parentheses or invisible groups around it.
-fn peeled(ty: &Type) -> &Type {
-    match ty {
-        Type::Paren(inner) => peeled(&inner.elem),
-        Type::Group(inner) => peeled(&inner.elem),
-        other => other,
-    }
 }
 
 fn with_static_lifetimes(ty: &Type) -> Type {

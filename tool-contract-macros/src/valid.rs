@@ -4,7 +4,7 @@ use proc_macro2::Span;
 
 use syn::ext::IdentExt;
 
-use crate::ast::{Output, Tool, has_impl_trait, option_value, vec_item};
+use crate::ast::{Output, Tool, has_impl_trait, option_value, peeled, vec_item};
 use crate::attr::{
     BULK, DEDUPE, DESCRIPTION, EFFECT, Given, Key, Kind, NAME, PROBE, SLOT, TARGET, name_problem, written,
 };
@@ -367,11 +367,9 @@ fn element(ty: &syn::Type) -> Option<&syn::Type> {
 /// The `'static` of a parameter lent for `'static` (`&'static T`, `Option<&'static T>`), which no
 /// decoded argument can be, and the type to take instead (`&T`, `Option<&T>`).
 fn lent_for_static(ty: &syn::Type) -> Option<(&syn::Lifetime, String)> {
-    let (lent, in_option) = match ty {
-        syn::Type::Paren(inner) => return lent_for_static(&inner.elem),
-        syn::Type::Group(inner) => return lent_for_static(&inner.elem),
+    let (lent, in_option) = match peeled(ty) {
         syn::Type::Reference(reference) => (reference, false),
-        other => match option_value(other)? {
+        other => match option_value(other).map(peeled)? {
             syn::Type::Reference(reference) => (reference, true),
             _ => return None,
         },
