@@ -135,3 +135,48 @@ async fn a_public_address_needs_a_token() {
         assert!(refused.err().is_some_and(|e| e.to_string().contains("one word")), "{empty:?}");
     }
 }
+
+/// An allowed origin is compared as a browser sends it (lowercase, no trailing `/`), whatever case or
+/// slash the operator wrote; what is not an origin is refused at start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowed_origins_are_compared_as_browsers_send_them() {
+    let options = HttpOptions::default()
+        .addr(([127, 0, 0, 1], 0).into())
+        .allow_origin("https://App.Example.com/")
+        .allow_origin("HTTPS://other.example.com:8443");
+    let addr = start(options).await;
+    let post = |origin| Post { addr, path: "/mcp", origin: Some(origin), token: None, session: None };
+    for (origin, status) in [
+        ("https://app.example.com", 200),
+        ("https://other.example.com:8443", 200),
+        ("https://other.example.com", 403),
+        ("https://app.example.com.evil.example", 403),
+    ] {
+        assert_eq!(post(origin).send(&initialize()).await.status().as_u16(), status, "{origin}");
+    }
+    for wrong in ["app.example.com", "https://app.example.com/path", "https://", "ftp://app.example.com"] {
+        let server = McpServer::builder(Toolbox::new()).build();
+        let options = HttpOptions::default().addr(([127, 0, 0, 1], 0).into()).allow_origin(wrong);
+        let refused = server.bind_http(options).await;
+        assert!(refused.err().is_some_and(|e| e.to_string().contains("an origin is")), "{wrong}");
+    }
+}
+
+/// A connection that sends part of a request's headers and then nothing is closed when the header
+/// timeout passes, and the server goes on answering others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_stops_mid_headers_is_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let options = HttpOptions::default()
+        .addr(([127, 0, 0, 1], 0).into())
+        .header_read_timeout(std::time::Duration::from_millis(200));
+    let addr = start(options).await;
+    let mut stalled = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stalled.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
+    let mut rest = Vec::new();
+    let closed =
+        tokio::time::timeout(std::time::Duration::from_secs(10), stalled.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "the stalled connection is still open after 10 s");
+    let post = Post { addr, path: "/mcp", origin: None, token: None, session: None };
+    assert_eq!(post.send(&initialize()).await.status().as_u16(), 200);
+}

@@ -141,7 +141,7 @@ list_notices (read), post_notice (send, probed) and delete_notice (destructive, 
                       with --log, a stable id makes their keys survive a restart
   --http ADDR         serve streamable HTTP at /mcp (feature `http`)
   --token T           require `Authorization: Bearer T` (with --http)
-  --allow-origin O    let a browser page from O call it (with --http)
+  --allow-origin O    let a browser page from O (http(s)://host[:port]) call it (with --http)
 ";
 
 /// The longest budget a call may be given: a year.

@@ -8,6 +8,7 @@ use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
@@ -29,6 +30,7 @@ pub struct HttpOptions {
     path: String,
     origins: Vec<String>,
     token: Option<String>,
+    header_timeout: Duration,
 }
 
 impl Default for HttpOptions {
@@ -38,6 +40,7 @@ impl Default for HttpOptions {
             path: "/mcp".to_owned(),
             origins: Vec::new(),
             token: None,
+            header_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -55,8 +58,9 @@ impl HttpOptions {
         self
     }
 
-    /// An `Origin` a browser page may call from, exactly as the browser sends it
-    /// (`https://app.example.com`). Requests without `Origin` (not from a browser) always pass this check.
+    /// An `Origin` a browser page may call from: `scheme://host[:port]` (`https://app.example.com`),
+    /// compared without case and without a trailing `/`; anything else is refused by
+    /// [`McpServer::bind_http`]. Requests without `Origin` (not from a browser) always pass this check.
     pub fn allow_origin(mut self, origin: impl Into<String>) -> HttpOptions {
         self.origins.push(origin.into());
         self
@@ -67,6 +71,22 @@ impl HttpOptions {
         self.token = Some(token.into());
         self
     }
+
+    /// How long a connection may take to send a request's headers before it is closed (default 30 s):
+    /// a client that opens connections and sends nothing cannot hold them.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> HttpOptions {
+        self.header_timeout = timeout;
+        self
+    }
+}
+
+/// An allowed origin as [`Gate::origin_allowed`] compares it: lowercase, no trailing `/`; `None` for
+/// what is not `http(s)://host[:port]`.
+fn origin_key(origin: &str) -> Option<String> {
+    let origin = origin.strip_suffix('/').unwrap_or(origin).to_ascii_lowercase();
+    let host = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"))?;
+    let bare = !host.is_empty() && !host.contains(['/', '?', '#', '@', ' ']);
+    bare.then_some(origin)
 }
 
 /// A bound HTTP transport, ready to serve.
@@ -77,8 +97,10 @@ pub struct HttpServer {
 
 struct Gate {
     path: String,
+    /// The allowed origins as `origin_key` writes them.
     origins: Vec<String>,
     token: Option<String>,
+    header_timeout: Duration,
     service: StreamableHttpService<McpServer, LocalSessionManager>,
 }
 
@@ -102,6 +124,18 @@ impl McpServer {
                 ),
             ));
         }
+        let origins = options
+            .origins
+            .iter()
+            .map(|origin| {
+                origin_key(origin).ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("allowed origin {origin:?}: an origin is http(s)://host[:port], as a browser sends it"),
+                    )
+                })
+            })
+            .collect::<io::Result<Vec<_>>>()?;
         let listener = TcpListener::bind(options.addr).await?;
         let mut config = StreamableHttpServerConfig::default();
         if !options.addr.ip().is_loopback() {
@@ -110,7 +144,13 @@ impl McpServer {
         }
         let server = self;
         let service = StreamableHttpService::new(move || Ok(server.clone()), Arc::default(), config);
-        let gate = Gate { path: options.path, origins: options.origins, token: options.token, service };
+        let gate = Gate {
+            path: options.path,
+            origins,
+            token: options.token,
+            header_timeout: options.header_timeout,
+            service,
+        };
         Ok(HttpServer { listener, gate: Arc::new(gate) })
     }
 }
@@ -121,17 +161,40 @@ impl HttpServer {
         self.listener.local_addr()
     }
 
-    /// Answers requests until the future is dropped.
+    /// Answers requests until the future is dropped. A failed accept is waited out, never the end: a
+    /// client that opens connections until the process has no file descriptor left stops nothing but
+    /// its own connections, which close when they send no headers in time.
     pub async fn serve(self) -> io::Result<()> {
         loop {
-            let (stream, _) = self.listener.accept().await?;
+            let stream = match self.listener.accept().await {
+                Ok((stream, _)) => stream,
+                // Gone before it was accepted: on to the next.
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        io::ErrorKind::ConnectionAborted
+                            | io::ErrorKind::ConnectionReset
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue;
+                }
+                // Out of file descriptors or memory: wait for connections to close.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
             let gate = Arc::clone(&self.gate);
             tokio::spawn(async move {
+                let timeout = gate.header_timeout;
                 let service = hyper::service::service_fn(move |request| {
                     let gate = Arc::clone(&gate);
                     async move { Ok::<_, Infallible>(gate.answer(request).await) }
                 });
                 let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(timeout)
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
             });
@@ -164,7 +227,7 @@ impl Gate {
     /// A loopback origin (`localhost`, `127.0.0.1`, `[::1]`, any port: a page the machine's own user
     /// serves, not a name a rebinding DNS points here), and the ones the operator allowed.
     fn origin_allowed(&self, origin: &str) -> bool {
-        if self.origins.iter().any(|allowed| allowed == origin) {
+        if origin_key(origin).is_some_and(|origin| self.origins.contains(&origin)) {
             return true;
         }
         let Some(rest) = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) else {
@@ -208,6 +271,15 @@ mod tests {
         assert_eq!(bearer("Basic abc"), None);
         assert_eq!(bearer("Bearerabc"), None);
         assert_eq!(bearer("abc"), None);
+    }
+
+    #[test]
+    fn origins_are_keyed_as_browsers_send_them() {
+        assert_eq!(origin_key("https://App.Example.com/").as_deref(), Some("https://app.example.com"));
+        assert_eq!(origin_key("http://127.0.0.1:5173").as_deref(), Some("http://127.0.0.1:5173"));
+        for wrong in ["app.example.com", "https://", "https://a/b", "https://a?b", "https://u@a", "null"] {
+            assert_eq!(origin_key(wrong), None, "{wrong}");
+        }
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! A [`Toolbox`] as rig tools: each tool a [`DynamicTool`] whose output is the report's JSON for every
 //! outcome.
 //!
-//! rig retries a tool call that fails with a retryable error, timeouts among them: on a side effect
-//! whose reply was lost, that retry is the duplicate this project exists to stop. So no outcome reaches
-//! rig as an error. `unknown`, `retryable` and `permanent` are reports the model reads, with the effect
+//! rig marks a tool error retryable (a timeout is, by default) for whatever drives the agent loop to act
+//! on: a host's retry policy, a hook, the model. On a side effect whose reply was lost, acting on that
+//! mark is the duplicate this project exists to stop. So no outcome reaches rig as an error. `unknown`, `retryable` and `permanent` are reports the model reads, with the effect
 //! said separately, and the engine has already probed, waited and retried as the tool's effect kind
 //! allows.
 //!
@@ -48,7 +48,7 @@ use rig_core::completion::message::ToolName;
 use rig_core::tool::{ContextValue, DynamicTool, ToolContext, ToolErrorKind, ToolExecutionError, ToolOutput};
 use rig_core::wasm_compat::WasmBoxedFuture;
 use serde::{Deserialize, Serialize};
-use tool_contract::{Journal, MemoryJournal, Task, Toolbox};
+use tool_contract::{Approve, Escalate, Journal, MemoryJournal, Task, Toolbox};
 
 /// The task and actor of a call, as a rig context value (key `dev.tool-contract/task`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,8 +78,11 @@ pub const DEFAULT_ACTOR: &str = "rig-agent";
 /// The adapter's options, and the tools it makes.
 pub struct RigToolbox {
     toolbox: Toolbox,
+    template: Option<Task>,
     budget: Duration,
     journal: Option<Arc<dyn Journal>>,
+    approver: Option<Box<dyn FnOnce(Task) -> Task + Send>>,
+    escalation: Option<Box<dyn FnOnce(Task) -> Task + Send>>,
     instance: Option<String>,
 }
 
@@ -93,7 +96,15 @@ struct Shared {
 impl RigToolbox {
     /// The adapter for `toolbox`: 60 s per call, an attempt log in memory, a random instance id.
     pub fn new(toolbox: Toolbox) -> RigToolbox {
-        RigToolbox { toolbox, budget: Duration::from_secs(60), journal: None, instance: None }
+        RigToolbox {
+            toolbox,
+            template: None,
+            budget: Duration::from_secs(60),
+            journal: None,
+            approver: None,
+            escalation: None,
+            instance: None,
+        }
     }
 
     /// Each call's budget when the context carries no [`Task`].
@@ -102,9 +113,30 @@ impl RigToolbox {
         self
     }
 
-    /// The attempt log of calls whose context carries no [`Task`].
+    /// Calls whose context carries no [`Task`] share `task`'s attempt log, approver and escalation
+    /// sink, its turns and retry budgets, as a library user's calls of that task would (what the other
+    /// options set is applied on top).
+    pub fn like(mut self, task: &Task) -> RigToolbox {
+        self.template = Some(task.new_like("", "", Duration::ZERO));
+        self
+    }
+
+    /// The attempt log of calls whose context carries no [`Task`] (default: one in memory).
     pub fn journal(mut self, journal: Arc<dyn Journal>) -> RigToolbox {
         self.journal = Some(journal);
+        self
+    }
+
+    /// Who says yes or no before a second attempt of a `money` tool, for calls whose context carries
+    /// no [`Task`]: without one such a call stops after its first attempt.
+    pub fn approver(mut self, approver: impl Approve + 'static) -> RigToolbox {
+        self.approver = Some(Box::new(move |task: Task| task.approver(approver)));
+        self
+    }
+
+    /// Where the unresolved outcomes of calls whose context carries no [`Task`] go.
+    pub fn escalate_to(mut self, sink: impl Escalate + 'static) -> RigToolbox {
+        self.escalation = Some(Box::new(move |task: Task| task.escalate_to(sink)));
         self
     }
 
@@ -116,9 +148,22 @@ impl RigToolbox {
 
     /// One rig tool per toolbox tool, sorted by name.
     pub fn tools(self) -> Vec<DynamicTool> {
-        let journal = self.journal.unwrap_or_else(|| Arc::new(MemoryJournal::new()));
+        let mut template = match (self.template, self.journal) {
+            (Some(template), None) => template,
+            (Some(template), Some(journal)) => template.journal(journal),
+            (None, journal) => {
+                let journal = journal.unwrap_or_else(|| Arc::new(MemoryJournal::new()));
+                Task::new("", "", Duration::ZERO).journal(journal)
+            }
+        };
+        if let Some(approver) = self.approver {
+            template = approver(template);
+        }
+        if let Some(escalation) = self.escalation {
+            template = escalation(template);
+        }
         let shared = Arc::new(Shared {
-            template: Task::new("", "", Duration::ZERO).journal(journal),
+            template,
             budget: self.budget,
             instance: self.instance.unwrap_or_else(random_instance),
             toolbox: self.toolbox,

@@ -107,3 +107,65 @@ async fn a_task_name_that_names_nothing_is_an_error_rig_does_not_retry() {
         assert!(error.message().contains("TaskName"), "{}", error.message());
     }
 }
+
+static CHARGED: AtomicU32 = AtomicU32::new(0);
+
+/// Charge a card; the first attempt's reply is lost before the charge lands.
+#[tool(effect = "money", probe = charge_landed, target = card)]
+async fn charge_card(
+    /// The card.
+    card: String,
+) -> Result<u64, Class> {
+    let _ = card;
+    if CHARGED.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
+        return Err(Class::unknown("connection reset before the charge was made"));
+    }
+    Ok(4200)
+}
+
+/// The charge was never made on a first attempt.
+async fn charge_landed(_: &String, _: IntentKey) -> Probe<u64> {
+    Probe::NotLanded
+}
+
+#[tokio::test]
+async fn the_adapters_approver_and_sink_serve_calls_named_by_a_task_name() {
+    use std::sync::Mutex;
+    use tool_contract::{Approval, ApprovalRequest, Escalation};
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let escalated = Arc::new(AtomicU32::new(0));
+    let mut toolbox = Toolbox::new();
+    toolbox.add(charge_card_tool()).unwrap();
+    let asked_by = Arc::clone(&asked);
+    let tools = RigToolbox::new(toolbox)
+        .budget(Duration::from_secs(5))
+        .approver(move |request: ApprovalRequest| {
+            asked_by.lock().unwrap().push(request.next_attempt);
+            async { Approval::Approved }
+        })
+        .tools();
+    let mut context = ToolContext::default();
+    context.insert(TaskName { task: "invoice-1".into(), actor: "agent:billing".into() }).unwrap();
+    let report = run(&tools[0], &mut context, json!({ "card": "card-42" })).await;
+    assert_eq!((report["outcome"].as_str(), report["value"].as_u64()), (Some("ok"), Some(4200)), "{report}");
+    assert_eq!(*asked.lock().unwrap(), [2], "asked once, before the second attempt");
+    assert_eq!(CHARGED.load(Ordering::SeqCst), 2);
+
+    // Without an approver the adapter's calls stop after the first attempt, say why, and hand the call
+    // to the adapter's escalation sink.
+    let mut toolbox = Toolbox::new();
+    toolbox.add(charge_card_tool()).unwrap();
+    let escalated_to = Arc::clone(&escalated);
+    let tools = RigToolbox::new(toolbox)
+        .budget(Duration::from_secs(5))
+        .escalate_to(move |escalation: Escalation| {
+            assert_eq!(escalation.task, "invoice-1");
+            escalated_to.fetch_add(1, Ordering::SeqCst);
+            async {}
+        })
+        .tools();
+    let report = run(&tools[0], &mut context, json!({ "card": "card-43" })).await;
+    assert_eq!(report["outcome"], "retryable", "{report}");
+    assert!(report["message"].as_str().unwrap().contains("needs an approver"), "{report}");
+    assert_eq!((CHARGED.load(Ordering::SeqCst), escalated.load(Ordering::SeqCst)), (3, 1), "{report}");
+}
