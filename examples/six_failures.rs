@@ -5,7 +5,13 @@
 //! cargo run --release --bin six-failures            # a table
 //! cargo run --release --bin six-failures -- --json  # one JSON object per scenario
 //! cargo run --release --bin six-failures -- --trace # the table, and every call's spans on stderr
+//! cargo run --release --bin six-failures --features mcp -- --mcp  # each call through the MCP server
 //! ```
+//!
+//! With `--mcp` every call of a scenario goes through an `McpServer` over the same tools, called by
+//! rmcp's client over an in-memory pipe with the task named in the request's `_meta`: a server per
+//! call, each sharing the task's attempt log and turns, as replicas or a restarted server would. The
+//! verdicts must be the same.
 //!
 //! Exit code 0 only when all six pass.
 
@@ -152,6 +158,83 @@ async fn invite(task: Task, service: FakeService, recipients: Vec<String>) -> Re
     desk.send_invites(&task, "launch-list".to_owned(), recipients).await
 }
 
+/// The same calls through the MCP server.
+#[cfg(feature = "mcp")]
+mod over_mcp {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, RequestMetaObject};
+    use serde_json::{Map, Value, json};
+    use tool_contract::testing::FakeService;
+    use tool_contract::{Report, Task, Toolbox};
+    use tool_contract_mcp::{ACTOR_META_KEY, McpServer, TASK_META_KEY};
+
+    use super::{Notices, notices};
+
+    /// One `tools/call` through a server of its own that shares `task`'s log, approver and turns.
+    async fn call(task: &Task, desk: Notices, tool: &str, arguments: Value) -> Report<Value> {
+        let desk = std::sync::Arc::new(desk);
+        let mut toolbox = Toolbox::new();
+        let added = toolbox
+            .add_method(std::sync::Arc::clone(&desk), Notices::post_notice_tool())
+            .and_then(|toolbox| toolbox.add_method(desk, Notices::send_invites_tool()));
+        if let Err(error) = added {
+            return refused(task, &error.to_string());
+        }
+        let server = McpServer::builder(toolbox).like(task).budget(task.remaining()).build();
+        let (server_side, client_side) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(async move {
+            if let Ok(running) = server.serve(server_side).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let client = match ().serve(client_side).await {
+            Ok(client) => client,
+            Err(error) => return refused(task, &format!("the MCP client did not connect: {error}")),
+        };
+        let Value::Object(arguments) = arguments else { return refused(task, "arguments are an object") };
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let meta = Map::from_iter([
+            (TASK_META_KEY.to_owned(), json!(task.id())),
+            (ACTOR_META_KEY.to_owned(), json!(task.actor())),
+        ]);
+        params.meta = Some(RequestMetaObject::from(meta));
+        let result = client.call_tool(params).await;
+        let _ = client.cancel().await;
+        let report = result
+            .map_err(|error| error.to_string())
+            .and_then(|result| result.structured_content.ok_or_else(|| "no structured content".to_owned()))
+            .and_then(|content| serde_json::from_value(content).map_err(|error| error.to_string()));
+        report.unwrap_or_else(|why| refused(task, &format!("no report over MCP: {why}")))
+    }
+
+    /// A report that fails the scenario and says why: the MCP layer, not the tool, went wrong.
+    fn refused(task: &Task, why: &str) -> Report<Value> {
+        Report {
+            outcome: tool_contract::Outcome::Permanent,
+            effect_applied: tool_contract::Applied::Unknown,
+            attempt_id: String::new(),
+            idempotency_key: tool_contract::IntentKey::NONE,
+            retry_after_s: None,
+            deadline_left_s: task.remaining().as_secs(),
+            message: why.to_owned(),
+            value: None,
+            items: Vec::new(),
+        }
+    }
+
+    pub async fn post(task: Task, service: FakeService) -> Report<u64> {
+        let (_server, desk) = notices(service).await;
+        let arguments = json!({ "thread": "thread-9", "text": "your refund was sent" });
+        call(&task, desk, "post_notice", arguments).await.map(|value| value.as_u64().unwrap_or_default())
+    }
+
+    pub async fn invite(task: Task, service: FakeService, recipients: Vec<String>) -> Report<()> {
+        let (_server, desk) = notices(service).await;
+        let arguments = json!({ "list": "launch-list", "recipients": recipients });
+        call(&task, desk, "send_invites", arguments).await.map(|_| ())
+    }
+}
+
 fn table(verdicts: &[Verdict]) {
     let probe = |v: &Verdict| match serde_json::to_value(v.probe) {
         Ok(serde_json::Value::String(mark)) => mark,
@@ -181,24 +264,39 @@ fn table(verdicts: &[Verdict]) {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let json = match std::env::args().nth(1).as_deref() {
-        None => false,
-        Some("--json") => true,
-        Some("--trace") => {
-            // Each span printed when it closes, with its fields: `execute_tool` per call, `attempt` and
-            // `probe` inside it, and the events (waits, refusals, escalations, replays).
-            tracing_subscriber::fmt()
-                .with_writer(std::io::stderr)
-                .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
-                .with_target(false)
-                .init();
-            false
+    const USAGE: &str = "usage: six-failures [--json | --trace] [--mcp]";
+    let (mut json, mut mcp) = (false, false);
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--json" => json = true,
+            "--trace" => {
+                // Each span printed when it closes, with its fields: `execute_tool` per call, `attempt`
+                // and `probe` inside it, and the events (waits, refusals, escalations, replays).
+                tracing_subscriber::fmt()
+                    .with_writer(std::io::stderr)
+                    .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+                    .with_target(false)
+                    .init();
+            }
+            "--mcp" if cfg!(feature = "mcp") => mcp = true,
+            "--mcp" => {
+                eprintln!(
+                    "six-failures: --mcp needs the `mcp` feature: cargo run --release --bin six-failures --features mcp -- --mcp"
+                );
+                return ExitCode::from(2);
+            }
+            "--help" | "-h" => {
+                println!(
+                    "{USAGE}\n\nThe six classic failures against a notice tool over loopback HTTP; exit 0 when all pass."
+                );
+                return ExitCode::SUCCESS;
+            }
+            other => {
+                eprintln!("six-failures: unknown argument `{other}`\n{USAGE}");
+                return ExitCode::from(2);
+            }
         }
-        Some(other) => {
-            eprintln!("six-failures: unknown argument `{other}`\nusage: six-failures [--json | --trace]");
-            return ExitCode::from(2);
-        }
-    };
+    }
     let nonce =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
     let log_path = std::env::temp_dir().join(format!("six-failures-{}-{nonce}.jsonl", std::process::id()));
@@ -209,13 +307,17 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let verdicts = Conformance::new(EffectKind::Send, post)
-        .bulk(invite)
-        .timing(Timing::REAL)
-        .journal(journal)
-        .task_prefix("six-failures")
-        .run()
-        .await;
+    let verdicts = if mcp {
+        run_over_mcp(journal).await
+    } else {
+        Conformance::new(EffectKind::Send, post)
+            .bulk(invite)
+            .timing(Timing::REAL)
+            .journal(journal)
+            .task_prefix("six-failures")
+            .run()
+            .await
+    };
     if json {
         for v in &verdicts {
             let line = serde_json::json!({
@@ -238,4 +340,22 @@ async fn main() -> ExitCode {
     eprintln!("attempt log: {}", log_path.display());
     eprintln!("read it:     cargo run -q --bin tool-contract -- log {}", log_path.display());
     if verdicts.iter().all(|v| v.pass) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+#[cfg(feature = "mcp")]
+async fn run_over_mcp(journal: Arc<FileJournal>) -> Vec<Verdict> {
+    Conformance::new(EffectKind::Send, over_mcp::post)
+        .bulk(over_mcp::invite)
+        .timing(Timing::REAL)
+        .journal(journal)
+        .task_prefix("six-failures-mcp")
+        .run()
+        .await
+}
+
+#[cfg(not(feature = "mcp"))]
+async fn run_over_mcp(_: Arc<FileJournal>) -> Vec<Verdict> {
+    // Refused with the arguments already; kept whole rather than trusted to that.
+    eprintln!("six-failures: --mcp needs the `mcp` feature");
+    std::process::exit(2)
 }

@@ -58,7 +58,41 @@ fn the_demonstration_passes_all_six_and_prints_one_json_object_per_scenario() {
 fn an_unknown_argument_is_a_usage_error() {
     let out = Command::new(env!("CARGO_BIN_EXE_six-failures")).arg("--yaml").output().expect("the demo runs");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("usage: six-failures [--json | --trace]"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("usage: six-failures [--json | --trace] [--mcp]"));
+    let help =
+        Command::new(env!("CARGO_BIN_EXE_six-failures")).arg("--help").output().expect("the demo runs");
+    assert!(
+        help.status.success() && String::from_utf8_lossy(&help.stdout).starts_with("usage: six-failures")
+    );
+}
+
+/// The fault kit's MCP mode as a user runs it: every call through the MCP server, the same verdicts.
+#[cfg(feature = "mcp")]
+#[test]
+fn over_mcp_the_six_pass_too() {
+    let out = Command::new(env!("CARGO_BIN_EXE_six-failures"))
+        .args(["--mcp", "--json"])
+        .output()
+        .expect("the demo runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> =
+        stdout.lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect();
+    assert_eq!(lines.len(), 6);
+    assert!(lines.iter().all(|line| line["pass"] == true), "{stdout}");
+    assert_eq!(
+        (lines[0]["probe"].as_str(), lines[0]["effects_at_service"].as_u64()),
+        (Some("landed"), Some(1))
+    );
+    assert_eq!(lines[1]["effects_at_service"], 1, "duplicate delivery over MCP: one effect");
+}
+
+#[cfg(not(feature = "mcp"))]
+#[test]
+fn without_its_feature_the_mcp_mode_says_how_to_build_it() {
+    let out = Command::new(env!("CARGO_BIN_EXE_six-failures")).arg("--mcp").output().expect("the demo runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--features mcp"));
 }
 
 #[test]
