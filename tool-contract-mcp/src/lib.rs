@@ -61,7 +61,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
-use tool_contract::{Approve, Escalate, IntentKey, Journal, MemoryJournal, Outcome, Report, Task, Toolbox};
+use tool_contract::{Approve, Escalate, IntentKey, Journal, Outcome, Report, Task, TaskTemplate, Toolbox};
 
 /// The request `_meta` key that names the task a call works for (its durable identity: the order, the
 /// ticket).
@@ -103,11 +103,8 @@ struct Inner {
 /// The options of an [`McpServer`]: the same a library user gives a `Task`.
 pub struct Builder {
     toolbox: Toolbox,
-    template: Option<Task>,
+    template: TaskTemplate,
     budget: Duration,
-    journal: Option<Arc<dyn Journal>>,
-    approver: Option<Box<dyn FnOnce(Task) -> Task + Send>>,
-    escalation: Option<Box<dyn FnOnce(Task) -> Task + Send>>,
     instance: Option<String>,
     name: String,
     version: String,
@@ -123,25 +120,25 @@ impl Builder {
     /// Every call shares `task`'s attempt log, approver and escalation sink, as a library user's calls
     /// of that task would (what the other options set is applied on top).
     pub fn like(mut self, task: &Task) -> Builder {
-        self.template = Some(task.new_like("", "", Duration::ZERO));
+        self.template = self.template.like(task);
         self
     }
 
     /// The attempt log every call writes ahead (default: one in memory, for the process's lifetime).
     pub fn journal(mut self, journal: Arc<dyn Journal>) -> Builder {
-        self.journal = Some(journal);
+        self.template = self.template.journal(journal);
         self
     }
 
     /// Who says yes or no before a second attempt of a `money` tool.
     pub fn approver(mut self, approver: impl Approve + 'static) -> Builder {
-        self.approver = Some(Box::new(move |task: Task| task.approver(approver)));
+        self.template = self.template.approver(approver);
         self
     }
 
     /// Where unresolved outcomes go.
     pub fn escalate_to(mut self, sink: impl Escalate + 'static) -> Builder {
-        self.escalation = Some(Box::new(move |task: Task| task.escalate_to(sink)));
+        self.template = self.template.escalate_to(sink);
         self
     }
 
@@ -162,20 +159,7 @@ impl Builder {
 
     /// The server.
     pub fn build(self) -> McpServer {
-        let mut template = match (self.template, self.journal) {
-            (Some(template), None) => template,
-            (Some(template), Some(journal)) => template.journal(journal),
-            (None, journal) => {
-                let journal = journal.unwrap_or_else(|| Arc::new(MemoryJournal::new()));
-                Task::new("", "", Duration::ZERO).journal(journal)
-            }
-        };
-        if let Some(approver) = self.approver {
-            template = approver(template);
-        }
-        if let Some(escalation) = self.escalation {
-            template = escalation(template);
-        }
+        let template = self.template.build();
         let tools = self.toolbox.definitions().iter().map(tool).collect();
         McpServer {
             inner: Arc::new(Inner {
@@ -217,11 +201,8 @@ impl McpServer {
     pub fn builder(toolbox: Toolbox) -> Builder {
         Builder {
             toolbox,
-            template: None,
+            template: TaskTemplate::default(),
             budget: Duration::from_secs(60),
-            journal: None,
-            approver: None,
-            escalation: None,
             instance: None,
             name: "tool-contract-mcp".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),

@@ -48,7 +48,7 @@ use rig_core::completion::message::ToolName;
 use rig_core::tool::{ContextValue, DynamicTool, ToolContext, ToolErrorKind, ToolExecutionError, ToolOutput};
 use rig_core::wasm_compat::WasmBoxedFuture;
 use serde::{Deserialize, Serialize};
-use tool_contract::{Approve, Escalate, Journal, MemoryJournal, Task, Toolbox};
+use tool_contract::{Approve, Escalate, Journal, Task, TaskTemplate, Toolbox};
 
 /// The task and actor of a call, as a rig context value (key `dev.tool-contract/task`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,11 +78,8 @@ pub const DEFAULT_ACTOR: &str = "rig-agent";
 /// The adapter's options, and the tools it makes.
 pub struct RigToolbox {
     toolbox: Toolbox,
-    template: Option<Task>,
+    template: TaskTemplate,
     budget: Duration,
-    journal: Option<Arc<dyn Journal>>,
-    approver: Option<Box<dyn FnOnce(Task) -> Task + Send>>,
-    escalation: Option<Box<dyn FnOnce(Task) -> Task + Send>>,
     instance: Option<String>,
 }
 
@@ -98,11 +95,8 @@ impl RigToolbox {
     pub fn new(toolbox: Toolbox) -> RigToolbox {
         RigToolbox {
             toolbox,
-            template: None,
+            template: TaskTemplate::default(),
             budget: Duration::from_secs(60),
-            journal: None,
-            approver: None,
-            escalation: None,
             instance: None,
         }
     }
@@ -117,26 +111,26 @@ impl RigToolbox {
     /// sink, its turns and retry budgets, as a library user's calls of that task would (what the other
     /// options set is applied on top).
     pub fn like(mut self, task: &Task) -> RigToolbox {
-        self.template = Some(task.new_like("", "", Duration::ZERO));
+        self.template = self.template.like(task);
         self
     }
 
     /// The attempt log of calls whose context carries no [`Task`] (default: one in memory).
     pub fn journal(mut self, journal: Arc<dyn Journal>) -> RigToolbox {
-        self.journal = Some(journal);
+        self.template = self.template.journal(journal);
         self
     }
 
     /// Who says yes or no before a second attempt of a `money` tool, for calls whose context carries
     /// no [`Task`]: without one such a call stops after its first attempt.
     pub fn approver(mut self, approver: impl Approve + 'static) -> RigToolbox {
-        self.approver = Some(Box::new(move |task: Task| task.approver(approver)));
+        self.template = self.template.approver(approver);
         self
     }
 
     /// Where the unresolved outcomes of calls whose context carries no [`Task`] go.
     pub fn escalate_to(mut self, sink: impl Escalate + 'static) -> RigToolbox {
-        self.escalation = Some(Box::new(move |task: Task| task.escalate_to(sink)));
+        self.template = self.template.escalate_to(sink);
         self
     }
 
@@ -148,22 +142,8 @@ impl RigToolbox {
 
     /// One rig tool per toolbox tool, sorted by name.
     pub fn tools(self) -> Vec<DynamicTool> {
-        let mut template = match (self.template, self.journal) {
-            (Some(template), None) => template,
-            (Some(template), Some(journal)) => template.journal(journal),
-            (None, journal) => {
-                let journal = journal.unwrap_or_else(|| Arc::new(MemoryJournal::new()));
-                Task::new("", "", Duration::ZERO).journal(journal)
-            }
-        };
-        if let Some(approver) = self.approver {
-            template = approver(template);
-        }
-        if let Some(escalation) = self.escalation {
-            template = escalation(template);
-        }
         let shared = Arc::new(Shared {
-            template,
+            template: self.template.build(),
             budget: self.budget,
             instance: self.instance.unwrap_or_else(random_instance),
             toolbox: self.toolbox,

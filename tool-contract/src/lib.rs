@@ -98,7 +98,9 @@ pub use key::{Intent, IntentKey};
 pub use probe::{NoProbe, Probe, Prober};
 pub use report::{Applied, Item, Outcome, Report};
 pub use spec::{Backoff, Dedupe, Jitter, ToolSpec};
-pub use task::{Approval, ApprovalRequest, Approve, Escalate, Escalation, EscalationQueue, Task};
+pub use task::{
+    Approval, ApprovalRequest, Approve, Escalate, Escalation, EscalationQueue, Task, TaskTemplate,
+};
 pub use tool_contract_macros::tool;
 pub use toolbox::Toolbox;
 

@@ -192,6 +192,78 @@ impl fmt::Debug for Task {
     }
 }
 
+/// The options a server that makes a task per request (an MCP server, a rig adapter) starts each task
+/// from: a library user's `Task` options, set in any order. [`TaskTemplate::build`] starts from the
+/// task given to [`TaskTemplate::like`] (its log, approver, sink, turns and retry budgets) or from a
+/// task with an attempt log in memory, then applies the log, approver and sink set here on top.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use tool_contract::{Escalation, MemoryJournal, Task, TaskTemplate};
+///
+/// let template = TaskTemplate::default()
+///     .journal(Arc::new(MemoryJournal::new()))
+///     .escalate_to(|escalation: Escalation| async move { eprintln!("{escalation:?}") })
+///     .build();
+/// let task = template.new_like("ticket-9", "agent:support", Duration::from_secs(30));
+/// assert_eq!(task.id(), "ticket-9");
+/// ```
+#[derive(Default)]
+pub struct TaskTemplate {
+    like: Option<Task>,
+    journal: Option<Arc<dyn Journal>>,
+    approver: Option<Arc<dyn Approve>>,
+    escalation: Option<Arc<dyn Escalate>>,
+}
+
+impl TaskTemplate {
+    /// Tasks share `task`'s attempt log, approver and escalation sink, its turns and retry budgets, as
+    /// a library user's calls of that task would.
+    pub fn like(mut self, task: &Task) -> TaskTemplate {
+        self.like = Some(task.new_like("", "", Duration::ZERO));
+        self
+    }
+
+    /// The attempt log every task writes ahead (default: the one of [`TaskTemplate::like`]'s task, or
+    /// one in memory).
+    pub fn journal(mut self, journal: Arc<dyn Journal>) -> TaskTemplate {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Who says yes or no before a second attempt of a `money` tool.
+    pub fn approver(mut self, approver: impl Approve + 'static) -> TaskTemplate {
+        self.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Where unresolved outcomes go.
+    pub fn escalate_to(mut self, sink: impl Escalate + 'static) -> TaskTemplate {
+        self.escalation = Some(Arc::new(sink));
+        self
+    }
+
+    /// The task to make each request's from, with [`Task::new_like`].
+    pub fn build(self) -> Task {
+        let mut task = match (self.like, self.journal) {
+            (Some(like), None) => like,
+            (Some(like), Some(journal)) => like.journal(journal),
+            (None, journal) => {
+                let journal = journal.unwrap_or_else(|| Arc::new(crate::MemoryJournal::new()));
+                Task::new("", "", Duration::ZERO).journal(journal)
+            }
+        };
+        if let Some(approver) = self.approver {
+            task.approver = Some(approver);
+        }
+        if let Some(escalation) = self.escalation {
+            task.escalation = Some(escalation);
+        }
+        task
+    }
+}
+
 /// What the engine could not resolve alone and hands to a person or a queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Escalation {
@@ -373,6 +445,31 @@ mod tests {
         assert_eq!(approver.approve(&request).await, Approval::Approved);
         request.next_attempt = 3;
         assert_eq!(approver.approve(&request).await, Approval::Denied("enough".into()));
+    }
+
+    #[test]
+    fn a_template_starts_from_the_task_it_is_like_and_sets_its_own_on_top() {
+        let bare = TaskTemplate::default().build();
+        assert!(bare.journal_ref().is_some(), "an attempt log in memory by default");
+        assert!(bare.approver_ref().is_none() && bare.escalation().is_none());
+
+        let original = Task::new("t", "a", Duration::from_secs(30))
+            .approver(|_: ApprovalRequest| async { Approval::Approved });
+        let like = TaskTemplate::default().like(&original).build();
+        assert!(like.approver_ref().is_some() && like.journal_ref().is_none(), "the original's, as it is");
+        assert!(std::ptr::eq(like.turns(), original.turns()));
+
+        let journal: Arc<dyn Journal> = Arc::new(crate::MemoryJournal::new());
+        let set = TaskTemplate::default()
+            .escalate_to(|_: Escalation| async {})
+            .like(&original)
+            .journal(Arc::clone(&journal))
+            .build();
+        assert!(set.journal_ref().is_some() && set.escalation().is_some() && set.approver_ref().is_some());
+        assert!(
+            original.journal_ref().is_none() && original.escalation().is_none(),
+            "the original untouched"
+        );
     }
 
     #[tokio::test(start_paused = true)]
