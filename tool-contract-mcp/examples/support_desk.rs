@@ -200,7 +200,10 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
             "--instance-id" => {
                 let id = value()?;
                 if id.is_empty() || id.chars().count() > 256 || id.chars().any(char::is_control) {
-                    return Err(format!("--instance-id {id:?}: 1 to 256 characters, none a control").into());
+                    return Err(format!(
+                        "--instance-id {id:?}: 1 to 256 characters, none a control character"
+                    )
+                    .into());
                 }
                 builder = builder.instance_id(id.clone());
             }
