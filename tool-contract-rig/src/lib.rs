@@ -215,10 +215,9 @@ impl Shared {
     }
 }
 
-/// A [`TaskName`] part that can name a task: 1 to 256 characters, none a control character (it goes
-/// into attempt ids and log lines as it is).
+/// A [`TaskName`] part that can name a task ([`Task::is_valid_name`]).
 fn checked<'t>(part: &str, text: &'t str) -> Result<&'t str, String> {
-    if text.is_empty() || text.chars().count() > 256 || text.chars().any(char::is_control) {
+    if !Task::is_valid_name(text) {
         return Err(format!(
             "the TaskName's {part} {:?} is not one: 1 to 256 characters, none a control character",
             text.chars().take(64).collect::<String>()

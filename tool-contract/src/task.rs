@@ -132,6 +132,18 @@ impl Task {
         }
     }
 
+    /// The longest task id or actor that comes from outside the process, in characters.
+    pub const MAX_NAME_CHARS: usize = 256;
+
+    /// Whether `text` may name a task or an actor when it comes from outside the process (an MCP
+    /// request's `_meta`, a rig context value, a command line): 1 to [`Task::MAX_NAME_CHARS`]
+    /// characters, none a control character (it goes into attempt ids and log lines as it is).
+    pub fn is_valid_name(text: &str) -> bool {
+        !text.is_empty()
+            && text.chars().count() <= Task::MAX_NAME_CHARS
+            && !text.chars().any(char::is_control)
+    }
+
     /// The durable identity of the work.
     pub fn id(&self) -> &str {
         &self.id
