@@ -256,6 +256,14 @@ impl Journal for CountingReleases {
     ) -> tool_contract::journal::Answer<'_, Result<(), JournalError>> {
         self.inner.start(owner, record, durability)
     }
+    fn end(
+        &self,
+        owner: &Owner,
+        record: tool_contract::journal::RecordRef<'_>,
+        durability: tool_contract::journal::Durability,
+    ) -> tool_contract::journal::Answer<'_, Result<(), JournalError>> {
+        self.inner.end(owner, record, durability)
+    }
     fn append<'a>(
         &'a self,
         record: &'a tool_contract::journal::Record,
@@ -318,4 +326,188 @@ async fn a_call_that_fails_for_good_releases_its_claim_once() {
     assert_eq!(report.outcome, Outcome::Permanent, "{}", report.message);
     assert!(journal.finished.lock().unwrap().is_empty());
     assert_eq!(journal.released.load(Ordering::SeqCst), 1);
+}
+
+/// The store conformance suite, on the embedded stores.
+#[tokio::test(start_paused = true)]
+async fn the_embedded_stores_pass_the_store_conformance_suite() {
+    let dir = std::env::temp_dir().join(format!("tool-contract-suite-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    tool_contract::testing::stores::all(&MemoryJournal::new(), "memory").await;
+    tool_contract::testing::stores::all(&FileJournal::open(dir.join("attempts.log")).unwrap(), "file").await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A store seen through a link that can be cut: while cut, every write is held (it has left the
+/// process) and delivered, in order, once the link heals, whether or not its caller still waits.
+struct Link {
+    inner: Arc<dyn Journal>,
+    cut: tokio::sync::watch::Sender<bool>,
+    /// Writes are delivered one after another, in the order they were made.
+    order: Arc<tokio::sync::Mutex<()>>,
+}
+
+type Held<'a> = tool_contract::journal::Answer<'a, Result<(), JournalError>>;
+
+impl Link {
+    fn new(inner: Arc<dyn Journal>) -> Link {
+        Link { inner, cut: tokio::sync::watch::channel(false).0, order: Arc::default() }
+    }
+
+    /// `write` on the inner store, held while the link is cut.
+    fn send(
+        &self,
+        write: impl FnOnce(
+            Arc<dyn Journal>,
+        ) -> tool_contract::journal::BoxFuture<'static, Result<(), JournalError>>
+        + Send
+        + 'static,
+    ) -> Held<'_> {
+        let (inner, mut cut, order) =
+            (Arc::clone(&self.inner), self.cut.subscribe(), Arc::clone(&self.order));
+        let (done, answer) = tokio::sync::oneshot::channel();
+        let queued = order.clone().try_lock_owned();
+        tokio::spawn(async move {
+            let _turn = match queued {
+                Ok(turn) => turn,
+                Err(_) => order.lock_owned().await,
+            };
+            let _ = cut.wait_for(|cut| !*cut).await;
+            let _ = done.send(write(inner).await);
+        });
+        tool_contract::journal::Answer::later(async move {
+            answer
+                .await
+                .unwrap_or_else(|_| Err(JournalError::Failed { log: "link".into(), why: "gone".into() }))
+        })
+    }
+}
+
+impl Journal for Link {
+    fn claim(
+        &self,
+        key: &tool_contract::IntentKey,
+        owner: &Owner,
+        lease: Duration,
+    ) -> tool_contract::journal::Answer<'_, Result<Claimed, JournalError>> {
+        self.inner.claim(key, owner, lease)
+    }
+    fn release(&self, key: &tool_contract::IntentKey, owner: &Owner) {
+        let (key, owner) = (*key, owner.clone());
+        drop(self.send(move |inner| {
+            Box::pin(async move {
+                inner.release(&key, &owner);
+                Ok(())
+            })
+        }));
+    }
+    fn start(
+        &self,
+        owner: &Owner,
+        record: tool_contract::journal::RecordRef<'_>,
+        durability: tool_contract::Durability,
+    ) -> Held<'_> {
+        let (owner, record) = (owner.clone(), record.to_record());
+        self.send(move |inner| {
+            Box::pin(async move { inner.start(&owner, record.as_record_ref(), durability).await })
+        })
+    }
+    fn end(
+        &self,
+        owner: &Owner,
+        record: tool_contract::journal::RecordRef<'_>,
+        durability: tool_contract::Durability,
+    ) -> Held<'_> {
+        let (owner, record) = (owner.clone(), record.to_record());
+        self.send(move |inner| {
+            Box::pin(async move { inner.end(&owner, record.as_record_ref(), durability).await })
+        })
+    }
+    fn append<'a>(
+        &'a self,
+        record: &'a tool_contract::journal::Record,
+        durability: tool_contract::Durability,
+    ) -> Held<'a> {
+        let record = record.clone();
+        self.send(move |inner| Box::pin(async move { inner.append(&record, durability).await }))
+    }
+    fn recall(
+        &self,
+        key: &tool_contract::IntentKey,
+    ) -> tool_contract::journal::Answer<'_, Option<tool_contract::journal::Recall>> {
+        self.inner.recall(key)
+    }
+    fn unresolved(&self) -> tool_contract::journal::Answer<'_, Vec<tool_contract::journal::Recall>> {
+        self.inner.unresolved()
+    }
+}
+
+const TRANSFER: ToolSpec =
+    ToolSpec::new("transfer", EffectKind::Money).deadline_floor(Duration::from_millis(500));
+
+async fn transfer(journal: Arc<dyn Journal>, applied: &AtomicU32) -> tool_contract::Report<u64> {
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(2))
+        .journal(journal)
+        .approver(|_: tool_contract::ApprovalRequest| async { tool_contract::Approval::Approved });
+    engine::run(
+        &task,
+        &TRANSFER,
+        task.key(&TRANSFER, &"acct-9", None),
+        |_| async {
+            applied.fetch_add(1, Ordering::SeqCst);
+            Ok::<u64, Class>(4411)
+        },
+        |_| async {
+            if applied.load(Ordering::SeqCst) > 0 { Probe::Landed(4411u64) } else { Probe::NotLanded }
+        },
+    )
+    .await
+}
+
+/// Issue 23, item 0, in one process on every embedded store: w4's start of attempt 1 is held by a cut
+/// link and its call gives up "not started"; its lease runs out, w5 makes attempt 1 and the transfer
+/// lands; the link heals and whatever w4 wrote arrives. The next call of the intent replays the
+/// transfer: the money moves once, and w4's report never named the attempt w5 made.
+#[tokio::test(start_paused = true)]
+async fn a_start_held_by_a_partition_leaves_no_record_that_moves_money_twice() {
+    partition_story("memory", Arc::new(MemoryJournal::new())).await;
+}
+
+/// The same on the file log, on the real clock: its writer is a thread of its own, which a paused
+/// clock would outrun.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_held_by_a_partition_leaves_no_record_that_moves_money_twice_in_a_file_log() {
+    let dir = std::env::temp_dir().join(format!("tool-contract-partition-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    partition_story("file", Arc::new(FileJournal::open(dir.join("attempts.log")).unwrap())).await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+async fn partition_story(name: &str, store: Arc<dyn Journal>) {
+    let applied = AtomicU32::new(0);
+    let link = Arc::new(Link::new(Arc::clone(&store)));
+    link.cut.send_replace(true);
+    let cut_off = transfer(link.clone(), &applied).await;
+    assert_eq!(cut_off.outcome, Outcome::Retryable, "{name}: {}", cut_off.message);
+    assert!(cut_off.message.contains("not started"), "{name}: {}", cut_off.message);
+    assert_eq!(applied.load(Ordering::SeqCst), 0, "{name}");
+    // w4's lease (its budget and a margin) runs out; w5 takes over.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let landed = transfer(Arc::clone(&store), &applied).await;
+    assert_eq!(
+        (landed.outcome, landed.effect_applied),
+        (Outcome::Ok, Applied::Yes),
+        "{name}: {}",
+        landed.message
+    );
+    assert_ne!(cut_off.attempt_id, landed.attempt_id, "{name}: one attempt id, two attempts");
+    // The link heals: w4's held writes arrive.
+    link.cut.send_replace(false);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let again = transfer(Arc::clone(&store), &applied).await;
+    assert_eq!(again.outcome, Outcome::Ok, "{name}: {}", again.message);
+    assert!(again.message.contains("not repeated"), "{name}: {}", again.message);
+    assert_eq!(applied.load(Ordering::SeqCst), 1, "{name}: the money moved once");
 }

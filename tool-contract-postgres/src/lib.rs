@@ -45,8 +45,13 @@
 //!    the intent. Refused: [`JournalError::Conflict`](tool_contract::JournalError::Conflict), nothing
 //!    written.
 //! 2. **Every holder's write is conditional on the claim**, checked by the server in the statement
-//!    that writes. End records are facts and always accepted; a late end of an old attempt does not
-//!    hide a newer start (the folding rule of [`Recall::update`](tool_contract::journal::Recall)).
+//!    that writes. An end record (an attempt's end, a probe's verdict) is one statement too: it locks
+//!    the writer's claim row, checks that its lease runs and that the writer started that attempt
+//!    (its fenced start row carries the writer as owner) or, for a probe's verdict, that the attempt
+//!    is the highest; else [`JournalError::Conflict`](tool_contract::JournalError::Conflict), nothing
+//!    written. So a record held back by a partition and delivered after another worker took the
+//!    intent over changes nothing; and a late end of an old attempt does not hide a newer start (the
+//!    folding rule of [`Recall::update`](tool_contract::journal::Recall)).
 //! 3. **A takeover probes first**: a claim answers with every record of the intent read after the
 //!    claim was taken, so an unfinished start of the previous holder is seen and the engine probes.
 //! 4. **The lease covers the deadline**: the engine asks for its remaining budget plus a margin; the

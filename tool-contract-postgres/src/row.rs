@@ -57,11 +57,6 @@ impl Fields {
         }
     }
 
-    /// Whether this is an end record.
-    pub(crate) fn is_end(&self) -> bool {
-        self.phase == "end"
-    }
-
     /// The parameters `$1` to `$14`, in the order of [`COLUMNS`].
     pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 14] {
         [

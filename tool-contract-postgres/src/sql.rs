@@ -72,9 +72,9 @@ RETURNING seq",
     )
 }
 
-/// Why a fenced start of attempt `$2` of `$1` by `$3` was refused: the claim's holder and whether its
-/// lease runs, the highest attempt, and whether `$3`'s own start of that attempt is already stored (an
-/// earlier try whose answer was lost).
+/// Why a fenced record about attempt `$2` of `$1` by `$3` was refused: the claim's holder and whether
+/// its lease runs, the highest attempt, and whether `$3`'s own start of that attempt is stored (for a
+/// start: an earlier try whose answer was lost).
 pub(crate) const WHY_REFUSED: &str = "
 SELECT
     (SELECT owner FROM tool_contract.claims WHERE intent = $1),
@@ -94,16 +94,36 @@ FROM {}",
     )
 }
 
-/// [`append`], and in the same statement the release of owner `$16`'s claim on the intent: the last
-/// record of a call. The claim goes only once the record is stored, in one commit.
-pub(crate) fn append_and_release() -> String {
+/// The fenced end: the end record `$1..$14` (an attempt's end, or a probe's verdict) by owner `$15`
+/// (durability `$16`), written only when `$15` holds an unexpired claim on the intent and either
+/// started that attempt itself (its fenced start row is `$15`'s) or gives a probe's verdict on the
+/// highest attempt; with `$17`, the claim is given up in the same commit. The claim row is locked as
+/// the fenced start locks it, so a takeover waits for this statement and an end written after a
+/// takeover sees the new owner: a record held back by a partition and delivered late is refused.
+pub(crate) fn end() -> String {
     format!(
         "
-WITH released AS (
-    DELETE FROM tool_contract.claims WHERE intent = $1 AND owner = $16::text
+WITH held AS (
+    SELECT intent FROM tool_contract.claims
+    WHERE intent = $1 AND owner = $15 AND lease_until > clock_timestamp()
+    FOR UPDATE
+), highest AS (
+    SELECT coalesce(max(attempt), 0) AS n FROM tool_contract.attempts WHERE intent = $1
+), written AS (
+    INSERT INTO tool_contract.attempts ({COLUMNS}, owner)
+    SELECT {}, $15::text
+    FROM held, highest, {}
+    WHERE EXISTS (SELECT 1 FROM tool_contract.attempts
+                  WHERE intent = $1 AND attempt = $2 AND phase = 'start' AND owner = $15)
+       OR ($11::text IS NOT NULL AND highest.n = $2::bigint)
+    RETURNING seq
+), released AS (
+    DELETE FROM tool_contract.claims
+    WHERE $17::bool AND intent = $1 AND owner = $15 AND EXISTS (SELECT 1 FROM written)
 )
-{}",
-        append().trim_start()
+SELECT seq FROM written",
+        TYPED_VALUES,
+        durability(16)
     )
 }
 

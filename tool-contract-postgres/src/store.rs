@@ -266,6 +266,35 @@ impl Inner {
     }
 }
 
+/// Why a fenced record was refused, as the store sees it after the fact.
+enum Refusal {
+    /// The writer holds no unexpired claim: why.
+    Claim(String),
+    /// It holds the claim: the highest attempt recorded, and whether the writer's own fenced start of
+    /// the record's attempt is stored.
+    Fenced { highest: i64, ours: bool },
+}
+
+async fn why_refused(conn: &mut Conn, fields: &Fields, owner: &str) -> Result<Refusal, Fault> {
+    let row = conn
+        .client
+        .query_one(&conn.sql.why_refused, &[&fields.intent.as_slice(), &fields.attempt, &owner])
+        .await
+        .map_err(|e| Fault::statement(&e))?;
+    let holder: Option<String> = row.try_get(0).map_err(|e| Fault::statement(&e))?;
+    let live: Option<bool> = row.try_get(1).map_err(|e| Fault::statement(&e))?;
+    let highest: i64 = row.try_get(2).map_err(|e| Fault::statement(&e))?;
+    let ours: bool = row.try_get(3).map_err(|e| Fault::statement(&e))?;
+    Ok(match (holder, live) {
+        (None, _) => Refusal::Claim(format!("{owner} holds no claim on the intent")),
+        (Some(holder), _) if holder != owner => {
+            Refusal::Claim(format!("the intent is claimed by {holder}, not {owner}"))
+        }
+        (_, Some(false)) => Refusal::Claim(format!("the claim of {owner} has expired")),
+        _ => Refusal::Fenced { highest, ours },
+    })
+}
+
 /// What the records of one intent, in the order stored, fold into: [`Recall::update`], the rule every
 /// store follows. A row without an intent holds none.
 fn fold(rows: &[tokio_postgres::Row]) -> Result<Option<Recall>, Fault> {
@@ -357,34 +386,18 @@ impl Inner {
                         Err(e) if is_unique_violation(&e) => Some("another owner started it first"),
                         Err(e) => return Err(Fault::statement(&e)),
                     };
-                    let row = conn
-                        .client
-                        .query_one(
-                            &conn.sql.why_refused,
-                            &[&fields.intent.as_slice(), &fields.attempt, &owner],
-                        )
-                        .await
-                        .map_err(|e| Fault::statement(&e))?;
-                    let holder: Option<String> = row.try_get(0).map_err(|e| Fault::statement(&e))?;
-                    let live: Option<bool> = row.try_get(1).map_err(|e| Fault::statement(&e))?;
-                    let highest: i64 = row.try_get(2).map_err(|e| Fault::statement(&e))?;
-                    let ours: bool = row.try_get(3).map_err(|e| Fault::statement(&e))?;
-                    if ours {
+                    Ok(Err(match why_refused(conn, &fields, &owner).await? {
                         // An earlier try of this very start committed; its answer was lost.
-                        return Ok(Ok(()));
-                    }
-                    Ok(Err(match (holder, live, refused) {
-                        (None, _, _) => format!("{owner} holds no claim on the intent"),
-                        (Some(holder), _, _) if holder != owner => {
-                            format!("the intent is claimed by {holder}, not {owner}")
-                        }
-                        (_, Some(false), _) => format!("the claim of {owner} has expired"),
-                        _ if fields.attempt != highest + 1 => format!(
+                        Refusal::Fenced { ours: true, .. } => return Ok(Ok(())),
+                        Refusal::Claim(why) => why,
+                        Refusal::Fenced { highest, .. } if fields.attempt != highest + 1 => format!(
                             "attempt {highest} is the highest recorded, so the next is {}",
                             highest + 1
                         ),
-                        (_, _, Some(why)) => format!("attempt {} is already started: {why}", fields.attempt),
-                        _ => format!("the claim of {owner} changed while the start was written"),
+                        Refusal::Fenced { .. } => match refused {
+                            Some(why) => format!("attempt {} is already started: {why}", fields.attempt),
+                            None => format!("the claim of {owner} changed while the start was written"),
+                        },
                     }))
                 })
             })
@@ -396,43 +409,80 @@ impl Inner {
         })
     }
 
-    /// Store `records` in order; with `release`, that owner's claim goes with the last of them.
-    async fn append(
-        &self,
-        records: Vec<Fields>,
-        sync: bool,
-        release: Option<&Owner>,
-    ) -> Result<(), JournalError> {
+    /// Store `records` in order, unfenced.
+    async fn append(&self, records: Vec<Fields>, sync: bool) -> Result<(), JournalError> {
         let records = Arc::new(records);
-        let doing = match records.last().map(|r| r.is_end()) {
-            Some(true) => "cannot store an end record",
-            _ => "cannot store a record",
-        };
-        // An end record lost here leaves the attempt unfinished, to be probed: tried again on a new
-        // connection first. A record stored twice by a retry whose first answer was lost folds to the
-        // same last word.
-        self.run(doing, |conn| {
+        // A record stored twice by a retry whose first answer was lost folds to the same last word.
+        self.run("cannot store a record", |conn| {
             let records = Arc::clone(&records);
-            let release = release.cloned();
             Box::pin(async move {
-                let release = release.as_ref().map(Owner::as_str);
-                let last = records.len().saturating_sub(1);
-                for (n, fields) in records.iter().enumerate() {
+                for fields in records.iter() {
                     let mut params = fields.params().to_vec();
                     params.push(&sync);
-                    let statement = match &release {
-                        Some(owner) if n == last => {
-                            params.push(owner);
-                            &conn.sql.append_and_release
-                        }
-                        _ => &conn.sql.append,
-                    };
-                    conn.client.execute(statement, &params).await.map_err(|e| Fault::statement(&e))?;
+                    conn.client.execute(&conn.sql.append, &params).await.map_err(|e| Fault::statement(&e))?;
                 }
                 Ok(())
             })
         })
         .await
+    }
+
+    /// Store `owner`'s end record `fields`, fenced (after `pending`, unfenced); with `release`, the claim
+    /// goes in the same commit.
+    async fn end(
+        &self,
+        pending: Vec<Fields>,
+        fields: Fields,
+        owner: String,
+        sync: bool,
+        release: bool,
+    ) -> Result<(), JournalError> {
+        let (pending, fields) = (Arc::new(pending), Arc::new(fields));
+        // An end record lost here leaves the attempt unfinished, to be probed: tried again on a new
+        // connection first.
+        let verdict = self
+            .run("cannot store an end record", |conn| {
+                let (pending, fields, owner) = (Arc::clone(&pending), Arc::clone(&fields), owner.clone());
+                Box::pin(async move {
+                    for earlier in pending.iter() {
+                        let mut params = earlier.params().to_vec();
+                        params.push(&false);
+                        conn.client
+                            .execute(&conn.sql.append, &params)
+                            .await
+                            .map_err(|e| Fault::statement(&e))?;
+                    }
+                    let mut params = fields.params().to_vec();
+                    params.push(&owner);
+                    params.push(&sync);
+                    params.push(&release);
+                    if conn
+                        .client
+                        .query_opt(&conn.sql.end, &params)
+                        .await
+                        .map_err(|e| Fault::statement(&e))?
+                        .is_some()
+                    {
+                        return Ok(Ok(()));
+                    }
+                    let why = why_refused(conn, &fields, &owner).await?;
+                    Ok(Err(match why {
+                        Refusal::Claim(why) => why,
+                        Refusal::Fenced { highest, ours } => format!(
+                            "{owner} {} attempt {}: only its starter writes its end, and the intent's \
+                             holder only a probe's verdict on the highest attempt ({highest})",
+                            if ours { "started" } else { "did not start" },
+                            fields.attempt
+                        ),
+                    }))
+                })
+            })
+            .await?;
+        verdict.map_err(|why| JournalError::Conflict {
+            log: self.label.clone(),
+            attempt_id: fields.attempt_id.clone(),
+            why,
+        })
     }
 
     async fn highest(&self, key: [u8; 16]) -> Result<Option<u32>, JournalError> {
@@ -476,7 +526,25 @@ impl PgJournal {
         }
         let mut records = self.take_pending(&fields.intent);
         records.push(fields);
-        Answer::later(self.inner.append(records, durability == Durability::Synced, None))
+        Answer::later(self.inner.append(records, durability == Durability::Synced))
+    }
+}
+
+impl PgJournal {
+    /// [`Journal::end`], and with `release` the claim given up in the same commit. An end record is
+    /// never held back ([`Durability::Lazy`] is taken as [`Durability::Buffered`]): its fence is
+    /// checked when it is written.
+    fn fenced_end(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+        release: bool,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        let fields = Fields::of(&record);
+        let pending = self.take_pending(&fields.intent);
+        let (owner, sync) = (owner.as_str().to_owned(), durability == Durability::Synced);
+        Answer::later(self.inner.end(pending, fields, owner, sync, release))
     }
 }
 
@@ -523,7 +591,7 @@ impl Journal for PgJournal {
         let sync = durability == Durability::Synced;
         Answer::later(async move {
             if !pending.is_empty() {
-                self.inner.append(pending, false, None).await?;
+                self.inner.append(pending, false).await?;
             }
             self.inner.start(Arc::new(fields), owner, sync).await
         })
@@ -545,6 +613,15 @@ impl Journal for PgJournal {
         self.store(record, durability)
     }
 
+    fn end(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.fenced_end(owner, record, durability, false)
+    }
+
     /// The record and the release in one statement; when it cannot be stored, the release is sent off
     /// on its own.
     fn finish(
@@ -554,17 +631,10 @@ impl Journal for PgJournal {
         durability: Durability,
     ) -> Answer<'_, Result<(), JournalError>> {
         let key = record.intent_key;
-        if durability == Durability::Lazy {
-            let held = self.store(record, durability);
-            self.release(&key, owner);
-            return held;
-        }
-        let fields = Fields::of(&record);
-        let mut records = self.take_pending(&fields.intent);
-        records.push(fields);
         let owner = owner.clone();
+        let stored = self.fenced_end(&owner, record, durability, true);
         Answer::later(async move {
-            let stored = self.inner.append(records, durability == Durability::Synced, Some(&owner)).await;
+            let stored = stored.await;
             if stored.is_err() {
                 self.release(&key, &owner);
             }

@@ -158,10 +158,10 @@ impl<'a> Run<'a> {
     }
 
     pub(crate) fn probe_failed<T>(&self, class: Class, why: &str) -> Report<T> {
-        if class.effect() == Applied::No {
+        if let (outcome, Applied::No) = self.after_failed_probe(&class) {
             let msg =
                 format!("{}; not retried: the probe before a second attempt failed ({why})", class.message());
-            self.report(class.outcome(), Applied::No, msg, class.wait())
+            self.report(outcome, Applied::No, msg, class.wait())
         } else {
             self.unresolved(&format!("{}; the probe could not tell ({why})", class.message()))
         }

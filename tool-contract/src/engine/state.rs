@@ -167,7 +167,13 @@ impl<'a> Run<'a> {
         self.attempt = recall.attempts;
         self.attempt_id = recall.last.attempt_id.clone();
         self.reached_at(&recall.last.started);
-        super::ResumeWait::of(&recall.last)
+        let wait = super::ResumeWait::of(&recall.last);
+        // A wait the service asked for binds every later attempt until it passes: the records this
+        // call writes before it (a probe's verdict) carry it on, so the next call waits too.
+        if wait.is_some() {
+            self.retry_at.clone_from(&recall.last.retry_at);
+        }
+        wait
     }
 
     /// What the policy is told after an attempt that ended as `class`, before any probe or approval.
@@ -440,6 +446,8 @@ impl<'a> Run<'a> {
                     };
                     (answer, None)
                 }
+                // A side effect's end is fenced: only its starter, or the holder's probe, writes it.
+                (Some((_, owner)), _) => (journal.end(owner, record, Durability::Buffered), None),
                 _ => (journal.append_ref(record, Durability::Buffered), None),
             })
         })?;
@@ -454,6 +462,16 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// What the call knows after an attempt that ended as `class` and a probe that could not tell:
+    /// the one rule the log's record of the probe and the call's report both follow. A call that
+    /// applied nothing for sure stays as its attempt ended; any other is in doubt.
+    pub(crate) fn after_failed_probe(&self, class: &Class) -> (Outcome, Applied) {
+        match self.call_effect(class.effect()) {
+            Applied::No => (class.outcome(), Applied::No),
+            _ => (Outcome::Unknown, Applied::Unknown),
+        }
+    }
+
     /// The call's effect given this attempt's: never `no` while an earlier attempt may have landed.
     pub(crate) fn call_effect(&self, attempt: Applied) -> Applied {
         if self.maybe_applied && attempt == Applied::No { Applied::Unknown } else { attempt }
@@ -461,21 +479,20 @@ impl<'a> Run<'a> {
 
     /// Write the attempt's start record, then check the budget again: a side effect whose start record
     /// cannot be stored, or whose storing left less than the attempt may start with, is not started.
-    /// When the start record may still land (a store slower than the budget), an end record follows
-    /// it saying the attempt was not started, so the log says what the report says. `Ok` with the
+    /// A start the store did not confirm (refused, failed, or not answered within the budget) makes no
+    /// attempt: nothing is written under its number, and the call speaks for the attempt before it
+    /// (its id is never given to a request that was not sent). A start that was stored and then found
+    /// the budget too short gets its end record, so the log says what the report says. `Ok` with the
     /// budget left for the attempt.
     pub(crate) async fn start_attempt(
-        &self,
+        &mut self,
         left: Duration,
         started: SystemTime,
         value: Option<serde_json::Value>,
     ) -> Result<Duration, Stop> {
         let side = self.spec.effect().has_side_effect();
-        // `logged`: the start record is, or may yet be, in the log, so it gets an end record.
-        let (stop, logged) = match self.log_start(left, started, value.clone()).await {
+        let stop = match self.log_start(left, started, value.clone()).await {
             Err(err) if side => {
-                let late = matches!(&err, crate::JournalError::Io { source, .. }
-                    if source.kind() == std::io::ErrorKind::TimedOut);
                 // Refused by the fence: another owner took the intent over (or started it first), and
                 // what it did is its own; this call sent nothing, the intent's effect is not known here.
                 let (applied, message) = match &err {
@@ -488,24 +505,32 @@ impl<'a> Run<'a> {
                     ),
                     _ => (self.call_effect(Applied::No), format!("{err}; the attempt was not started")),
                 };
-                (Stop { outcome: Outcome::Retryable, applied, message, wait: None }, late)
+                self.unnumber_attempt();
+                return Err(Stop { outcome: Outcome::Retryable, applied, message, wait: None });
             }
             // Nothing was stored, or a read's start record, which never waits: `left` still holds.
             Ok(()) if !self.keeps_records() || !side => return Ok(left),
             _ => {
                 let now = self.task.remaining();
                 match self.may_start(now) {
-                    Err(stop) => (stop, true),
+                    Err(stop) => stop,
                     Ok(()) => return Ok(now),
                 }
             }
         };
-        if logged {
-            let applied = self.call_effect(Applied::No);
-            Box::pin(self.log_end(left, started, Outcome::Retryable, applied, None, &stop.message, value))
-                .await;
-        }
+        let applied = self.call_effect(Applied::No);
+        Box::pin(self.log_end(left, started, Outcome::Retryable, applied, None, &stop.message, value)).await;
         Err(stop)
+    }
+
+    /// Take back the number given to an attempt that was never started: the call speaks for the
+    /// attempt before it, if any.
+    fn unnumber_attempt(&mut self) {
+        self.attempt = self.attempt.saturating_sub(1);
+        self.attempt_id = match self.attempt {
+            0 => String::new(),
+            n => crate::call::attempt_id(self.task.id(), &self.key, n),
+        };
     }
 
     /// The time an attempt gets of `left`: all of it, but for a side effect with a probe, what the probe
@@ -570,7 +595,10 @@ impl<'a> Run<'a> {
                 None,
             ),
             Probe::NotLanded => (Outcome::Retryable, Applied::No, "probe: not landed".to_owned(), None),
-            Probe::Failed(why) => (Outcome::Unknown, Applied::Unknown, format!("probe failed: {why}"), None),
+            Probe::Failed(why) => {
+                let (outcome, applied) = self.after_failed_probe(of);
+                (outcome, applied, format!("probe failed: {why}"), None)
+            }
         };
         self.log_end(left, started, outcome, applied, Some(verdict.mark()), &msg, value).await;
         verdict

@@ -313,8 +313,13 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///   claim, and only for attempt = the highest recorded + 1; anything else is
 ///   [`JournalError::Conflict`] and nothing is written. So two owners never both start one attempt,
 ///   and a late start of an old attempt changes nothing.
-/// - **Facts.** End records are always accepted ([`Journal::append_ref`]): an attempt's end is a fact,
-///   whoever reports it.
+/// - **Records about an attempt are fenced too.** An [end record](Journal::end) of a side effect
+///   (its end, or a probe's verdict) is accepted only from the holder of an unexpired claim, and only
+///   for the attempt that holder started, or, when it is a probe's verdict, for the highest attempt
+///   (a holder resolving what an earlier owner left). Anything else is [`JournalError::Conflict`]
+///   with nothing written. So a record held back by a partition and delivered after the intent moved
+///   on never becomes the last word of an attempt another owner made. A call whose start was never
+///   stored has no attempt, and writes nothing under that attempt's number.
 /// - **Order.** [`Journal::recall`] reflects every append made before it; records are folded with
 ///   [`index_record`].
 ///
@@ -345,7 +350,20 @@ pub trait Journal: Send + Sync {
         durability: Durability,
     ) -> Answer<'_, Result<(), JournalError>>;
 
-    /// Append one record, unfenced: an end record, or a read's start record (reads never claim). With
+    /// Append an end record (an attempt's end, or a probe's verdict) of a side effect, fenced: accepted
+    /// only from the holder of an unexpired claim on the record's intent, and only for the attempt that
+    /// holder started or, for a probe's verdict (`probe` set), for the highest attempt recorded; else
+    /// [`JournalError::Conflict`] with nothing written. Durability as in [`Journal::append`].
+    fn end(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>>;
+
+    /// Append one record, unfenced: a read's records (reads never claim), or records brought from
+    /// elsewhere. The engine writes a side effect's records through [`Journal::start`] and
+    /// [`Journal::end`] only. With
     /// [`Durability::Synced`] the answer comes only once the record is on stable storage; with
     /// [`Durability::Buffered`] once the store has taken it to write.
     fn append<'a>(
@@ -367,7 +385,7 @@ pub trait Journal: Send + Sync {
     }
 
     /// Append the last record of `owner`'s claim (the end record after which its call stops) and give
-    /// the claim up: [`Journal::append_ref`], then [`Journal::release`] once the record is taken, which
+    /// the claim up: [`Journal::end`], then [`Journal::release`] once the record is taken, which
     /// a store across the network may do in one round trip. Once the answer is given the claim is
     /// given up or left to run out, whatever the answer says; if the answer is dropped unawaited, the
     /// caller still holds the claim and releases it.
@@ -377,8 +395,10 @@ pub trait Journal: Send + Sync {
         record: RecordRef<'_>,
         durability: Durability,
     ) -> Answer<'_, Result<(), JournalError>> {
-        let (key, owner) = (record.intent_key, owner.clone());
-        self.append_ref(record, durability).then(move || self.release(&key, &owner))
+        let key = record.intent_key;
+        let answer = self.end(owner, record, durability);
+        let owner = owner.clone();
+        answer.then(move || self.release(&key, &owner))
     }
 
     /// Append a read's start record and its end record together: the engine holds a read's start

@@ -7,7 +7,9 @@
 //! - [`sim`]: a seeded simulation that draws fault schedules across all five effect kinds and checks the
 //!   contract's invariants on every run.
 //!   [`sim::check_on`] runs it on a store of your own (PostgreSQL, say), with lost connections, slow
-//!   commits and leases cut short.
+//!   commits and leases cut short;
+//! - [`stores`]: the conformance suite every [`Journal`](crate::Journal) runs (claims, the fence on
+//!   starts and on every record about an attempt).
 //!
 //! Wire your tool to the fake (its client talks to [`FakeService`] instead of the network, its probe
 //! looks the intent up there), and the runner tells you, per scenario, whether it keeps the contract:
@@ -55,6 +57,7 @@ pub mod fake;
 pub mod http;
 pub mod scenario;
 pub mod sim;
+pub mod stores;
 
 pub use fake::{
     FakeService, Fault, ItemReply, Lookup, Reply, Transport, batch_probe, batch_result, single_result,

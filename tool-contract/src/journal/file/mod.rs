@@ -395,6 +395,15 @@ impl Journal for FileJournal {
         self.append_now(record, durability, Some(owner))
     }
 
+    fn end(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.append_now(record, durability, Some(owner))
+    }
+
     fn append<'a>(
         &'a self,
         record: &'a Record,

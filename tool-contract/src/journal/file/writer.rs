@@ -99,7 +99,7 @@ impl FileJournal {
         }
         if let Some(owner) = fence {
             let highest = state.index.get(&record.intent_key).map_or(0, |entry| entry.attempts);
-            if let Err(why) = state.leases.fence(&record.intent_key, owner, record.attempt, highest) {
+            if let Err(why) = state.leases.fence(owner, &record, highest) {
                 let (log, attempt_id) =
                     (self.shared.path.display().to_string(), record.attempt_id.to_owned());
                 return Err(JournalError::Conflict { log, attempt_id, why });

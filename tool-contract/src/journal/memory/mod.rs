@@ -300,6 +300,18 @@ impl MemoryJournal {
         sort_unresolved(open.map(|&kept| state.recall(kept)).collect())
     }
 
+    /// Store a record about an attempt of `owner`'s claimed intent, if the fence lets it.
+    fn fenced(&self, owner: &Owner, record: RecordRef<'_>) -> Answer<'_, Result<(), JournalError>> {
+        let mut state = self.lock();
+        let highest = state.index.get(&record.intent_key).map_or(0, |kept| kept.attempts);
+        if let Err(why) = state.leases.fence(owner, &record, highest) {
+            let attempt_id = record.attempt_id.to_owned();
+            return Answer::now(Err(JournalError::Conflict { log: "memory".to_owned(), attempt_id, why }));
+        }
+        state.store(record);
+        Answer::now(Ok(()))
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, MemoryState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -334,14 +346,16 @@ impl Journal for MemoryJournal {
         record: RecordRef<'_>,
         _durability: Durability,
     ) -> Answer<'_, Result<(), JournalError>> {
-        let mut state = self.lock();
-        let highest = state.index.get(&record.intent_key).map_or(0, |kept| kept.attempts);
-        if let Err(why) = state.leases.fence(&record.intent_key, owner, record.attempt, highest) {
-            let attempt_id = record.attempt_id.to_owned();
-            return Answer::now(Err(JournalError::Conflict { log: "memory".to_owned(), attempt_id, why }));
-        }
-        state.store(record);
-        Answer::now(Ok(()))
+        self.fenced(owner, record)
+    }
+
+    fn end(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        _durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.fenced(owner, record)
     }
 
     fn append<'a>(

@@ -14,6 +14,12 @@ impl Tap {
         Tap { inner, probes: Arc::default() }
     }
 
+    fn seen(&self, record: &RecordRef<'_>) {
+        if let Some(mark) = record.probe {
+            self.probes.lock().unwrap_or_else(|e| e.into_inner()).insert(record.intent_key, mark);
+        }
+    }
+
     pub(crate) fn last_probe(&self, key: IntentKey) -> Option<ProbeMark> {
         self.probes.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied()
     }
@@ -42,6 +48,16 @@ impl Journal for Tap {
         self.inner.start(owner, record, durability)
     }
 
+    fn end(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.seen(&record);
+        self.inner.end(owner, record, durability)
+    }
+
     fn append<'a>(
         &'a self,
         record: &'a Record,
@@ -55,9 +71,7 @@ impl Journal for Tap {
         record: RecordRef<'_>,
         durability: Durability,
     ) -> Answer<'_, Result<(), JournalError>> {
-        if let Some(mark) = record.probe {
-            self.probes.lock().unwrap_or_else(|e| e.into_inner()).insert(record.intent_key, mark);
-        }
+        self.seen(&record);
         self.inner.append_ref(record, durability)
     }
 
@@ -90,6 +104,15 @@ impl Journal for NoJournal {
     fn release(&self, _key: &IntentKey, _owner: &Owner) {}
 
     fn start(
+        &self,
+        _owner: &Owner,
+        _record: RecordRef<'_>,
+        _durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        Answer::now(Ok(()))
+    }
+
+    fn end(
         &self,
         _owner: &Owner,
         _record: RecordRef<'_>,

@@ -62,6 +62,15 @@ impl Journal for Faulty {
         self.gone(true).unwrap_or_else(|| self.inner.start(owner, record, durability))
     }
 
+    fn end(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.gone(true).unwrap_or_else(|| self.inner.end(owner, record, durability))
+    }
+
     fn append<'a>(
         &'a self,
         record: &'a Record,

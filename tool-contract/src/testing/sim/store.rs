@@ -367,6 +367,19 @@ impl Journal for Injector {
         }))
     }
 
+    fn end(
+        &self,
+        owner: &Owner,
+        record: RecordRef<'_>,
+        durability: Durability,
+    ) -> Answer<'_, Result<(), JournalError>> {
+        self.saw(&record);
+        let (fault, owner, record) = (self.next(), owner.clone(), record.to_record());
+        Answer::later(faulted(fault, async move {
+            self.inner.end(&owner, record.as_record_ref(), durability).await
+        }))
+    }
+
     fn append<'a>(
         &'a self,
         record: &'a Record,

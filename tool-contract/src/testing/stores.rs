@@ -1,0 +1,200 @@
+//! The store conformance suite: what every [`Journal`] must do, as plain async functions that the tests
+//! of each store call on an instance of their own.
+//!
+//! A new store passes these or is not a store: the memory and file stores run them in this crate's
+//! tests, the PostgreSQL store in its own. Each function takes a fresh store (or one whose intents do
+//! not collide: every function derives its keys from `scope`) and panics, naming the rule, when the
+//! store breaks it.
+//!
+//! ```
+//! use tool_contract::MemoryJournal;
+//! use tool_contract::testing::stores;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let store = MemoryJournal::new();
+//! stores::all(&store, "memory").await;
+//! # }
+//! ```
+
+use std::time::Duration;
+
+use crate::journal::{Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase, Record};
+use crate::key::{Intent, IntentKey};
+use crate::probe::ProbeMark;
+use crate::report::{Applied, Outcome};
+
+/// A lease long enough that no step of the suite outlives it.
+const LEASE: Duration = Duration::from_secs(60);
+
+/// Every function of the suite, in turn.
+pub async fn all(store: &dyn Journal, scope: &str) {
+    starts_are_fenced(store, scope).await;
+    records_about_an_attempt_are_fenced(store, scope).await;
+    a_late_record_of_an_old_owner_changes_nothing(store, scope).await;
+}
+
+/// The key of intent `name` in `scope`.
+fn key(scope: &str, name: &str) -> IntentKey {
+    Intent::new(scope, "conformance", "transfer", name).key()
+}
+
+/// A record of `key` by hand, as the engine writes them.
+fn record(key: IntentKey, phase: Phase, attempt: u32) -> Record {
+    Record {
+        phase,
+        task: "conformance".to_owned(),
+        call: "transfer".to_owned(),
+        intent_key: key,
+        attempt,
+        attempt_id: format!("conformance-{}-a{attempt}", &key.to_string()[..8]),
+        started: "2026-12-01T00:00:00Z".to_owned(),
+        budget_left_s: 30,
+        outcome: None,
+        effect_applied: None,
+        probe: None,
+        message: None,
+        retry_at: None,
+        value: None,
+    }
+}
+
+fn end(key: IntentKey, attempt: u32, outcome: Outcome, applied: Applied, message: &str) -> Record {
+    Record {
+        outcome: Some(outcome),
+        effect_applied: Some(applied),
+        message: Some(message.to_owned()),
+        ..record(key, Phase::End, attempt)
+    }
+}
+
+fn verdict(key: IntentKey, attempt: u32, mark: ProbeMark) -> Record {
+    let (outcome, applied) = match mark {
+        ProbeMark::Landed => (Outcome::Ok, Applied::Yes),
+        ProbeMark::NotLanded => (Outcome::Retryable, Applied::No),
+        ProbeMark::Failed => (Outcome::Unknown, Applied::Unknown),
+    };
+    Record { probe: Some(mark), ..end(key, attempt, outcome, applied, "probe") }
+}
+
+/// Claim a free intent. A release may be sent off rather than made at once ([`Journal::release`]), so
+/// an intent just given up may read as held for a moment: look again for up to two seconds.
+async fn claim(store: &dyn Journal, key: IntentKey, owner: &Owner, rule: &str) {
+    for _ in 0..200 {
+        match store.claim(&key, owner, LEASE).await {
+            Ok(Claimed::Held(_)) => return,
+            Ok(Claimed::Busy { .. }) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(e) => panic!("{rule}: {owner} could not claim a free intent: {e}"),
+        }
+    }
+    panic!("{rule}: {owner} could not claim an intent given up two seconds ago");
+}
+
+fn conflict(result: Result<(), JournalError>, rule: &str) -> String {
+    match result {
+        Err(JournalError::Conflict { why, .. }) => why,
+        other => panic!("{rule}: expected the store to refuse it (JournalError::Conflict), got {other:?}"),
+    }
+}
+
+async fn last(store: &dyn Journal, key: IntentKey) -> (u32, Record) {
+    let recall = store.recall(&key).await.expect("the intent has records");
+    (recall.attempts, recall.last)
+}
+
+/// A start is accepted only from the holder of an unexpired claim, and only for the highest attempt
+/// recorded + 1.
+pub async fn starts_are_fenced(store: &dyn Journal, scope: &str) {
+    const RULE: &str = "a start is fenced by the claim and the next attempt number";
+    let k = key(scope, "starts-are-fenced");
+    let (a, b) = (Owner::new(format!("{scope}-a")), Owner::new(format!("{scope}-b")));
+    conflict(store.start(&a, record(k, Phase::Start, 1).as_record_ref(), Durability::Synced).await, RULE);
+    claim(store, k, &a, RULE).await;
+    match store.claim(&k, &b, LEASE).await {
+        Ok(Claimed::Busy { holder, .. }) => assert_eq!(holder, a, "{RULE}: the holder is named"),
+        other => panic!("{RULE}: a second owner took a held intent: {other:?}"),
+    }
+    conflict(store.start(&b, record(k, Phase::Start, 1).as_record_ref(), Durability::Synced).await, RULE);
+    conflict(store.start(&a, record(k, Phase::Start, 2).as_record_ref(), Durability::Synced).await, RULE);
+    store.start(&a, record(k, Phase::Start, 1).as_record_ref(), Durability::Synced).await.expect(RULE);
+    // The same start again: refused, or (a store that retries a start whose answer was lost) taken as
+    // the one already stored; never a second attempt 1.
+    let again = store.start(&a, record(k, Phase::Start, 1).as_record_ref(), Durability::Synced).await;
+    assert!(matches!(again, Ok(()) | Err(JournalError::Conflict { .. })), "{RULE}: {again:?}");
+    let (attempts, last) = last(store, k).await;
+    assert_eq!((attempts, last.phase), (1, Phase::Start), "{RULE}");
+    store.release(&k, &a);
+}
+
+/// An end record (an attempt's end, a probe's verdict) is accepted only from the holder of an
+/// unexpired claim, for the attempt it started, or as a probe's verdict on the highest attempt.
+pub async fn records_about_an_attempt_are_fenced(store: &dyn Journal, scope: &str) {
+    const RULE: &str = "a record about an attempt comes from its starter or the holder's probe";
+    let k = key(scope, "ends-are-fenced");
+    let (a, b) = (Owner::new(format!("{scope}-a")), Owner::new(format!("{scope}-b")));
+    let ended = |n| end(k, n, Outcome::Unknown, Applied::Unknown, "timed out");
+    // No claim, no end.
+    conflict(store.end(&a, ended(1).as_record_ref(), Durability::Buffered).await, RULE);
+    claim(store, k, &a, RULE).await;
+    // The holder has started nothing: no end of its own for attempt 1.
+    conflict(store.end(&a, ended(1).as_record_ref(), Durability::Buffered).await, RULE);
+    store.start(&a, record(k, Phase::Start, 1).as_record_ref(), Durability::Synced).await.expect(RULE);
+    store.end(&a, ended(1).as_record_ref(), Durability::Buffered).await.expect(RULE);
+    // Another owner, not holding the claim, writes nothing about it.
+    conflict(
+        store.end(&b, verdict(k, 1, ProbeMark::NotLanded).as_record_ref(), Durability::Buffered).await,
+        RULE,
+    );
+    store.release(&k, &a);
+    // b takes over: it may give a probe's verdict on attempt 1, not an end as if it had made it.
+    claim(store, k, &b, RULE).await;
+    conflict(store.end(&b, ended(1).as_record_ref(), Durability::Buffered).await, RULE);
+    store.end(&b, verdict(k, 1, ProbeMark::Failed).as_record_ref(), Durability::Buffered).await.expect(RULE);
+    let (attempts, last) = last(store, k).await;
+    assert_eq!((attempts, last.probe), (1, Some(ProbeMark::Failed)), "{RULE}: the verdict is the last word");
+    // The last record of a call gives the claim up with it (`finish`), under the same fence.
+    store.start(&b, record(k, Phase::Start, 2).as_record_ref(), Durability::Synced).await.expect(RULE);
+    let done = end(k, 2, Outcome::Ok, Applied::Yes, "transfer done on attempt 2");
+    store.finish(&b, done.as_record_ref(), Durability::Buffered).await.expect(RULE);
+    claim(store, k, &a, "the finishing record gives the claim up").await;
+    store.release(&k, &a);
+}
+
+/// The partition story: a worker whose start and end of attempt 2 are held back while another worker
+/// takes the intent over, makes attempt 2 and lands it; the held records are delivered late. Neither
+/// may become the last word: the intent stays done, and its next call replays it.
+pub async fn a_late_record_of_an_old_owner_changes_nothing(store: &dyn Journal, scope: &str) {
+    const RULE: &str = "a record held back and delivered late changes nothing";
+    let k = key(scope, "late-record");
+    let (first, partitioned, taker) = (
+        Owner::new(format!("{scope}-w1")),
+        Owner::new(format!("{scope}-w4")),
+        Owner::new(format!("{scope}-w5")),
+    );
+    // Attempt 1: a 503 and a probe that found nothing.
+    claim(store, k, &first, RULE).await;
+    store.start(&first, record(k, Phase::Start, 1).as_record_ref(), Durability::Synced).await.expect(RULE);
+    let refused = end(k, 1, Outcome::Retryable, Applied::No, "503");
+    store.finish(&first, refused.as_record_ref(), Durability::Buffered).await.expect(RULE);
+    // w4 claims; its start of attempt 2 never arrives, and its lease runs out (a release, to the store).
+    claim(store, k, &partitioned, RULE).await;
+    store.release(&k, &partitioned);
+    // w5 takes over, makes attempt 2, and the transfer lands.
+    claim(store, k, &taker, RULE).await;
+    store.start(&taker, record(k, Phase::Start, 2).as_record_ref(), Durability::Synced).await.expect(RULE);
+    let landed =
+        Record { value: Some(serde_json::json!(4411)), ..end(k, 2, Outcome::Ok, Applied::Yes, "done") };
+    store.finish(&taker, landed.as_record_ref(), Durability::Buffered).await.expect(RULE);
+    // The partition heals: w4's held start and its "not started" end arrive.
+    conflict(
+        store.start(&partitioned, record(k, Phase::Start, 2).as_record_ref(), Durability::Synced).await,
+        RULE,
+    );
+    let stale = end(k, 2, Outcome::Retryable, Applied::No, "the start record was not stored; not started");
+    conflict(store.end(&partitioned, stale.as_record_ref(), Durability::Buffered).await, RULE);
+    conflict(store.finish(&partitioned, stale.as_record_ref(), Durability::Buffered).await, RULE);
+    let stale_probe = verdict(k, 2, ProbeMark::NotLanded);
+    conflict(store.end(&partitioned, stale_probe.as_record_ref(), Durability::Buffered).await, RULE);
+    let recall = store.recall(&k).await.expect("the intent has records");
+    assert_eq!(recall.attempts, 2, "{RULE}");
+    assert_eq!(recall.last_word(), LastWord::Ok(Some(&serde_json::json!(4411))), "{RULE}: {:?}", recall.last);
+}
