@@ -180,7 +180,10 @@ mod over_mcp {
         if let Err(error) = added {
             return refused(task, &error.to_string());
         }
-        let server = McpServer::builder(toolbox).like(task).budget(task.remaining()).build();
+        let server = match McpServer::builder(toolbox).like(task).budget(task.remaining()).build() {
+            Ok(server) => server,
+            Err(error) => return refused(task, &error.to_string()),
+        };
         let (server_side, client_side) = tokio::io::duplex(64 * 1024);
         tokio::spawn(async move {
             if let Ok(running) = server.serve(server_side).await {

@@ -63,7 +63,7 @@ async fn through_mcp(
     toolbox.add_method(Arc::clone(&desk), Desk::post_tool()).unwrap();
     toolbox.add_method(Arc::clone(&desk), Desk::charge_tool()).unwrap();
     toolbox.add_method(desk, Desk::write_tool()).unwrap();
-    let server = McpServer::builder(toolbox).like(&task).budget(task.remaining()).build();
+    let server = McpServer::builder(toolbox).like(&task).budget(task.remaining()).build().unwrap();
     let (server_side, client_side) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_side).await {

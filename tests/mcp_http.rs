@@ -20,7 +20,7 @@ async fn count_run() -> Result<u32, Class> {
 async fn start(options: HttpOptions) -> SocketAddr {
     let mut toolbox = Toolbox::new();
     toolbox.add(count_run_tool()).unwrap();
-    let server = McpServer::builder(toolbox).build().bind_http(options).await.expect("bound");
+    let server = McpServer::builder(toolbox).build().unwrap().bind_http(options).await.expect("bound");
     let addr = server.local_addr().unwrap();
     tokio::spawn(server.serve());
     addr
@@ -125,11 +125,11 @@ impl<'a> Post<'a> {
 #[tokio::test]
 async fn a_public_address_needs_a_token() {
     let toolbox = Toolbox::new();
-    let server = McpServer::builder(toolbox).build();
+    let server = McpServer::builder(toolbox).build().unwrap();
     let refused = server.bind_http(HttpOptions::default().addr(([0, 0, 0, 0], 0).into())).await;
     assert!(refused.err().is_some_and(|e| e.to_string().contains("without a bearer token")));
     for empty in ["", " ", "two words"] {
-        let server = McpServer::builder(Toolbox::new()).build();
+        let server = McpServer::builder(Toolbox::new()).build().unwrap();
         let options = HttpOptions::default().addr(([0, 0, 0, 0], 0).into()).bearer_token(empty);
         let refused = server.bind_http(options).await;
         assert!(refused.err().is_some_and(|e| e.to_string().contains("one word")), "{empty:?}");
@@ -155,7 +155,7 @@ async fn allowed_origins_are_compared_as_browsers_send_them() {
         assert_eq!(post(origin).send(&initialize()).await.status().as_u16(), status, "{origin}");
     }
     for wrong in ["app.example.com", "https://app.example.com/path", "https://", "ftp://app.example.com"] {
-        let server = McpServer::builder(Toolbox::new()).build();
+        let server = McpServer::builder(Toolbox::new()).build().unwrap();
         let options = HttpOptions::default().addr(([127, 0, 0, 1], 0).into()).allow_origin(wrong);
         let refused = server.bind_http(options).await;
         assert!(refused.err().is_some_and(|e| e.to_string().contains("an origin is")), "{wrong}");
@@ -179,4 +179,38 @@ async fn a_connection_that_stops_mid_headers_is_closed() {
     assert!(closed.is_ok(), "the stalled connection is still open after 10 s");
     let post = Post { addr, path: "/mcp", origin: None, token: None, session: None };
     assert_eq!(post.send(&initialize()).await.status().as_u16(), 200);
+}
+
+/// Issue 23, item 11: a body that is not a JSON-RPC message is answered as the reference SDKs answer
+/// it: 400 with a JSON-RPC error, -32700 when it is not JSON, -32600 when it is JSON of the wrong
+/// shape, carrying the request's id when it can be read. Nothing runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_is_not_json_rpc_gets_a_json_rpc_error() {
+    let addr = start(HttpOptions::default().addr(SocketAddr::from(([127, 0, 0, 1], 0)))).await;
+    let before = RUNS.load(Ordering::SeqCst);
+    let post = |body: &'static str| {
+        reqwest::Client::new()
+            .post(format!("http://{addr}/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+            .send()
+    };
+    for (body, code, id) in [
+        ("this is not json", -32700, Value::Null),
+        ("{\"jsonrpc\": \"2.0\", \"id\": 7, \"params\": {}}", -32600, json!(7)),
+        ("{\"jsonrpc\": \"2.0\", \"id\": \"call-9\", \"method\": 5}", -32600, json!("call-9")),
+        ("[1, 2, 3]", -32600, Value::Null),
+    ] {
+        let response = post(body).await.unwrap();
+        assert_eq!(response.status(), 400, "{body}");
+        assert_eq!(response.headers()["content-type"], "application/json", "{body}");
+        let answer: Value = serde_json::from_str(&response.text().await.unwrap()).unwrap();
+        assert_eq!((answer["jsonrpc"].as_str(), &answer["id"]), (Some("2.0"), &id), "{body}: {answer}");
+        assert_eq!(answer["error"]["code"], json!(code), "{body}: {answer}");
+    }
+    // A real request still goes through.
+    let response = post(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(RUNS.load(Ordering::SeqCst), before);
 }

@@ -27,7 +27,7 @@ async fn a_flood_that_exhausts_file_descriptors_does_not_stop_the_server() {
     let options = HttpOptions::default()
         .addr(([127, 0, 0, 1], 0).into())
         .header_read_timeout(Duration::from_millis(300));
-    let server = McpServer::builder(toolbox).build().bind_http(options).await.expect("bound");
+    let server = McpServer::builder(toolbox).build().unwrap().bind_http(options).await.expect("bound");
     let addr = server.local_addr().unwrap();
     let serving = tokio::spawn(server.serve());
 

@@ -42,7 +42,7 @@ impl Thread {
 async fn connect() -> RunningService<RoleClient, ()> {
     let mut toolbox = Toolbox::new();
     toolbox.add_method(Arc::new(Thread::default()), Thread::post_tool()).unwrap();
-    let server = McpServer::builder(toolbox).budget(Duration::from_secs(30)).build();
+    let server = McpServer::builder(toolbox).budget(Duration::from_secs(30)).build().unwrap();
     let (server_side, client_side) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_side).await {

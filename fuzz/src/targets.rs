@@ -577,7 +577,11 @@ impl McpMeta {
 }
 
 fn server() -> McpServer {
-    McpServer::builder(toolbox()).budget(Duration::from_secs(30)).instance_id("fuzz").build()
+    McpServer::builder(toolbox())
+        .budget(Duration::from_secs(30))
+        .instance_id("fuzz")
+        .build()
+        .expect("30 s holds every tool")
 }
 
 impl Target for McpMeta {

@@ -116,3 +116,78 @@ async fn an_async_escalation_sink_gets_the_escalation_and_a_hung_one_is_left_beh
     assert_eq!(began.elapsed(), tool_contract::task::ESCALATION_WAIT);
     assert!(report.message.ends_with("did not take it within 5.0s: not escalated"), "{}", report.message);
 }
+
+/// Issue 23, item 5: a paged read whose page 4 hangs until the budget runs out reports pages 1-3 read
+/// (their rows in `value`, their items `ok`), and only pages 4 and 5 retryable; the message counts
+/// right, so a caller that retries what the items call missing reads no page twice.
+#[tokio::test(start_paused = true)]
+async fn a_paged_read_cut_by_the_budget_keeps_the_pages_it_read() {
+    let spec = spec("list_orders", EffectKind::Read);
+    let task = task(3);
+    let key = task.key(&spec, &"customer-9", None);
+    let reads = std::sync::Mutex::new(Vec::new());
+    let report = engine::run_pages(&task, &spec, key, vec![1u32, 2, 3, 4, 5], |_call, page: &u32| {
+        let page = *page;
+        reads.lock().unwrap().push(page);
+        async move {
+            if page == 4 {
+                std::future::pending::<()>().await;
+            }
+            Ok::<_, Class>(vec![format!("order-{page}a"), format!("order-{page}b")])
+        }
+    })
+    .await;
+    assert_eq!(report.outcome, Outcome::Retryable, "{}", report.message);
+    assert_eq!(report.value.as_ref().map(Vec::len), Some(6), "{}", report.message);
+    let done: Vec<_> = report.items.iter().map(|i| (i.id.as_str(), i.outcome)).collect();
+    assert_eq!(
+        done,
+        [
+            ("1", Outcome::Ok),
+            ("2", Outcome::Ok),
+            ("3", Outcome::Ok),
+            ("4", Outcome::Retryable),
+            ("5", Outcome::Retryable)
+        ]
+    );
+    assert!(report.message.starts_with("list_orders: 3 of 5 pages read"), "{}", report.message);
+    assert_eq!(*reads.lock().unwrap(), [1, 2, 3, 4], "no page read twice");
+}
+
+/// The same for bulk work cut mid-batch: what the attempt reported before the cut keeps its result.
+#[tokio::test(start_paused = true)]
+async fn bulk_work_cut_mid_batch_keeps_what_it_reported() {
+    let spec = spec("index_docs", EffectKind::Read).max_attempts(2);
+    let task = task(3);
+    let key = task.key(&spec, &"shelf", None);
+    let sent = std::sync::Mutex::new(Vec::new());
+    let report = engine::run_bulk(
+        &task,
+        &spec,
+        key,
+        vec!["a".to_owned(), "b".to_owned(), "c".to_owned()],
+        |call, docs: Vec<String>| {
+            sent.lock().unwrap().push(docs.clone());
+            async move {
+                for doc in &docs {
+                    if doc == "c" {
+                        std::future::pending::<()>().await;
+                    }
+                    call.report_item(Item::ok(doc.clone()));
+                }
+                Ok::<_, Class>(docs.into_iter().map(Item::ok).collect())
+            }
+        },
+        NoProbe,
+    )
+    .await;
+    let done: Vec<_> = report.items.iter().map(|i| (i.id.as_str(), i.outcome)).collect();
+    assert_eq!(
+        done,
+        [("a", Outcome::Ok), ("b", Outcome::Ok), ("c", Outcome::Retryable)],
+        "{}",
+        report.message
+    );
+    assert!(report.message.contains("2 of 3 items done"), "{}", report.message);
+    assert_eq!(sent.lock().unwrap().len(), 1, "the budget held one attempt");
+}

@@ -225,7 +225,8 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
         let build = "cargo run -p tool-contract-mcp --features http --example support_desk";
         return Err(format!("--http needs the `http` feature: {build}").into());
     }
-    Ok(Setup { server: builder.build(), http, token, origins })
+    let server = builder.build().map_err(|e| e.to_string())?;
+    Ok(Setup { server, http, token, origins })
 }
 
 #[cfg(feature = "http")]

@@ -101,6 +101,8 @@ struct Gate {
     origins: Vec<String>,
     token: Option<String>,
     header_timeout: Duration,
+    /// The largest request body read, as rmcp's service reads it.
+    max_body: usize,
     service: StreamableHttpService<McpServer, LocalSessionManager>,
 }
 
@@ -143,12 +145,14 @@ impl McpServer {
             config = config.disable_allowed_hosts();
         }
         let server = self;
+        let max_body = config.max_request_body_bytes;
         let service = StreamableHttpService::new(move || Ok(server.clone()), Arc::default(), config);
         let gate = Gate {
             path: options.path,
             origins,
             token: options.token,
             header_timeout: options.header_timeout,
+            max_body,
             service,
         };
         Ok(HttpServer { listener, gate: Arc::new(gate) })
@@ -221,7 +225,28 @@ impl Gate {
                 return response;
             }
         }
-        self.service.handle(request).await
+        if request.method() != hyper::Method::POST || !is_json(request.headers()) {
+            return self.service.handle(request).await;
+        }
+        // A body that is not a JSON-RPC message is answered as the reference SDKs answer it: 400 with
+        // a JSON-RPC error (-32700 when it is not JSON, -32600 when it is JSON of the wrong shape)
+        // carrying the request's id when one can be read. rmcp would answer 415 in plain text.
+        let (parts, body) = request.into_parts();
+        let body = match http_body_util::Limited::new(body, self.max_body).collect().await {
+            Ok(body) => body.to_bytes(),
+            Err(e) => {
+                let status = if e.is::<http_body_util::LengthLimitError>() {
+                    StatusCode::PAYLOAD_TOO_LARGE
+                } else {
+                    StatusCode::BAD_REQUEST
+                };
+                return refuse(status, format!("the request body could not be read: {e}"));
+            }
+        };
+        if let Some(refusal) = not_json_rpc(&body) {
+            return refusal;
+        }
+        self.service.handle(Request::from_parts(parts, Full::new(body))).await
     }
 
     /// A loopback origin (`localhost`, `127.0.0.1`, `[::1]`, any port: a page the machine's own user
@@ -238,6 +263,40 @@ impl Gate {
             .map_or(rest, |(host, port)| if port.bytes().all(|b| b.is_ascii_digit()) { host } else { rest });
         matches!(host, "localhost" | "127.0.0.1" | "[::1]")
     }
+}
+
+/// Whether the request says its body is JSON (`application/json`, parameters allowed).
+fn is_json(headers: &hyper::HeaderMap) -> bool {
+    headers.get(hyper::header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).is_some_and(|value| {
+        let essence = value.split_once(';').map_or(value, |(essence, _)| essence);
+        essence.trim().eq_ignore_ascii_case("application/json")
+    })
+}
+
+/// The answer to a body that is not a JSON-RPC message a client sends, if it is not one.
+fn not_json_rpc(body: &[u8]) -> Option<Response<BoxBody<Bytes, Infallible>>> {
+    let (id, code, message) = match serde_json::from_slice::<serde_json::Value>(body) {
+        Err(e) => (serde_json::Value::Null, -32700, format!("Parse error: the body is not JSON ({e})")),
+        Ok(value) => match serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(value.clone()) {
+            Ok(_) => return None,
+            Err(e) => {
+                let id = match value.get("id") {
+                    Some(id @ (serde_json::Value::String(_) | serde_json::Value::Number(_))) => id.clone(),
+                    _ => serde_json::Value::Null,
+                };
+                (id, -32600, format!("Invalid Request: not a JSON-RPC request or notification ({e})"))
+            }
+        },
+    };
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": code, "message": message },
+    });
+    let mut response = Response::new(Full::new(Bytes::from(error.to_string())).boxed());
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    response.headers_mut().insert(hyper::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Some(response)
 }
 
 /// The credentials of an `Authorization` value in the `Bearer` scheme, whose name is case-insensitive

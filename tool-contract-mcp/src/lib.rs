@@ -39,7 +39,7 @@
 //! let server = McpServer::builder(toolbox)
 //!     .budget(Duration::from_secs(30))
 //!     .journal(Arc::new(FileJournal::open("attempts.log")?))
-//!     .build();
+//!     .build()?;
 //! eprintln!("instance {}", server.instance_id());
 //! server.serve_stdio().await
 //! # }
@@ -47,7 +47,10 @@
 
 #[cfg(feature = "http")]
 pub mod http;
+mod lines;
 pub mod trace;
+
+pub use lines::MAX_LINE_BYTES;
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
@@ -61,6 +64,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
+pub use tool_contract::toolbox::BudgetTooShort;
 use tool_contract::{Approve, Escalate, IntentKey, Journal, Outcome, Report, Task, TaskTemplate, Toolbox};
 
 /// The request `_meta` key that names the task a call works for (its durable identity: the order, the
@@ -157,11 +161,13 @@ impl Builder {
         self
     }
 
-    /// The server.
-    pub fn build(self) -> McpServer {
+    /// The server; refused when the budget per call is too short for one of the tools (every call of
+    /// it would be refused before it starts), naming the tool and its floor.
+    pub fn build(self) -> Result<McpServer, BudgetTooShort> {
+        self.toolbox.check_budget(self.budget)?;
         let template = self.template.build();
         let tools = self.toolbox.definitions().iter().map(tool).collect();
-        McpServer {
+        Ok(McpServer {
             inner: Arc::new(Inner {
                 toolbox: self.toolbox,
                 tools,
@@ -172,7 +178,7 @@ impl Builder {
                 name: self.name,
                 version: self.version,
             }),
-        }
+        })
     }
 }
 
@@ -221,7 +227,27 @@ impl McpServer {
 
     /// Serves MCP over standard input and output until the client closes them.
     pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let running = self.serve(rmcp::transport::stdio()).await?;
+        let (read, write) = rmcp::transport::stdio();
+        self.serve_lines(read, write).await
+    }
+
+    /// Serves MCP over `read` and `write`, one JSON-RPC message per line (what [`serve_stdio`]
+    /// does over the process's standard streams), until the client closes. A line that is JSON but
+    /// not a JSON-RPC message is answered `-32600` with the id it carries, when it carries one; a line
+    /// that is not JSON is ignored, as the reference SDKs ignore it; a line over
+    /// [`MAX_LINE_BYTES`] is dropped whole.
+    ///
+    /// [`serve_stdio`]: McpServer::serve_stdio
+    pub async fn serve_lines<R, W>(
+        self,
+        read: R,
+        write: W,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let running = self.serve(lines::Lines::new(read, write)).await?;
         running.waiting().await?;
         Ok(())
     }

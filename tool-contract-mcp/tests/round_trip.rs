@@ -73,7 +73,7 @@ async fn connect(thread: Arc<Thread>) -> (RunningService<RoleClient, ()>, McpSer
     toolbox.add_method(Arc::clone(&thread), Thread::post_tool()).unwrap();
     toolbox.add_method(Arc::clone(&thread), Thread::slow_post_tool()).unwrap();
     toolbox.add_method(thread, Thread::count_tool()).unwrap();
-    let server = McpServer::builder(toolbox).budget(Duration::from_secs(30)).build();
+    let server = McpServer::builder(toolbox).budget(Duration::from_secs(30)).build().unwrap();
     let (server_side, client_side) = tokio::io::duplex(64 * 1024);
     let serving = server.clone();
     tokio::spawn(async move {
@@ -232,7 +232,7 @@ async fn a_stable_instance_id_and_a_file_log_outlive_a_restart() {
         }
         let (server_side, client_side) = tokio::io::duplex(64 * 1024);
         let serving = tokio::spawn(async move {
-            if let Ok(running) = builder.build().serve(server_side).await {
+            if let Ok(running) = builder.build().unwrap().serve(server_side).await {
                 let _ = running.waiting().await;
             }
         });
@@ -300,5 +300,76 @@ async fn a_malformed_tools_call_is_told_what_is_wrong() {
     let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
     assert_eq!(answer["error"]["code"], json!(-32601), "{answer}");
     assert!(answer["error"]["message"].as_str().unwrap().contains("`tools/frobnicate`"), "{answer}");
+    assert_eq!(thread.bodies.load(Ordering::SeqCst), 0);
+}
+
+/// Read a slow report: an attempt needs two seconds.
+#[tool(effect = "read", deadline_floor = "2s")]
+async fn slow_report() -> Result<u64, Class> {
+    Ok(1)
+}
+
+/// Issue 23, item 10: a server whose budget per call cannot start one of its tools is refused at
+/// start, naming the tool and its floor, instead of refusing every call of it.
+#[test]
+fn a_server_whose_budget_cannot_start_a_tool_is_refused_at_start() {
+    let toolbox = |_| {
+        let mut toolbox = Toolbox::new();
+        toolbox.add(slow_report_tool()).unwrap();
+        toolbox
+    };
+    for budget in [Duration::ZERO, Duration::from_secs(1), Duration::from_secs(2)] {
+        let refused = McpServer::builder(toolbox(())).budget(budget).build().err().expect("refused");
+        assert_eq!((refused.tool, refused.floor), ("slow_report", Duration::from_secs(2)));
+        let why = refused.to_string();
+        assert!(why.contains("slow_report") && why.contains("2.0s"), "{why}");
+    }
+    assert!(McpServer::builder(toolbox(())).budget(Duration::from_millis(2100)).build().is_ok());
+}
+
+/// Issue 23, item 11, over stdio: JSON that is not a JSON-RPC message is answered `-32600` with the id
+/// it carries; a line that is not JSON, an unknown notification and a line past the limit are
+/// dropped, and the server goes on answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_that_is_not_json_rpc_is_answered_with_its_id() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let thread = Arc::new(Thread::default());
+    let (_client, server) = connect(Arc::clone(&thread)).await;
+    let (server_side, client_side) = tokio::io::duplex(64 * 1024);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    tokio::spawn(server.serve_lines(server_read, server_write));
+    let (read, mut write) = tokio::io::split(client_side);
+    let mut lines = tokio::io::BufReader::new(read).lines();
+    let mut send = async |line: String| {
+        write.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    };
+    send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } })
+    .to_string())
+    .await;
+    lines.next_line().await.unwrap().expect("an initialize answer");
+    send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string()).await;
+    let ping = |id: u32| json!({ "jsonrpc": "2.0", "id": id, "method": "ping" }).to_string();
+    for (n, (line, id)) in [
+        (r#"{"jsonrpc": "2.0", "id": 7, "params": {}}"#.to_owned(), Some(json!(7))),
+        (r#"{"jsonrpc": "2.0", "id": "call-9", "method": 5}"#.to_owned(), Some(json!("call-9"))),
+        ("this is not json".to_owned(), None),
+        (r#"{"jsonrpc": "2.0", "method": "notifications/unheard_of"}"#.to_owned(), None),
+        (format!("\"{}\"", "x".repeat(tool_contract_mcp::MAX_LINE_BYTES + 10)), None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        send(line.clone()).await;
+        send(ping(100 + n as u32)).await;
+        if let Some(id) = id {
+            let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            assert_eq!((&answer["id"], &answer["error"]["code"]), (&id, &json!(-32600)), "{answer}");
+        }
+        // The ping after it is answered next: nothing else was said about the line.
+        let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(answer["id"], json!(100 + n), "{}: {answer}", &line[..line.len().min(60)]);
+        assert!(answer.get("result").is_some(), "{answer}");
+    }
     assert_eq!(thread.bodies.load(Ordering::SeqCst), 0);
 }

@@ -31,7 +31,7 @@
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let mut toolbox = Toolbox::new();
 //! toolbox.add(read_price_tool()).unwrap();
-//! let tools = RigToolbox::new(toolbox).tools();
+//! let tools = RigToolbox::new(toolbox).tools().unwrap();
 //!
 //! let task = Task::new("quote-1", "agent:sales", Duration::from_secs(30));
 //! let mut context = ToolContext::default().with_scope(Arc::new(task));
@@ -48,6 +48,7 @@ use rig_core::completion::message::ToolName;
 use rig_core::tool::{ContextValue, DynamicTool, ToolContext, ToolErrorKind, ToolExecutionError, ToolOutput};
 use rig_core::wasm_compat::WasmBoxedFuture;
 use serde::{Deserialize, Serialize};
+pub use tool_contract::toolbox::BudgetTooShort;
 use tool_contract::{Approve, Escalate, Journal, Task, TaskTemplate, Toolbox};
 
 /// The task and actor of a call, as a rig context value (key `dev.tool-contract/task`).
@@ -140,8 +141,10 @@ impl RigToolbox {
         self
     }
 
-    /// One rig tool per toolbox tool, sorted by name.
-    pub fn tools(self) -> Vec<DynamicTool> {
+    /// One rig tool per toolbox tool, sorted by name; refused when the budget per call is too short
+    /// for one of them (every call of it would be refused before it starts), naming the tool.
+    pub fn tools(self) -> Result<Vec<DynamicTool>, BudgetTooShort> {
+        self.toolbox.check_budget(self.budget)?;
         let shared = Arc::new(Shared {
             template: self.template.build(),
             budget: self.budget,
@@ -169,7 +172,7 @@ impl RigToolbox {
             });
             tools.push(DynamicTool::new_with_context(name, definition.description(), parameters, callback));
         }
-        tools
+        Ok(tools)
     }
 }
 

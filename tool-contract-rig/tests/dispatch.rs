@@ -38,7 +38,7 @@ fn tools() -> Vec<rig_core::tool::DynamicTool> {
     let mut toolbox = Toolbox::new();
     toolbox.add(read_price_tool()).unwrap();
     toolbox.add(send_notice_tool()).unwrap();
-    RigToolbox::new(toolbox).instance_id("rig-test").budget(Duration::from_secs(5)).tools()
+    RigToolbox::new(toolbox).instance_id("rig-test").budget(Duration::from_secs(5)).tools().unwrap()
 }
 
 async fn run(tool: &rig_core::tool::DynamicTool, context: &mut ToolContext, arguments: Value) -> Value {
@@ -143,7 +143,8 @@ async fn the_adapters_approver_and_sink_serve_calls_named_by_a_task_name() {
             asked_by.lock().unwrap().push(request.next_attempt);
             async { Approval::Approved }
         })
-        .tools();
+        .tools()
+        .unwrap();
     let mut context = ToolContext::default();
     context.insert(TaskName { task: "invoice-1".into(), actor: "agent:billing".into() }).unwrap();
     let report = run(&tools[0], &mut context, json!({ "card": "card-42" })).await;
@@ -163,7 +164,8 @@ async fn the_adapters_approver_and_sink_serve_calls_named_by_a_task_name() {
             escalated_to.fetch_add(1, Ordering::SeqCst);
             async {}
         })
-        .tools();
+        .tools()
+        .unwrap();
     let report = run(&tools[0], &mut context, json!({ "card": "card-43" })).await;
     assert_eq!(report["outcome"], "retryable", "{report}");
     assert!(report["message"].as_str().unwrap().contains("needs an approver"), "{report}");

@@ -1,10 +1,15 @@
 //! The call context a tool's body sees during one attempt.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::key::IntentKey;
+use crate::report::Item;
+
+/// The items an attempt of a call in parts reported before it returned.
+pub(crate) type Progress = Arc<Mutex<Vec<Item>>>;
 
 /// What the body of a tool can know about the attempt it runs in.
 ///
@@ -18,6 +23,8 @@ pub struct Call {
     pub(crate) key: IntentKey,
     pub(crate) attempt: u32,
     pub(crate) deadline: Instant,
+    /// Where a call in parts (bulk items, the pages of a read) keeps what the attempt reported so far.
+    pub(crate) progress: Option<Progress>,
 }
 
 impl Call {
@@ -38,7 +45,7 @@ impl Call {
         let mut ids = String::with_capacity(task_id.len() + attempt_id.len());
         ids.push_str(task_id);
         ids.push_str(attempt_id);
-        Call { ids: ids.into_boxed_str(), task_len: task_id.len(), key, attempt, deadline }
+        Call { ids: ids.into_boxed_str(), task_len: task_id.len(), key, attempt, deadline, progress: None }
     }
 
     /// The intent key, the same on every attempt of the intent.
@@ -64,6 +71,42 @@ impl Call {
     /// How long this attempt may still run before it is cancelled.
     pub fn budget_left(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// Report one item's result before the attempt returns, in bulk work
+    /// ([`run_bulk`](crate::engine::run_bulk)): if the attempt is then cut off (its budget runs out,
+    /// it panics), the items it reported keep their result, and only the others are retried or
+    /// probed. The list the attempt returns, when it returns one, has the last word on every item it
+    /// names. Outside a call in parts this does nothing.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tool_contract::{Class, EffectKind, Item, NoProbe, Outcome, Task, ToolSpec, engine};
+    ///
+    /// const INDEX: ToolSpec = ToolSpec::new("index_docs", EffectKind::Read).max_attempts(1);
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+    /// let task = Task::new("reindex", "agent", Duration::from_secs(3));
+    /// let key = task.key(&INDEX, &"shelf-1", None);
+    /// let docs = vec!["a".to_owned(), "b".to_owned(), "c".to_owned()];
+    /// let report = engine::run_bulk(&task, &INDEX, key, docs, |call, docs: Vec<String>| async move {
+    ///     for doc in &docs {
+    ///         if doc == "c" {
+    ///             // This one hangs until the budget runs out.
+    ///             std::future::pending::<()>().await;
+    ///         }
+    ///         call.report_item(Item::ok(doc.clone()));
+    ///     }
+    ///     Ok::<_, Class>(docs.into_iter().map(Item::ok).collect())
+    /// }, NoProbe).await;
+    /// assert_eq!(report.outcome, Outcome::Retryable);
+    /// assert_eq!(report.items.iter().filter(|i| i.outcome == Outcome::Ok).count(), 2);
+    /// # }
+    /// ```
+    pub fn report_item(&self, item: Item) {
+        if let Some(progress) = &self.progress {
+            progress.lock().unwrap_or_else(|e| e.into_inner()).push(item);
+        }
     }
 }
 

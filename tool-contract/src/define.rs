@@ -142,7 +142,16 @@ impl Params {
     }
 
     /// The input schema: an object of the arguments, nothing else accepted.
-    fn into_schema(mut self) -> Map<String, Value> {
+    fn into_schema(self) -> Map<String, Value> {
+        let mut schema = Value::Object(self.assemble());
+        without_numeric_formats(&mut schema);
+        match schema {
+            Value::Object(schema) => schema,
+            _ => Map::new(),
+        }
+    }
+
+    fn assemble(mut self) -> Map<String, Value> {
         let definitions = self.generator.take_definitions(true);
         let mut schema = Map::new();
         schema.insert("$schema".to_owned(), JSON_SCHEMA_2020_12.into());
@@ -154,6 +163,40 @@ impl Params {
             schema.insert("$defs".to_owned(), Value::Object(definitions));
         }
         schema
+    }
+}
+
+/// Replace the numeric `format`s schemars writes (`uint64`, `int32`, `double`, ...), which JSON Schema
+/// 2020-12 does not define and clients warn about, by what every validator understands: the bounds of
+/// the integer's width as `minimum` and `maximum` (kept where already stricter); 64-bit and wider
+/// widths get no `maximum`, which a JavaScript client could not hold exactly anyway.
+pub(crate) fn without_numeric_formats(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let bounds: Option<(Option<i64>, Option<u64>)> = match map.get("format").and_then(Value::as_str) {
+                Some("uint8") => Some((Some(0), Some(u64::from(u8::MAX)))),
+                Some("uint16") => Some((Some(0), Some(u64::from(u16::MAX)))),
+                Some("uint32") => Some((Some(0), Some(u64::from(u32::MAX)))),
+                Some("uint" | "uint64" | "uint128") => Some((Some(0), None)),
+                Some("int8") => Some((Some(i64::from(i8::MIN)), Some(u64::from(i8::MAX.unsigned_abs())))),
+                Some("int16") => Some((Some(i64::from(i16::MIN)), Some(u64::from(i16::MAX.unsigned_abs())))),
+                Some("int32") => Some((Some(i64::from(i32::MIN)), Some(u64::from(i32::MAX.unsigned_abs())))),
+                Some("int" | "int64" | "int128" | "float" | "double") => Some((None, None)),
+                _ => None,
+            };
+            if let Some((minimum, maximum)) = bounds {
+                map.remove("format");
+                if let Some(minimum) = minimum {
+                    map.entry("minimum").or_insert(minimum.into());
+                }
+                if let Some(maximum) = maximum {
+                    map.entry("maximum").or_insert(maximum.into());
+                }
+            }
+            map.values_mut().for_each(without_numeric_formats);
+        }
+        Value::Array(values) => values.iter_mut().for_each(without_numeric_formats),
+        _ => {}
     }
 }
 
@@ -174,6 +217,7 @@ pub struct Definition {
     description: String,
     effect: EffectKind,
     dedupe: Dedupe,
+    floor: std::time::Duration,
     input_schema: Map<String, Value>,
     output_schema: Map<String, Value>,
 }
@@ -187,6 +231,7 @@ impl Definition {
             description: doc_text(description),
             effect: spec.effect(),
             dedupe: spec.deduplication(),
+            floor: spec.floor(),
             input_schema: params.into_schema(),
             output_schema: report_schema::<()>(),
         }
@@ -211,6 +256,11 @@ impl Definition {
     /// The tool's effect kind.
     pub fn effect(&self) -> EffectKind {
         self.effect
+    }
+
+    /// The least budget an attempt of it may start with ([`ToolSpec::deadline_floor`]).
+    pub fn floor(&self) -> std::time::Duration {
+        self.floor
     }
 
     /// The MCP annotations its effect kind implies.
@@ -316,8 +366,10 @@ impl Serialize for Definition {
 /// The JSON Schema of a `Report<T>`.
 pub fn report_schema<T: JsonSchema + ?Sized>() -> Map<String, Value> {
     let mut generator = generator();
-    let value = generator.subschema_for::<T>().to_value();
+    let mut value = generator.subschema_for::<T>().to_value();
+    without_numeric_formats(&mut value);
     let mut definitions = generator.take_definitions(true);
+    definitions.values_mut().for_each(without_numeric_formats);
     definitions.insert("Item".to_owned(), item_schema());
     let Value::Object(mut schema) = json!({
         "$schema": JSON_SCHEMA_2020_12,
@@ -367,6 +419,52 @@ fn item_schema() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 23, item 9: no integer or float `format` a 2020-12 validator does not define, in any
+    /// of the three formats, for every width; the bounds of the width instead.
+    #[test]
+    fn schemas_carry_bounds_not_formats_clients_do_not_know() {
+        const SPEC: ToolSpec = ToolSpec::new("sizes", EffectKind::Read);
+        let mut params = Params::new();
+        params
+            .param::<u8>("u8", None, true)
+            .param::<u16>("u16", None, true)
+            .param::<u32>("u32", None, true)
+            .param::<u64>("u64", None, true)
+            .param::<usize>("usize", None, true)
+            .param::<u128>("u128", None, true)
+            .param::<i8>("i8", None, true)
+            .param::<i32>("i32", None, true)
+            .param::<i64>("i64", None, true)
+            .param::<f32>("f32", None, true)
+            .param::<f64>("f64", None, true)
+            .param::<Option<u16>>("maybe", None, false)
+            .param::<std::num::NonZeroU32>("nonzero", None, true)
+            .param::<Vec<u64>>("list", None, true);
+        let definition = Definition::new(&SPEC, "Sizes.", params).output::<Vec<u32>>();
+        for format in Format::ALL {
+            let text = definition.to_format(format).to_string();
+            for unknown in ["uint", "int8", "int16", "int32", "int64", "int128", "double", "float"] {
+                assert!(
+                    !text.contains(&format!("\"format\":\"{unknown}")),
+                    "{format:?} says {unknown}: {text}"
+                );
+            }
+        }
+        let input = Value::Object(definition.input_schema().clone());
+        let bounds = |name: &str| {
+            (input["properties"][name]["minimum"].clone(), input["properties"][name]["maximum"].clone())
+        };
+        assert_eq!(bounds("u8"), (json!(0), json!(255)));
+        assert_eq!(bounds("u16"), (json!(0), json!(65535)));
+        assert_eq!(bounds("u32"), (json!(0), json!(4294967295u64)));
+        assert_eq!(bounds("u64"), (json!(0), Value::Null));
+        assert_eq!(bounds("i8"), (json!(-128), json!(127)));
+        assert_eq!(bounds("i32"), (json!(-2147483648i64), json!(2147483647)));
+        assert_eq!(bounds("i64"), (Value::Null, Value::Null));
+        assert_eq!(input["properties"]["nonzero"]["minimum"], json!(1), "a stricter bound is kept");
+        assert_eq!(input["properties"]["list"]["items"]["minimum"], json!(0));
+    }
 
     #[test]
     fn annotations_follow_the_effect_kind() {

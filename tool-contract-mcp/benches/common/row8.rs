@@ -150,5 +150,5 @@ impl RawClient {
 pub fn ours() -> McpServer {
     let mut toolbox = Toolbox::new();
     toolbox.add(read_price_tool()).expect("one tool");
-    McpServer::builder(toolbox).build()
+    McpServer::builder(toolbox).build().expect("the default budget holds the tools")
 }

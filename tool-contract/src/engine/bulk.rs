@@ -109,6 +109,7 @@ where
         to_probe: Vec::new(),
         pending: Vec::new(),
         last: None,
+        progress: None,
         attempt,
         probe,
         words,
@@ -129,6 +130,8 @@ struct Parts<I, A, P> {
     pending: Vec<usize>,
     /// How the last attempt failed as a whole, if it did.
     last: Option<Class>,
+    /// What the current attempt reported item by item ([`crate::Call::report_item`]).
+    progress: Option<crate::call::Progress>,
     attempt: A,
     probe: P,
     words: Words,
@@ -296,8 +299,11 @@ where
         serde_json::to_value(honest(&self.results, &self.maybe)).ok()
     }
 
-    fn attempt(&mut self, call: crate::Call) -> impl Future<Output = Result<Vec<Item>, E>> {
+    fn attempt(&mut self, mut call: crate::Call) -> impl Future<Output = Result<Vec<Item>, E>> {
         let batch: Vec<I> = self.pending.iter().map(|&i| self.items[i].clone()).collect();
+        let progress = crate::call::Progress::default();
+        call.progress = Some(std::sync::Arc::clone(&progress));
+        self.progress = Some(progress);
         (self.attempt)(call, batch)
     }
 
@@ -310,9 +316,16 @@ where
         written: &mut Option<Pending<'a>>,
     ) -> Option<Report<()>> {
         let kind = run.spec.effect();
+        // What the attempt reported item by item before it returned (or was cut off).
+        let early = match self.progress.take() {
+            Some(progress) => std::mem::take(&mut *progress.lock().unwrap_or_else(|e| e.into_inner())),
+            None => Vec::new(),
+        };
         let (results, pending) = (&mut self.results, &self.pending);
         let whole = match answer {
-            Ok(reported) => {
+            Ok(mut reported) => {
+                // The list returned has the last word: it comes first, and the first answer counts.
+                reported.extend(early);
                 merge(kind, results, pending, reported);
                 None
             }
@@ -325,6 +338,13 @@ where
                         reason: Some(class.message().to_owned()),
                     };
                 }
+                // Items reported before the attempt was cut off keep what was reported.
+                let reported: Vec<usize> = pending
+                    .iter()
+                    .copied()
+                    .filter(|&i| early.iter().any(|item| item.id == results[i].id))
+                    .collect();
+                merge(kind, results, &reported, early);
                 Some(class)
             }
         };

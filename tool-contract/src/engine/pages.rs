@@ -99,6 +99,8 @@ where
                 match next.await {
                     Ok(rows) => {
                         got.lock().unwrap_or_else(|e| e.into_inner())[at] = Some(rows);
+                        // Read, whatever becomes of the rest: a cut later in the attempt keeps it.
+                        call.report_item(Item::ok(id.clone()));
                         items.push(Item::ok(id));
                     }
                     Err(err) => {

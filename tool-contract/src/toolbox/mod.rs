@@ -134,6 +134,25 @@ impl<S: ?Sized + Send + Sync> Dispatch for Bound<S> {
     }
 }
 
+/// A budget per call too short for one of a toolbox's tools: every call of it would be refused before
+/// it starts ([`Toolbox::check_budget`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "a budget of {} per call is too short for {tool}, whose deadline floor is {}: every call of it would be \
+     refused before it starts; give each call more than {} (or lower the tool's deadline_floor)",
+    crate::engine::secs(*budget),
+    crate::engine::secs(*floor),
+    crate::engine::secs(*floor)
+)]
+pub struct BudgetTooShort {
+    /// The tool whose floor the budget does not exceed.
+    pub tool: &'static str,
+    /// Its deadline floor.
+    pub floor: std::time::Duration,
+    /// The budget given.
+    pub budget: std::time::Duration,
+}
+
 /// The tools an agent offers a model: their definitions, sorted by name, and dispatch by name.
 ///
 /// Calls go through the same engine as direct calls: the same intent key (task and actor from the
@@ -193,6 +212,19 @@ impl Toolbox {
     /// request's `tools` for OpenAI or Anthropic).
     pub fn definitions_as(&self, format: Format) -> Value {
         Value::Array(self.definitions.iter().map(|definition| definition.to_format(format)).collect())
+    }
+
+    /// Whether a call given `budget` can start every tool: refused, naming the first tool (by name)
+    /// whose deadline floor the budget does not exceed, since every call of it would be refused "not
+    /// started" (the budget is spent a little before the attempt can begin). What a server that
+    /// gives each call one budget checks at start ([`BudgetTooShort`]).
+    pub fn check_budget(&self, budget: std::time::Duration) -> Result<(), BudgetTooShort> {
+        match self.definitions.iter().find(|definition| budget.is_zero() || budget <= definition.floor()) {
+            Some(definition) => {
+                Err(BudgetTooShort { tool: definition.name(), floor: definition.floor(), budget })
+            }
+            None => Ok(()),
+        }
     }
 
     /// The definition of the tool `name`.
