@@ -2,16 +2,23 @@
 //!
 //! # Durability
 //!
-//! Each append writes its record itself: the line is encoded and handed to the operating system with
-//! one `write(2)` under the log's lock, so records keep the order of the calls to `append` and a
-//! [`Durability::Buffered`] append (a read's start, every end record) resolves at once, its record out
-//! of the process (a killed process does not lose it) and riding the next sync. No thread hop is
-//! involved: a write lands in the page cache in a microsecond or so. A [`Durability::Synced`] append
-//! (the start record of a side-effecting attempt) then waits for the syncer thread, which makes what is
-//! written durable with one `fdatasync(2)`; it resolves once a sync that began after its record was
-//! written has returned. While one sync runs, the synced records appended meanwhile wait for the next
-//! one together, so concurrent tasks share syncs (group commit) and durability does not serialise them.
-//! The async runtime never waits on `fdatasync`.
+//! Each append encodes its record under the log's lock and queues the line for the log's writer thread,
+//! so records keep the order of the calls to `append`; every `write(2)` and `fdatasync(2)` of the log
+//! happens on that thread, and a stalled disk stalls it, never a task's executor thread. A
+//! [`Durability::Buffered`] append (every end record) resolves once its line is queued: the writer
+//! writes it at once and it rides the next sync (a killed process may lose the records of its last
+//! moments; losing an end record is safe, the attempt then reads as unfinished and is probed). A
+//! [`Durability::Synced`] append (the start record of a side-effecting attempt) resolves once a sync
+//! that began after its line was written has returned. While one sync runs, the synced records appended
+//! meanwhile wait for the next one together, so concurrent tasks share syncs (group commit) and
+//! durability does not serialise them. The async runtime never waits on `fdatasync`.
+//!
+//! # Opening
+//!
+//! [`FileJournal::open`] opens, locks and indexes the file on the calling thread, and never waits on a
+//! sync: a new log's header (and, for a file it created, its directory entry) is made durable by the
+//! writer thread with the first synced record. [`FileJournal::open_async`] runs the whole open on a
+//! thread of its own, for a caller on an async runtime with a large log or a slow disk.
 //!
 //! A write or sync that fails puts the log out of service: every waiting and later append fails with
 //! [`JournalError::Failed`] (after a failed `fsync` nobody knows what reached the disk), and the engine
@@ -62,11 +69,16 @@ mod recovery;
 mod writer;
 
 use codec::*;
-use compact::*;
 use recovery::*;
 use writer::*;
 
 pub use recovery::HEADER;
+
+#[cfg(test)]
+thread_local! {
+    /// Test only: the logs this thread opens start with their writer stalled (a disk that hangs).
+    static OPEN_STALLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 /// A line of a log that is not a record: it was skipped, and the rest of the log is used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,6 +237,9 @@ struct State {
     failed: Option<String>,
     closing: bool,
     stats: JournalStats,
+    /// The log's file was created by this journal: its directory is synced before the first sync, so
+    /// its name survives a crash as well as its first synced record.
+    sync_dir_first: bool,
     /// Test only: the writer thread waits while this is `true` (a stalled disk).
     #[cfg(test)]
     stalled: bool,
@@ -274,38 +289,38 @@ impl FileJournal {
             }
             Beginning::Headless => return Err(not_a_log(&path, headless(&head))),
         };
+        let torn_header = fresh && !head.is_empty();
         drop(head);
-        if fresh {
-            // A new log (or one whose header a crash cut short, which holds nothing else) gets its
-            // header, on disk before the first record.
-            let written = file.set_len(0).and_then(|()| {
-                let mut line = HEADER.as_bytes().to_vec();
-                line.push(b'\n');
-                file.write_all(&line)?;
-                file.sync_data()
-            });
-            written.map_err(|e| io_error(format!("cannot write the header of {}", path.display()), e))?;
+        // A new log (or one whose header a crash cut short, which holds nothing else) gets its header
+        // as the first line the writer thread writes: it is on disk with the first synced record, and
+        // opening never waits on a sync (the module docs, "Opening").
+        if torn_header {
+            file.set_len(0)
+                .map_err(|e| io_error(format!("cannot write the header of {}", path.display()), e))?;
         }
-        if created {
-            // The new file's name must survive a crash as well as its first synced record.
-            sync_dir(&path)?;
+        let mut pending = Vec::new();
+        if fresh {
+            pending.extend_from_slice(HEADER.as_bytes());
+            pending.push(b'\n');
         }
         let state = State {
             index,
             leases: Leases::default(),
             needs_newline: scan.torn_tail,
-            pending: Vec::new(),
+            // The new file's name must survive a crash as well as its first synced record.
+            sync_dir_first: created,
+            wake: fresh,
+            pending,
             queued: 0,
             written: 0,
             synced: 0,
-            wake: false,
             sync_waiters: VecDeque::new(),
             sync_time: std::time::Duration::ZERO,
             failed: None,
             closing: false,
             stats: JournalStats { records_read: scan.records, ..JournalStats::default() },
             #[cfg(test)]
-            stalled: false,
+            stalled: OPEN_STALLED.with(std::cell::Cell::get),
         };
         let shared =
             Arc::new(Shared { path, identity: opened, state: Mutex::new(state), to_syncer: Condvar::new() });
@@ -317,6 +332,34 @@ impl FileJournal {
             .map_err(|e| io_error("cannot start the attempt log's writer thread".to_owned(), e))?;
         journal.threads.push(syncer);
         Ok(journal)
+    }
+
+    /// [`FileJournal::open`] on a thread of its own, so reading a large log (or a slow disk) does not
+    /// hold the caller's async runtime. To bound it, wrap it in a timeout: an open given up on still
+    /// finishes on its thread, and the journal it makes is dropped there (its lock released).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use tool_contract::FileJournal;
+    ///
+    /// let path = std::env::temp_dir().join(format!("open-async-doc-{}.log", std::process::id()));
+    /// let journal = FileJournal::open_async(&path).await?;
+    /// assert!(journal.warnings().is_empty());
+    /// # drop(journal); std::fs::remove_file(&path)?; Ok(()) }
+    /// ```
+    pub async fn open_async(path: impl AsRef<Path>) -> Result<FileJournal, JournalError> {
+        let path = path.as_ref().to_path_buf();
+        let log = path.display().to_string();
+        let (done, answer) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("attempt-log-open".to_owned())
+            .spawn(move || {
+                let _ = done.send(FileJournal::open(path));
+            })
+            .map_err(|e| io_error(format!("cannot start a thread to open {log}"), e))?;
+        answer.await.unwrap_or_else(|_| {
+            Err(JournalError::Failed { log, why: "the thread opening it stopped".to_owned() })
+        })
     }
 
     /// The lines skipped when the log was opened (a torn last line after a crash, a hand edit).

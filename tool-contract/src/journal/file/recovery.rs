@@ -3,9 +3,18 @@
 use super::*;
 
 /// The first line of every attempt log this crate creates: what the file is, and the version of its
-/// format. [`FileJournal::open`] appends only to a file that begins with it (or to an empty one, which
-/// it gives one), so nothing else is ever taken for a log and written to.
+/// format. [`FileJournal::open`] appends only to a file that begins with a header (or to an empty one,
+/// which it gives one), so nothing else is ever taken for a log and written to.
+///
+/// The rule for what a header may carry, so a later version can add to it: a header is a JSON object
+/// with `"tool_contract": "attempt-log"` and `"format"`, a whole number. Its `format` alone decides
+/// whether a log can be read: anything that changes how its lines must be read takes a new format
+/// number. Other fields are information (who wrote the log, when) and are ignored, as unknown fields
+/// of a record are. A log of another format is refused, named by the format it says.
 pub const HEADER: &str = r#"{"tool_contract":"attempt-log","format":1}"#;
+
+/// The format of the logs this version reads and writes.
+pub(super) const FORMAT: u64 = 1;
 
 /// How a file begins.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,12 +42,23 @@ pub(super) fn beginning(bytes: &[u8]) -> Result<Beginning, String> {
         tool_contract: &'a str,
         format: serde_json::Value,
     }
-    match serde_json::from_slice::<Head<'_>>(first) {
-        Ok(head) if head.tool_contract == "attempt-log" => Err(format!(
-            "its header says format {}, and this version reads format 1",
+    let head = match serde_json::from_slice::<Head<'_>>(first) {
+        Ok(head) if head.tool_contract == "attempt-log" => head,
+        _ => return Ok(Beginning::Headless),
+    };
+    match head.format.as_u64() {
+        Some(FORMAT) => Ok(Beginning::Header(first.len() + 1)),
+        Some(newer) if newer > FORMAT => Err(format!(
+            "its header says format {newer}, newer than the format {FORMAT} this version reads: \
+             read it with the version of tool-contract that wrote it, or a later one"
+        )),
+        Some(older) => Err(format!(
+            "its header says format {older}, which no version of tool-contract wrote (the first is {FORMAT})"
+        )),
+        None => Err(format!(
+            "its header's format is {}, not a whole number",
             shorten(&head.format.to_string(), 20, 0)
         )),
-        _ => Ok(Beginning::Headless),
     }
 }
 

@@ -258,9 +258,16 @@ pub(super) fn write_loop(shared: &Shared, mut file: File) {
             // A synced record vouches for a file the path still names: a log deleted or replaced under
             // the agent is noticed before the side effect it guards.
             let began = std::time::Instant::now();
+            let new_dir = std::mem::take(&mut shared.lock().sync_dir_first);
             let result = match shared.moved() {
                 Some(why) if waited => Err(why),
-                _ => file.sync_data().map_err(|e| format!("a sync failed: {e}")),
+                _ => file.sync_data().map_err(|e| format!("a sync failed: {e}")).and_then(|()| {
+                    if new_dir {
+                        super::compact::sync_dir(&shared.path).map_err(|e| e.to_string())
+                    } else {
+                        Ok(())
+                    }
+                }),
             };
             let took = began.elapsed();
             state = shared.lock();

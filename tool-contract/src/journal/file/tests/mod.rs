@@ -157,6 +157,8 @@ fn written(path: &Path, expected: impl Fn(&str) -> bool) -> String {
 async fn a_lazy_record_rides_the_next_write_or_a_flush() {
     let dir = Scratch::new("lazy");
     let log = FileJournal::open(dir.log()).unwrap();
+    // The writer thread writes a new log's header first.
+    assert_eq!(written(&dir.log(), |text| text == logged("")), logged(""));
     let start = record("a", Phase::Start, 1, None);
     let end = record("a", Phase::End, 1, Some(Outcome::Ok));
     log.append(&start, Durability::Lazy).await.unwrap();
@@ -165,7 +167,7 @@ async fn a_lazy_record_rides_the_next_write_or_a_flush() {
     log.append(&end, Durability::Buffered).await.unwrap();
     let both = logged(line(&start) + &line(&end));
     assert_eq!(written(&dir.log(), |text| text == both), both);
-    assert_eq!(log.stats().writes, 1, "one write carried both");
+    assert_eq!(log.stats().writes, 2, "the header's write, then one that carried both");
 
     let again = record("b", Phase::Start, 1, None);
     log.append(&again, Durability::Lazy).await.unwrap();
@@ -363,3 +365,35 @@ async fn tasks_appending_at_once_leave_whole_lines_in_order_per_task() {
 
 mod codec;
 mod recovery;
+
+/// Issue 23, item 6: opening a new log on a disk whose writes and syncs hang returns at once: the
+/// header is the writer thread's first line, not a write and a sync on the caller's thread; it is on
+/// disk once the disk answers and the first synced record is.
+#[tokio::test]
+async fn opening_a_new_log_waits_on_no_write_or_sync() {
+    let dir = Scratch::new("open-stalled");
+    super::OPEN_STALLED.with(|stalled| stalled.set(true));
+    let log = FileJournal::open(dir.log());
+    super::OPEN_STALLED.with(|stalled| stalled.set(false));
+    let log = log.unwrap();
+    assert_eq!(fs::read(dir.log()).unwrap(), b"", "nothing written on the caller's thread");
+    log.stall(false);
+    log.append(&record("a", Phase::Start, 1, None), Durability::Synced).await.unwrap();
+    let text = fs::read_to_string(dir.log()).unwrap();
+    assert!(text.starts_with(HEADER), "{text}");
+    assert_eq!(log.stats().syncs, 1, "header and record made durable by one sync");
+    drop(log);
+    assert_eq!(read_log(dir.log()).unwrap().records.len(), 1);
+}
+
+#[tokio::test]
+async fn a_log_opened_off_the_runtime_is_the_same_log() {
+    let dir = Scratch::new("open-async");
+    let log = FileJournal::open_async(dir.log()).await.unwrap();
+    log.append(&record("a", Phase::Start, 1, None), Durability::Synced).await.unwrap();
+    drop(log);
+    let again = FileJournal::open_async(dir.log()).await.unwrap();
+    assert_eq!(again.recall(&record("a", Phase::Start, 1, None).intent_key).map(|r| r.attempts), Some(1));
+    let busy = FileJournal::open_async(dir.log()).await.unwrap_err();
+    assert!(matches!(busy, JournalError::InUse { .. }), "{busy}");
+}
