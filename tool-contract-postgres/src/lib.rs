@@ -55,7 +55,10 @@
 //! 3. **A takeover probes first**: a claim answers with every record of the intent read after the
 //!    claim was taken, so an unfinished start of the previous holder is seen and the engine probes.
 //! 4. **The lease covers the deadline**: the engine asks for its remaining budget plus a margin; the
-//!    lease is stored as given, capped at a year.
+//!    lease is stored as given, capped at a year. **And the claim dies with its caller**: it carries
+//!    the caller's deadline, put on the server's clock as read once per connection (to within that
+//!    reading's round trip), and the claiming statement takes nothing once it has passed, so a claim
+//!    held by a frozen server or a partition and run after its caller gave up blocks nobody.
 //! 5. **Lease times come from the server's clock**: `clock_timestamp()` in single autocommit
 //!    statements; no worker's clock is ever sent or compared.
 //!

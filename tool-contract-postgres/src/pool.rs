@@ -19,6 +19,23 @@ use crate::sql;
 pub(crate) struct Conn {
     pub(crate) client: Client,
     pub(crate) sql: Statements,
+    /// The server's clock read once on this connection: the process's instant of the reading (the
+    /// middle of its round trip) and what the server's `clock_timestamp()` said, in seconds since
+    /// 1970 on the server's clock.
+    clock: (tokio::time::Instant, f64),
+}
+
+impl Conn {
+    /// `at`, an instant of this process, on the server's clock (seconds since 1970), to within the
+    /// round trip the clock was read in: how a caller's deadline is handed to the server, which then
+    /// compares it with its own clock only.
+    pub(crate) fn on_server_clock(&self, at: tokio::time::Instant) -> f64 {
+        let (read_at, server) = self.clock;
+        match at.checked_duration_since(read_at) {
+            Some(after) => server + after.as_secs_f64(),
+            None => server - read_at.saturating_duration_since(at).as_secs_f64(),
+        }
+    }
 }
 
 /// The statements of every operation, prepared once per connection.
@@ -126,7 +143,15 @@ impl Pool {
     /// `client` with the statements prepared, as a pooled connection.
     pub(crate) async fn adopt(&self, client: Client) -> Result<Conn, Fault> {
         let sql = Statements::prepare(&client).await.map_err(|e| Fault::statement(&e))?;
-        Ok(Conn { client, sql })
+        let asked = tokio::time::Instant::now();
+        let row = client
+            .query_one("SELECT extract(epoch FROM clock_timestamp())::float8", &[])
+            .await
+            .map_err(|e| Fault::statement(&e))?;
+        let answered = tokio::time::Instant::now();
+        let server: f64 = row.try_get(0).map_err(|e| Fault::statement(&e))?;
+        let clock = (asked + answered.saturating_duration_since(asked) / 2, server);
+        Ok(Conn { client, sql, clock })
     }
 
     /// Put a fresh connection into the idle set.

@@ -4,9 +4,11 @@
 
 use crate::row::COLUMNS;
 
-/// Take or renew the claim on `$1` for owner `$2`, for `$3` seconds from now on the server's clock.
-/// A row comes back only when the caller holds the claim: the intent was free, its lease had run out,
-/// or the caller already held it.
+/// Take or renew the claim on `$1` for owner `$2`, for `$3` seconds from now on the server's clock,
+/// unless the caller's deadline `$4` (seconds since 1970 on the server's clock, or null for none) has
+/// passed when the statement runs: a claim that reaches the server after its caller gave up (held by
+/// a frozen server or a partition) takes nothing and blocks nobody. A row comes back only when the
+/// caller holds the claim: the intent was free, its lease had run out, or the caller already held it.
 ///
 /// It commits asynchronously: a claim lost with a crashed server was either followed by a synced start
 /// (which flushes the WAL, claim included, before it commits) or by nothing, and a holder whose claim
@@ -15,6 +17,7 @@ pub(crate) const CLAIM: &str = "
 INSERT INTO tool_contract.claims AS c (intent, owner, lease_until)
 SELECT $1::bytea, $2::text, clock_timestamp() + make_interval(secs => $3::float8)
 FROM (SELECT set_config('synchronous_commit', 'off', true)) AS durability
+WHERE $4::float8 IS NULL OR clock_timestamp() < to_timestamp($4::float8)
 ON CONFLICT (intent) DO UPDATE
     SET owner = excluded.owner, lease_until = excluded.lease_until
     WHERE c.lease_until <= clock_timestamp() OR c.owner = excluded.owner

@@ -330,14 +330,21 @@ fn sort_unresolved(mut open: Vec<Recall>) -> Vec<Recall> {
 const MOST_PENDING: usize = 1024;
 
 impl Inner {
-    async fn claim(&self, key: [u8; 16], owner: String, lease: f64) -> Result<Claimed, JournalError> {
+    async fn claim(
+        &self,
+        key: [u8; 16],
+        owner: String,
+        lease: f64,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Claimed, JournalError> {
         self.run("cannot claim an intent", |conn| {
             let owner = owner.clone();
             Box::pin(async move {
+                let deadline_on_server = deadline.map(|at| conn.on_server_clock(at));
                 // A holder that lets go between the claim and the look at who holds it: claim again.
                 for _ in 0..3 {
                     let key = key.as_slice();
-                    let claim_params: [&(dyn ToSql + Sync); 3] = [&key, &owner, &lease];
+                    let claim_params: [&(dyn ToSql + Sync); 4] = [&key, &owner, &lease, &deadline_on_server];
                     // The intent's records are read in a statement of its own, pipelined behind the
                     // claim in the same round trip: its snapshot is taken once the claim has committed,
                     // so it holds every record a previous holder was allowed to write. (Read in the
@@ -351,6 +358,14 @@ impl Inner {
                     if !claimed.is_empty() {
                         let records = records.map_err(|e| Fault::statement(&e))?;
                         return Ok(Claimed::Held(fold(&records)?));
+                    }
+                    if deadline.is_some_and(|at| tokio::time::Instant::now() >= at) {
+                        return Err(Fault {
+                            why: "the claim reached the server after its caller's deadline, and took nothing"
+                                .to_owned(),
+                            transient: false,
+                            sent: true,
+                        });
                     }
                     let holder = conn
                         .client
@@ -556,7 +571,20 @@ impl Journal for PgJournal {
         lease: Duration,
     ) -> Answer<'_, Result<Claimed, JournalError>> {
         let lease = lease.min(LONGEST_LEASE).as_secs_f64();
-        Answer::later(self.inner.claim(*key.as_bytes(), owner.as_str().to_owned(), lease))
+        Answer::later(self.inner.claim(*key.as_bytes(), owner.as_str().to_owned(), lease, None))
+    }
+
+    /// The claim carries the caller's deadline to the server (on the server's clock, as read on the
+    /// connection), where the claiming statement takes nothing once it has passed.
+    fn claim_by(
+        &self,
+        key: &IntentKey,
+        owner: &Owner,
+        lease: Duration,
+        deadline: tokio::time::Instant,
+    ) -> Answer<'_, Result<Claimed, JournalError>> {
+        let lease = lease.min(LONGEST_LEASE).as_secs_f64();
+        Answer::later(self.inner.claim(*key.as_bytes(), owner.as_str().to_owned(), lease, Some(deadline)))
     }
 
     /// Sends the release off on the current runtime and returns; with no runtime, or when the server

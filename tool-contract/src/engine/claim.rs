@@ -76,8 +76,10 @@ impl<'a> Claim<'a> {
         // A holder that finishes early releases its claim: look again soon, then less often.
         let mut poll = Duration::from_millis(50);
         loop {
-            let lease = budget().saturating_add(settle).saturating_add(LEASE_MARGIN);
-            let answer = ready_or_within(store.claim(&self.key, &owner, lease), &budget).await;
+            let left = budget();
+            let lease = left.saturating_add(settle).saturating_add(LEASE_MARGIN);
+            let deadline = tokio::time::Instant::now() + left;
+            let answer = ready_or_within(store.claim_by(&self.key, &owner, lease, deadline), &budget).await;
             let answer = answer.unwrap_or_else(|| {
                 Err(crate::JournalError::Io {
                     context: "attempt log: the claim was not answered within the budget".to_owned(),

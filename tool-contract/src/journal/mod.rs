@@ -336,6 +336,22 @@ pub trait Journal: Send + Sync {
         lease: Duration,
     ) -> Answer<'_, Result<Claimed, JournalError>>;
 
+    /// [`Journal::claim`] for a caller that gives up at `deadline` (an instant of this process, on
+    /// tokio's clock): a store across the network carries the deadline to the store, and a claim that
+    /// reaches it after the deadline (held by a frozen server or a partition) takes nothing, so it
+    /// cannot block the intent for a lease whose caller is gone. What the engine calls. The default,
+    /// right for a store that answers in the process, is [`Journal::claim`].
+    fn claim_by(
+        &self,
+        key: &IntentKey,
+        owner: &Owner,
+        lease: Duration,
+        deadline: tokio::time::Instant,
+    ) -> Answer<'_, Result<Claimed, JournalError>> {
+        let _ = deadline;
+        self.claim(key, owner, lease)
+    }
+
     /// Give up `owner`'s claim on `key`, if it still holds it. Must not block: a store that needs a
     /// round trip sends it off, or lets the lease run out.
     fn release(&self, key: &IntentKey, owner: &Owner);
