@@ -68,9 +68,11 @@ pub fn wrapper(tool: &Tool) -> Option<TokenStream> {
         None => quote!(#private::run(#task, &__SPEC, #key, #attempt, #probe)),
     };
     let hidden = hidden_fn(tool, output);
+    let hidden_probe = probe_fn(tool, bulk, &private);
 
     Some(quote! {
         #hidden
+        #hidden_probe
 
         #(#attrs)*
         #vis async #unsafety fn #name #generics (#receiver #task: &#private::Task, #(#params),*) -> #report
@@ -299,22 +301,16 @@ fn copies(tool: &Tool, bulk: Option<&Param>) -> Vec<TokenStream> {
         .collect()
 }
 
-/// `|key| { borrow the arguments; async move { probe(args.., key).await } }`, spanned on the
-/// `probe = ...` value so that a probe whose signature or value type does not fit is reported there.
-/// `NoProbe` when there is none, or when the fallback cannot trust the types it would be checked against.
+/// `|key| { borrow the arguments; async move { probe(args.., key).await } }`, through the hidden probe
+/// function ([`probe_fn`]). `NoProbe` when there is none, or when the fallback cannot trust the types it
+/// would be checked against.
 fn probe(tool: &Tool, bulk: Option<&Param>, key: &Ident, private: &TokenStream) -> Option<TokenStream> {
     probe_on(tool, bulk, key, private, quote!(self), false)
 }
 
-/// [`probe`], with the receiver taken from `this_is`.
-fn probe_on(
-    tool: &Tool,
-    bulk: Option<&Param>,
-    key: &Ident,
-    private: &TokenStream,
-    this_is: TokenStream,
-    as_json: bool,
-) -> Option<TokenStream> {
+/// The probe named by `probe = ...`, when the tool can call one: its path, the tool's value type and
+/// the span of the `probe = ...` value.
+fn named_probe<'t>(tool: &'t Tool, bulk: Option<&Param>) -> Option<(&'t syn::Path, &'t Type, Span)> {
     let given = tool.args.probe.as_ref()?;
     let path = given.parsed.as_ref()?;
     let Output::Result { value, .. } = tool.output else { return None };
@@ -324,33 +320,99 @@ fn probe_on(
     if tool.value_is_bool() || bulk.is_none() && tool.args.bulk.is_some() {
         return None;
     }
-    let span = given.value.span();
+    Some((path, value, given.value.span()))
+}
+
+/// The name of the function that calls the author's probe.
+fn probe_fn_name(tool: &Tool) -> Ident {
+    let name = &tool.func.sig.ident;
+    format_ident!("__{}_probe", name.unraw(), span = name.span())
+}
+
+/// The one place the author's probe is called: a hidden `async fn` taking the tool's arguments by
+/// reference (a bulk tool's items by value) and the key, whose body calls the probe through
+/// `probe_fn`, spanned on the `probe = ...` value. The wrapper and the companion both call it, so a
+/// probe whose signature or value type does not fit is one error, on the path, naming the signature
+/// this tool's probe has, instead of one per caller and rustc's guesses about the arguments.
+fn probe_fn(tool: &Tool, bulk: Option<&Param>, private: &TokenStream) -> Option<TokenStream> {
+    let (path, value, span) = named_probe(tool, bulk)?;
     let local = |name: &str| Ident::new(name, Span::mixed_site().located_at(span));
-    let (key, items, this, verdict) =
-        (local(&key.to_string()), local("__items"), local("__this"), local("__verdict"));
-    let mut borrows = Vec::new();
+    let (key, items) = (local("__key"), local("__items"));
+    let mut inputs = Vec::new();
     let mut args = Vec::new();
     // The arguments' types, the key's included: the signature the probe is checked against.
     let mut types = Vec::new();
     if tool.receiver.is_some() {
-        // In the wrapper `self`; the companion has the receiver as `__this` already.
-        borrows.push(quote!(#[allow(clippy::redundant_locals)] let #this = #this_is;));
+        let this = local("__this");
+        inputs.push(quote!(#this: &Self));
         args.push(this);
         types.push(quote!(&Self));
     }
     for param in &tool.params {
         let ty = &param.arg.ty;
         if bulk.is_some_and(|bulk| bulk.index == param.index) {
+            inputs.push(quote!(#items: #ty));
             args.push(items.clone());
             types.push(quote!(#ty));
         } else {
-            let (name, borrowed) = (param.name(), local(&format!("__ref{}", param.index)));
-            borrows.push(quote!(let #borrowed = &#name;));
+            let borrowed = local(&format!("__ref{}", param.index));
+            inputs.push(quote!(#borrowed: &#ty));
             args.push(borrowed);
             types.push(quote!(&#ty));
         }
     }
+    inputs.push(quote!(#key: #private::IntentKey));
     types.push(quote!(#private::IntentKey));
+    let verdict_ty = match bulk {
+        Some(_) => quote!(::std::vec::Vec<#private::Item>),
+        None => quote!(#private::Probe<#value>),
+    };
+    // Every token of the call on the `probe = ...` path, so the call as a whole is reported there.
+    let probe_fn = quote_spanned!(span=> ::tool_contract::__private::probe_fn);
+    let call =
+        quote_spanned!(span=> #probe_fn(&#path).call::<(#(#types,)*), #verdict_ty>((#(#args,)* #key,)).await);
+    let name = probe_fn_name(tool);
+    let generics = &tool.func.sig.generics;
+    let where_clause = &generics.where_clause;
+    Some(quote! {
+        #[doc(hidden)]
+        #[allow(clippy::too_many_arguments, clippy::ptr_arg, dead_code)]
+        async fn #name #generics (#(#inputs),*) -> #verdict_ty #where_clause {
+            #call
+        }
+    })
+}
+
+/// [`probe`], with the receiver taken from `this_is`; with `as_json`, the verdict's value as JSON,
+/// boxed: what `run_json` takes.
+fn probe_on(
+    tool: &Tool,
+    bulk: Option<&Param>,
+    key: &Ident,
+    private: &TokenStream,
+    this_is: TokenStream,
+    as_json: bool,
+) -> Option<TokenStream> {
+    let (_, value, span) = named_probe(tool, bulk)?;
+    let local = |name: &str| Ident::new(name, Span::mixed_site().located_at(span));
+    let (key, items, this, verdict) =
+        (local(&key.to_string()), local("__items"), local("__this"), local("__verdict"));
+    let mut borrows = Vec::new();
+    let mut args = Vec::new();
+    if tool.receiver.is_some() {
+        // In the wrapper `self`; the companion has the receiver as `__this` already.
+        borrows.push(quote!(#[allow(clippy::redundant_locals)] let #this = #this_is;));
+        args.push(this);
+    }
+    for param in &tool.params {
+        if bulk.is_some_and(|bulk| bulk.index == param.index) {
+            args.push(items.clone());
+        } else {
+            let (name, borrowed) = (param.name(), local(&format!("__ref{}", param.index)));
+            borrows.push(quote!(let #borrowed = &#name;));
+            args.push(borrowed);
+        }
+    }
     let (inputs, verdict_ty) = match bulk {
         Some(bulk) => {
             let ty = &bulk.arg.ty;
@@ -358,12 +420,13 @@ fn probe_on(
         }
         None => (quote!(#key: #private::IntentKey), quote!(#private::Probe<#value>)),
     };
-    // Through `probe_fn`, so a probe that does not fit is one error on the path, naming the signature
-    // this tool's probe has, instead of rustc's guesses about the arguments.
-    // Every token of the call on that path, so the call as a whole is reported there too: one error.
-    let probe_fn = quote_spanned!(span=> ::tool_contract::__private::probe_fn);
-    let call =
-        quote_spanned!(span=> #probe_fn(&#path).call::<(#(#types,)*), #verdict_ty>((#(#args,)* #key,)).await);
+    let name = probe_fn_name(tool);
+    let turbofish = turbofish(&tool.func.sig.generics);
+    let path = match tool.receiver {
+        Some(_) => quote!(Self::#name #turbofish),
+        None => quote!(#name #turbofish),
+    };
+    let call = quote!(#path(#(#args,)* #key).await);
     Some(match as_json {
         false => quote! {
             |#inputs| {

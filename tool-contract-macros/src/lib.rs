@@ -6,6 +6,7 @@
 
 mod ast;
 mod attr;
+mod context;
 mod ctxt;
 mod duration;
 mod expand;
@@ -370,6 +371,11 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     let Ok(func) = syn::parse2::<ItemFn>(input.clone()) else {
         return fallback::not_a_function(input).into();
     };
+    if let Some((header, self_ty)) = context::trait_impl(&func) {
+        // One error, and the function as written: the trait impl is otherwise as the author wrote it.
+        let error = context::in_trait_impl(&func, &header, &self_ty).into_compile_error();
+        return quote::quote!(#error #func).into();
+    }
     let args = proc_macro2::TokenStream::from(args);
     expand::tool(args.clone(), &func).unwrap_or_else(|error| fallback::expand(args, &func, error)).into()
 }

@@ -5,6 +5,8 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 pub use crate::define::{Definition, Params};
 pub use crate::engine::run;
@@ -110,16 +112,30 @@ impl<E, V> ProbeArgs<E, V> for E {
     note = "a probe is a read that tells whether the attempt carrying the key landed; make it `async`"
 )]
 pub trait ProbeOutput<E, V> {
-    /// The future itself.
-    type Verdict: Future<Output = V>;
-    /// The future itself.
-    fn verdict(self) -> Self::Verdict;
+    /// Poll the future for the verdict.
+    fn poll_verdict(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<V>;
 }
 
 impl<E, V, T: Future<Output = V>> ProbeOutput<E, V> for T {
-    type Verdict = T;
-    fn verdict(self) -> T {
-        self
+    fn poll_verdict(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<V> {
+        self.poll(cx)
+    }
+}
+
+/// The future of a probe's verdict. Its type and its `Future` impl carry no bound on the probe: the
+/// bounds are checked once, where [`ProbeCall::call`] builds it, so a probe that does not fit is one
+/// error there and nothing after it (an opaque `impl Future` would be checked a second time).
+pub struct ProbeFuture<T, V> {
+    probe: Pin<Box<T>>,
+    poll: fn(Pin<&mut T>, &mut Context<'_>) -> Poll<V>,
+}
+
+impl<T, V> Future for ProbeFuture<T, V> {
+    type Output = V;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<V> {
+        let this = self.get_mut();
+        (this.poll)(this.probe.as_mut(), cx)
     }
 }
 
@@ -134,11 +150,12 @@ pub fn probe_fn<F: FnSig<M>, M>(probe: &F) -> ProbeCall<'_, F, M> {
 impl<'f, F: FnSig<M>, M> ProbeCall<'f, F, M> {
     /// Calls the probe with `args` and awaits a `V`. The bounds are checked here, after the probe's own
     /// signature is known, so a mismatch is reported as a whole, once, on the `probe = ...` path.
-    pub fn call<E, V>(self, args: E) -> impl Future<Output = V>
+    pub fn call<E, V>(self, args: E) -> ProbeFuture<F::Output, V>
     where
         F::Args: ProbeArgs<E, V>,
         F::Output: ProbeOutput<E, V>,
     {
-        self.0.call_with(<F::Args as ProbeArgs<E, V>>::cast(args)).verdict()
+        let probe = Box::pin(self.0.call_with(<F::Args as ProbeArgs<E, V>>::cast(args)));
+        ProbeFuture { probe, poll: <F::Output as ProbeOutput<E, V>>::poll_verdict }
     }
 }
