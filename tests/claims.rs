@@ -186,7 +186,11 @@ async fn every_store_fences_start_records_by_claim_and_attempt() {
         // A lease that ran out fences its holder too.
         tokio::time::advance(Duration::from_secs(11)).await;
         assert!(refused(store.start(&b, start(3).as_record_ref(), durable).await), "{name}: lease over");
-        assert_eq!(store.recall(&key).await.unwrap().attempts, 2, "{name}: nothing refused was written");
+        assert_eq!(
+            store.recall(&key).await.unwrap().unwrap().attempts,
+            2,
+            "{name}: nothing refused was written"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -284,10 +288,13 @@ impl Journal for CountingReleases {
     fn recall(
         &self,
         key: &tool_contract::IntentKey,
-    ) -> tool_contract::journal::Answer<'_, Option<tool_contract::journal::Recall>> {
+    ) -> tool_contract::journal::Answer<'_, Result<Option<tool_contract::journal::Recall>, JournalError>>
+    {
         Journal::recall(&self.inner, key)
     }
-    fn unresolved(&self) -> tool_contract::journal::Answer<'_, Vec<tool_contract::journal::Recall>> {
+    fn unresolved(
+        &self,
+    ) -> tool_contract::journal::Answer<'_, Result<Vec<tool_contract::journal::Recall>, JournalError>> {
         Journal::unresolved(&self.inner)
     }
 }
@@ -435,10 +442,13 @@ impl Journal for Link {
     fn recall(
         &self,
         key: &tool_contract::IntentKey,
-    ) -> tool_contract::journal::Answer<'_, Option<tool_contract::journal::Recall>> {
+    ) -> tool_contract::journal::Answer<'_, Result<Option<tool_contract::journal::Recall>, JournalError>>
+    {
         self.inner.recall(key)
     }
-    fn unresolved(&self) -> tool_contract::journal::Answer<'_, Vec<tool_contract::journal::Recall>> {
+    fn unresolved(
+        &self,
+    ) -> tool_contract::journal::Answer<'_, Result<Vec<tool_contract::journal::Recall>, JournalError>> {
         self.inner.unresolved()
     }
 }

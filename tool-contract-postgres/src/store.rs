@@ -150,8 +150,8 @@ impl PgJournal {
         &self.inner.options
     }
 
-    /// What the log holds on one intent, or why it could not be read: [`Journal::recall`], which has no
-    /// error to give and answers `None` when the server fails, with the error.
+    /// What the log holds on one intent, or why it could not be read: [`Journal::recall`], without the
+    /// trait in scope.
     pub async fn try_recall(&self, key: &IntentKey) -> Result<Option<Recall>, JournalError> {
         let key = *key.as_bytes();
         self.inner
@@ -169,7 +169,7 @@ impl PgJournal {
     }
 
     /// Every intent whose last word is unfinished or `unknown`, oldest first, or why they could not be
-    /// read: [`Journal::unresolved`] with the error.
+    /// read: [`Journal::unresolved`], without the trait in scope.
     pub async fn try_unresolved(&self) -> Result<Vec<Recall>, JournalError> {
         self.inner
             .run("cannot read the unresolved intents", |conn| {
@@ -670,20 +670,18 @@ impl Journal for PgJournal {
         })
     }
 
-    /// `None` also when the server cannot be read: [`PgJournal::try_recall`] tells the two apart.
-    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {
         let key = *key;
-        Answer::later(async move { self.try_recall(&key).await.ok().flatten() })
+        Answer::later(async move { self.try_recall(&key).await })
     }
 
-    fn attempts(&self, key: &IntentKey) -> Answer<'_, Option<u32>> {
+    fn attempts(&self, key: &IntentKey) -> Answer<'_, Result<Option<u32>, JournalError>> {
         let key = *key.as_bytes();
-        Answer::later(async move { self.inner.highest(key).await.ok().flatten() })
+        Answer::later(self.inner.highest(key))
     }
 
-    /// Empty also when the server cannot be read: [`PgJournal::try_unresolved`] tells the two apart.
-    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
-        Answer::later(async move { self.try_unresolved().await.unwrap_or_default() })
+    fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
+        Answer::later(self.try_unresolved())
     }
 }
 

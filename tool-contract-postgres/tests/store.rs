@@ -74,12 +74,13 @@ async fn recall_attempts_and_unresolved_answer_as_the_memory_store_does() {
         memory.append(record, durability).await.unwrap();
         // After every record, not only at the end: the fold is right at every step.
         let k = record.intent_key;
-        assert_eq!(journal.recall(&k).await, memory.recall(&k), "after record {i}");
+        assert_eq!(journal.recall(&k).await.unwrap(), memory.recall(&k), "after record {i}");
     }
     for name in ["a", "b", "c", "d", "e", "f", "g", "never-written"] {
         let k = key(name);
-        assert_eq!(journal.recall(&k).await, memory.recall(&k), "recall of {name}");
-        assert_eq!(journal.attempts(&k).await, Journal::attempts(&memory, &k).await, "attempts of {name}");
+        assert_eq!(journal.recall(&k).await.unwrap(), memory.recall(&k), "recall of {name}");
+        let attempts = Journal::attempts(&memory, &k).await.unwrap();
+        assert_eq!(journal.attempts(&k).await.unwrap(), attempts, "attempts of {name}");
     }
     let unresolved = journal.try_unresolved().await.unwrap();
     assert_eq!(unresolved, memory.unresolved());
@@ -187,6 +188,20 @@ async fn a_server_that_cannot_be_reached_is_an_error_naming_it_without_its_passw
 
 const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
 
+const COUNT: ToolSpec = ToolSpec::new("count_notices", EffectKind::Read);
+
+/// A read that counts its attempts.
+async fn read_count(task: &Task, reads: &AtomicU32) -> tool_contract::Report<u32> {
+    engine::run(
+        task,
+        &COUNT,
+        task.key(&COUNT, &"t", None),
+        |_| async { Ok::<u32, tool_contract::Class>(reads.fetch_add(1, Ordering::SeqCst)) },
+        tool_contract::NoProbe,
+    )
+    .await
+}
+
 async fn post(
     task: &Task,
     target: &str,
@@ -273,6 +288,16 @@ async fn a_server_down_refuses_calls_a_lost_end_is_probed_later_and_the_store_re
     assert!(began.elapsed() < Duration::from_secs(5), "{:?}", began.elapsed());
     let err = journal.claim(&key("down"), &Owner::new("w"), Duration::from_secs(1)).await.unwrap_err();
     assert!(matches!(&err, JournalError::Io { .. }), "{err}");
+    // Reads say they could not ask: never "nothing recorded", never "no intent in doubt".
+    let store: &dyn Journal = &*journal;
+    assert!(store.recall(&key("down")).await.is_err(), "recall while down");
+    assert!(store.attempts(&key("down")).await.is_err(), "attempts while down");
+    assert!(store.unresolved().await.is_err(), "the escalation queue while down");
+    // A read is not numbered as if its intent were new: it is refused, nothing started.
+    let reads = AtomicU32::new(0);
+    let read = read_count(&task("down-read"), &reads).await;
+    assert_eq!((read.outcome, reads.load(Ordering::SeqCst)), (Outcome::Retryable, 0), "{}", read.message);
+    assert!(read.message.contains("could not be read"), "{}", read.message);
 
     // Back up: the same store works again, and the intent whose end was lost is probed, not re-sent.
     let starter = Arc::clone(&server);

@@ -207,11 +207,25 @@ async fn attempt_loop<W: Work>(
         }
     } else {
         drop(recall);
-        run.attempt = match run.logged_attempts_now() {
+        let attempts = match run.logged_attempts_now() {
             Ok(attempts) => attempts,
-            Err(answer) => super::guard::ready_or_within(answer, || task.remaining()).await.flatten(),
-        }
-        .unwrap_or(0);
+            Err(answer) => {
+                super::guard::ready_or_within(answer, || task.remaining()).await.unwrap_or_else(|| {
+                    Err(crate::JournalError::Io {
+                        context: "attempt log: the attempt count was not read within the budget".to_owned(),
+                        source: std::io::ErrorKind::TimedOut.into(),
+                    })
+                })
+            }
+        };
+        run.attempt = match attempts {
+            Ok(attempts) => attempts.unwrap_or(0),
+            Err(error) => {
+                let stop = run.unreadable_log(&error);
+                observe::refused(spec, &stop.message);
+                return (work.stopped(&run, stop), 0);
+            }
+        };
     }
 
     let mut made = 0u32;

@@ -53,6 +53,9 @@ pub(crate) async fn take_claim<'a>(
     }
 }
 
+/// What a store says of an intent's highest attempt: `Ok(None)` for none recorded.
+pub(crate) type Attempts = Result<Option<u32>, crate::JournalError>;
+
 /// Why the engine stopped before another attempt.
 pub(crate) struct Stop {
     pub(crate) outcome: Outcome,
@@ -279,12 +282,21 @@ impl<'a> Run<'a> {
 
     /// The highest attempt number the log holds for the intent, without reading its last record, when
     /// the store knows it at once; else its answer to wait for.
-    pub(crate) fn logged_attempts_now(
-        &self,
-    ) -> Result<Option<u32>, crate::journal::BoxFuture<'a, Option<u32>>> {
+    pub(crate) fn logged_attempts_now(&self) -> Result<Attempts, crate::journal::BoxFuture<'a, Attempts>> {
         match self.task.journal_ref() {
             Some(journal) => journal.attempts(&self.key).known(),
-            None => Ok(None),
+            None => Ok(Ok(None)),
+        }
+    }
+
+    /// The stop of a read whose attempt numbers the store could not give: nothing was started, and
+    /// the read is not numbered as if the intent were new.
+    pub(crate) fn unreadable_log(&self, error: &crate::JournalError) -> Stop {
+        Stop {
+            outcome: Outcome::Retryable,
+            applied: Applied::No,
+            message: format!("{error}; the attempt log could not be read, so nothing was started"),
+            wait: None,
         }
     }
 

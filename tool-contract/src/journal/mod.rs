@@ -322,6 +322,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///   stored has no attempt, and writes nothing under that attempt's number.
 /// - **Order.** [`Journal::recall`] reflects every append made before it; records are folded with
 ///   [`index_record`].
+/// - **Reads can fail.** [`Journal::recall`], [`Journal::attempts`] and [`Journal::unresolved`] say
+///   when the store could not be asked; "nothing recorded" is an answer, never a stand-in for an error.
 ///
 /// Every method reads its arguments before it returns, so a store that answers later copies what it
 /// needs. The answer is an [`Answer`]: an embedded store answers at once (no allocation, no wait), a
@@ -439,18 +441,25 @@ pub trait Journal: Send + Sync {
         })
     }
 
-    /// What the log holds on one intent.
-    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>>;
+    /// What the log holds on one intent: `Ok(None)` when it holds nothing, an error when the store
+    /// could not be asked (a store across the network that is down), never "nothing" for "could not
+    /// ask".
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>>;
 
     /// The highest attempt number recorded for one intent (`recall(key)` then `attempts`), without
-    /// decoding its last record: how a read continues its attempt numbers.
-    fn attempts(&self, key: &IntentKey) -> Answer<'_, Option<u32>> {
+    /// decoding its last record: how a read continues its attempt numbers. An error when the store
+    /// could not be asked: the engine then starts nothing, rather than number from 1 again.
+    fn attempts(&self, key: &IntentKey) -> Answer<'_, Result<Option<u32>, JournalError>> {
         let key = *key;
-        Answer::later(async move { self.recall(&key).await.map(|recall| recall.attempts) })
+        Answer::later(
+            async move { self.recall(&key).await.map(|recall| recall.map(|recall| recall.attempts)) },
+        )
     }
 
-    /// Every intent whose last word is unfinished or `unknown`: the escalation queue, oldest first.
-    fn unresolved(&self) -> Answer<'_, Vec<Recall>>;
+    /// Every intent whose last word is unfinished or `unknown`: the escalation queue, oldest first. An
+    /// error when the store could not be asked: an operator's queue never reads empty because the
+    /// store is unreachable.
+    fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>>;
 
     /// Hand every [`Durability::Lazy`] record still held in the process to the store. A store that
     /// holds none does nothing (the default).

@@ -97,7 +97,7 @@ fn conflict(result: Result<(), JournalError>, rule: &str) -> String {
 }
 
 async fn last(store: &dyn Journal, key: IntentKey) -> (u32, Record) {
-    let recall = store.recall(&key).await.expect("the intent has records");
+    let recall = store.recall(&key).await.expect("the store answers").expect("the intent has records");
     (recall.attempts, recall.last)
 }
 
@@ -194,7 +194,7 @@ pub async fn a_late_record_of_an_old_owner_changes_nothing(store: &dyn Journal, 
     conflict(store.finish(&partitioned, stale.as_record_ref(), Durability::Buffered).await, RULE);
     let stale_probe = verdict(k, 2, ProbeMark::NotLanded);
     conflict(store.end(&partitioned, stale_probe.as_record_ref(), Durability::Buffered).await, RULE);
-    let recall = store.recall(&k).await.expect("the intent has records");
+    let recall = store.recall(&k).await.expect("the store answers").expect("the intent has records");
     assert_eq!(recall.attempts, 2, "{RULE}");
     assert_eq!(recall.last_word(), LastWord::Ok(Some(&serde_json::json!(4411))), "{RULE}: {:?}", recall.last);
 }

@@ -464,8 +464,8 @@ impl Journal for FileJournal {
         self.append_now(record, durability, None)
     }
 
-    fn attempts(&self, key: &IntentKey) -> Answer<'_, Option<u32>> {
-        Answer::now(self.shared.lock().index.get(key).map(|entry| entry.attempts))
+    fn attempts(&self, key: &IntentKey) -> Answer<'_, Result<Option<u32>, JournalError>> {
+        Answer::now(Ok(self.shared.lock().index.get(key).map(|entry| entry.attempts)))
     }
 
     fn flush(&self) -> Result<(), JournalError> {
@@ -480,12 +480,12 @@ impl Journal for FileJournal {
         Ok(())
     }
 
-    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
-        Answer::now(FileJournal::recall(self, key))
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {
+        Answer::now(Ok(FileJournal::recall(self, key)))
     }
 
-    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
-        Answer::now(FileJournal::unresolved(self))
+    fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
+        Answer::now(Ok(FileJournal::unresolved(self)))
     }
 }
 

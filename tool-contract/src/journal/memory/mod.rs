@@ -386,16 +386,16 @@ impl Journal for MemoryJournal {
         Answer::now(Ok(()))
     }
 
-    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
-        Answer::now(MemoryJournal::recall(self, key))
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {
+        Answer::now(Ok(MemoryJournal::recall(self, key)))
     }
 
-    fn attempts(&self, key: &IntentKey) -> Answer<'_, Option<u32>> {
-        Answer::now(self.lock().index.get(key).map(|kept| kept.attempts))
+    fn attempts(&self, key: &IntentKey) -> Answer<'_, Result<Option<u32>, JournalError>> {
+        Answer::now(Ok(self.lock().index.get(key).map(|kept| kept.attempts)))
     }
 
-    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
-        Answer::now(MemoryJournal::unresolved(self))
+    fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
+        Answer::now(Ok(MemoryJournal::unresolved(self)))
     }
 }
 

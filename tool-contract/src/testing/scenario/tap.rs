@@ -75,11 +75,11 @@ impl Journal for Tap {
         self.inner.append_ref(record, durability)
     }
 
-    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {
         self.inner.recall(key)
     }
 
-    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
+    fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
         self.inner.unresolved()
     }
 
@@ -129,11 +129,11 @@ impl Journal for NoJournal {
         Answer::now(Ok(()))
     }
 
-    fn recall(&self, _key: &IntentKey) -> Answer<'_, Option<Recall>> {
-        Answer::now(None)
+    fn recall(&self, _key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {
+        Answer::now(Ok(None))
     }
 
-    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
-        Answer::now(Vec::new())
+    fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
+        Answer::now(Ok(Vec::new()))
     }
 }

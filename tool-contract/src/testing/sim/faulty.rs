@@ -87,11 +87,11 @@ impl Journal for Faulty {
         self.gone(true).unwrap_or_else(|| self.inner.append_ref(record, durability))
     }
 
-    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {
         self.inner.recall(key)
     }
 
-    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
+    fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
         self.inner.unresolved()
     }
 

@@ -402,15 +402,15 @@ impl Journal for Injector {
         }))
     }
 
-    fn recall(&self, key: &IntentKey) -> Answer<'_, Option<Recall>> {
+    fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {
         self.inner.recall(key)
     }
 
-    fn attempts(&self, key: &IntentKey) -> Answer<'_, Option<u32>> {
+    fn attempts(&self, key: &IntentKey) -> Answer<'_, Result<Option<u32>, JournalError>> {
         self.inner.attempts(key)
     }
 
-    fn unresolved(&self) -> Answer<'_, Vec<Recall>> {
+    fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
         self.inner.unresolved()
     }
 
