@@ -341,6 +341,8 @@ pub(super) struct RecordCheck<'a> {
     probe: Option<crate::probe::ProbeMark>,
     #[serde(borrow)]
     message: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    retry_at: Option<std::borrow::Cow<'a, str>>,
     #[serde(default)]
     value: Option<serde::de::IgnoredAny>,
 }

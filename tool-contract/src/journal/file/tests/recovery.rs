@@ -516,3 +516,63 @@ fn streamed_in_small_chunks_the_index_warnings_and_line_numbers_are_the_same() {
         }
     }
 }
+
+/// One record schema, many readers: for every field of a record, its absence and each wrong type are
+/// judged alike by the schema ([`Record`]'s own deserialisation), by [`FileJournal::open`]'s index, by
+/// [`read_log`] and by [`FileJournal::compact`] (which keeps a line only if it is a record).
+#[test]
+fn every_reader_judges_a_mutated_field_as_the_schema_does() {
+    let good = Record {
+        retry_at: Some("2026-11-30T05:12:30Z".into()),
+        value: Some(serde_json::json!({ "id": 7 })),
+        ..record("a", Phase::End, 2, Some(Outcome::Retryable))
+    };
+    let good: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&serde_json::to_string(&good).unwrap()).unwrap();
+    let fields: Vec<String> = good.keys().cloned().collect();
+    let wrongs = [
+        ("absent", None),
+        ("null", Some(serde_json::Value::Null)),
+        ("a number", Some(serde_json::json!(-1))),
+        ("a string", Some(serde_json::json!("x"))),
+        ("a list", Some(serde_json::json!([]))),
+        ("a bool", Some(serde_json::json!(true))),
+    ];
+    let mut judged = 0;
+    for field in &fields {
+        for (how, wrong) in &wrongs {
+            let mut mutated = good.clone();
+            match wrong {
+                None => {
+                    mutated.remove(field);
+                }
+                Some(value) => {
+                    mutated.insert(field.clone(), value.clone());
+                }
+            }
+            let line = serde_json::to_string(&mutated).unwrap();
+            let schema = serde_json::from_str::<Record>(&line).is_ok();
+            let dir = Scratch::new("schema");
+            let other = line_of(&record("b", Phase::Start, 1, None));
+            fs::write(dir.log(), format!("{HEADER}\n{line}\n{other}")).unwrap();
+            let opened = FileJournal::open(dir.log()).unwrap();
+            let indexed = opened.warnings().is_empty();
+            drop(opened);
+            let read = read_log(dir.log()).unwrap();
+            let listed = read.warnings.is_empty() && read.records.len() == 2;
+            FileJournal::compact(dir.log()).unwrap();
+            let kept = read_log(dir.log()).unwrap().records.iter().any(|r| r.intent_key == key("a"));
+            assert_eq!(
+                (indexed, listed, kept),
+                (schema, schema, schema),
+                "`{field}` {how}: the schema says {schema}; open, read_log, compact say {indexed}, {listed}, {kept}"
+            );
+            judged += 1;
+        }
+    }
+    assert_eq!(judged, fields.len() * wrongs.len());
+}
+
+fn line_of(record: &Record) -> String {
+    serde_json::to_string(record).unwrap() + "\n"
+}
