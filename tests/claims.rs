@@ -521,3 +521,25 @@ async fn partition_story(name: &str, store: Arc<dyn Journal>) {
     assert!(again.message.contains("not repeated"), "{name}: {}", again.message);
     assert_eq!(applied.load(Ordering::SeqCst), 1, "{name}: the money moved once");
 }
+
+/// Issue 22, item 8: a worker names itself, and the owner of its claims shows the name, where another
+/// worker that finds the intent busy reads it.
+#[tokio::test(start_paused = true)]
+async fn a_worker_that_names_itself_is_named_by_its_claims() {
+    let journal: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
+    let task = Task::new("named-worker", "agent", Duration::from_secs(30)).journal(Arc::clone(&journal));
+    let key = task.key(&POST, &"thread-9", None);
+    let holder = task.clone().worker("billing-w4");
+    let effects = AtomicU32::new(0);
+    let (first, second) = tokio::join!(post(&holder, &effects), async {
+        // Another process's worker, with a budget too short to wait for the first.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let other =
+            Task::new("named-worker", "agent", Duration::from_millis(500)).journal(Arc::clone(&journal));
+        post(&other, &effects).await
+    });
+    assert_eq!(first.outcome, Outcome::Ok, "{}", first.message);
+    assert_eq!(second.outcome, Outcome::Retryable, "{}", second.message);
+    assert!(second.message.contains("another worker (billing-w4."), "{}", second.message);
+    let _ = key;
+}

@@ -65,7 +65,9 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 pub use tool_contract::toolbox::BudgetTooShort;
-use tool_contract::{Approve, Escalate, IntentKey, Journal, Outcome, Report, Task, TaskTemplate, Toolbox};
+use tool_contract::{
+    Approve, Escalate, IntentKey, Journal, Outcome, Report, Task, TaskFactory, TaskTemplate, Toolbox,
+};
 
 /// The request `_meta` key that names the task a call works for (its durable identity: the order, the
 /// ticket).
@@ -94,7 +96,7 @@ pub struct McpServer {
 struct Inner {
     toolbox: Toolbox,
     tools: Vec<Tool>,
-    template: Task,
+    template: TaskFactory,
     budget: Duration,
     /// Shared by every task made for a request that names none, as is `default_actor`: a request
     /// then copies neither.
@@ -143,6 +145,12 @@ impl Builder {
     /// Where unresolved outcomes go.
     pub fn escalate_to(mut self, sink: impl Escalate + 'static) -> Builder {
         self.template = self.template.escalate_to(sink);
+        self
+    }
+
+    /// The worker's name the calls' claims carry in a shared store ([`Task::worker`]).
+    pub fn worker(mut self, name: impl Into<Arc<str>>) -> Builder {
+        self.template = self.template.worker(name);
         self
     }
 
@@ -262,7 +270,7 @@ impl McpServer {
             Some(actor) => Arc::from(actor),
             None => Arc::clone(&self.inner.default_actor),
         };
-        let task = self.inner.template.new_like(id, actor, self.inner.budget);
+        let task = self.inner.template.task(id, actor, self.inner.budget);
         Ok(match meta_text(meta, TOOL_CALL_ID_META_KEY)? {
             Some(call_id) => task.tool_call_id(call_id),
             None => task,

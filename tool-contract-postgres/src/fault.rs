@@ -21,7 +21,8 @@ pub(crate) struct Fault {
 impl Fault {
     /// A connection could not be had: nothing was sent.
     pub(crate) fn connect(e: &tokio_postgres::Error) -> Fault {
-        Fault { why: describe(e), transient: true, sent: false }
+        // A refused password or an unknown database is not cured by trying again.
+        Fault { why: describe(e), transient: is_transient(e), sent: false }
     }
 
     /// A statement failed.
@@ -37,8 +38,8 @@ impl Fault {
     /// The error the engine sees, for a store named `label` doing `doing`.
     ///
     /// A statement that may have committed is reported as [`io::ErrorKind::TimedOut`]: the engine then
-    /// treats the record as possibly stored, as after a timeout (a start record that may have landed
-    /// gets an end record saying the attempt was not started).
+    /// treats the record as possibly stored, as after a timeout (a start that may have landed makes no
+    /// attempt, and nothing is written under its number: the next call reads what landed).
     pub(crate) fn into_error(self, label: &str, doing: &str) -> JournalError {
         let kind = match (self.transient, self.sent) {
             (true, true) => io::ErrorKind::TimedOut,

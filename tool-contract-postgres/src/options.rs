@@ -4,6 +4,10 @@ use std::time::Duration;
 
 /// How a [`PgJournal`](crate::PgJournal) connects, and how long it waits on the server.
 ///
+/// The leases of the claims are not set here: the engine asks for each call's budget left, plus the
+/// tool's `settle` window, plus one second, and the claim carries the call's deadline too (it takes
+/// nothing once that has passed); see the crate docs, "The five rules of a claim".
+///
 /// ```
 /// use std::time::Duration;
 /// use tool_contract_postgres::PgOptions;
@@ -19,6 +23,7 @@ pub struct PgOptions {
     retries: u32,
     backoff: Duration,
     read_only: bool,
+    wait_for_server: Duration,
 }
 
 impl Default for PgOptions {
@@ -30,6 +35,7 @@ impl Default for PgOptions {
             retries: 3,
             backoff: Duration::from_millis(25),
             read_only: false,
+            wait_for_server: Duration::ZERO,
         }
     }
 }
@@ -71,6 +77,21 @@ impl PgOptions {
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
         self
+    }
+
+    /// How long [`PgJournal::connect`](crate::PgJournal::connect) keeps trying a server that cannot be
+    /// reached yet or is restarting (the connection refused or lost, "the database system is starting
+    /// up"), every 100 ms, the operation timeout then applying to the last try (default zero: it fails
+    /// at once). A refused password or a missing database is never waited for. What a worker started
+    /// beside its database (a container, a restart) wants.
+    pub fn wait_for_server(mut self, wait: Duration) -> Self {
+        self.wait_for_server = wait;
+        self
+    }
+
+    /// How long `connect` waits for a server that is not there yet.
+    pub fn get_wait_for_server(&self) -> Duration {
+        self.wait_for_server
     }
 
     /// Whether the store was opened to read only.

@@ -93,8 +93,18 @@ impl PgJournal {
         let label = label(&config);
         let pool = Pool::new(config, connector, options.get_pool_size(), options.get_connect_timeout());
         let budget = options.get_op_timeout().max(options.get_connect_timeout());
+        // A server still starting (or restarting) is waited for, as the options say.
+        let waited = tokio::time::Instant::now() + options.get_wait_for_server();
+        let mut client = loop {
+            match pool.connect_raw().await {
+                Ok(client) => break client,
+                Err(fault) if fault.transient && tokio::time::Instant::now() < waited => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(fault) => return Err(fault.into_error(&label, "cannot connect")),
+            }
+        };
         let first = async {
-            let mut client = pool.connect_raw().await.map_err(|f| f.into_error(&label, "cannot connect"))?;
             let checked = if options.is_read_only() {
                 schema::check(&client).await
             } else {

@@ -100,3 +100,30 @@ fn a_password_is_never_printed_and_bad_arguments_say_how() {
     assert_eq!(days.status.code(), Some(2));
     assert!(text(&days.stderr).contains("a number of days"), "{}", text(&days.stderr));
 }
+
+/// Issue 22, item 8: one installed command reads both kinds of log: a path is a file log, printed as
+/// `tool-contract log` prints it.
+#[test]
+fn the_same_command_reads_a_file_log() {
+    let dir = std::env::temp_dir().join(format!("tc-pg-command-file-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("attempts.log");
+    let records =
+        [common::start(common::key("file-a"), 1), common::end(common::key("file-a"), 1, Outcome::Ok)];
+    let mut text_log = format!("{}\n", tool_contract::journal::HEADER);
+    for record in &records {
+        text_log.push_str(&serde_json::to_string(record).unwrap());
+        text_log.push('\n');
+    }
+    std::fs::write(&path, text_log).unwrap();
+    let path = path.to_str().unwrap();
+    let mut expected = Vec::new();
+    render(path, &records, &[], &View::default(), &mut expected).unwrap();
+    let output = command(&["log", path], None);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), text(&expected));
+    let missing = command(&["log", &format!("{path}.missing")], None);
+    assert!(!missing.status.success());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

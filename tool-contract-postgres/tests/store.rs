@@ -316,3 +316,36 @@ async fn a_server_down_refuses_calls_a_lost_end_is_probed_later_and_the_store_re
     let report = post(&task("after"), "t-5", &effects, nothing).await;
     assert_eq!((report.outcome, effects.load(Ordering::SeqCst)), (Outcome::Ok, 1), "{}", report.message);
 }
+
+/// Issue 22, item 8: `connect` can wait, bounded, for a server that is restarting; without the option
+/// it fails at once, and a wrong database is never waited for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_waits_for_a_restarting_server_as_long_as_told() {
+    if common::server().is_none() {
+        return;
+    }
+    let server = Arc::new(PgServer::start().unwrap());
+    let conninfo = server.database("restarting").await.unwrap();
+    let stopper = Arc::clone(&server);
+    tokio::task::spawn_blocking(move || stopper.stop().unwrap()).await.unwrap();
+    let began = Instant::now();
+    assert!(PgJournal::connect(&conninfo).await.is_err(), "no wait by default");
+    assert!(began.elapsed() < Duration::from_secs(3), "{:?}", began.elapsed());
+    let starter = Arc::clone(&server);
+    let restart = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        tokio::task::spawn_blocking(move || starter.start_again().unwrap()).await.unwrap();
+    });
+    let options = PgOptions::default().wait_for_server(Duration::from_secs(20));
+    let journal = PgJournal::connect_with(&conninfo, options.clone()).await.unwrap();
+    restart.await.unwrap();
+    assert!(journal.try_unresolved().await.unwrap().is_empty());
+    let began = Instant::now();
+    let wrong = conninfo.replace("dbname=restarting", "dbname=no_such_database");
+    assert!(PgJournal::connect_with(&wrong, options).await.is_err());
+    assert!(
+        began.elapsed() < Duration::from_secs(3),
+        "a missing database is not waited for: {:?}",
+        began.elapsed()
+    );
+}

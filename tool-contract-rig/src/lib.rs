@@ -49,7 +49,7 @@ use rig_core::tool::{ContextValue, DynamicTool, ToolContext, ToolErrorKind, Tool
 use rig_core::wasm_compat::WasmBoxedFuture;
 use serde::{Deserialize, Serialize};
 pub use tool_contract::toolbox::BudgetTooShort;
-use tool_contract::{Approve, Escalate, Journal, Task, TaskTemplate, Toolbox};
+use tool_contract::{Approve, Escalate, Journal, Task, TaskFactory, TaskTemplate, Toolbox};
 
 /// The task and actor of a call, as a rig context value (key `dev.tool-contract/task`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,7 +86,7 @@ pub struct RigToolbox {
 
 struct Shared {
     toolbox: Toolbox,
-    template: Task,
+    template: TaskFactory,
     budget: Duration,
     instance: String,
 }
@@ -132,6 +132,12 @@ impl RigToolbox {
     /// Where the unresolved outcomes of calls whose context carries no [`Task`] go.
     pub fn escalate_to(mut self, sink: impl Escalate + 'static) -> RigToolbox {
         self.template = self.template.escalate_to(sink);
+        self
+    }
+
+    /// The worker's name the calls' claims carry in a shared store ([`Task::worker`]).
+    pub fn worker(mut self, name: impl Into<Arc<str>>) -> RigToolbox {
+        self.template = self.template.worker(name);
         self
     }
 
@@ -192,7 +198,7 @@ impl Shared {
             Some(name) => (checked("task", &name.task)?, checked("actor", &name.actor)?),
             None => (self.instance.as_str(), DEFAULT_ACTOR),
         };
-        let task = self.template.new_like(id, actor, self.budget);
+        let task = self.template.task(id, actor, self.budget);
         Ok(Arc::new(match call_id {
             Some(ToolCallId(id)) => task.tool_call_id(id),
             None => task,
@@ -254,7 +260,7 @@ mod tests {
     fn shared() -> Shared {
         Shared {
             toolbox: Toolbox::new(),
-            template: Task::new("", "", Duration::ZERO),
+            template: TaskTemplate::default().build(),
             budget: Duration::from_secs(5),
             instance: "rig-test".to_owned(),
         }

@@ -99,7 +99,8 @@ pub use probe::{NoProbe, Probe, Prober};
 pub use report::{Applied, Item, Outcome, Report};
 pub use spec::{Backoff, Dedupe, Jitter, ToolSpec};
 pub use task::{
-    Approval, ApprovalRequest, Approve, Escalate, Escalation, EscalationQueue, Task, TaskTemplate,
+    Approval, ApprovalRequest, Approve, Escalate, Escalation, EscalationQueue, Task, TaskFactory,
+    TaskTemplate,
 };
 pub use tool_contract_macros::tool;
 pub use toolbox::Toolbox;

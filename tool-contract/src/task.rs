@@ -45,6 +45,8 @@ pub struct Task {
     budgets: RetryBudgets,
     /// The model's id for the tool call this task serves, when it has one.
     call_id: Option<Arc<str>>,
+    /// The name the claims of this process carry in a shared store, when given.
+    worker: Option<Arc<str>>,
 }
 
 /// `now + budget`, or thirty years from now for a budget too large to add.
@@ -66,7 +68,31 @@ impl Task {
             turns: Arc::default(),
             budgets: RetryBudgets::default(),
             call_id: None,
+            worker: None,
         }
+    }
+
+    /// Name the worker this task runs in: the claims its side effects take in a shared store are
+    /// owned by `{worker}.{serial}` (default: `{process id}-{start time}.{serial}`), so an operator
+    /// reading a store's claims, or a call's "another worker (..) is running this intent", sees which
+    /// worker it is. Each call still claims as an owner of its own. Tasks made with
+    /// [`Task::new_like`] keep it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tool_contract::Task;
+    ///
+    /// let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).worker("billing-w4");
+    /// assert_eq!(task.worker_name(), Some("billing-w4"));
+    /// ```
+    pub fn worker(mut self, name: impl Into<Arc<str>>) -> Task {
+        self.worker = Some(name.into());
+        self
+    }
+
+    /// The worker's name given with [`Task::worker`].
+    pub fn worker_name(&self) -> Option<&str> {
+        self.worker.as_deref()
     }
 
     /// Where unresolved outcomes go (an operator queue, a ticket, a log).
@@ -129,6 +155,7 @@ impl Task {
             turns: Arc::clone(&self.turns),
             budgets: self.budgets.clone(),
             call_id: None,
+            worker: self.worker.clone(),
         }
     }
 
@@ -218,7 +245,7 @@ impl fmt::Debug for Task {
 ///     .journal(Arc::new(MemoryJournal::new()))
 ///     .escalate_to(|escalation: Escalation| async move { eprintln!("{escalation:?}") })
 ///     .build();
-/// let task = template.new_like("ticket-9", "agent:support", Duration::from_secs(30));
+/// let task = template.task("ticket-9", "agent:support", Duration::from_secs(30));
 /// assert_eq!(task.id(), "ticket-9");
 /// ```
 #[derive(Default)]
@@ -227,6 +254,34 @@ pub struct TaskTemplate {
     journal: Option<Arc<dyn Journal>>,
     approver: Option<Arc<dyn Approve>>,
     escalation: Option<Arc<dyn Escalate>>,
+    worker: Option<Arc<str>>,
+}
+
+/// What [`TaskTemplate::build`] makes: the tasks of a server that makes one per request, each with its
+/// own id, actor and budget. It is not a task itself (it has neither an id nor a budget), so it cannot
+/// run a call by mistake.
+#[derive(Clone)]
+pub struct TaskFactory {
+    base: Task,
+}
+
+impl TaskFactory {
+    /// A task `id` for `actor` with a budget of `budget` from now, sharing the factory's log,
+    /// approver, sink, worker name, turns and retry budgets ([`Task::new_like`]).
+    pub fn task(&self, id: impl Into<Arc<str>>, actor: impl Into<Arc<str>>, budget: Duration) -> Task {
+        self.base.new_like(id, actor, budget)
+    }
+}
+
+impl fmt::Debug for TaskFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskFactory")
+            .field("escalation", &self.base.escalation.is_some())
+            .field("approver", &self.base.approver.is_some())
+            .field("journal", &self.base.journal.is_some())
+            .field("worker", &self.base.worker)
+            .finish()
+    }
 }
 
 impl TaskTemplate {
@@ -256,8 +311,14 @@ impl TaskTemplate {
         self
     }
 
-    /// The task to make each request's from, with [`Task::new_like`].
-    pub fn build(self) -> Task {
+    /// The worker's name its tasks' claims carry ([`Task::worker`]).
+    pub fn worker(mut self, name: impl Into<Arc<str>>) -> TaskTemplate {
+        self.worker = Some(name.into());
+        self
+    }
+
+    /// The factory each request's task is made with.
+    pub fn build(self) -> TaskFactory {
         let mut task = match (self.like, self.journal) {
             (Some(like), None) => like,
             (Some(like), Some(journal)) => like.journal(journal),
@@ -272,7 +333,10 @@ impl TaskTemplate {
         if let Some(escalation) = self.escalation {
             task.escalation = Some(escalation);
         }
-        task
+        if let Some(worker) = self.worker {
+            task.worker = Some(worker);
+        }
+        TaskFactory { base: task }
     }
 }
 
@@ -461,22 +525,28 @@ mod tests {
 
     #[test]
     fn a_template_starts_from_the_task_it_is_like_and_sets_its_own_on_top() {
-        let bare = TaskTemplate::default().build();
+        let made = |factory: TaskFactory| factory.task("ticket-1", "agent", Duration::from_secs(30));
+        let bare = made(TaskTemplate::default().build());
+        assert_eq!(bare.id(), "ticket-1");
+        assert!(bare.remaining() > Duration::from_secs(29), "its own budget");
         assert!(bare.journal_ref().is_some(), "an attempt log in memory by default");
         assert!(bare.approver_ref().is_none() && bare.escalation().is_none());
 
         let original = Task::new("t", "a", Duration::from_secs(30))
             .approver(|_: ApprovalRequest| async { Approval::Approved });
-        let like = TaskTemplate::default().like(&original).build();
+        let like = made(TaskTemplate::default().like(&original).worker("w4").build());
+        assert_eq!(like.worker_name(), Some("w4"));
         assert!(like.approver_ref().is_some() && like.journal_ref().is_none(), "the original's, as it is");
         assert!(std::ptr::eq(like.turns(), original.turns()));
 
         let journal: Arc<dyn Journal> = Arc::new(crate::MemoryJournal::new());
-        let set = TaskTemplate::default()
-            .escalate_to(|_: Escalation| async {})
-            .like(&original)
-            .journal(Arc::clone(&journal))
-            .build();
+        let set = made(
+            TaskTemplate::default()
+                .escalate_to(|_: Escalation| async {})
+                .like(&original)
+                .journal(Arc::clone(&journal))
+                .build(),
+        );
         assert!(set.journal_ref().is_some() && set.escalation().is_some() && set.approver_ref().is_some());
         assert!(
             original.journal_ref().is_none() && original.escalation().is_none(),

@@ -9,8 +9,9 @@ use tool_contract::journal::inspect::{self, View};
 use tool_contract_postgres::{PgJournal, PgOptions, redact};
 
 const USAGE: &str = "usage:
-  tool-contract-postgres log [CONNINFO] [--task T] [--unresolved] [--json]
-      print each task's attempts as a timeline, as `tool-contract log` does for a file
+  tool-contract-postgres log [CONNINFO|PATH] [--task T] [--unresolved] [--json]
+      print each task's attempts as a timeline, as `tool-contract log` does; a PATH (anything
+      but a connection string) is read as a file log, so this one command reads both
       --task T      only the attempts of task T
       --unresolved  only the intents whose last word is unfinished or unknown (the escalation queue)
       --json        one JSON document on one line, for machines
@@ -132,11 +133,28 @@ async fn open(conninfo: Option<String>, read_only: bool) -> Result<(PgJournal, S
     Ok((journal, redact(&conninfo)))
 }
 
+/// A connection string rather than a file's path: a URL, or `key=value` pairs naming a host or a
+/// database.
+fn is_conninfo(text: &str) -> bool {
+    text.starts_with("postgres://")
+        || text.starts_with("postgresql://")
+        || text
+            .split_whitespace()
+            .any(|pair| ["host=", "dbname=", "user=", "port="].iter().any(|k| pair.starts_with(k)))
+}
+
 async fn log(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
     let args = parse(args, &["--task", "--unresolved", "--json"])?;
+    let view = View { task: args.task.as_deref(), unresolved: args.unresolved, json: args.json };
+    if let Some(path) = args.conninfo.as_deref().filter(|given| !is_conninfo(given)) {
+        let contents = tool_contract::journal::read_log(path).map_err(|e| Failure::Fatal(e.to_string()))?;
+        for warning in &contents.warnings {
+            eprintln!("tool-contract-postgres: warning: {path} {warning}");
+        }
+        return inspect::render(path, &contents.records, &contents.warnings, &view, out).map_err(written);
+    }
     let (journal, name) = open(args.conninfo, true).await?;
     let records = journal.records(args.task.as_deref()).await.map_err(|e| Failure::Fatal(e.to_string()))?;
-    let view = View { task: args.task.as_deref(), unresolved: args.unresolved, json: args.json };
     inspect::render(&name, &records, &[], &view, out).map_err(written)
 }
 

@@ -71,8 +71,9 @@ impl<'a> Claim<'a> {
         budget: impl Fn() -> Duration,
         floor: Duration,
         settle: Duration,
+        worker: Option<&str>,
     ) -> Result<Option<Recall>, Refused> {
-        let owner = Owner::unique();
+        let owner = worker.map_or_else(Owner::unique, Owner::of_worker);
         // A holder that finishes early releases its claim: look again soon, then less often.
         let mut poll = Duration::from_millis(50);
         loop {

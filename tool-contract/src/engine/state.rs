@@ -27,7 +27,10 @@ pub(crate) async fn take_claim<'a>(
         let word = claim.word();
         return Ok((claim, word));
     };
-    match claim.in_store(store, || task.remaining(), spec.floor(), spec.settle_window()).await {
+    match claim
+        .in_store(store, || task.remaining(), spec.floor(), spec.settle_window(), task.worker_name())
+        .await
+    {
         Ok(recall) => Ok((claim, recall)),
         // Nothing was started, and what an earlier attempt did is in a log that could not be read.
         Err(Refused::Store(e)) => Err(Stop {

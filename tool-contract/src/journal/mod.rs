@@ -481,13 +481,20 @@ impl Owner {
 
     /// A fresh owner for one call of this process: `{process id}-{start time}.{serial}`.
     pub fn unique() -> Owner {
-        static SERIAL: AtomicU64 = AtomicU64::new(1);
         static INSTANCE: LazyLock<String> = LazyLock::new(|| {
             let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
             format!("{}-{:x}", std::process::id(), nanos & 0xffff_ffff_ffff)
         });
+        Owner::of_worker(&INSTANCE)
+    }
+
+    /// A fresh owner for one call of the worker `worker` ([`crate::Task::worker`]):
+    /// `{worker}.{serial}`, the serial unique in this process. Two processes given one name share it:
+    /// give each worker a name of its own.
+    pub fn of_worker(worker: &str) -> Owner {
+        static SERIAL: AtomicU64 = AtomicU64::new(1);
         let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
-        Owner(format!("{}.{serial}", *INSTANCE).into())
+        Owner(format!("{worker}.{serial}").into())
     }
 
     /// The owner's id.
