@@ -385,6 +385,34 @@ async fn an_attempt_told_to_wait_logs_when_the_wait_ends() {
     }
 }
 
+/// One call of `spec`'s intent `key` with `budget_s` of budget on `journal`: its attempts answer
+/// `answer` (each counted in `calls`), its probe says `verdict`.
+async fn call_on(
+    journal: &Arc<MemoryJournal>,
+    budget_s: u64,
+    spec: &ToolSpec,
+    key: tool_contract::IntentKey,
+    calls: &Calls,
+    answer: Result<u64, Class>,
+    verdict: Probe<u64>,
+) -> tool_contract::Report<u64> {
+    engine::run(
+        &task(budget_s).journal(journal.clone()),
+        spec,
+        key,
+        |_| {
+            calls.hit();
+            let answer = answer.clone();
+            async move { answer }
+        },
+        |_| {
+            let verdict = verdict.clone();
+            async move { verdict }
+        },
+    )
+    .await
+}
+
 /// Issue 23, item 1: a wait the service asked for binds every later attempt of the intent until it
 /// passes, whoever writes the next record. Here a second call resumes the intent, probes, logs the
 /// probe's verdict and stops (the wait is longer than its budget); the third call still waits.
@@ -395,47 +423,17 @@ async fn a_wait_the_service_asked_for_outlives_the_records_written_after_it() {
     let key = task(30).key(&spec, &"thread-9", None);
     let calls = Calls::new();
     // A 502 behind the gateway with `Retry-After: 20`; the probe fails: in doubt.
-    let first = engine::run(
-        &task(5).journal(journal.clone()),
-        &spec,
-        key,
-        |_| {
-            calls.hit();
-            async {
-                Err::<u64, _>(Class::unknown("502 from the gateway").retry_after(Duration::from_secs(20)))
-            }
-        },
-        |_| async { Probe::<u64>::Failed("the thread API is down".into()) },
-    )
-    .await;
+    let refused = Class::unknown("502 from the gateway").retry_after(Duration::from_secs(20));
+    let down = Probe::Failed("the thread API is down".into());
+    let first = call_on(&journal, 5, &spec, key, &calls, Err(refused), down).await;
     assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
     // Another call resumes it: its probe finds nothing, and the wait is longer than its budget.
-    let second = engine::run(
-        &task(5).journal(journal.clone()),
-        &spec,
-        key,
-        |_| {
-            calls.hit();
-            async { Ok::<u64, Class>(1) }
-        },
-        |_| async { Probe::NotLanded },
-    )
-    .await;
+    let second = call_on(&journal, 5, &spec, key, &calls, Ok(1), Probe::NotLanded).await;
     assert_eq!((second.outcome, calls.count()), (Outcome::Retryable, 1), "{}", second.message);
     let last = journal.recall(&key).unwrap().last;
     assert!(last.probe.is_some() && last.retry_at.is_some(), "the probe's record keeps the wait: {last:?}");
     // The next call, with budget enough, sends only once the service's 20 s have passed.
-    let third = engine::run(
-        &task(60).journal(journal.clone()),
-        &spec,
-        key,
-        |_| {
-            calls.hit();
-            async { Ok::<u64, Class>(1) }
-        },
-        |_| async { Probe::NotLanded },
-    )
-    .await;
+    let third = call_on(&journal, 60, &spec, key, &calls, Ok(1), Probe::NotLanded).await;
     assert_eq!(third.outcome, Outcome::Ok, "{}", third.message);
     let sent = calls.times()[1];
     assert!(sent >= Duration::from_secs(20), "sent {sent:?} after the first attempt, asked to wait 20 s");
@@ -450,15 +448,14 @@ async fn a_failed_probe_after_a_refusal_is_logged_as_the_report_says() {
     let journal = Arc::new(MemoryJournal::new());
     let key = task(30).key(&spec, &"thread-9", None);
     let calls = Calls::new();
-    let first = engine::run(
-        &task(30).journal(journal.clone()),
+    let first = call_on(
+        &journal,
+        30,
         &spec,
         key,
-        |_| {
-            calls.hit();
-            async { Err::<u64, _>(Class::retryable("503 from /notices")) }
-        },
-        |_| async { Probe::<u64>::Failed("the thread API is down".into()) },
+        &calls,
+        Err(Class::retryable("503 from /notices")),
+        Probe::<u64>::Failed("the thread API is down".into()),
     )
     .await;
     assert_eq!((first.outcome, first.effect_applied), (Outcome::Retryable, Applied::No), "{}", first.message);
@@ -469,17 +466,7 @@ async fn a_failed_probe_after_a_refusal_is_logged_as_the_report_says() {
         "{last:?}"
     );
     assert!(journal.unresolved().is_empty(), "not an intent in doubt");
-    let second = engine::run(
-        &task(30).journal(journal.clone()),
-        &spec,
-        key,
-        |_| {
-            calls.hit();
-            async { Ok::<u64, Class>(1) }
-        },
-        |_| async { Probe::NotLanded },
-    )
-    .await;
+    let second = call_on(&journal, 30, &spec, key, &calls, Ok(1), Probe::NotLanded).await;
     assert_eq!(second.outcome, Outcome::Ok, "{}", second.message);
     assert_eq!(calls.times()[1], Duration::ZERO, "no settle window waited for a request that never landed");
 }

@@ -51,6 +51,17 @@ fn durability(n: u32) -> String {
     )
 }
 
+/// What a fenced record is checked against, in the statement that writes it: the claim row of `$1`
+/// held by `$15` with its lease running, locked so a takeover waits for the statement (`held`), and the
+/// intent's highest attempt (`highest`).
+const FENCE: &str = "WITH held AS (
+    SELECT intent FROM tool_contract.claims
+    WHERE intent = $1 AND owner = $15 AND lease_until > clock_timestamp()
+    FOR UPDATE
+), highest AS (
+    SELECT coalesce(max(attempt), 0) AS n FROM tool_contract.attempts WHERE intent = $1
+)";
+
 /// The fenced start: the record `$1..$14` by owner `$15` (durability `$16`), written only when `$15`
 /// holds an unexpired claim on the intent and the attempt is the highest recorded + 1. The claim row is
 /// locked, so a takeover waits for this statement and a start after a takeover sees the new owner; the
@@ -58,13 +69,7 @@ fn durability(n: u32) -> String {
 pub(crate) fn start() -> String {
     format!(
         "
-WITH held AS (
-    SELECT intent FROM tool_contract.claims
-    WHERE intent = $1 AND owner = $15 AND lease_until > clock_timestamp()
-    FOR UPDATE
-), highest AS (
-    SELECT coalesce(max(attempt), 0) AS n FROM tool_contract.attempts WHERE intent = $1
-)
+{FENCE}
 INSERT INTO tool_contract.attempts ({COLUMNS}, owner)
 SELECT {}, $15::text
 FROM held, highest, {}
@@ -106,13 +111,7 @@ FROM {}",
 pub(crate) fn end() -> String {
     format!(
         "
-WITH held AS (
-    SELECT intent FROM tool_contract.claims
-    WHERE intent = $1 AND owner = $15 AND lease_until > clock_timestamp()
-    FOR UPDATE
-), highest AS (
-    SELECT coalesce(max(attempt), 0) AS n FROM tool_contract.attempts WHERE intent = $1
-), written AS (
+{FENCE}, written AS (
     INSERT INTO tool_contract.attempts ({COLUMNS}, owner)
     SELECT {}, $15::text
     FROM held, highest, {}
