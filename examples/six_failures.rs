@@ -222,6 +222,7 @@ mod over_mcp {
             message: why.to_owned(),
             value: None,
             items: Vec::new(),
+            reason: tool_contract::Reason::Unrecorded,
         }
     }
 

@@ -541,5 +541,6 @@ async fn a_worker_that_names_itself_is_named_by_its_claims() {
     assert_eq!(first.outcome, Outcome::Ok, "{}", first.message);
     assert_eq!(second.outcome, Outcome::Retryable, "{}", second.message);
     assert!(second.message.contains("another worker (billing-w4."), "{}", second.message);
+    assert_eq!(second.reason, tool_contract::Reason::Busy);
     let _ = key;
 }

@@ -356,6 +356,7 @@ async fn arguments_that_do_not_decode_run_nothing_and_name_each_field() {
     for (arguments, expected) in cases {
         let report = toolbox.call(&task, "post", arguments.clone()).await.unwrap();
         assert_eq!((report.outcome, report.effect_applied), (Outcome::Permanent, Applied::No), "{arguments}");
+        assert_eq!(report.reason, tool_contract::Reason::BadArguments, "{arguments}");
         assert!(report.message.contains(expected), "{arguments}: {}", report.message);
         assert!(report.message.ends_with("it takes thread, text, priority (optional)"), "{}", report.message);
         assert_eq!(report.value, None);

@@ -584,3 +584,121 @@ async fn bulk_never_presents_a_partial_list_as_complete() {
 
 mod resumed;
 mod shapes;
+
+/// Issue 22, item 7: a report's typed reason, for every rule of the contract that can decide a call,
+/// so code matches on it instead of parsing `message`.
+#[tokio::test(start_paused = true)]
+async fn every_way_a_call_ends_has_its_reason() {
+    use tool_contract::Reason;
+    async fn one(
+        spec: ToolSpec,
+        task: Task,
+        answers: Vec<Result<u64, Class>>,
+        verdict: Option<Probe<u64>>,
+    ) -> tool_contract::Report<u64> {
+        let answers = std::sync::Mutex::new(answers.into_iter());
+        let key = task.key(&spec, &"target", None);
+        let attempt = |_: tool_contract::Call| {
+            let answer = answers.lock().unwrap().next().unwrap_or(Ok(1));
+            async move { answer }
+        };
+        match verdict {
+            Some(verdict) => {
+                engine::run(&task, &spec, key, attempt, move |_| {
+                    let verdict = verdict.clone();
+                    async move { verdict }
+                })
+                .await
+            }
+            None => engine::run(&task, &spec, key, attempt, NoProbe).await,
+        }
+    }
+    let send = || spec("post_notice", EffectKind::Send);
+    let reset = || Err(Class::unknown("connection reset after the request was sent"));
+    let log = Arc::new(MemoryJournal::new());
+    let cases: Vec<(&str, tool_contract::Report<u64>, Reason)> = vec![
+        ("done", one(spec_read(), task(30), vec![], None).await, Reason::Done),
+        (
+            "replayed",
+            {
+                let task = task(30).journal(log.clone());
+                one(send(), task.clone(), vec![], Some(Probe::NotLanded)).await;
+                one(send(), task, vec![], Some(Probe::NotLanded)).await
+            },
+            Reason::Replayed,
+        ),
+        ("landed", one(send(), task(30), vec![reset()], Some(Probe::Landed(7))).await, Reason::Landed),
+        (
+            "answered",
+            one(send(), task(30), vec![Err(Class::permanent("404"))], Some(Probe::NotLanded)).await,
+            Reason::Answered,
+        ),
+        (
+            "gave up",
+            one(spec_read().max_attempts(2), task(30), vec![Err(Class::retryable("503")); 3], None).await,
+            Reason::GaveUp,
+        ),
+        (
+            "never retried",
+            one(spec("drop", EffectKind::Destructive), task(30), vec![reset()], Some(Probe::NotLanded)).await,
+            Reason::NeverRetried,
+        ),
+        ("no probe", one(send(), task(30), vec![reset()], None).await, Reason::NoProbe),
+        (
+            "probe failed",
+            one(send(), task(30), vec![reset()], Some(Probe::Failed("down".into()))).await,
+            Reason::ProbeFailed,
+        ),
+        (
+            "budget spent",
+            one(send().deadline_floor(Duration::from_secs(5)), task(3), vec![], None).await,
+            Reason::BudgetSpent,
+        ),
+        (
+            "asked to wait",
+            one(
+                spec_read(),
+                task(5),
+                vec![Err(Class::retryable("429").retry_after(Duration::from_secs(60)))],
+                None,
+            )
+            .await,
+            Reason::AskedToWait,
+        ),
+        (
+            "no approver",
+            one(spec("charge", EffectKind::Money), task(30), vec![reset()], Some(Probe::NotLanded)).await,
+            Reason::NoApprover,
+        ),
+        (
+            "denied",
+            {
+                let denied = task(30).approver(Says(Approval::Denied("no".into()), Arc::default()));
+                one(spec("charge", EffectKind::Money), denied, vec![reset()], Some(Probe::NotLanded)).await
+            },
+            Reason::Denied,
+        ),
+    ];
+    for (name, report, reason) in cases {
+        assert_eq!(report.reason, reason, "{name}: {}", report.message);
+    }
+    let settle = send().settle(Duration::from_secs(60));
+    let unsettled = one(settle, task(5), vec![reset()], Some(Probe::NotLanded)).await;
+    assert_eq!(unsettled.reason, Reason::Unsettled, "{}", unsettled.message);
+    let bulk = engine::run_bulk(
+        &task(30),
+        &spec("write_rows", EffectKind::Create).dedupe(Dedupe::Receiver),
+        task(30).key(&spec("write_rows", EffectKind::Create), &"sheet", None),
+        vec![1u32, 2],
+        |_, rows: Vec<u32>| async move {
+            Ok::<_, Class>(
+                rows.iter()
+                    .map(|r| if *r == 2 { Item::permanent("2", "bad") } else { Item::ok("1") })
+                    .collect(),
+            )
+        },
+        NoProbe,
+    )
+    .await;
+    assert_eq!(bulk.reason, Reason::Items, "{}", bulk.message);
+}

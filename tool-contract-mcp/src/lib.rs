@@ -334,6 +334,8 @@ fn report_value(report: Report<Value>, key: String) -> Result<Value, serde_json:
         message,
         value,
         items,
+        // Not on the wire: the JSON contract has no reason.
+        reason: _,
     } = report;
     let items = if items.is_empty() { Value::Array(Vec::new()) } else { serde_json::to_value(items)? };
     // In the map's order: the map is built in one pass, no field searched for.
@@ -467,6 +469,7 @@ mod tests {
             message: "a line with \"quotes\" and \u{1f600}".to_owned(),
             value,
             items,
+            reason: tool_contract::Reason::Answered,
         }
     }
 

@@ -298,6 +298,10 @@ async fn a_server_down_refuses_calls_a_lost_end_is_probed_later_and_the_store_re
     let read = read_count(&task("down-read"), &reads).await;
     assert_eq!((read.outcome, reads.load(Ordering::SeqCst)), (Outcome::Retryable, 0), "{}", read.message);
     assert!(read.message.contains("could not be read"), "{}", read.message);
+    assert_eq!(
+        (read.reason, refused.reason),
+        (tool_contract::Reason::StoreFailed, tool_contract::Reason::StoreFailed)
+    );
 
     // Back up: the same store works again, and the intent whose end was lost is probed, not re-sent.
     let starter = Arc::clone(&server);

@@ -96,7 +96,7 @@ pub use engine::run;
 pub use journal::{Durability, FileJournal, Journal, JournalError, LogValue, MemoryJournal, Record};
 pub use key::{Intent, IntentKey};
 pub use probe::{NoProbe, Probe, Prober};
-pub use report::{Applied, Item, Outcome, Report};
+pub use report::{Applied, Item, Outcome, Reason, Report};
 pub use spec::{Backoff, Dedupe, Jitter, ToolSpec};
 pub use task::{
     Approval, ApprovalRequest, Approve, Escalate, Escalation, EscalationQueue, Task, TaskFactory,

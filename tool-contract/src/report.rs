@@ -156,6 +156,76 @@ pub struct Report<T> {
     pub value: Option<T>,
     /// Per-item results for bulk work; empty for a single act.
     pub items: Vec<Item>,
+    /// Why the report says what it says, for code to match on (`message` is for the model and the
+    /// operator, never to be parsed). Not part of the JSON contract: a report read back from JSON
+    /// has [`Reason::Unrecorded`].
+    #[serde(skip)]
+    pub reason: Reason,
+}
+
+/// Why a report says what it says: what code matches on, as it matches on
+/// [`std::io::ErrorKind`] rather than an error's text. The report's `outcome` and `effect_applied` say
+/// what to do; this says which rule of the contract decided it.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::{Class, EffectKind, NoProbe, Reason, Task, ToolSpec, engine};
+///
+/// const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+/// let task = Task::new("ticket-5", "agent", Duration::from_secs(30));
+/// let key = task.key(&SEND, &"thread-9", None);
+/// let report = engine::run(&task, &SEND, key, |_| async { Err::<u64, _>(Class::unknown("reset")) }, NoProbe).await;
+/// assert_eq!(report.reason, Reason::NoProbe);
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Reason {
+    /// An attempt answered: the tool's value.
+    Done,
+    /// The attempt log holds the intent as done: answered from it, nothing repeated.
+    Replayed,
+    /// A probe found an earlier attempt landed: not repeated.
+    Landed,
+    /// As the tool's last attempt answered (its error, classified), with nothing more to do under
+    /// the policy: a `permanent` refusal, a retryable error past which no retry was due.
+    Answered,
+    /// The tool's attempts ran out (`max_attempts`).
+    GaveUp,
+    /// A `destructive` tool is never retried automatically.
+    NeverRetried,
+    /// A side effect has no probe to check before a second attempt, or to resolve the first.
+    NoProbe,
+    /// The probe could not tell whether an earlier attempt landed.
+    ProbeFailed,
+    /// The probe found nothing, but the service may still hold the request longer than the budget
+    /// can wait (the tool's settle window).
+    Unsettled,
+    /// Whether an earlier attempt landed cannot be told.
+    InDoubt,
+    /// The budget cannot hold the next attempt (or the wait before it): nothing more was started.
+    BudgetSpent,
+    /// The service asked to wait longer than the budget left (`retry_after_s`).
+    AskedToWait,
+    /// The service's retry budget, shared by all tasks, refused a retry.
+    RetryBudgetSpent,
+    /// A second attempt of a `money` tool needs an approver, and none is configured.
+    NoApprover,
+    /// The approver refused a second attempt.
+    Denied,
+    /// The attempt log could not be claimed, read or written: nothing was started.
+    StoreFailed,
+    /// Another worker runs this intent: nothing was started.
+    Busy,
+    /// Per-item results: the items say which landed (bulk work, pages).
+    Items,
+    /// The model's arguments did not decode: nothing was started.
+    BadArguments,
+    /// The report was read from JSON, which does not carry a reason.
+    #[default]
+    Unrecorded,
 }
 
 impl<T> Report<T> {
@@ -176,6 +246,7 @@ impl<T> Report<T> {
             message: self.message,
             value: self.value.map(f),
             items: self.items,
+            reason: self.reason,
         }
     }
 }
@@ -196,6 +267,7 @@ mod tests {
             message: "1 of 2 rows written; 1 unresolved".into(),
             value: None,
             items: vec![Item::ok("row-1"), Item::unknown("row-2", "connection dropped after send")],
+            reason: Reason::Items,
         }
     }
 
@@ -223,7 +295,9 @@ mod tests {
     fn round_trips() {
         let report = sample();
         let text = serde_json::to_string(&report).unwrap();
-        assert_eq!(serde_json::from_str::<Report<Vec<String>>>(&text).unwrap(), report);
+        let back = serde_json::from_str::<Report<Vec<String>>>(&text).unwrap();
+        assert_eq!(back.reason, Reason::Unrecorded, "the reason is not on the wire");
+        assert_eq!(Report { reason: report.reason, ..back }, report);
     }
 
     #[test]

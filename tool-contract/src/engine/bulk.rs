@@ -563,7 +563,9 @@ pub(crate) fn tally(spec: &ToolSpec, items: &[Item], words: Words) -> Tally {
 /// The final report of a bulk call; an unresolved item escalates the call.
 pub(crate) fn summarise(run: &Run<'_>, items: Vec<Item>, words: Words) -> Report<()> {
     let Tally { outcome, applied, message } = tally(run.spec, &items, words);
-    let mut report = run.report::<()>(outcome, applied, message, None);
+    let reason =
+        if outcome == Outcome::Ok { crate::report::Reason::Done } else { crate::report::Reason::Items };
+    let mut report = run.report::<()>(outcome, applied, message, None, reason);
     report.value = (outcome == Outcome::Ok).then_some(());
     report.items = items;
     report

@@ -3,7 +3,7 @@
 use std::time::{Duration, SystemTime};
 
 use super::*;
-use crate::report::Item;
+use crate::report::{Item, Reason};
 use crate::task::Escalation;
 use crate::text::push_decimal;
 
@@ -20,7 +20,7 @@ impl<'a> Run<'a> {
             secs(wait),
             secs(self.task.remaining())
         );
-        self.report(Outcome::Unknown, Applied::Unknown, message, Some(wait))
+        self.report(Outcome::Unknown, Applied::Unknown, message, Some(wait), Reason::Unsettled)
     }
 
     pub(crate) fn report<T>(
@@ -29,6 +29,7 @@ impl<'a> Run<'a> {
         applied: Applied,
         message: String,
         wait: Option<Duration>,
+        reason: Reason,
     ) -> Report<T> {
         let mut message = message;
         if outcome == Outcome::Unknown {
@@ -49,6 +50,7 @@ impl<'a> Run<'a> {
             message,
             value: None,
             items: Vec::new(),
+            reason,
         }
     }
 
@@ -72,12 +74,19 @@ impl<'a> Run<'a> {
         }
     }
 
-    pub(crate) fn ok<T>(&self, value: T, applied: Applied, message: String) -> Report<T> {
-        self.ok_as(value, applied, message, self.attempt_id.clone())
+    pub(crate) fn ok<T>(&self, value: T, applied: Applied, message: String, reason: Reason) -> Report<T> {
+        self.ok_as(value, applied, message, self.attempt_id.clone(), reason)
     }
 
     /// [`Run::ok`] speaking for `attempt_id`.
-    fn ok_as<T>(&self, value: T, applied: Applied, message: String, attempt_id: String) -> Report<T> {
+    fn ok_as<T>(
+        &self,
+        value: T,
+        applied: Applied,
+        message: String,
+        attempt_id: String,
+        reason: Reason,
+    ) -> Report<T> {
         Report {
             outcome: Outcome::Ok,
             effect_applied: applied,
@@ -88,6 +97,7 @@ impl<'a> Run<'a> {
             message,
             value: Some(value),
             items: Vec::new(),
+            reason,
         }
     }
 
@@ -124,7 +134,7 @@ impl<'a> Run<'a> {
         }
         // The call ends here: its report takes the attempt id rather than a copy of it.
         let attempt_id = std::mem::take(&mut self.attempt_id);
-        (self.ok_as(value, self.applied_on_ok(), message, attempt_id), pending)
+        (self.ok_as(value, self.applied_on_ok(), message, attempt_id, Reason::Done), pending)
     }
 
     pub(crate) fn replayed<T>(&self, value: T) -> Report<T> {
@@ -135,7 +145,7 @@ impl<'a> Run<'a> {
             self.spec.name(),
             self.attempt_id
         );
-        self.ok(value, self.applied_on_ok(), message)
+        self.ok(value, self.applied_on_ok(), message, Reason::Replayed)
     }
 
     pub(crate) fn landed<T>(&self, value: T, class: &Class) -> Report<T> {
@@ -144,16 +154,17 @@ impl<'a> Run<'a> {
             class.message(),
             self.attempt_id
         );
-        self.ok(value, Applied::Yes, message)
+        self.ok(value, Applied::Yes, message, Reason::Landed)
     }
 
     pub(crate) fn without_probe<T>(&self, class: Class) -> Report<T> {
         if class.effect() == Applied::No {
             let msg =
                 format!("{}; not retried: {} has no probe to check first", class.message(), self.spec.name());
-            self.report(class.outcome(), Applied::No, msg, class.wait())
+            self.report(class.outcome(), Applied::No, msg, class.wait(), Reason::NoProbe)
         } else {
-            self.unresolved(&format!("{}; {} has no probe to resolve it", class.message(), self.spec.name()))
+            let why = format!("{}; {} has no probe to resolve it", class.message(), self.spec.name());
+            self.report(Outcome::Unknown, Applied::Unknown, why, None, Reason::NoProbe)
         }
     }
 
@@ -161,21 +172,22 @@ impl<'a> Run<'a> {
         if let (outcome, Applied::No) = self.after_failed_probe(&class) {
             let msg =
                 format!("{}; not retried: the probe before a second attempt failed ({why})", class.message());
-            self.report(outcome, Applied::No, msg, class.wait())
+            self.report(outcome, Applied::No, msg, class.wait(), Reason::ProbeFailed)
         } else {
-            self.unresolved(&format!("{}; the probe could not tell ({why})", class.message()))
+            let why = format!("{}; the probe could not tell ({why})", class.message());
+            self.report(Outcome::Unknown, Applied::Unknown, why, None, Reason::ProbeFailed)
         }
     }
 
     pub(crate) fn unresolved<T>(&self, why: &str) -> Report<T> {
-        self.report(Outcome::Unknown, Applied::Unknown, why.to_owned(), None)
+        self.report(Outcome::Unknown, Applied::Unknown, why.to_owned(), None, Reason::InDoubt)
     }
 
     /// The report of a call the engine stopped before another attempt.
     /// `deadline_left_s` is the budget left, as in every report: the caller stops when it is `0` or
     /// when `retry_after_s` is larger.
     pub(crate) fn stopped<T>(&self, stop: Stop) -> Report<T> {
-        self.report(stop.outcome, stop.applied, stop.message, stop.wait)
+        self.report(stop.outcome, stop.applied, stop.message, stop.wait, stop.reason)
     }
 
     pub(crate) fn bulk_report(&self, items: Vec<Item>, words: super::bulk::Words) -> Report<()> {

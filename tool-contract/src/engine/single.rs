@@ -12,7 +12,7 @@ use crate::classify::{Class, Classify};
 use crate::journal::{LastWord, LogValue, Recall};
 use crate::policy::{self, End, Settle, Step};
 use crate::probe::{Probe, Prober};
-use crate::report::{Applied, Outcome, Report};
+use crate::report::{Applied, Outcome, Reason, Report};
 
 /// One call of a tool returning one value.
 pub(crate) struct One<T, A, P> {
@@ -129,7 +129,13 @@ where
                 },
                 End::AsIs => {
                     let wait = class.wait().filter(|_| class.outcome() != Outcome::Permanent);
-                    run.report(class.outcome(), class.effect(), class.message().to_owned(), wait)
+                    run.report(
+                        class.outcome(),
+                        class.effect(),
+                        class.message().to_owned(),
+                        wait,
+                        Reason::Answered,
+                    )
                 }
                 End::NoProbe => run.without_probe(class),
                 End::ProbeFailed => run.probe_failed(class, &unsure),
@@ -141,11 +147,11 @@ where
                         class.message(),
                         run.spec.effect()
                     );
-                    run.report(class.outcome(), class.effect(), message, class.wait())
+                    run.report(class.outcome(), class.effect(), message, class.wait(), Reason::NeverRetried)
                 }
                 End::GaveUp => {
                     let message = format!("{}; gave up after {made} attempts", class.message());
-                    run.report(class.outcome(), class.effect(), message, class.wait())
+                    run.report(class.outcome(), class.effect(), message, class.wait(), Reason::GaveUp)
                 }
                 End::OutOfBudget(room) => run.stopped(run.out_of_budget(&class, room, wait)),
                 End::NoApprover => run.stopped(run.no_approver(&class)),

@@ -11,7 +11,7 @@ use crate::journal::{Durability, LogValue, Phase, Recall, RecordRef, with_stamp}
 use crate::key::IntentKey;
 use crate::policy::{Facts, Room, Settle};
 use crate::probe::{Probe, ProbeMark, Prober};
-use crate::report::{Applied, Outcome};
+use crate::report::{Applied, Outcome, Reason};
 use crate::spec::ToolSpec;
 use crate::task::Task;
 
@@ -34,6 +34,7 @@ pub(crate) async fn take_claim<'a>(
         Ok(recall) => Ok((claim, recall)),
         // Nothing was started, and what an earlier attempt did is in a log that could not be read.
         Err(Refused::Store(e)) => Err(Stop {
+            reason: Reason::StoreFailed,
             outcome: Outcome::Retryable,
             applied: Applied::Unknown,
             message: format!(
@@ -43,6 +44,7 @@ pub(crate) async fn take_claim<'a>(
             wait: None,
         }),
         Err(Refused::Busy { holder, left }) => Err(Stop {
+            reason: Reason::Busy,
             outcome: Outcome::Retryable,
             applied: Applied::Unknown,
             message: format!(
@@ -65,12 +67,13 @@ pub(crate) struct Stop {
     pub(crate) applied: Applied,
     pub(crate) message: String,
     pub(crate) wait: Option<Duration>,
+    pub(crate) reason: Reason,
 }
 
 impl Stop {
     /// A stop that keeps the last attempt's outcome and effect.
-    pub(crate) fn from_class(class: &Class, message: String, wait: Option<Duration>) -> Stop {
-        Stop { outcome: class.outcome(), applied: class.effect(), message, wait }
+    pub(crate) fn from_class(class: &Class, message: String, wait: Option<Duration>, reason: Reason) -> Stop {
+        Stop { outcome: class.outcome(), applied: class.effect(), message, wait, reason }
     }
 }
 
@@ -217,7 +220,7 @@ impl<'a> Run<'a> {
             class.message(),
             self.spec.service_name()
         );
-        Stop::from_class(class, message, wait)
+        Stop::from_class(class, message, wait, Reason::RetryBudgetSpent)
     }
 
     /// Take the attempt an earlier run recorded as the one that may have reached the service, by the
@@ -300,6 +303,7 @@ impl<'a> Run<'a> {
             applied: Applied::No,
             message: format!("{error}; the attempt log could not be read, so nothing was started"),
             wait: None,
+            reason: Reason::StoreFailed,
         }
     }
 
@@ -510,18 +514,23 @@ impl<'a> Run<'a> {
             Err(err) if side => {
                 // Refused by the fence: another owner took the intent over (or started it first), and
                 // what it did is its own; this call sent nothing, the intent's effect is not known here.
-                let (applied, message) = match &err {
+                let (applied, message, reason) = match &err {
                     crate::JournalError::Conflict { .. } => (
                         Applied::Unknown,
                         format!(
                             "{err}; the attempt was not started, and another worker runs this intent: what it \
                              did is in the log"
                         ),
+                        Reason::Busy,
                     ),
-                    _ => (self.call_effect(Applied::No), format!("{err}; the attempt was not started")),
+                    _ => (
+                        self.call_effect(Applied::No),
+                        format!("{err}; the attempt was not started"),
+                        Reason::StoreFailed,
+                    ),
                 };
                 self.unnumber_attempt();
-                return Err(Stop { outcome: Outcome::Retryable, applied, message, wait: None });
+                return Err(Stop { outcome: Outcome::Retryable, applied, message, wait: None, reason });
             }
             // Nothing was stored, or a read's start record, which never waits: `left` still holds.
             Ok(()) if !self.keeps_records() || !side => return Ok(left),
@@ -580,7 +589,13 @@ impl<'a> Run<'a> {
                 secs(self.spec.floor())
             )
         };
-        Stop { outcome: Outcome::Retryable, applied: Applied::No, message, wait: None }
+        Stop {
+            outcome: Outcome::Retryable,
+            applied: Applied::No,
+            message,
+            wait: None,
+            reason: Reason::BudgetSpent,
+        }
     }
 
     /// Run the probe under the budget left and log its verdict against the attempt it resolves. A "not

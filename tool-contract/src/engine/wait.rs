@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::*;
 use crate::journal::rfc3339;
 use crate::policy::Room;
+use crate::report::Reason;
 use crate::task::{Approval, ApprovalRequest};
 
 /// The instant a wait ends, as the log writes it: RFC 3339, rounded up to the second.
@@ -68,14 +69,14 @@ impl Run<'_> {
                 secs(asked),
                 secs(left)
             );
-            return Stop::from_class(class, message, Some(asked));
+            return Stop::from_class(class, message, Some(asked), Reason::AskedToWait);
         }
         let message = format!(
             "{}; not retried: {} left cannot hold the next wait and attempt",
             class.message(),
             secs(left)
         );
-        Stop::from_class(class, message, class.wait())
+        Stop::from_class(class, message, class.wait(), Reason::BudgetSpent)
     }
 
     /// Honour, in a restarted process, the wait the service asked of an earlier one.
@@ -88,7 +89,13 @@ impl Run<'_> {
                 secs(left)
             );
             let (outcome, applied) = (Outcome::Retryable, Applied::No);
-            return Err(Stop { outcome, applied, message, wait: Some(wait.left) });
+            return Err(Stop {
+                outcome,
+                applied,
+                message,
+                wait: Some(wait.left),
+                reason: Reason::AskedToWait,
+            });
         }
         tokio::time::sleep(wait.left).await;
         Ok(())
@@ -100,7 +107,13 @@ impl Run<'_> {
             "{}; a second attempt of a money call needs an approver and none is configured",
             class.message()
         ));
-        Stop { outcome: class.outcome(), applied: class.effect(), message, wait: class.wait() }
+        Stop {
+            outcome: class.outcome(),
+            applied: class.effect(),
+            message,
+            wait: class.wait(),
+            reason: Reason::NoApprover,
+        }
     }
 
     /// Ask the approver before a second attempt of a `money` call: `Ok` on yes, the stop on no.
@@ -119,6 +132,7 @@ impl Run<'_> {
         match answer {
             Approval::Approved => Ok(()),
             Approval::Denied(why) => Err(Stop {
+                reason: Reason::Denied,
                 outcome: Outcome::Permanent,
                 applied: Applied::No,
                 message: format!("{}; the approver refused a second attempt: {why}", class.message()),

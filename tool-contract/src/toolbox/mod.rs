@@ -386,6 +386,7 @@ impl Args {
             message,
             value: None,
             items: Vec::new(),
+            reason: crate::report::Reason::BadArguments,
         }
     }
 }
@@ -403,6 +404,7 @@ pub fn into_json<T: LogValue>(report: Report<T>) -> Report<Value> {
         mut message,
         value,
         items,
+        reason,
     } = report;
     let value = match value.as_ref().map(LogValue::to_log) {
         None => None,
@@ -422,6 +424,7 @@ pub fn into_json<T: LogValue>(report: Report<T>) -> Report<Value> {
         message,
         value,
         items,
+        reason,
     }
 }
 

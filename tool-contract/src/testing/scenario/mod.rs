@@ -179,6 +179,7 @@ fn unreachable_report() -> Report<()> {
         message: "no bulk tool".to_owned(),
         value: None,
         items: Vec::new(),
+        reason: crate::report::Reason::Unrecorded,
     }
 }
 

@@ -290,11 +290,17 @@ async fn a_new_log_has_mode_0600_and_its_index_survives_a_reopen() {
 async fn each_append_is_in_the_file_when_it_resolves() {
     let dir = Scratch::new("written");
     let log = FileJournal::open(dir.log()).unwrap();
+    // The writer thread writes a new log's header first, on its own.
+    assert_eq!(written(&dir.log(), |text| text == logged("")), logged(""));
     let start = record("a", Phase::Start, 1, None);
     log.append(&start, Durability::Synced).await.unwrap();
     assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(line(&start)));
     let stats = log.stats();
-    assert_eq!((stats.appended, stats.writes, stats.syncs), (1, 1, 1));
+    assert_eq!(
+        (stats.appended, stats.writes, stats.syncs),
+        (1, 2, 1),
+        "the header's write, then the record's"
+    );
     // A buffered record is handed to the writer thread, which writes it at once, but not synced.
     let end = record("a", Phase::End, 1, Some(Outcome::Ok));
     log.append(&end, Durability::Buffered).await.unwrap();
@@ -312,6 +318,8 @@ async fn each_append_is_in_the_file_when_it_resolves() {
 async fn synced_appends_queued_while_the_disk_is_busy_share_one_write_and_one_sync() {
     let dir = Scratch::new("group");
     let log = FileJournal::open(dir.log()).unwrap();
+    // The new log's header, written first by the writer thread on its own.
+    assert_eq!(written(&dir.log(), |text| text == logged("")), logged(""));
     let before = log.stats();
     // The writer is held (a disk busy with something else) while 500 tasks append synced records.
     log.stall(true);
