@@ -7,3 +7,24 @@ pub mod http_tools;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct Readme;
+
+/// The compiled examples of the docs/ chapters, run as doctests: a chapter says only what compiles.
+#[cfg(doctest)]
+pub mod chapters {
+    #[doc = include_str!("../docs/contract.md")]
+    pub struct Contract;
+    #[doc = include_str!("../docs/macro.md")]
+    pub struct Macro;
+    #[doc = include_str!("../docs/attempt-log.md")]
+    pub struct AttemptLog;
+    #[doc = include_str!("../docs/agent-surface.md")]
+    pub struct AgentSurface;
+    #[doc = include_str!("../docs/postgres.md")]
+    pub struct Postgres;
+    #[doc = include_str!("../docs/observability.md")]
+    pub struct Observability;
+    #[doc = include_str!("../docs/testing-kit.md")]
+    pub struct TestingKit;
+    #[doc = include_str!("../docs/fuzzing.md")]
+    pub struct Fuzzing;
+}

@@ -126,3 +126,14 @@ where
         self.out.close()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The figure docs/agent-surface.md quotes.
+    #[test]
+    fn the_chapter_quotes_the_line_limit() {
+        let chapter = include_str!("../../docs/agent-surface.md");
+        let quoted = format!("`MAX_LINE_BYTES` ({} MiB)", super::MAX_LINE_BYTES >> 20);
+        assert!(chapter.contains(&quoted), "{quoted}");
+    }
+}

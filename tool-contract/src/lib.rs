@@ -109,3 +109,41 @@ pub use toolbox::Toolbox;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+
+/// The figures the docs/ chapters quote that this crate defines: a test fails when one changes and
+/// the chapter does not.
+#[cfg(test)]
+mod docs_figures {
+    const ATTEMPT_LOG: &str = include_str!("../../docs/attempt-log.md");
+    const AGENT_SURFACE: &str = include_str!("../../docs/agent-surface.md");
+    const CONTRACT: &str = include_str!("../../docs/contract.md");
+
+    fn thousands(n: usize) -> String {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, d) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(d);
+        }
+        out
+    }
+
+    #[test]
+    fn each_figure_the_chapters_quote_is_the_codes() {
+        let chunk = format!("streamed {} MiB of whole lines", crate::journal::file::CHUNK_BYTES >> 20);
+        assert!(ATTEMPT_LOG.contains(&chunk), "docs/attempt-log.md: {chunk}");
+        let remembered = format!("its {} most recent intents", thousands(crate::task::REMEMBERED));
+        assert!(ATTEMPT_LOG.contains(&remembered), "docs/attempt-log.md: {remembered}");
+        assert_eq!(crate::engine::LEASE_MARGIN, std::time::Duration::from_secs(1));
+        assert!(ATTEMPT_LOG.contains("settle window, plus a second"), "docs/attempt-log.md: the lease");
+        let depth = format!("nested deeper than {} levels", crate::toolbox::MAX_DEPTH);
+        assert!(AGENT_SURFACE.contains(&depth), "docs/agent-surface.md: {depth}");
+        let names = format!("1 to {} characters", crate::Task::MAX_NAME_CHARS);
+        assert!(AGENT_SURFACE.contains(&names), "docs/agent-surface.md: {names}");
+        let wait = format!("at most {} s", crate::task::ESCALATION_WAIT.as_secs());
+        assert!(CONTRACT.contains(&wait), "docs/contract.md: {wait}");
+        assert!(ATTEMPT_LOG.contains(crate::journal::HEADER), "docs/attempt-log.md: the header");
+    }
+}

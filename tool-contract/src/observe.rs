@@ -7,7 +7,7 @@
 //! contract's own fields under `tool_contract.*`; `error.type` set to the outcome when it is not `ok`.
 //! Inside it, an `attempt` span per attempt and a `probe` span per probe. Arguments are never recorded.
 //!
-//! Metrics (names and labels in the README, "Metrics"): labels are the tool, its effect kind, the
+//! Metrics (names and labels in docs/observability.md, "Metrics"): labels are the tool, its effect kind, the
 //! outcome, the probe's verdict and the service: never a task id or an intent key.
 
 #![allow(unused_variables)]

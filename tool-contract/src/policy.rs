@@ -380,7 +380,7 @@ mod tests {
 
     #[test]
     fn the_readme_table_is_this_table() {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../docs/contract.md");
         for kind in EffectKind::ALL {
             let p = kind.policy();
             let row = format!(
@@ -390,7 +390,7 @@ mod tests {
                 p.auto_retry,
                 p.before_second
             );
-            assert!(readme.contains(&row), "README.md lacks the row\n{row}");
+            assert!(readme.contains(&row), "docs/contract.md lacks the row\n{row}");
         }
     }
 }

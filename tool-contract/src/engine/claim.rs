@@ -18,7 +18,7 @@ use crate::key::IntentKey;
 use crate::task::{Turn, Turns};
 
 /// How long a claim outlives the budget it was taken for: room for the end record after the deadline.
-const LEASE_MARGIN: Duration = Duration::from_secs(1);
+pub(crate) const LEASE_MARGIN: Duration = Duration::from_secs(1);
 
 /// The right to run one intent's side effect: this process's turn, and the store's claim when there is a
 /// store. Both are given up when it is dropped, also when the call is cancelled.

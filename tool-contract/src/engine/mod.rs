@@ -21,6 +21,8 @@ mod guard;
 mod state;
 mod wait;
 
+#[cfg(test)]
+pub(crate) use claim::LEASE_MARGIN;
 pub(crate) use guard::{guarded, secs, within};
 pub(crate) use state::{Run, Stop, ceil_secs, take_claim};
 pub(crate) use wait::{ResumeWait, retry_stamp};

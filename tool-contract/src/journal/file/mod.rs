@@ -74,6 +74,10 @@ use writer::*;
 
 pub use recovery::HEADER;
 
+/// How much of a log `open` reads at a time (the docs quote it).
+#[cfg(test)]
+pub(crate) const CHUNK_BYTES: usize = CHUNK;
+
 #[cfg(test)]
 thread_local! {
     /// Test only: the logs this thread opens start with their writer stalled (a disk that hangs).
