@@ -20,9 +20,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tool_contract::reqwest::{RequestBuilderExt, read};
-use tool_contract::testing::http::LoopbackServer;
-use tool_contract::testing::{Conformance, FakeService, Timing, Verdict};
 use tool_contract::{Body, Call, Class, EffectKind, FileJournal, IntentKey, Item, Probe, Report, Task, tool};
+use tool_contract_testing::http::LoopbackServer;
+use tool_contract_testing::{Conformance, FakeService, Timing, Verdict};
 
 /// A support desk's notice service, reached over HTTP.
 struct Notices {
@@ -117,7 +117,7 @@ impl Notices {
                 .map(|i| (i["id"].as_str().unwrap_or_default().to_owned(), i["landed"] == true))
                 .collect())
         };
-        tool_contract::testing::batch_probe(found.await, &recipients)
+        tool_contract_testing::batch_probe(found.await, &recipients)
     }
 }
 
@@ -164,9 +164,9 @@ mod over_mcp {
     use rmcp::ServiceExt;
     use rmcp::model::{CallToolRequestParams, RequestMetaObject};
     use serde_json::{Map, Value, json};
-    use tool_contract::testing::FakeService;
     use tool_contract::{Report, Task, Toolbox};
     use tool_contract_mcp::{ACTOR_META_KEY, McpServer, TASK_META_KEY};
+    use tool_contract_testing::FakeService;
 
     use super::{Notices, notices};
 

@@ -341,8 +341,8 @@ async fn the_embedded_stores_pass_the_store_conformance_suite() {
     let dir = std::env::temp_dir().join(format!("tool-contract-suite-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    tool_contract::testing::stores::all(&MemoryJournal::new(), "memory").await;
-    tool_contract::testing::stores::all(&FileJournal::open(dir.join("attempts.log")).unwrap(), "file").await;
+    tool_contract_testing::stores::all(&MemoryJournal::new(), "memory").await;
+    tool_contract_testing::stores::all(&FileJournal::open(dir.join("attempts.log")).unwrap(), "file").await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

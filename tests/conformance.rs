@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use tool_contract::testing::{
+use tool_contract::{Dedupe, EffectKind, NoProbe, Probe, Report, Task, ToolSpec, engine};
+use tool_contract_testing::{
     Conformance, FakeService, Scenario, Verdict, batch_probe, batch_result, single_result,
 };
-use tool_contract::{Dedupe, EffectKind, NoProbe, Probe, Report, Task, ToolSpec, engine};
 
 fn spec(kind: EffectKind) -> ToolSpec {
     ToolSpec::new("act", kind).deadline_floor(Duration::from_secs(2))
@@ -132,7 +132,7 @@ async fn a_probe_blind_to_requests_in_flight_is_caught() {
                 let service = probe_service.clone();
                 async move {
                     match service.lookup(key) {
-                        Ok(tool_contract::testing::Lookup::Landed(id)) => Probe::Landed(id),
+                        Ok(tool_contract_testing::Lookup::Landed(id)) => Probe::Landed(id),
                         _ => Probe::NotLanded,
                     }
                 }
@@ -159,8 +159,8 @@ async fn a_tool_that_trusts_the_status_line_is_caught() {
                 let service = service.clone();
                 async move {
                     match service.submit(call.key()).await {
-                        Ok(tool_contract::testing::Reply::Done(id)) => Ok(id),
-                        Ok(tool_contract::testing::Reply::Status { status: 200, .. }) => Ok(0),
+                        Ok(tool_contract_testing::Reply::Done(id)) => Ok(id),
+                        Ok(tool_contract_testing::Reply::Status { status: 200, .. }) => Ok(0),
                         other => single_result(EffectKind::Send, other),
                     }
                 }

@@ -11,9 +11,9 @@ use serde_json::Value;
 use tool_contract::classify::Body;
 use tool_contract::journal::read_log;
 use tool_contract::probe::ProbeMark;
-use tool_contract::testing::http::LoopbackServer;
-use tool_contract::testing::{FakeService, Fault, Scenario};
 use tool_contract::{IntentKey, Outcome};
+use tool_contract_testing::http::LoopbackServer;
+use tool_contract_testing::{FakeService, Fault, Scenario};
 
 const CHILD: &str = env!("CARGO_BIN_EXE_scenario-child");
 /// Bounds every wait on a child.

@@ -3,7 +3,7 @@
 //! Real clock, short figures ([`Timing::REAL`]).
 
 use tool_contract::EffectKind;
-use tool_contract::testing::{Conformance, Scenario, Timing, Verdict};
+use tool_contract_testing::{Conformance, Scenario, Timing, Verdict};
 use tool_contract_tests::http_tools::{post, write_rows};
 
 fn assert_pass(verdicts: &[Verdict]) {

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use tool_contract::reqwest::{RequestBuilderExt, read};
-use tool_contract::testing::FakeService;
-use tool_contract::testing::http::LoopbackServer;
 use tool_contract::{Body, Class, EffectKind, IntentKey, Item, Probe, Report, Task, ToolSpec, engine};
+use tool_contract_testing::FakeService;
+use tool_contract_testing::http::LoopbackServer;
 
 /// The floor of both tools.
 pub const FLOOR: Duration = Duration::from_secs(1);
@@ -144,7 +144,7 @@ pub async fn write_rows_at(
                         })
                         .unwrap_or_default()
                 });
-                tool_contract::testing::batch_probe(found, &rows)
+                tool_contract_testing::batch_probe(found, &rows)
             }
         },
     )

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use tool_contract::journal::MemoryJournal;
-use tool_contract::testing::sim;
+use tool_contract_testing::sim;
 
 /// CI's count; each schedule costs about 70 µs of wall time in a debug build.
 const SCHEDULES: u64 = 50_000;

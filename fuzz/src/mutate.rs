@@ -1,7 +1,7 @@
 //! The mutation engine: a small deterministic generator and the byte-level edits.
 
 /// The simulation's seeded generator (splitmix64): the same seed replays the same run.
-pub use tool_contract::testing::sim::Rng;
+pub use tool_contract_testing::sim::Rng;
 
 /// What the mutator asks of the generator beyond what the simulation does.
 pub trait RngExt {

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use tool_contract::Journal;
 use tool_contract::journal::{Claimed, Owner, Phase};
-use tool_contract::testing::{
-    Conformance, FakeService, Timing, Verdict, batch_probe, batch_result, single_result,
-};
 use tool_contract::{Applied, EffectKind, Outcome, Probe, Report, Task, ToolSpec, engine};
 use tool_contract_postgres::PgJournal;
+use tool_contract_testing::{
+    Conformance, FakeService, Timing, Verdict, batch_probe, batch_result, single_result,
+};
 
 fn spec(kind: EffectKind) -> ToolSpec {
     ToolSpec::new("act", kind).deadline_floor(Duration::from_secs(1))

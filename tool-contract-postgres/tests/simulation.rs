@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tool_contract::Journal;
-use tool_contract::testing::sim::{self, Clock, Failure};
 use tool_contract_postgres::PgOptions;
+use tool_contract_testing::sim::{self, Clock, Failure};
 
 /// CI's count: about 10 s of wall time.
 const SCHEDULES: u64 = 200;

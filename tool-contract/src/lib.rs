@@ -82,8 +82,6 @@ pub mod report;
 pub mod reqwest;
 pub mod spec;
 pub mod task;
-#[cfg(feature = "testing")]
-pub mod testing;
 mod text;
 pub mod toolbox;
 

@@ -35,14 +35,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::fake::{FakeService, Fault};
-use crate::budget::{RetryBudget, RetryBudgets};
-use crate::classify::Body;
-use crate::effect::EffectKind;
-use crate::journal::{Journal, MemoryJournal};
-use crate::report::{Applied, Outcome};
-use crate::spec::{Dedupe, ToolSpec};
-use crate::task::{EscalationQueue, Task};
-use crate::testing::ApproveAll;
+use crate::ApproveAll;
+use tool_contract::budget::{RetryBudget, RetryBudgets};
+use tool_contract::classify::Body;
+use tool_contract::effect::EffectKind;
+use tool_contract::journal::{Journal, MemoryJournal};
+use tool_contract::report::{Applied, Outcome};
+use tool_contract::spec::{Dedupe, ToolSpec};
+use tool_contract::task::{EscalationQueue, Task};
 
 mod calls;
 mod faulty;

@@ -5,8 +5,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::LogMode;
-use crate::journal::{Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef};
-use crate::key::IntentKey;
+use tool_contract::journal::{
+    Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef,
+};
+use tool_contract::key::IntentKey;
 
 /// A log that stops answering, or fails, after some appends.
 pub(super) struct Faulty {

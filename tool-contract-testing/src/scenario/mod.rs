@@ -8,15 +8,15 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::fake::{FakeService, Fault};
-use crate::classify::Body;
-use crate::effect::EffectKind;
-use crate::journal::{
+use tool_contract::classify::Body;
+use tool_contract::effect::EffectKind;
+use tool_contract::journal::{
     Answer, Claimed, Durability, Journal, JournalError, MemoryJournal, Owner, Recall, Record, RecordRef,
 };
-use crate::key::IntentKey;
-use crate::probe::ProbeMark;
-use crate::report::{Applied, Outcome, Report};
-use crate::task::{Approval, ApprovalRequest, Approve, BoxFuture, EscalationQueue, Task};
+use tool_contract::key::IntentKey;
+use tool_contract::probe::ProbeMark;
+use tool_contract::report::{Applied, Outcome, Report};
+use tool_contract::task::{Approval, ApprovalRequest, Approve, BoxFuture, EscalationQueue, Task};
 
 mod expect;
 mod tap;
@@ -179,7 +179,7 @@ fn unreachable_report() -> Report<()> {
         message: "no bulk tool".to_owned(),
         value: None,
         items: Vec::new(),
-        reason: crate::report::Reason::Unrecorded,
+        reason: tool_contract::report::Reason::Unrecorded,
     }
 }
 
@@ -449,7 +449,7 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
         let t = self.timing;
         let mut verdicts = Vec::new();
         // Delta-seconds, then an HTTP-date, each within the budget; then a wait the budget cannot hold.
-        let (sys0, inst0) = (crate::journal::wall_clock(), tokio::time::Instant::now());
+        let (sys0, inst0) = (tool_contract::journal::wall_clock(), tokio::time::Instant::now());
         let at = sys0 + Duration::from_secs(t.retry_after_s + 1);
         // The header's own time, on tokio's clock: HTTP-dates have one-second resolution.
         let at_instant = inst0

@@ -13,11 +13,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::{CALLER, Failure, Faulty, LogMode, Rng, Schedule, Seen, Setup, run};
-use crate::journal::{
+use crate::Fault;
+use tool_contract::journal::{
     Answer, Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase, Recall, Record, RecordRef,
 };
-use crate::key::IntentKey;
-use crate::testing::Fault;
+use tool_contract::key::IntentKey;
 
 /// What a store schedule's durations are divided by: a 3 to 60 s budget becomes 150 ms to 3 s.
 pub const SCALE: u32 = 20;
@@ -162,7 +162,7 @@ fn scale_fault(fault: &Fault, by: u32) -> Fault {
     }
 }
 
-/// The one command that replays a store schedule on [`MemoryJournal`](crate::journal::MemoryJournal).
+/// The one command that replays a store schedule on [`MemoryJournal`](tool_contract::journal::MemoryJournal).
 pub fn store_replay_command(seed: u64) -> String {
     format!(
         "STORE_SIM_SEED={seed} cargo test -p tool-contract-tests --test simulation replay_on_store -- --nocapture"

@@ -5,12 +5,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::Schedule;
-use crate::effect::EffectKind;
-use crate::probe::{NoProbe, Probe};
-use crate::report::{Applied, Outcome, Report};
-use crate::spec::ToolSpec;
-use crate::task::Task;
-use crate::testing::fake::{FakeService, batch_probe, batch_result, single_result};
+use crate::fake::{FakeService, batch_probe, batch_result, single_result};
+use tool_contract::effect::EffectKind;
+use tool_contract::probe::{NoProbe, Probe};
+use tool_contract::report::{Applied, Outcome, Report};
+use tool_contract::spec::ToolSpec;
+use tool_contract::task::Task;
 
 /// The per-item invariants of a bulk call.
 pub(super) fn items_kept(
@@ -67,13 +67,14 @@ async fn bulk_call(
 ) -> Report<()> {
     let kind = schedule.kind;
     let key = task.key(spec, &"list", None);
-    let attempt = |call: crate::Call, items: Vec<String>| {
+    let attempt = |call: tool_contract::Call, items: Vec<String>| {
         started_with.lock().unwrap_or_else(|e| e.into_inner()).push(task.remaining());
         let service = service.clone();
         async move { batch_result(kind, service.submit_batch(call.key(), &items).await) }
     };
     if schedule.receiver_dedupes || kind == EffectKind::Read {
-        return crate::engine::run_bulk(task, spec, key, schedule.items.clone(), attempt, NoProbe).await;
+        return tool_contract::engine::run_bulk(task, spec, key, schedule.items.clone(), attempt, NoProbe)
+            .await;
     }
     let held = schedule.held;
     let probe = |key, items: Vec<String>| {
@@ -88,7 +89,7 @@ async fn bulk_call(
             batch_probe(found, &items)
         }
     };
-    crate::engine::run_bulk(task, spec, key, schedule.items.clone(), attempt, probe).await
+    tool_contract::engine::run_bulk(task, spec, key, schedule.items.clone(), attempt, probe).await
 }
 
 async fn single_call(
@@ -100,13 +101,13 @@ async fn single_call(
 ) -> Report<u64> {
     let kind = schedule.kind;
     let key = task.key(spec, &"target", None);
-    let attempt = |call: crate::Call| {
+    let attempt = |call: tool_contract::Call| {
         started_with.lock().unwrap_or_else(|e| e.into_inner()).push(task.remaining());
         let service = service.clone();
         async move { single_result(kind, service.submit(call.key()).await) }
     };
     if schedule.receiver_dedupes || kind == EffectKind::Read {
-        return crate::engine::run(task, spec, key, attempt, NoProbe).await;
+        return tool_contract::engine::run(task, spec, key, attempt, NoProbe).await;
     }
     let held = schedule.held;
     let probe = |key| {
@@ -119,5 +120,5 @@ async fn single_call(
             }
         }
     };
-    crate::engine::run(task, spec, key, attempt, probe).await
+    tool_contract::engine::run(task, spec, key, attempt, probe).await
 }

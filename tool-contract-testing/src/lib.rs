@@ -1,4 +1,5 @@
-//! The fault-injection kit (feature `testing`): prove the six classic failures against your own tools.
+//! The testing kit of `tool-contract`, a dev-dependency: prove the six classic failures against your
+//! own tools, and run the store conformance suite against your own store.
 //!
 //! - [`FakeService`]: a service with a programmable fault plan that counts the effects it really applied,
 //!   per idempotency key, on tokio's clock;
@@ -8,7 +9,7 @@
 //!   contract's invariants on every run.
 //!   [`sim::check_on`] runs it on a store of your own (PostgreSQL, say), with lost connections, slow
 //!   commits and leases cut short;
-//! - [`stores`]: the conformance suite every [`Journal`](crate::Journal) runs (claims, the fence on
+//! - [`stores`]: the conformance suite every [`Journal`](tool_contract::Journal) runs (claims, the fence on
 //!   starts and on every record about an attempt).
 //!
 //! Wire your tool to the fake (its client talks to [`FakeService`] instead of the network, its probe
@@ -16,7 +17,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use tool_contract::testing::{Conformance, FakeService, single_result};
+//! use tool_contract_testing::{Conformance, FakeService, single_result};
 //! use tool_contract::{Call, Class, EffectKind, IntentKey, Probe, Report, Task, tool};
 //!
 //! /// The author's tool, on a client that here is the fake service.

@@ -21,8 +21,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 use super::fake::{FakeService, ItemReply, Lookup, Reply, Transport};
-use crate::classify::Body;
-use crate::key::IntentKey;
+use tool_contract::classify::Body;
+use tool_contract::key::IntentKey;
 
 /// A loopback HTTP server in front of a [`FakeService`]; stops when dropped.
 #[derive(Debug)]

@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use tool_contract::MemoryJournal;
-//! use tool_contract::testing::stores;
+//! use tool_contract_testing::stores;
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let store = MemoryJournal::new();
@@ -18,10 +18,10 @@
 
 use std::time::Duration;
 
-use crate::journal::{Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase, Record};
-use crate::key::{Intent, IntentKey};
-use crate::probe::ProbeMark;
-use crate::report::{Applied, Outcome};
+use tool_contract::journal::{Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase, Record};
+use tool_contract::key::{Intent, IntentKey};
+use tool_contract::probe::ProbeMark;
+use tool_contract::report::{Applied, Outcome};
 
 /// A lease long enough that no step of the suite outlives it.
 const LEASE: Duration = Duration::from_secs(60);

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::classify::{self, Body, Class, HttpReply};
-use crate::effect::EffectKind;
-use crate::key::IntentKey;
-use crate::probe::Probe;
-use crate::report::{Applied, Item};
+use tool_contract::classify::{self, Body, Class, HttpReply};
+use tool_contract::effect::EffectKind;
+use tool_contract::key::IntentKey;
+use tool_contract::probe::Probe;
+use tool_contract::report::{Applied, Item};
 
 /// One injected failure, consumed by one request in the order planned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,7 +116,7 @@ pub enum Lookup {
 ///
 /// ```
 /// use tool_contract::Intent;
-/// use tool_contract::testing::{FakeService, Fault, Reply, Transport};
+/// use tool_contract_testing::{FakeService, Fault, Reply, Transport};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let service = FakeService::new();
@@ -484,7 +484,7 @@ impl std::fmt::Debug for FakeService {
 /// a `Done` is the value; a status or an error body is classified by [`classify::http`]; a request that
 /// never left is `retryable` with nothing applied; a lost reply is `unknown` for a side effect.
 ///
-/// [`classify::http`]: crate::classify::http
+/// [`classify::http`]: tool_contract::classify::http
 pub fn single_result(kind: EffectKind, answer: Result<Reply, Transport>) -> Result<u64, Class> {
     match answer {
         Ok(Reply::Done(id)) => Ok(id),
