@@ -130,7 +130,8 @@ impl Builder {
         self
     }
 
-    /// The attempt log every call writes ahead (default: one in memory, for the process's lifetime).
+    /// The attempt log every call writes ahead (default: one in memory, bounded as
+    /// [`MemoryJournal`](tool_contract::MemoryJournal) says).
     pub fn journal(mut self, journal: Arc<dyn Journal>) -> Builder {
         self.template = self.template.journal(journal);
         self

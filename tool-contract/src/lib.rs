@@ -143,5 +143,7 @@ mod docs_figures {
         let wait = format!("at most {} s", crate::task::ESCALATION_WAIT.as_secs());
         assert!(CONTRACT.contains(&wait), "docs/contract.md: {wait}");
         assert!(ATTEMPT_LOG.contains(crate::journal::HEADER), "docs/attempt-log.md: the header");
+        let bound = format!("past {} intents", thousands(crate::MemoryJournal::DEFAULT_MAX_INTENTS));
+        assert!(AGENT_SURFACE.contains(&bound), "docs/agent-surface.md: {bound}");
     }
 }

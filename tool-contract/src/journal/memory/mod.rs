@@ -19,9 +19,23 @@ use stored::{
 };
 
 /// An attempt log held in memory, for tests and for processes that accept losing it.
-#[derive(Debug, Default)]
+///
+/// It is bounded: past [`MemoryJournal::DEFAULT_MAX_INTENTS`] intents (or the number given to
+/// [`MemoryJournal::with_max_intents`]), the intents resolved longest ago are forgotten, down to three
+/// quarters of the bound; an intent in doubt (unfinished, or ended `unknown`) is never forgotten, so a
+/// store full of them holds more. A forgotten intent called again is a new call (see the attempt log's
+/// chapter, "What a log cannot do once it is gone"): a process that must recognise its intents for
+/// longer keeps a file log.
+#[derive(Debug)]
 pub struct MemoryJournal {
     state: Mutex<MemoryState>,
+    max_intents: usize,
+}
+
+impl Default for MemoryJournal {
+    fn default() -> Self {
+        MemoryJournal { state: Mutex::default(), max_intents: MemoryJournal::DEFAULT_MAX_INTENTS }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -260,6 +274,56 @@ struct Kept {
 }
 
 impl MemoryJournal {
+    /// How many intents a log made with [`MemoryJournal::new`] keeps at most, but for those in doubt:
+    /// 100,000 (about 20 MB for intents of a few attempts each).
+    pub const DEFAULT_MAX_INTENTS: usize = 100_000;
+
+    /// An empty log that keeps at most `max_intents` intents (at least 4), but for those in doubt.
+    pub fn with_max_intents(max_intents: usize) -> MemoryJournal {
+        MemoryJournal { state: Mutex::default(), max_intents: max_intents.max(4) }
+    }
+
+    /// The number of intents it holds.
+    pub fn intents(&self) -> usize {
+        self.lock().index.len()
+    }
+
+    /// Forget the intents resolved longest ago when there are more than the bound, down to three
+    /// quarters of it, keeping every intent in doubt. Only when a quarter of the bound can go at once,
+    /// so the rebuild (linear in the records kept) is paid once per that many new intents.
+    fn bound(&self, state: &mut MemoryState) {
+        if state.index.len() <= self.max_intents {
+            return;
+        }
+        let keep = self.max_intents - self.max_intents / 4;
+        let mut resolved: Vec<(usize, IntentKey)> = (state.index.iter())
+            .filter(|(_, kept)| {
+                let last = &state.records[kept.last];
+                !super::is_open(last.phase, last.outcome)
+            })
+            .map(|(key, kept)| (kept.last, *key))
+            .collect();
+        let open = state.index.len() - resolved.len();
+        let forget = resolved.len().saturating_sub(keep.saturating_sub(open));
+        if forget < (self.max_intents / 4).max(1) {
+            return;
+        }
+        resolved.sort_unstable();
+        let gone: std::collections::HashSet<IntentKey> =
+            resolved[..forget].iter().map(|&(_, key)| key).collect();
+        let mut records = Vec::new();
+        for stored in &state.records {
+            if !gone.contains(&key_of(&state.keys, stored)) {
+                state.push_records(stored, &mut records);
+            }
+        }
+        let mut fresh = MemoryState { leases: std::mem::take(&mut state.leases), ..MemoryState::default() };
+        for record in &records {
+            fresh.store(record.as_record_ref());
+        }
+        *state = fresh;
+    }
+
     /// An empty log.
     pub fn new() -> MemoryJournal {
         MemoryJournal::default()
@@ -271,7 +335,7 @@ impl MemoryJournal {
         for record in records {
             state.store(record.as_record_ref());
         }
-        MemoryJournal { state: Mutex::new(state) }
+        MemoryJournal { state: Mutex::new(state), max_intents: MemoryJournal::DEFAULT_MAX_INTENTS }
     }
 
     /// Every record, in the order appended.
@@ -309,6 +373,7 @@ impl MemoryJournal {
             return Answer::now(Err(JournalError::Conflict { log: "memory".to_owned(), attempt_id, why }));
         }
         state.store(record);
+        self.bound(&mut state);
         Answer::now(Ok(()))
     }
 
@@ -363,7 +428,9 @@ impl Journal for MemoryJournal {
         record: &'a Record,
         _durability: Durability,
     ) -> Answer<'a, Result<(), JournalError>> {
-        self.lock().store(record.as_record_ref());
+        let mut state = self.lock();
+        state.store(record.as_record_ref());
+        self.bound(&mut state);
         Answer::now(Ok(()))
     }
 
@@ -372,7 +439,9 @@ impl Journal for MemoryJournal {
         record: RecordRef<'_>,
         _durability: Durability,
     ) -> Answer<'_, Result<(), JournalError>> {
-        self.lock().store(record);
+        let mut state = self.lock();
+        state.store(record);
+        self.bound(&mut state);
         Answer::now(Ok(()))
     }
 
@@ -382,7 +451,9 @@ impl Journal for MemoryJournal {
         end: RecordRef<'_>,
         _durability: Durability,
     ) -> Answer<'_, Result<(), JournalError>> {
-        self.lock().store_pair(start, end);
+        let mut state = self.lock();
+        state.store_pair(start, end);
+        self.bound(&mut state);
         Answer::now(Ok(()))
     }
 

@@ -226,3 +226,40 @@ fn an_attempt_number_is_recognised_only_in_the_engines_form() {
     assert_eq!(strip("2026-12-01T03:00:00Z done", "2026-12-01T03:00:00Z"), Some(" done"));
     assert_eq!(strip("2026-12-01T03:00:00Z", "2026-12-01T03:00:01Z"), None);
 }
+
+/// Issue 22, item 6: the in-memory log is bounded. Past the bound the intents resolved longest ago go,
+/// never one in doubt, and a claim held meanwhile stays held.
+#[tokio::test(start_paused = true)]
+async fn the_log_forgets_the_oldest_resolved_intents_past_its_bound_never_one_in_doubt() {
+    let log = MemoryJournal::with_max_intents(8);
+    for n in 0..3 {
+        log.append(&start(&format!("open-{n}"), 1), Durability::Synced).await.unwrap();
+    }
+    let holder = Owner::new("w");
+    log.claim(&key("claimed"), &holder, std::time::Duration::from_secs(60)).await.unwrap();
+    for n in 0..40 {
+        let target = format!("done-{n}");
+        log.append(&start(&target, 1), Durability::Synced).await.unwrap();
+        log.append(&end(&target, 1), Durability::Buffered).await.unwrap();
+        assert!(log.intents() <= 8, "after {n}: {}", log.intents());
+    }
+    for n in 0..3 {
+        assert!(
+            MemoryJournal::recall(&log, &key(&format!("open-{n}"))).is_some(),
+            "an intent in doubt is kept"
+        );
+    }
+    assert!(MemoryJournal::recall(&log, &key("done-39")).is_some(), "the newest is kept");
+    assert!(MemoryJournal::recall(&log, &key("done-0")).is_none(), "the oldest resolved is forgotten");
+    assert_eq!(MemoryJournal::unresolved(&log).len(), 3);
+    let other = Owner::new("v");
+    let busy = log.claim(&key("claimed"), &other, std::time::Duration::from_secs(1)).await.unwrap();
+    assert!(matches!(busy, Claimed::Busy { .. }), "the claim survived the rebuild");
+
+    // A log full of intents in doubt holds them all, past its bound.
+    let log = MemoryJournal::with_max_intents(8);
+    for n in 0..20 {
+        log.append(&start(&format!("open-{n}"), 1), Durability::Synced).await.unwrap();
+    }
+    assert_eq!(log.intents(), 20);
+}
