@@ -218,7 +218,10 @@ async fn a_read_that_fails_halfway_returns_what_it_got_and_retries_only_the_miss
     let (report, fetched) = read(u32::MAX).await;
     assert_eq!(report.outcome, Outcome::Retryable);
     assert_eq!(report.value, Some(vec![10, 11, 20, 21]));
-    assert_eq!(report.message, "list_orders: 2 of 4 pages read; 2 not read, retryable; 3: 503 from /orders");
+    assert_eq!(
+        report.message,
+        "list_orders: 2 of 4 pages read; 2 not read, retryable; 3: 503 from /orders; gave up after 3 attempts"
+    );
     assert_eq!(fetched, [1, 1, 3, 0]);
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["items"][2]["outcome"], "retryable");

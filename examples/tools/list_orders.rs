@@ -39,7 +39,11 @@ async fn main() {
     assert_eq!(report.value.as_ref().map(Vec::len), Some(6), "what it got: pages 1 to 3");
     assert_eq!(report.items.len(), 5, "one entry per page");
     assert!(report.message.starts_with("list_orders: 3 of 5 pages read"), "{}", report.message);
-    assert!(report.message.ends_with("4: 503 from /orders?page=4"), "{}", report.message);
+    assert!(
+        report.message.ends_with("4: 503 from /orders?page=4; gave up after 3 attempts"),
+        "{}",
+        report.message
+    );
     let fetched = *FETCHED.lock().unwrap();
     assert_eq!(fetched[..3], [1, 1, 1], "pages read once are not read again");
     assert_eq!(fetched[3], 3, "the failing page, once per attempt");

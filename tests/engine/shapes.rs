@@ -191,3 +191,26 @@ async fn bulk_work_cut_mid_batch_keeps_what_it_reported() {
     assert!(report.message.contains("2 of 3 items done"), "{}", report.message);
     assert_eq!(sent.lock().unwrap().len(), 1, "the budget held one attempt");
 }
+
+/// Issue 22, item 1: a bulk call whose attempts run out says so, as a single call does, and its reason
+/// says which rule stopped it.
+#[tokio::test(start_paused = true)]
+async fn bulk_work_that_runs_out_of_attempts_says_it_gave_up() {
+    let spec = spec("index_docs", EffectKind::Read).max_attempts(2);
+    let task = task(30);
+    let key = task.key(&spec, &"shelf", None);
+    let report = engine::run_bulk(
+        &task,
+        &spec,
+        key,
+        vec!["a".to_owned(), "b".to_owned()],
+        |_, docs: Vec<String>| async move {
+            Ok::<_, Class>(docs.into_iter().map(|doc| Item::retryable(doc, "503 from the index")).collect())
+        },
+        NoProbe,
+    )
+    .await;
+    assert_eq!(report.outcome, Outcome::Retryable, "{}", report.message);
+    assert!(report.message.ends_with("gave up after 2 attempts"), "{}", report.message);
+    assert_eq!(report.reason, tool_contract::Reason::GaveUp);
+}

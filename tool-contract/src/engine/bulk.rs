@@ -158,6 +158,7 @@ where
         // The items carry the outcome; the stop adds why the rest was not tried again.
         report.message = format!("{}; {}", report.message, stop.message);
         report.retry_after_s = stop.wait.map(ceil_secs);
+        report.reason = stop.reason;
         report
     }
 
@@ -280,6 +281,16 @@ where
                     break Some(run.retry_budget_spent(&class, wait));
                 }
                 Step::Stop(End::NoApprover) => break Some(run.no_approver(&class)),
+                // As a single call says it: the items say what each did, the message why no more.
+                Step::Stop(End::GaveUp) => {
+                    let message = format!("gave up after {}", super::attempts_text(made));
+                    break Some(Stop::from_class(
+                        &class,
+                        message,
+                        class.wait(),
+                        crate::report::Reason::GaveUp,
+                    ));
+                }
                 Step::Stop(End::Denied) => break denied.take(),
                 // The items carry their own outcomes; nothing more to say.
                 Step::Probe | Step::Settle | Step::Stop(_) => break None,

@@ -75,6 +75,11 @@ where
     attempts::drive(task, spec, key, single::One::new(attempt, probe)).await
 }
 
+/// `1 attempt`, `3 attempts`.
+pub(crate) fn attempts_text(n: u32) -> String {
+    if n == 1 { "1 attempt".to_owned() } else { format!("{n} attempts") }
+}
+
 /// A read has no effect: whatever its error says, nothing was applied and a retry is harmless.
 pub(crate) fn normalise(kind: EffectKind, class: Class) -> Class {
     if kind.has_side_effect() || class.effect() == Applied::No && class.outcome() != Outcome::Unknown {

@@ -38,7 +38,7 @@ impl<P: ItemId> ItemId for Page<P> {
 /// the read is not presented as complete: the outcome is that of the pages missing (`retryable` or
 /// `permanent`), `value` holds the rows of the pages read, in order, and the message counts them and
 /// names the first page missing (`"list_orders: 3 of 5 pages read; 2 not read, retryable; page-4: 503
-/// from /orders"`). With no page read, `value` is `null`, never an empty list.
+/// from /orders"`), then why no more was tried (`"gave up after 3 attempts"`). With no page read, `value` is `null`, never an empty list.
 ///
 /// ```
 /// use std::time::Duration;
@@ -62,7 +62,10 @@ impl<P: ItemId> ItemId for Page<P> {
 /// .await;
 /// assert_eq!(report.outcome, Outcome::Retryable);
 /// assert_eq!(report.value.as_ref().map(Vec::len), Some(6), "pages 1 to 3, two orders each");
-/// assert_eq!(report.message, "list_orders: 3 of 5 pages read; 2 not read, retryable; 4: 503 from /orders");
+/// assert_eq!(
+///     report.message,
+///     "list_orders: 3 of 5 pages read; 2 not read, retryable; 4: 503 from /orders; gave up after 1 attempt"
+/// );
 /// # }
 /// ```
 pub async fn run_pages<P, T, E, F, Fut>(

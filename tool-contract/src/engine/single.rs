@@ -150,7 +150,8 @@ where
                     run.report(class.outcome(), class.effect(), message, class.wait(), Reason::NeverRetried)
                 }
                 End::GaveUp => {
-                    let message = format!("{}; gave up after {made} attempts", class.message());
+                    let message =
+                        format!("{}; gave up after {}", class.message(), super::attempts_text(made));
                     run.report(class.outcome(), class.effect(), message, class.wait(), Reason::GaveUp)
                 }
                 End::OutOfBudget(room) => run.stopped(run.out_of_budget(&class, room, wait)),
