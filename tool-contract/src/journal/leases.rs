@@ -51,6 +51,11 @@ impl Leases {
         Claimed::Held(recall())
     }
 
+    /// Whether someone holds an unexpired claim on `key`: an intent a call is running.
+    pub(crate) fn is_held(&self, key: &IntentKey) -> bool {
+        self.held.get(key).is_some_and(|held| held.until > Instant::now())
+    }
+
     /// Drop `owner`'s claim on `key`; another owner's claim stays.
     pub(crate) fn release(&mut self, key: &IntentKey, owner: &Owner) {
         if self.held.get(key).is_some_and(|held| held.owner == *owner) {

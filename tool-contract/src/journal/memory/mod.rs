@@ -22,8 +22,8 @@ use stored::{
 ///
 /// It is bounded: past [`MemoryJournal::DEFAULT_MAX_INTENTS`] intents (or the number given to
 /// [`MemoryJournal::with_max_intents`]), the intents resolved longest ago are forgotten, down to three
-/// quarters of the bound; an intent in doubt (unfinished, or ended `unknown`) is never forgotten, so a
-/// store full of them holds more. A forgotten intent called again is a new call (see the attempt log's
+/// quarters of the bound; an intent in doubt (unfinished, or ended `unknown`) or claimed by a running
+/// call is never forgotten, so a store full of them holds more. A forgotten intent called again is a new call (see the attempt log's
 /// chapter, "What a log cannot do once it is gone"): a process that must recognise its intents for
 /// longer keeps a file log.
 #[derive(Debug)]
@@ -296,10 +296,11 @@ impl MemoryJournal {
             return;
         }
         let keep = self.max_intents - self.max_intents / 4;
+        // An intent a call holds is running: its records stay, whatever they say so far.
         let mut resolved: Vec<(usize, IntentKey)> = (state.index.iter())
-            .filter(|(_, kept)| {
+            .filter(|(key, kept)| {
                 let last = &state.records[kept.last];
-                !super::is_open(last.phase, last.outcome)
+                !super::is_open(last.phase, last.outcome) && !state.leases.is_held(key)
             })
             .map(|(key, kept)| (kept.last, *key))
             .collect();

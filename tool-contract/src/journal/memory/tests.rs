@@ -236,6 +236,9 @@ async fn the_log_forgets_the_oldest_resolved_intents_past_its_bound_never_one_in
         log.append(&start(&format!("open-{n}"), 1), Durability::Synced).await.unwrap();
     }
     let holder = Owner::new("w");
+    // A resolved intent a call has claimed again (it is about to make its next attempt) stays.
+    log.append(&start("claimed", 1), Durability::Synced).await.unwrap();
+    log.append(&end("claimed", 1), Durability::Buffered).await.unwrap();
     log.claim(&key("claimed"), &holder, std::time::Duration::from_secs(60)).await.unwrap();
     for n in 0..40 {
         let target = format!("done-{n}");
@@ -255,6 +258,7 @@ async fn the_log_forgets_the_oldest_resolved_intents_past_its_bound_never_one_in
     let other = Owner::new("v");
     let busy = log.claim(&key("claimed"), &other, std::time::Duration::from_secs(1)).await.unwrap();
     assert!(matches!(busy, Claimed::Busy { .. }), "the claim survived the rebuild");
+    assert_eq!(MemoryJournal::recall(&log, &key("claimed")).map(|r| r.attempts), Some(1), "and its records");
 
     // A log full of intents in doubt holds them all, past its bound.
     let log = MemoryJournal::with_max_intents(8);
