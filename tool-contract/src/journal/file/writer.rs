@@ -84,9 +84,10 @@ impl FileJournal {
         self.shared.to_syncer.notify_one();
     }
 
-    /// Write one record, under the lock, in the order of the calls: `Ok(None)` when it is done (written,
-    /// so out of the process), `Ok(Some(wait))` for a synced record, which `wait` reports on stable
-    /// storage.
+    /// Queue one record for the writer thread, under the lock, in the order of the calls (a fenced
+    /// record checked first): `Ok(None)` once it is queued (still in the process: the writer writes
+    /// it at once, and it rides the next sync), `Ok(Some(wait))` for a synced record, which `wait`
+    /// reports on stable storage.
     pub(super) fn write(
         &self,
         record: RecordRef<'_>,
