@@ -54,6 +54,9 @@
 //! # }
 //! ```
 
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
 pub mod fake;
 pub mod http;
 pub mod scenario;
