@@ -452,31 +452,21 @@ impl Inner {
         .await
     }
 
-    /// Store `owner`'s end record `fields`, fenced (after `pending`, unfenced); with `release`, the claim
-    /// goes in the same commit.
+    /// Store `owner`'s end record `fields`, fenced; with `release`, the claim goes in the same commit.
     async fn end(
         &self,
-        pending: Vec<Fields>,
         fields: Fields,
         owner: String,
         sync: bool,
         release: bool,
     ) -> Result<(), JournalError> {
-        let (pending, fields) = (Arc::new(pending), Arc::new(fields));
+        let fields = Arc::new(fields);
         // An end record lost here leaves the attempt unfinished, to be probed: tried again on a new
         // connection first.
         let verdict = self
             .run("cannot store an end record", |conn| {
-                let (pending, fields, owner) = (Arc::clone(&pending), Arc::clone(&fields), owner.clone());
+                let (fields, owner) = (Arc::clone(&fields), owner.clone());
                 Box::pin(async move {
-                    for earlier in pending.iter() {
-                        let mut params = earlier.params().to_vec();
-                        params.push(&false);
-                        conn.client
-                            .execute(&conn.sql.append, &params)
-                            .await
-                            .map_err(|e| Fault::statement(&e))?;
-                    }
                     let mut params = fields.params().to_vec();
                     params.push(&owner);
                     params.push(&sync);
@@ -569,7 +559,13 @@ impl PgJournal {
         let fields = Fields::of(&record);
         let pending = self.take_pending(&fields.intent);
         let (owner, sync) = (owner.as_str().to_owned(), durability == Durability::Synced);
-        Answer::later(self.inner.end(pending, fields, owner, sync, release))
+        // As a start: the lazy records of the intent first, unfenced, then the fenced one.
+        Answer::later(async move {
+            if !pending.is_empty() {
+                self.inner.append(pending, false).await?;
+            }
+            self.inner.end(fields, owner, sync, release).await
+        })
     }
 }
 

@@ -255,11 +255,11 @@ pub(super) fn write_loop(shared: &Shared, mut file: File) {
         let closing = state.closing && state.written > state.synced;
         if waited || closing {
             let target = state.written;
+            let new_dir = std::mem::take(&mut state.sync_dir_first);
             drop(state);
             // A synced record vouches for a file the path still names: a log deleted or replaced under
             // the agent is noticed before the side effect it guards.
             let began = std::time::Instant::now();
-            let new_dir = std::mem::take(&mut shared.lock().sync_dir_first);
             let result = match shared.moved() {
                 Some(why) if waited => Err(why),
                 _ => file.sync_data().map_err(|e| format!("a sync failed: {e}")).and_then(|()| {

@@ -23,9 +23,9 @@ use stored::{
 /// It is bounded: past [`MemoryJournal::DEFAULT_MAX_INTENTS`] intents (or the number given to
 /// [`MemoryJournal::with_max_intents`]), the intents resolved longest ago are forgotten, down to three
 /// quarters of the bound; an intent in doubt (unfinished, or ended `unknown`) or claimed by a running
-/// call is never forgotten, so a store full of them holds more. A forgotten intent called again is a new call (see the attempt log's
-/// chapter, "What a log cannot do once it is gone"): a process that must recognise its intents for
-/// longer keeps a file log.
+/// call is never forgotten, so a store full of them holds more. A forgotten intent called again is a
+/// new call (see the attempt log's chapter, "What a log cannot do once it is gone"): a process that
+/// must recognise its intents for longer keeps a file log.
 #[derive(Debug)]
 pub struct MemoryJournal {
     state: Mutex<MemoryState>,

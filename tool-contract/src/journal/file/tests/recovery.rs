@@ -550,11 +550,11 @@ fn every_reader_judges_a_mutated_field_as_the_schema_does() {
                     mutated.insert(field.clone(), value.clone());
                 }
             }
-            let line = serde_json::to_string(&mutated).unwrap();
-            let schema = serde_json::from_str::<Record>(&line).is_ok();
+            let text = serde_json::to_string(&mutated).unwrap();
+            let schema = serde_json::from_str::<Record>(&text).is_ok();
             let dir = Scratch::new("schema");
-            let other = line_of(&record("b", Phase::Start, 1, None));
-            fs::write(dir.log(), format!("{HEADER}\n{line}\n{other}")).unwrap();
+            let other = line(&record("b", Phase::Start, 1, None));
+            fs::write(dir.log(), format!("{HEADER}\n{text}\n{other}")).unwrap();
             let opened = FileJournal::open(dir.log()).unwrap();
             let indexed = opened.warnings().is_empty();
             drop(opened);
@@ -571,8 +571,4 @@ fn every_reader_judges_a_mutated_field_as_the_schema_does() {
         }
     }
     assert_eq!(judged, fields.len() * wrongs.len());
-}
-
-fn line_of(record: &Record) -> String {
-    serde_json::to_string(record).unwrap() + "\n"
 }
