@@ -9,13 +9,15 @@
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
-use super::state::Pending;
+use super::execute::Close;
+use super::log::Pending;
 use super::{Run, Stop, guarded, normalise, secs, take_claim, within};
 use crate::call::Call;
 use crate::classify::{self, Class, Classify};
 use crate::journal::Recall;
 use crate::key::IntentKey;
 use crate::observe::{self, CallObserver};
+use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
 use crate::task::Task;
@@ -71,9 +73,23 @@ pub(crate) trait Work {
     /// its attempts after it); `Some` when that already answers the call.
     fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Self::Report>;
 
-    /// Before every attempt, the first included: probe what may have landed, ask for approval, wait,
-    /// or end the call. Carries out [`crate::policy::next`].
+    /// Before every attempt, the first included: whether there is anything to decide (the last
+    /// attempt failed, or an earlier run left the intent in doubt), and if so what the policy decides,
+    /// carried out by [`super::execute::decide`].
     async fn next(&mut self, run: &mut Run<'_>, made: u32) -> Next<Self::Report>;
+
+    /// Ask the probe about what may have landed and log its verdict: the verdict in the policy's
+    /// words, or why the probe could not tell. Run by the executor, when the policy says to probe.
+    async fn probe(&mut self, run: &Run<'_>, of: &Class) -> Result<ProbeMark, String>;
+
+    /// Whether a probe's "not landed" can be trusted yet: the tool's settle window has passed since the
+    /// attempt may have reached the service.
+    fn settle(&self, run: &Run<'_>, of: &Class) -> crate::policy::Settle {
+        run.settle(of)
+    }
+
+    /// The report of a call the policy ends.
+    fn close(&mut self, run: &Run<'_>, class: &Class, close: Close) -> Self::Report;
 
     /// What the attempt's start record carries, for a restart to resume from.
     fn before(&self) -> Option<serde_json::Value> {
@@ -172,6 +188,33 @@ fn resume_from<W: Work>(
     }
 }
 
+/// Number a read's attempts after those its log holds: `Err` with the report when the log cannot say.
+async fn number_read<W: Work>(run: &mut Run<'_>, work: &mut W) -> Result<(), W::Report> {
+    let task = run.task();
+    let attempts = match run.log().attempts_now() {
+        Ok(attempts) => attempts,
+        Err(answer) => {
+            super::guard::ready_or_within(answer, || task.remaining()).await.unwrap_or_else(|| {
+                Err(crate::JournalError::Io {
+                    context: "attempt log: the attempt count was not read within the budget".to_owned(),
+                    source: std::io::ErrorKind::TimedOut.into(),
+                })
+            })
+        }
+    };
+    match attempts {
+        Ok(attempts) => {
+            run.number_after(attempts.unwrap_or(0));
+            Ok(())
+        }
+        Err(error) => {
+            let stop = super::log::unreadable(&error);
+            observe::refused(run.spec(), &stop.message);
+            Err(work.stopped(run, stop))
+        }
+    }
+}
+
 /// The loop itself: the report, and how many attempts this call made; an escalation the report
 /// announces waits in `announced`.
 async fn attempt_loop<W: Work>(
@@ -194,8 +237,7 @@ async fn attempt_loop<W: Work>(
     } else {
         (None, None)
     };
-    run.claim = claim.as_ref();
-
+    run.hold(claim.as_ref());
     // Only side effects are recognised from the log: a read is cheap to repeat and its value goes stale,
     // so of a read's history only the attempt count carries over.
     // `recall` is consumed on every path here, so the call's future does not keep room for it.
@@ -205,47 +247,27 @@ async fn attempt_loop<W: Work>(
             Ok(wait) => resume_wait = wait,
             Err(report) => return (report, 0),
         }
-    } else {
-        drop(recall);
-        let attempts = match run.logged_attempts_now() {
-            Ok(attempts) => attempts,
-            Err(answer) => {
-                super::guard::ready_or_within(answer, || task.remaining()).await.unwrap_or_else(|| {
-                    Err(crate::JournalError::Io {
-                        context: "attempt log: the attempt count was not read within the budget".to_owned(),
-                        source: std::io::ErrorKind::TimedOut.into(),
-                    })
-                })
-            }
-        };
-        run.attempt = match attempts {
-            Ok(attempts) => attempts.unwrap_or(0),
-            Err(error) => {
-                let stop = run.unreadable_log(&error);
-                observe::refused(spec, &stop.message);
-                return (work.stopped(&run, stop), 0);
-            }
-        };
+    } else if let Err(report) = number_read(&mut run, &mut work).await {
+        return (report, 0);
     }
-
     let mut made = 0u32;
     loop {
         match work.next(&mut run, made).await {
             Next::Attempt(wait) if !wait.is_zero() => {
-                observe::waiting(wait, run.retry_at.is_some());
+                observe::waiting(wait, run.now().retry_at().is_some());
                 tokio::time::sleep(wait).await;
             }
             Next::Attempt(_) => {}
             Next::Done(report) => return (report, made),
         }
         if let Some(wait) = resume_wait.take()
-            && let Err(stop) = run.wait_as_asked_before(wait).await
+            && let Err(stop) = run.budget().wait_as_asked_before(wait).await
         {
             return (work.stopped(&run, stop), made);
         }
         let now = tokio::time::Instant::now();
         let left = task.deadline().saturating_duration_since(now);
-        if let Err(stop) = run.may_start(left) {
+        if let Err(stop) = run.budget().may_start(left) {
             observe::refused(spec, &stop.message);
             return (work.stopped(&run, stop), made);
         }
@@ -255,51 +277,72 @@ async fn attempt_loop<W: Work>(
             task.budgets().first_attempt_at(spec.service_name(), now);
         }
         run.next_attempt();
-        let started =
-            if run.keeps_records() { crate::journal::wall_clock_at(now) } else { SystemTime::UNIX_EPOCH };
-        let before = work.before();
-        let read = if before.is_none() { run.start_read(left, started) } else { None };
-        let left = match read {
-            Some(left) => left,
-            // Boxed: only a side effect writes its start record before the call, and a read's future
-            // (boxed whole for every call by name) then keeps no room for the write.
-            None => match Box::pin(run.start_attempt(left, started, before)).await {
-                Ok(left) => left,
-                Err(stop) => {
-                    observe::refused(spec, &stop.message);
-                    return (work.stopped(&run, stop), made);
-                }
-            },
-        };
-        let limit = run.limit(left, work.has_probe());
-        let call = run.call(limit, left);
-        let deadline = call.deadline;
-        let span = observe::attempt_span(run.attempt, &run.attempt_id);
-        let attempt = within(deadline, guarded(|| work.attempt(call)), || run.flush());
-        let answer = match observe::within_span(&span, attempt).await {
-            Ok(Ok(Ok(answer))) => Ok(answer),
-            Ok(Ok(Err(err))) => Err(normalise(spec.effect(), err.classify())),
-            Ok(Err(panic)) if side => Err(Class::unknown(format!(
-                "the tool panicked mid-call ({panic}); the effect may have landed"
-            ))),
-            Ok(Err(panic)) => {
-                Err(Class::permanent(format!("the tool panicked ({panic}); this is a bug in the tool")))
-            }
-            Err(()) => {
-                Err(classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit))))
-            }
-        };
-        match &answer {
-            Ok(_) => span.classified(Outcome::Ok, run.applied_on_ok(), "answered"),
-            Err(class) => span.classified(class.outcome(), class.effect(), class.message()),
-        }
-        let mut pending = None;
-        let report = work.after(&mut run, answer, left, started, &mut pending);
-        if let Some(pending) = pending {
-            pending.wait(task).await;
-        }
-        if let Some(report) = report {
+        if let Some(report) = attempt_once(&mut run, &mut work, now, left).await {
             return (report, made);
         }
+    }
+}
+
+/// One attempt, numbered and allowed to start with `left` of the budget at `now`: its start record,
+/// the call under its time limit, its classification (an error, a panic, a timeout), its end record.
+/// `Some` when the call is over.
+async fn attempt_once<W: Work>(
+    run: &mut Run<'_>,
+    work: &mut W,
+    now: tokio::time::Instant,
+    left: Duration,
+) -> Option<W::Report> {
+    let (task, spec) = (run.task(), run.spec());
+    let started =
+        if run.log().keeps_records() { crate::journal::wall_clock_at(now) } else { SystemTime::UNIX_EPOCH };
+    let before = work.before();
+    let read = if before.is_none() { run.start_read(left, started) } else { None };
+    let left = match read {
+        Some(left) => left,
+        // Boxed: only a side effect writes its start record before the call, and a read's future
+        // (boxed whole for every call by name) then keeps no room for the write.
+        None => match Box::pin(super::log::start_attempt(run, left, started, before)).await {
+            Ok(left) => left,
+            Err(stop) => {
+                observe::refused(spec, &stop.message);
+                return Some(work.stopped(run, stop));
+            }
+        },
+    };
+    let limit = run.budget().limit(left, work.has_probe());
+    let call = run.call(limit, left);
+    let deadline = call.deadline;
+    let span = observe::attempt_span(run.now().number(), run.now().id());
+    let attempt = within(deadline, guarded(|| work.attempt(call)), || run.log().flush());
+    let answer = classified(spec, limit, observe::within_span(&span, attempt).await);
+    match &answer {
+        Ok(_) => span.classified(Outcome::Ok, run.applied_on_ok(), "answered"),
+        Err(class) => span.classified(class.outcome(), class.effect(), class.message()),
+    }
+    let mut pending = None;
+    let report = work.after(run, answer, left, started, &mut pending);
+    if let Some(pending) = pending {
+        pending.wait(task).await;
+    }
+    report
+}
+
+/// An attempt's answer, classified: the tool's error by the tool, a panic as a bug (or, for a side
+/// effect, an effect that may have landed), the time limit as no reply.
+fn classified<T, E: Classify>(
+    spec: &ToolSpec,
+    limit: Duration,
+    answer: Result<Result<Result<T, E>, String>, ()>,
+) -> Result<T, Class> {
+    match answer {
+        Ok(Ok(Ok(answer))) => Ok(answer),
+        Ok(Ok(Err(err))) => Err(normalise(spec.effect(), err.classify())),
+        Ok(Err(panic)) if spec.effect().has_side_effect() => {
+            Err(Class::unknown(format!("the tool panicked mid-call ({panic}); the effect may have landed")))
+        }
+        Ok(Err(panic)) => {
+            Err(Class::permanent(format!("the tool panicked ({panic}); this is a bug in the tool")))
+        }
+        Err(()) => Err(classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit)))),
     }
 }

@@ -4,17 +4,18 @@ use std::future::Future;
 use std::time::{Duration, SystemTime};
 
 use super::attempts::{Next, Work, drive};
-use super::state::{EndRecord, Pending};
-use super::{Run, Stop, ceil_secs, guarded, retry_stamp, secs};
+use super::execute::{self, Close, Judged};
+use super::log::{Pending, end_record};
+use super::{Run, Stop, ceil_secs, secs};
 use crate::bulk::{BulkProber, ItemId};
 use crate::classify::{Class, Classify};
 use crate::effect::EffectKind;
 use crate::journal::{LastWord, Recall};
 use crate::key::IntentKey;
-use crate::policy::{self, End, Facts, Step};
+use crate::policy::Settle;
 use crate::probe::ProbeMark;
-use crate::report::{Applied, Item, Outcome, Report};
-use crate::spec::{Dedupe, ToolSpec};
+use crate::report::{Applied, Item, Outcome, Reason, Report};
+use crate::spec::ToolSpec;
 use crate::task::Task;
 
 /// Run one bulk call: each attempt gets the items still to do, and reports per item.
@@ -107,6 +108,7 @@ where
         results,
         maybe,
         to_probe: Vec::new(),
+        unsettled: false,
         pending: Vec::new(),
         last: None,
         progress: None,
@@ -126,6 +128,8 @@ struct Parts<I, A, P> {
     maybe: Vec<bool>,
     /// Items whose fate is unknown, to probe before the next attempt.
     to_probe: Vec<usize>,
+    /// Some item the probe found not landed while the service may still hold it.
+    unsettled: bool,
     /// The items the next (or current) attempt carries.
     pending: Vec<usize>,
     /// How the last attempt failed as a whole, if it did.
@@ -135,6 +139,120 @@ struct Parts<I, A, P> {
     attempt: A,
     probe: P,
     words: Words,
+}
+
+impl<I, A, P> Parts<I, A, P> {
+    /// The report as the items stand.
+    fn summary(&self, run: &Run<'_>) -> Report<()> {
+        summarise(run, honest(&self.results, &self.maybe), self.words, "", None)
+    }
+
+    /// What the policy is told of the items still open: in doubt while any may have landed, else they
+    /// applied nothing (the tool said so per item, or the probe did).
+    fn open_class(&mut self) -> Class {
+        let open = self.results.iter().filter(|item| is_open(item)).count();
+        let class = self.last.take().unwrap_or_else(|| Class::retryable(format!("{open} items left")));
+        let in_doubt = self.results.iter().any(|item| item.outcome == Outcome::Unknown);
+        match (in_doubt, class.effect()) {
+            (true, Applied::No) => {
+                let unknown = Class::unknown(class.message());
+                match class.wait() {
+                    Some(wait) => unknown.retry_after(wait),
+                    None => unknown,
+                }
+            }
+            (true, _) => class,
+            (false, _) if class.outcome() == Outcome::Unknown => {
+                let retryable = Class::retryable(class.message());
+                match class.wait() {
+                    Some(wait) => retryable.retry_after(wait),
+                    None => retryable,
+                }
+            }
+            (false, _) => class.with_effect(Applied::No),
+        }
+    }
+
+    /// Fold the probe's answer on the items in `to_probe` in; the items it left in doubt stay to
+    /// probe. Its verdict as the log records it, and in the policy's words.
+    fn fold_probe(
+        &mut self,
+        run: &Run<'_>,
+        of: &Class,
+        answer: Result<Vec<Item>, String>,
+    ) -> (Judged, Result<ProbeMark, String>) {
+        let settled = run.settle(of) == Settle::Settled;
+        let (results, to_probe) = (&mut self.results, &self.to_probe);
+        let mut unsure = None;
+        match answer {
+            Err(why) => {
+                for &i in to_probe {
+                    results[i].reason = Some(why.clone());
+                }
+                unsure = Some(why);
+            }
+            Ok(verdicts) => {
+                for verdict in verdicts {
+                    let Some(&i) = to_probe.iter().find(|&&i| results[i].id == verdict.id) else { continue };
+                    match verdict.applied {
+                        Applied::Yes => results[i] = Item::ok(verdict.id),
+                        // An item that applied nothing by the tool's own word stays as the tool said.
+                        Applied::No if results[i].outcome != Outcome::Unknown => {}
+                        Applied::No if settled => {
+                            // Why the item was unknown, then what the probe found, as a single call says it.
+                            let why = match results[i].reason.as_deref() {
+                                Some(why) if !why.is_empty() => {
+                                    format!("{why}; the probe found it did not land")
+                                }
+                                _ => "the probe found it did not land".to_owned(),
+                            };
+                            results[i] = Item::retryable(verdict.id, why);
+                        }
+                        Applied::No => {
+                            self.unsettled = true;
+                            results[i].reason = Some(format!(
+                                "not landed yet; the service may hold it {} more",
+                                secs(run.unsettled_for())
+                            ));
+                        }
+                        Applied::Unknown | Applied::Partial => {
+                            let why = verdict.reason.unwrap_or_else(|| "the probe could not tell".to_owned());
+                            // The first item's reason speaks for the batch; each item keeps its own.
+                            unsure.get_or_insert_with(|| why.clone());
+                            results[i].reason = Some(why);
+                        }
+                    }
+                }
+            }
+        }
+        for &i in to_probe {
+            self.maybe[i] = results[i].applied == Applied::Unknown;
+            // An item the probe did not answer for stays in doubt.
+            if results[i].outcome == Outcome::Unknown && !self.unsettled && unsure.is_none() {
+                unsure = Some("the probe did not answer for it".to_owned());
+            }
+        }
+        let landed = self.to_probe.iter().any(|&i| self.results[i].applied == Applied::Yes);
+        self.to_probe.retain(|&i| self.results[i].outcome == Outcome::Unknown);
+        let now = honest(&self.results, &self.maybe);
+        let Tally { outcome, applied, message } = tally(run.spec(), &now, self.words);
+        let (logged, verdict) = match unsure {
+            Some(why) => (ProbeMark::Failed, Err(why)),
+            None if self.unsettled => (ProbeMark::NotLanded, Ok(ProbeMark::NotLanded)),
+            // Nothing left to do: every item the probe asked about landed.
+            None if !now.iter().any(is_open) => (ProbeMark::Landed, Ok(ProbeMark::Landed)),
+            None if landed => (ProbeMark::Landed, Ok(ProbeMark::NotLanded)),
+            None => (ProbeMark::NotLanded, Ok(ProbeMark::NotLanded)),
+        };
+        let value = serde_json::to_value(&now).ok();
+        let judged = Judged { mark: logged, outcome, applied, message: format!("probe: {message}"), value };
+        (judged, verdict)
+    }
+}
+
+/// Whether an item is still to do: not done, not refused for good.
+fn is_open(item: &Item) -> bool {
+    matches!(item.outcome, Outcome::Retryable | Outcome::Unknown)
 }
 
 impl<I, E, A, AF, P> Work for Parts<I, A, P>
@@ -154,17 +272,16 @@ where
     }
 
     fn stopped(&mut self, run: &Run<'_>, stop: Stop) -> Report<()> {
-        let mut report = summarise(run, honest(&self.results, &self.maybe), self.words);
         // The items carry the outcome; the stop adds why the rest was not tried again.
-        report.message = format!("{}; {}", report.message, stop.message);
+        let items = honest(&self.results, &self.maybe);
+        let mut report = summarise(run, items, self.words, stop.why(), Some(stop.reason));
         report.retry_after_s = stop.wait.map(ceil_secs);
-        report.reason = stop.reason;
         report
     }
 
     fn refused(&mut self, run: &Run<'_>, stop: Stop) -> Report<()> {
         // Every item is listed, none attempted: a refusal is never an empty list.
-        let mut report = run.stopped(stop);
+        let mut report = run.reports().stopped(stop);
         let applied = report.effect_applied;
         report.items = (self.ids.iter())
             .map(|id| Item {
@@ -184,8 +301,8 @@ where
             (&self.ids, &mut self.results, &mut self.maybe, &mut self.to_probe);
         match (recall.last_word(), recorded) {
             (LastWord::Ok(_), Some(recorded)) => {
-                crate::observe::replayed(run.spec);
-                let mut report = run.bulk_report(recorded, self.words);
+                crate::observe::replayed(run.spec());
+                let mut report = summarise(run, recorded, self.words, "", None);
                 report.message = format!("{} (recorded in the attempt log; not repeated)", report.message);
                 return Some(report);
             }
@@ -229,78 +346,56 @@ where
     }
 
     async fn next(&mut self, run: &mut Run<'_>, made: u32) -> Next<Report<()>> {
-        if !self.to_probe.is_empty() {
-            let started = crate::journal::wall_clock();
-            let left = run.task.remaining();
-            let mark = resolve(run, &mut self.probe, &self.items, &mut self.results, &self.to_probe).await;
-            if let Some(mark) = mark {
-                for &i in &self.to_probe {
-                    self.maybe[i] = self.results[i].applied == Applied::Unknown;
-                }
-                let now = honest(&self.results, &self.maybe);
-                let Tally { outcome, applied, message } = tally(run.spec, &now, self.words);
-                let value = serde_json::to_value(&now).ok();
-                run.log_end(left, started, outcome, applied, Some(mark), &format!("probe: {message}"), value)
-                    .await;
-            }
-            self.to_probe.clear();
+        // Every item done or refused, none by a failure of the attempt as a whole: nothing to decide.
+        if !self.results.iter().any(is_open) && self.last.is_none() {
+            return Next::Done(self.summary(run));
         }
-        let results = &self.results;
-        self.pending = (0..results.len()).filter(|&i| results[i].outcome == Outcome::Retryable).collect();
-        if self.pending.is_empty() {
-            return Next::Done(summarise(run, honest(&self.results, &self.maybe), self.words));
-        }
-        if made == 0 {
+        if made == 0 && self.to_probe.is_empty() {
+            self.pending = (0..self.results.len()).filter(|&i| is_open(&self.results[i])).collect();
             return Next::Attempt(Duration::ZERO);
         }
-        let pending = self.pending.len();
-        let class = self.last.take().unwrap_or_else(|| Class::retryable(format!("{pending} items left")));
-        // The items still to do applied nothing: the tool said so per item, or the probe did.
-        let mut facts = Facts {
-            effect: Applied::No,
-            probe: run.spec.effect().has_side_effect().then_some(ProbeMark::NotLanded),
-            ..run.facts(&class, self.probe.exists(), made)
-        };
-        let mut denied = None;
-        let stop = loop {
-            let (room, wait) = run.room(&class, made);
-            facts.room = room;
-            match policy::next(&facts) {
-                Step::Approve => match Box::pin(run.approve(&class)).await {
-                    Ok(()) => facts.approved = Some(true),
-                    Err(why) => (facts.approved, denied) = (Some(false), Some(why)),
-                },
-                Step::Retry => match run.take_retry(&class) {
-                    Ok(()) => return Next::Attempt(wait),
-                    Err(stop) => break Some(stop),
-                },
-                Step::Stop(End::OutOfBudget(room)) => break Some(run.out_of_budget(&class, room, wait)),
-                Step::Stop(End::RetryBudgetSpent) => {
-                    let wait =
-                        run.task.budgets().room(run.spec.service_name()).err().and_then(|spent| spent.wait);
-                    break Some(run.retry_budget_spent(&class, wait));
-                }
-                Step::Stop(End::NoApprover) => break Some(run.no_approver(&class)),
-                // As a single call says it: the items say what each did, the message why no more.
-                Step::Stop(End::GaveUp) => {
-                    let message = format!("gave up after {}", super::attempts_text(made));
-                    break Some(Stop::from_class(
-                        &class,
-                        message,
-                        class.wait(),
-                        crate::report::Reason::GaveUp,
-                    ));
-                }
-                Step::Stop(End::Denied) => break denied.take(),
-                // The items carry their own outcomes; nothing more to say.
-                Step::Probe | Step::Settle | Step::Stop(_) => break None,
+        let class = self.open_class();
+        let next = execute::decide(self, run, class, made).await;
+        if let Next::Attempt(_) = next {
+            // The policy retries what is still open: what applied nothing, and what may have landed
+            // only where a retry is safe (a `create` the receiver deduplicates by the key).
+            self.pending = (0..self.results.len()).filter(|&i| is_open(&self.results[i])).collect();
+        }
+        next
+    }
+
+    async fn probe(&mut self, run: &Run<'_>, of: &Class) -> Result<ProbeMark, String> {
+        self.unsettled = false;
+        if self.to_probe.is_empty() {
+            // Nothing is in doubt by the tool's own word; the probe, asked before a second attempt as
+            // for a single call, has the last word on every item still to do.
+            let results = &self.results;
+            self.to_probe = (0..results.len()).filter(|&i| is_open(&results[i])).collect();
+        }
+        let asked: Vec<I> = self.to_probe.iter().map(|&i| self.items[i].clone()).collect();
+        let (key, probe) = (run.key(), &mut self.probe);
+        let (answer, asked) = execute::ask(run, || probe.probe(key, asked)).await;
+        let (judged, verdict) = self.fold_probe(run, of, answer);
+        asked.log(run, judged).await;
+        verdict
+    }
+
+    fn settle(&self, run: &Run<'_>, of: &Class) -> Settle {
+        if self.unsettled { run.settle(of) } else { Settle::Settled }
+    }
+
+    fn close(&mut self, run: &Run<'_>, _class: &Class, close: Close) -> Report<()> {
+        let items = honest(&self.results, &self.maybe);
+        match close {
+            Close::Landed => {
+                let why =
+                    format!("the probe found attempt {} landed, so it was not repeated", run.now().id());
+                summarise(run, items, self.words, &why, Some(Reason::Landed))
             }
-        };
-        let report = match stop {
-            Some(stop) => self.stopped(run, stop),
-            None => summarise(run, honest(&self.results, &self.maybe), self.words),
-        };
-        Next::Done(report)
+            // The items carry the attempt's own outcome.
+            Close::AsIs => summarise(run, items, self.words, "", Some(Reason::Answered)),
+            Close::Stop(stop) => self.stopped(run, stop),
+        }
     }
 
     fn before(&self) -> Option<serde_json::Value> {
@@ -326,76 +421,69 @@ where
         started: SystemTime,
         written: &mut Option<Pending<'a>>,
     ) -> Option<Report<()>> {
-        let kind = run.spec.effect();
+        let kind = run.spec().effect();
         // What the attempt reported item by item before it returned (or was cut off).
         let early = match self.progress.take() {
             Some(progress) => std::mem::take(&mut *progress.lock().unwrap_or_else(|e| e.into_inner())),
             None => Vec::new(),
         };
-        let (results, pending) = (&mut self.results, &self.pending);
-        let whole = match answer {
-            Ok(mut reported) => {
-                // The list returned has the last word: it comes first, and the first answer counts.
-                reported.extend(early);
-                merge(kind, results, pending, reported);
-                None
-            }
-            Err(class) => {
-                for &i in pending {
-                    results[i] = Item {
-                        id: results[i].id.clone(),
-                        outcome: class.outcome(),
-                        applied: class.effect(),
-                        reason: Some(class.message().to_owned()),
-                    };
-                }
-                // Items reported before the attempt was cut off keep what was reported.
-                let reported: Vec<usize> = pending
-                    .iter()
-                    .copied()
-                    .filter(|&i| early.iter().any(|item| item.id == results[i].id))
-                    .collect();
-                merge(kind, results, &reported, early);
-                Some(class)
-            }
-        };
-        for (i, item) in results.iter().enumerate() {
+        let whole = fold_answer(kind, &mut self.results, &self.pending, answer, early);
+        for (i, item) in self.results.iter().enumerate() {
             self.maybe[i] |= item.applied == Applied::Unknown;
         }
         if let Some(wait) = whole.as_ref().and_then(Class::wait) {
-            run.retry_at = Some(retry_stamp(wait));
+            run.now_mut().asked_to_wait(wait);
         }
-        let now = honest(results, &self.maybe);
-        let Tally { outcome, applied, message } = tally(run.spec, &now, self.words);
+        let now = honest(&self.results, &self.maybe);
+        let Tally { outcome, applied, message } = tally(run.spec(), &now, self.words);
         // Every end record carries the items, so a restart resumes from them.
         let value = serde_json::to_value(&now).ok();
-        let end = EndRecord {
-            left,
-            started,
-            outcome,
-            applied,
-            probe: None,
-            message: &message,
-            value: value.as_ref(),
-            last: false,
-        };
-        *written = run.end_now(end);
+        *written =
+            run.log().end_now(end_record(left, started, (outcome, applied), None, &message, value.as_ref()));
         self.last = whole;
         if kind.has_side_effect() {
+            let results = &self.results;
             self.to_probe =
-                pending.iter().copied().filter(|&i| results[i].outcome == Outcome::Unknown).collect();
-            if !self.probe.exists()
-                && kind == EffectKind::Create
-                && run.spec.deduplication() == Dedupe::Receiver
-            {
-                // The receiver deduplicates by the key: an unknown item is simply sent again.
-                for &i in &self.to_probe {
-                    results[i].outcome = Outcome::Retryable;
-                }
-                self.to_probe.clear();
-            }
+                self.pending.iter().copied().filter(|&i| results[i].outcome == Outcome::Unknown).collect();
         }
         None
+    }
+}
+
+/// Fold one attempt's answer into the results: its per-item list, or its failure as a whole, which
+/// every item it carried shares but those it reported before it was cut off. The failure, if any.
+fn fold_answer(
+    kind: EffectKind,
+    results: &mut [Item],
+    pending: &[usize],
+    answer: Result<Vec<Item>, Class>,
+    early: Vec<Item>,
+) -> Option<Class> {
+    match answer {
+        Ok(mut reported) => {
+            // The list returned has the last word: it comes first, and the first answer counts.
+            reported.extend(early);
+            merge(kind, results, pending, reported);
+            None
+        }
+        Err(class) => {
+            for &i in pending {
+                results[i] = Item {
+                    id: results[i].id.clone(),
+                    outcome: class.outcome(),
+                    applied: class.effect(),
+                    reason: Some(class.message().to_owned()),
+                };
+            }
+            // Items reported before the attempt was cut off keep what was reported.
+            let reported: Vec<usize> = pending
+                .iter()
+                .copied()
+                .filter(|&i| early.iter().any(|item| item.id == results[i].id))
+                .collect();
+            merge(kind, results, &reported, early);
+            Some(class)
+        }
     }
 }
 
@@ -442,86 +530,6 @@ fn read_item(mut item: Item) -> Item {
         item.outcome = Outcome::Retryable;
     }
     item
-}
-
-/// Ask the probe about unknown items; items it cannot answer for stay unknown.
-async fn resolve<I: Clone + ItemId, P: BulkProber<I>>(
-    run: &Run<'_>,
-    probe: &mut P,
-    items: &[I],
-    results: &mut [Item],
-    unknown: &[usize],
-) -> Option<ProbeMark> {
-    if !probe.exists() {
-        return None;
-    }
-    // Items the service may still hold are probed once they cannot be in flight any more.
-    let unsettled = run.unsettled_for();
-    if !unsettled.is_zero() {
-        if unsettled >= run.task.remaining() {
-            let why = format!(
-                "the service may hold it for {} more, longer than the {} left",
-                secs(unsettled),
-                secs(run.task.remaining())
-            );
-            for &i in unknown {
-                results[i].reason = Some(why.clone());
-            }
-            return Some(ProbeMark::Failed);
-        }
-        tokio::time::sleep(unsettled).await;
-    }
-    let left = run.task.remaining();
-    if left.is_zero() {
-        return None;
-    }
-    let asked: Vec<I> = unknown.iter().map(|&i| items[i].clone()).collect();
-    let span = crate::observe::probe_span(run.spec);
-    let probed = tokio::time::timeout(left, guarded(|| probe.probe(run.key, asked)));
-    let verdicts = match crate::observe::within_span(&span, probed).await {
-        Ok(Ok(verdicts)) => verdicts,
-        Ok(Err(panic)) => {
-            for &i in unknown {
-                results[i].reason = Some(format!("the probe panicked: {panic}"));
-            }
-            return Some(ProbeMark::Failed);
-        }
-        Err(_) => {
-            for &i in unknown {
-                results[i].reason = Some(format!("the probe timed out after {}", secs(left)));
-            }
-            return Some(ProbeMark::Failed);
-        }
-    };
-    for verdict in verdicts {
-        let Some(&i) = unknown.iter().find(|&&i| results[i].id == verdict.id) else { continue };
-        match verdict.applied {
-            Applied::Yes => results[i] = Item::ok(verdict.id),
-            Applied::No => {
-                // Why the item was unknown, then what the probe found, as a single call reports it.
-                let why = match results[i].reason.as_deref() {
-                    Some(why) if !why.is_empty() => format!("{why}; the probe found it did not land"),
-                    _ => "the probe found it did not land".to_owned(),
-                };
-                results[i] = Item::retryable(verdict.id, why);
-            }
-            Applied::Unknown | Applied::Partial => {
-                results[i].reason =
-                    Some(verdict.reason.unwrap_or_else(|| "the probe could not tell".to_owned()));
-            }
-        }
-    }
-    // One mark for the batch: failed while any item stays unknown, landed when any item did.
-    let asked = || unknown.iter().map(|&i| &results[i]);
-    let mark = if asked().any(|item| item.applied == Applied::Unknown) {
-        ProbeMark::Failed
-    } else if asked().any(|item| item.applied == Applied::Yes) {
-        ProbeMark::Landed
-    } else {
-        ProbeMark::NotLanded
-    };
-    span.verdict(run.spec, mark);
-    Some(mark)
 }
 
 /// The aggregate of per-item results: outcome, effect and a counted message.
@@ -571,12 +579,22 @@ pub(crate) fn tally(spec: &ToolSpec, items: &[Item], words: Words) -> Tally {
     Tally { outcome, applied, message }
 }
 
-/// The final report of a bulk call; an unresolved item escalates the call.
-pub(crate) fn summarise(run: &Run<'_>, items: Vec<Item>, words: Words) -> Report<()> {
-    let Tally { outcome, applied, message } = tally(run.spec, &items, words);
-    let reason =
-        if outcome == Outcome::Ok { crate::report::Reason::Done } else { crate::report::Reason::Items };
-    let mut report = run.report::<()>(outcome, applied, message, None, reason);
+/// The final report of a bulk call, its message the count of its items, then `why` it goes no further
+/// (when there is more to say); an unresolved item escalates the call.
+pub(crate) fn summarise(
+    run: &Run<'_>,
+    items: Vec<Item>,
+    words: Words,
+    why: &str,
+    reason: Option<Reason>,
+) -> Report<()> {
+    let Tally { outcome, applied, mut message } = tally(run.spec(), &items, words);
+    if !why.is_empty() {
+        message.push_str("; ");
+        message.push_str(why);
+    }
+    let reason = reason.unwrap_or(if outcome == Outcome::Ok { Reason::Done } else { Reason::Items });
+    let mut report = run.reports().report::<()>(outcome, applied, message, None, reason);
     report.value = (outcome == Outcome::Ok).then_some(());
     report.items = items;
     report

@@ -2,27 +2,29 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::*;
-use crate::report::{Item, Reason};
+use super::log::{EndRecord, Pending};
+use super::state::{Run, Stop, ceil_secs};
+use crate::classify::Class;
+use crate::journal::LogValue;
+use crate::report::{Applied, Outcome, Reason, Report};
 use crate::task::Escalation;
 use crate::text::push_decimal;
 
-impl<'a> Run<'a> {
-    /// The report of a call whose probe found nothing while the service may still hold the request.
-    pub(crate) fn unsettled<T>(&self, class: &Class) -> Report<T> {
-        let wait = self.unsettled_for();
-        let message = format!(
-            "{}; the probe found nothing, but {} requests may stay in flight at the service for {}: \
-             {} more, longer than the {} left",
-            class.message(),
-            self.spec.name(),
-            secs(self.spec.settle_window()),
-            secs(wait),
-            secs(self.task.remaining())
-        );
-        self.report(Outcome::Unknown, Applied::Unknown, message, Some(wait), Reason::Unsettled)
-    }
+/// The reports of a call, built from where it stands.
+pub(crate) struct Reports<'r, 'a> {
+    run: &'r Run<'a>,
+}
 
+impl<'a> Run<'a> {
+    /// How the call's report is built.
+    pub(crate) fn reports(&self) -> Reports<'_, 'a> {
+        Reports { run: self }
+    }
+}
+
+impl Reports<'_, '_> {
+    /// The report of a call that ends `outcome`: escalated when it is unknown, and never saying `no`
+    /// while an earlier attempt may have landed.
     pub(crate) fn report<T>(
         &self,
         outcome: Outcome,
@@ -35,18 +37,17 @@ impl<'a> Run<'a> {
         if outcome == Outcome::Unknown {
             message = self.escalate(message);
         }
-        let call_effect = self.call_effect(applied);
+        let call_effect = self.run.now().call_effect(applied);
         if call_effect != applied {
             message.push_str("; an earlier attempt may have landed");
         }
-        let applied = call_effect;
         Report {
             outcome,
-            effect_applied: applied,
-            attempt_id: self.attempt_id.clone(),
-            idempotency_key: self.key,
+            effect_applied: call_effect,
+            attempt_id: self.run.now().id().to_owned(),
+            idempotency_key: self.run.key(),
             retry_after_s: wait.map(ceil_secs),
-            deadline_left_s: self.task.remaining().as_secs(),
+            deadline_left_s: self.run.task().remaining().as_secs(),
             message,
             value: None,
             items: Vec::new(),
@@ -57,29 +58,26 @@ impl<'a> Run<'a> {
     /// Hand the call to the task's escalation sink (once the report is ready: see
     /// `attempts::hand_over`); the message says where it goes.
     pub(crate) fn escalate(&self, message: String) -> String {
-        crate::observe::escalated(self.spec, self.task.escalation().is_some());
-        match self.task.escalation() {
+        let (task, spec) = (self.run.task(), self.run.spec());
+        crate::observe::escalated(spec, task.escalation().is_some());
+        match task.escalation() {
             Some(_) => {
                 let escalation = Escalation {
-                    task: self.task.id().to_owned(),
-                    call: self.spec.name().to_owned(),
-                    key: self.key,
-                    attempt_id: self.attempt_id.clone(),
+                    task: task.id().to_owned(),
+                    call: spec.name().to_owned(),
+                    key: self.run.key(),
+                    attempt_id: self.run.now().id().to_owned(),
                     reason: message.clone(),
                 };
-                *self.escalation.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(escalation));
+                *self.run.escalation().lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(escalation));
                 format!("{message}; escalated")
             }
             None => format!("{message}; no escalation sink is configured: resolve it by reading the world"),
         }
     }
 
-    pub(crate) fn ok<T>(&self, value: T, applied: Applied, message: String, reason: Reason) -> Report<T> {
-        self.ok_as(value, applied, message, self.attempt_id.clone(), reason)
-    }
-
-    /// [`Run::ok`] speaking for `attempt_id`.
-    fn ok_as<T>(
+    /// An `ok` report with `value`, speaking for `attempt_id`.
+    fn ok<T>(
         &self,
         value: T,
         applied: Applied,
@@ -91,9 +89,9 @@ impl<'a> Run<'a> {
             outcome: Outcome::Ok,
             effect_applied: applied,
             attempt_id,
-            idempotency_key: self.key,
+            idempotency_key: self.run.key(),
             retry_after_s: None,
-            deadline_left_s: self.task.remaining().as_secs(),
+            deadline_left_s: self.run.task().remaining().as_secs(),
             message,
             value: Some(value),
             items: Vec::new(),
@@ -101,96 +99,66 @@ impl<'a> Run<'a> {
         }
     }
 
-    pub(crate) fn applied_on_ok(&self) -> Applied {
-        if self.spec.effect().has_side_effect() { Applied::Yes } else { Applied::No }
-    }
-
-    /// The report of an attempt that answered, its end record handed to the store: the store's answer
-    /// to wait for when it did not take the record at once.
-    pub(crate) fn succeeded<T: LogValue>(
-        &mut self,
-        value: T,
-        left: Duration,
-        started: SystemTime,
-    ) -> (Report<T>, Option<super::state::Pending<'a>>) {
-        let mut message = String::with_capacity(self.spec.name().len() + 28);
-        message.push_str(self.spec.name());
-        message.push_str(" done on attempt ");
-        push_decimal(&mut message, u64::from(self.attempt));
-        let mut pending = None;
-        if self.keeps_records() {
-            let json = value.to_log().ok();
-            let end = super::state::EndRecord {
-                left,
-                started,
-                outcome: Outcome::Ok,
-                applied: self.applied_on_ok(),
-                probe: None,
-                message: &message,
-                value: json.as_ref(),
-                last: true,
-            };
-            pending = self.end_now(end);
-        }
-        // The call ends here: its report takes the attempt id rather than a copy of it.
-        let attempt_id = std::mem::take(&mut self.attempt_id);
-        (self.ok_as(value, self.applied_on_ok(), message, attempt_id, Reason::Done), pending)
-    }
-
+    /// The report of a side effect the log already holds as done: its recorded value, not repeated.
     pub(crate) fn replayed<T>(&self, value: T) -> Report<T> {
-        crate::observe::replayed(self.spec);
+        crate::observe::replayed(self.run.spec());
         let message = format!(
             "{} already done by attempt {} (recorded in the attempt log); not repeated: the value is that \
              attempt's, whatever this call's arguments",
-            self.spec.name(),
-            self.attempt_id
+            self.run.spec().name(),
+            self.run.now().id()
         );
-        self.ok(value, self.applied_on_ok(), message, Reason::Replayed)
+        self.ok(value, self.run.applied_on_ok(), message, self.run.now().id().to_owned(), Reason::Replayed)
     }
 
+    /// The report of a call whose probe found that the attempt that ended as `class` landed.
     pub(crate) fn landed<T>(&self, value: T, class: &Class) -> Report<T> {
         let message = format!(
             "{}; the probe found attempt {} landed, so it was not repeated",
             class.message(),
-            self.attempt_id
+            self.run.now().id()
         );
-        self.ok(value, Applied::Yes, message, Reason::Landed)
+        self.ok(value, Applied::Yes, message, self.run.now().id().to_owned(), Reason::Landed)
     }
 
-    pub(crate) fn without_probe<T>(&self, class: Class) -> Report<T> {
-        if class.effect() == Applied::No {
-            let msg =
-                format!("{}; not retried: {} has no probe to check first", class.message(), self.spec.name());
-            self.report(class.outcome(), Applied::No, msg, class.wait(), Reason::NoProbe)
-        } else {
-            let why = format!("{}; {} has no probe to resolve it", class.message(), self.spec.name());
-            self.report(Outcome::Unknown, Applied::Unknown, why, None, Reason::NoProbe)
-        }
-    }
-
-    pub(crate) fn probe_failed<T>(&self, class: Class, why: &str) -> Report<T> {
-        if let (outcome, Applied::No) = self.after_failed_probe(&class) {
-            let msg =
-                format!("{}; not retried: the probe before a second attempt failed ({why})", class.message());
-            self.report(outcome, Applied::No, msg, class.wait(), Reason::ProbeFailed)
-        } else {
-            let why = format!("{}; the probe could not tell ({why})", class.message());
-            self.report(Outcome::Unknown, Applied::Unknown, why, None, Reason::ProbeFailed)
-        }
-    }
-
-    pub(crate) fn unresolved<T>(&self, why: &str) -> Report<T> {
-        self.report(Outcome::Unknown, Applied::Unknown, why.to_owned(), None, Reason::InDoubt)
-    }
-
-    /// The report of a call the engine stopped before another attempt.
+    /// The report of a call the engine stopped.
     /// `deadline_left_s` is the budget left, as in every report: the caller stops when it is `0` or
     /// when `retry_after_s` is larger.
     pub(crate) fn stopped<T>(&self, stop: Stop) -> Report<T> {
         self.report(stop.outcome, stop.applied, stop.message, stop.wait, stop.reason)
     }
+}
 
-    pub(crate) fn bulk_report(&self, items: Vec<Item>, words: super::bulk::Words) -> Report<()> {
-        super::bulk::summarise(self, items, words)
+/// The report of an attempt that answered, its end record handed to the store: the store's answer
+/// to wait for when it did not take the record at once.
+pub(crate) fn succeeded<'a, T: LogValue>(
+    run: &mut Run<'a>,
+    value: T,
+    left: Duration,
+    started: SystemTime,
+) -> (Report<T>, Option<Pending<'a>>) {
+    let name = run.spec().name();
+    let mut message = String::with_capacity(name.len() + 28);
+    message.push_str(name);
+    message.push_str(" done on attempt ");
+    push_decimal(&mut message, u64::from(run.now().number()));
+    let mut pending = None;
+    let applied = run.applied_on_ok();
+    if run.log().keeps_records() {
+        let json = value.to_log().ok();
+        let end = EndRecord {
+            left,
+            started,
+            outcome: Outcome::Ok,
+            applied,
+            probe: None,
+            message: &message,
+            value: json.as_ref(),
+            last: true,
+        };
+        pending = run.log().end_now(end);
     }
+    // The call ends here: its report takes the attempt id rather than a copy of it.
+    let attempt_id = run.now_mut().take_id();
+    (run.reports().ok(value, applied, message, attempt_id, Reason::Done), pending)
 }

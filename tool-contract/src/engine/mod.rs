@@ -17,7 +17,9 @@ use crate::task::Task;
 mod attempts;
 mod claim;
 mod ending;
+mod execute;
 mod guard;
+mod log;
 mod state;
 mod wait;
 

@@ -5,13 +5,14 @@ use std::marker::PhantomData;
 use std::time::{Duration, SystemTime};
 
 use super::attempts::{Next, Work};
-use super::state::{EndRecord, Pending};
-use super::{Run, Stop, retry_stamp};
+use super::execute::{self, Close, Judged};
+use super::log::{EndRecord, Pending};
+use super::state::{Run, Stop};
 use crate::call::Call;
 use crate::classify::{Class, Classify};
 use crate::journal::{LastWord, LogValue, Recall};
-use crate::policy::{self, End, Settle, Step};
-use crate::probe::{Probe, Prober};
+use crate::policy::Settle;
+use crate::probe::{Probe, ProbeMark, Prober};
 use crate::report::{Applied, Outcome, Reason, Report};
 
 /// One call of a tool returning one value.
@@ -20,12 +21,14 @@ pub(crate) struct One<T, A, P> {
     probe: P,
     /// How the last attempt (or the earlier run resumed from) ended, until the policy has decided on it.
     last: Option<Class>,
+    /// The value the probe found landed, until the call reports it.
+    landed: Option<T>,
     value: PhantomData<fn() -> T>,
 }
 
 impl<T, A, P> One<T, A, P> {
     pub(crate) fn new(attempt: A, probe: P) -> Self {
-        One { attempt, probe, last: None, value: PhantomData }
+        One { attempt, probe, last: None, landed: None, value: PhantomData }
     }
 }
 
@@ -46,126 +49,79 @@ where
     }
 
     fn stopped(&mut self, run: &Run<'_>, stop: Stop) -> Report<T> {
-        run.stopped(stop)
+        run.reports().stopped(stop)
     }
 
     fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<T>> {
+        let id = run.now().id();
         let earlier = match recall.last_word() {
             LastWord::Ok(value) => match value.map(T::from_log) {
-                Some(Ok(value)) => return Some(run.replayed(value)),
-                _ => {
-                    Some(format!("attempt {} is recorded ok but its value is not in the log", run.attempt_id))
-                }
+                Some(Ok(value)) => return Some(run.reports().replayed(value)),
+                _ => Some(format!("attempt {id} is recorded ok but its value is not in the log")),
             },
             LastWord::Unfinished => Some(format!(
-                "attempt {} started in an earlier call of this intent and never finished (the call \
-                     was dropped or its process stopped)",
-                run.attempt_id
+                "attempt {id} started in an earlier call of this intent and never finished (the call was \
+                 dropped or its process stopped)"
             )),
             // An end that applied nothing for sure leaves nothing to resolve.
             LastWord::Ended(_) if recall.last.effect_applied == Some(Applied::No) => None,
             LastWord::Ended(outcome) => Some(format!(
-                "attempt {} ended {outcome} in an earlier run with its effect {}",
-                run.attempt_id,
+                "attempt {id} ended {outcome} in an earlier run with its effect {}",
                 recall.last.effect_applied.unwrap_or(Applied::Unknown)
             )),
         };
         self.last = earlier.map(Class::unknown);
-        run.maybe_applied = self.last.is_some();
+        run.now_mut().may_have_landed(self.last.is_some());
         None
     }
 
     async fn next(&mut self, run: &mut Run<'_>, made: u32) -> Next<Report<T>> {
-        let Some(mut class) = self.last.take() else { return Next::Attempt(Duration::ZERO) };
-        // What to do next is the policy's call (`policy::next`); the engine only carries it out.
-        let mut facts = run.facts(&class, self.probe.exists(), made);
-        let (mut landed, mut unsure, mut denied) = (None, String::new(), None);
-        loop {
-            let (room, wait) = run.room(&class, made);
-            facts.room = room;
-            let end = match policy::next(&facts) {
-                Step::Probe => {
-                    // Boxed: a call that never probes does not carry room for it.
-                    let verdict = Box::pin(run.probe(&mut self.probe, &class)).await;
-                    facts.probe = Some(verdict.mark());
-                    match verdict {
-                        Probe::Landed(value) => landed = Some(value),
-                        Probe::Failed(why) => unsure = why,
-                        Probe::NotLanded => {
-                            facts.settle = run.settle(&class);
-                            if facts.settle == Settle::Settled {
-                                run.maybe_applied = false;
-                                class = resolved_not_landed(class);
-                                (facts.outcome, facts.effect) = (class.outcome(), class.effect());
-                            }
-                        }
-                    }
-                    continue;
-                }
-                Step::Approve => {
-                    // Boxed: only a `money` tool asks.
-                    match Box::pin(run.approve(&class)).await {
-                        Ok(()) => facts.approved = Some(true),
-                        Err(stop) => (facts.approved, denied) = (Some(false), Some(stop)),
-                    }
-                    continue;
-                }
-                Step::Settle => {
-                    // The service may still be holding the request: look again once it cannot.
-                    tokio::time::sleep(run.unsettled_for()).await;
-                    facts.probe = None;
-                    continue;
-                }
-                Step::Retry => match run.take_retry(&class) {
-                    Ok(()) => return Next::Attempt(wait),
-                    Err(stop) => return Next::Done(run.stopped(stop)),
-                },
-                Step::Stop(end) => end,
-            };
-            return Next::Done(match end {
-                End::Landed => match landed.take() {
-                    Some(value) => run.landed(value, &class),
-                    None => run.unresolved(class.message()),
-                },
-                End::AsIs => {
-                    let wait = class.wait().filter(|_| class.outcome() != Outcome::Permanent);
-                    run.report(
-                        class.outcome(),
-                        class.effect(),
-                        class.message().to_owned(),
-                        wait,
-                        Reason::Answered,
-                    )
-                }
-                End::NoProbe => run.without_probe(class),
-                End::ProbeFailed => run.probe_failed(class, &unsure),
-                End::Unsettled => run.unsettled(&class),
-                End::Unresolved => run.unresolved(class.message()),
-                End::NeverRetried => {
-                    let message = format!(
-                        "{}; {} calls are never retried automatically: check the state and call again",
-                        class.message(),
-                        run.spec.effect()
-                    );
-                    run.report(class.outcome(), class.effect(), message, class.wait(), Reason::NeverRetried)
-                }
-                End::GaveUp => {
-                    let message =
-                        format!("{}; gave up after {}", class.message(), super::attempts_text(made));
-                    run.report(class.outcome(), class.effect(), message, class.wait(), Reason::GaveUp)
-                }
-                End::OutOfBudget(room) => run.stopped(run.out_of_budget(&class, room, wait)),
-                End::NoApprover => run.stopped(run.no_approver(&class)),
-                End::RetryBudgetSpent => {
-                    let wait =
-                        run.task.budgets().room(run.spec.service_name()).err().and_then(|spent| spent.wait);
-                    run.stopped(run.retry_budget_spent(&class, wait))
-                }
-                End::Denied => match denied.take() {
-                    Some(stop) => run.stopped(stop),
-                    None => run.stopped(run.no_approver(&class)),
-                },
-            });
+        match self.last.take() {
+            Some(class) => execute::decide(self, run, class, made).await,
+            None => Next::Attempt(Duration::ZERO),
+        }
+    }
+
+    async fn probe(&mut self, run: &Run<'_>, of: &Class) -> Result<ProbeMark, String> {
+        let (key, probe) = (run.key(), &mut self.probe);
+        let (answer, asked) = execute::ask(run, || probe.probe(key)).await;
+        let verdict = answer.unwrap_or_else(Probe::Failed);
+        asked.log(run, judge(run, of, &verdict)).await;
+        match verdict {
+            Probe::Landed(value) => {
+                self.landed = Some(value);
+                Ok(ProbeMark::Landed)
+            }
+            Probe::NotLanded => Ok(ProbeMark::NotLanded),
+            Probe::Failed(why) => Err(why),
+        }
+    }
+
+    fn close(&mut self, run: &Run<'_>, class: &Class, close: Close) -> Report<T> {
+        let reports = run.reports();
+        match close {
+            Close::Landed => match self.landed.take() {
+                Some(value) => reports.landed(value, class),
+                None => reports.stopped(Stop::said(
+                    Outcome::Unknown,
+                    Applied::Unknown,
+                    class,
+                    "",
+                    None,
+                    Reason::InDoubt,
+                )),
+            },
+            Close::AsIs => {
+                let wait = class.wait().filter(|_| class.outcome() != Outcome::Permanent);
+                reports.report(
+                    class.outcome(),
+                    class.effect(),
+                    class.message().to_owned(),
+                    wait,
+                    Reason::Answered,
+                )
+            }
+            Close::Stop(stop) => reports.stopped(stop),
         }
     }
 
@@ -183,18 +139,18 @@ where
     ) -> Option<Report<T>> {
         let class = match answer {
             Ok(value) => {
-                let (report, written) = run.succeeded(value, left, started);
+                let (report, written) = super::ending::succeeded(run, value, left, started);
                 *pending = written;
                 return Some(report);
             }
             Err(class) => class,
         };
         if let Some(wait) = class.wait() {
-            run.retry_at = Some(retry_stamp(wait));
+            run.now_mut().asked_to_wait(wait);
         }
         // The log keeps the call's effect, not the attempt's: an attempt that applied nothing after one that
         // may have landed leaves the intent unresolved for the next run.
-        let recorded = run.call_effect(class.effect());
+        let recorded = run.now().call_effect(class.effect());
         let end = EndRecord {
             left,
             started,
@@ -205,22 +161,39 @@ where
             value: None,
             last: false,
         };
-        *pending = run.end_now(end);
-        run.maybe_applied |= class.effect() != Applied::No;
+        *pending = run.log().end_now(end);
+        let maybe = run.now().maybe_landed() || class.effect() != Applied::No;
+        run.now_mut().may_have_landed(maybe);
         self.last = Some(class);
         None
     }
 }
 
-/// A probe found that an attempt which may have landed did not: it applied nothing, and may be retried.
-fn resolved_not_landed(class: Class) -> Class {
-    if class.outcome() == Outcome::Unknown {
-        let mut resolved = Class::retryable(format!("{}; the probe found it did not land", class.message()));
-        if let Some(wait) = class.wait() {
-            resolved = resolved.retry_after(wait);
+/// What a single call's probe verdict on the attempt that ended as `of` means, as the log records it.
+/// A "not landed" about an attempt that may have landed is logged as settled only once the tool's
+/// settle window has passed: before that, the service may still hold the request, and the log says so.
+fn judge<T: LogValue>(run: &Run<'_>, of: &Class, verdict: &Probe<T>) -> Judged {
+    let (mark, outcome, applied, message, value) = match verdict {
+        Probe::Landed(v) => {
+            (ProbeMark::Landed, Outcome::Ok, Applied::Yes, "probe: landed".to_owned(), v.to_log().ok())
         }
-        resolved
-    } else {
-        class.with_effect(Applied::No)
-    }
+        Probe::NotLanded if run.settle(of) != Settle::Settled => (
+            ProbeMark::NotLanded,
+            Outcome::Unknown,
+            Applied::Unknown,
+            format!(
+                "probe: not landed yet; the service may hold it {} more",
+                super::secs(run.unsettled_for())
+            ),
+            None,
+        ),
+        Probe::NotLanded => {
+            (ProbeMark::NotLanded, Outcome::Retryable, Applied::No, "probe: not landed".to_owned(), None)
+        }
+        Probe::Failed(why) => {
+            let (outcome, applied) = run.now().after_failed_probe(of);
+            (ProbeMark::Failed, outcome, applied, format!("probe failed: {why}"), None)
+        }
+    };
+    Judged { mark, outcome, applied, message, value }
 }

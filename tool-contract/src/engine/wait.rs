@@ -1,13 +1,14 @@
-//! Waiting between attempts: backoff and `Retry-After` within the budget, a wait an earlier run was
-//! asked for, and the approver of a second `money` attempt.
+//! The budget's rules: how long an attempt may run, whether one may start, whether the wait before
+//! the next fits (backoff and `Retry-After`), and a wait an earlier run was asked for.
 
 use std::time::Duration;
 
-use super::*;
+use super::guard::secs;
+use super::state::{Run, Stop};
+use crate::classify::Class;
 use crate::journal::rfc3339;
 use crate::policy::Room;
-use crate::report::Reason;
-use crate::task::{Approval, ApprovalRequest};
+use crate::report::{Applied, Outcome, Reason};
 
 /// The instant a wait ends, as the log writes it: RFC 3339, rounded up to the second.
 pub(crate) fn retry_stamp(wait: Duration) -> String {
@@ -35,7 +36,56 @@ impl ResumeWait {
     }
 }
 
-impl Run<'_> {
+/// A call's budget, as its rules read it.
+pub(crate) struct Budget<'r, 'a> {
+    run: &'r Run<'a>,
+}
+
+impl<'a> Run<'a> {
+    /// The budget's rules for this call.
+    pub(crate) fn budget(&self) -> Budget<'_, 'a> {
+        Budget { run: self }
+    }
+}
+
+impl Budget<'_, '_> {
+    /// The time an attempt gets of `left`: all of it, but for a side effect with a probe, what the
+    /// probe needs is kept back (the reserve; without one, the floor; without a floor, a quarter of
+    /// `left`), so an attempt that times out can still be resolved inside the budget.
+    pub(crate) fn limit(&self, left: Duration, has_probe: bool) -> Duration {
+        let spec = self.run.spec();
+        if !spec.effect().has_side_effect() || !has_probe {
+            return left;
+        }
+        let reserve = match spec.reserve() {
+            Duration::ZERO => left / 4,
+            reserve => reserve,
+        };
+        left.saturating_sub(reserve).max(spec.floor()).min(left)
+    }
+
+    /// Whether an attempt may start with `left` of the budget: never on an empty budget, floor or
+    /// none (it could land and never be resolved), never below the floor.
+    pub(crate) fn may_start(&self, left: Duration) -> Result<(), Stop> {
+        if left.is_zero() || left < self.run.spec().floor() { Err(self.refusal(left)) } else { Ok(()) }
+    }
+
+    /// Why an attempt may not start with `left` of the budget.
+    fn refusal(&self, left: Duration) -> Stop {
+        let spec = self.run.spec();
+        let message = if left.is_zero() {
+            format!("budget spent: nothing left for {}; not started", spec.name())
+        } else {
+            format!(
+                "budget spent: {} left, {} needs at least {} to start; not started",
+                secs(left),
+                spec.name(),
+                secs(spec.floor())
+            )
+        };
+        Stop::new(Outcome::Retryable, Applied::No, message, None, Reason::BudgetSpent)
+    }
+
     /// Whether the budget left can hold the wait before the next attempt (backoff, or the service's
     /// `Retry-After` when longer) and the tool's floor; the wait when it can. A call resumed from the
     /// log (`made == 0`) has no earlier attempt of its own to back off from.
@@ -43,15 +93,16 @@ impl Run<'_> {
         if made == 0 {
             return (Room::Enough, Duration::ZERO);
         }
-        let left = self.task.remaining();
-        let floor = self.spec.floor();
+        let left = self.run.task().remaining();
+        let floor = self.run.spec().floor();
         if let Some(asked) = class.wait()
             && asked.saturating_add(floor) > left
         {
             return (Room::AskedTooLong, asked);
         }
-        let seed = u64::from_le_bytes(self.key.as_bytes()[..8].try_into().unwrap_or([0; 8]));
-        let backoff = self.spec.waits().wait(self.attempt.max(1), seed);
+        let key = self.run.key();
+        let seed = u64::from_le_bytes(key.as_bytes()[..8].try_into().unwrap_or([0; 8]));
+        let backoff = self.run.spec().waits().wait(self.run.now().number().max(1), seed);
         let wait = class.wait().map_or(backoff, |asked| asked.max(backoff));
         if wait.saturating_add(floor) > left || left < floor {
             return (Room::TooShort, wait);
@@ -59,85 +110,39 @@ impl Run<'_> {
         (Room::Enough, wait)
     }
 
-    /// Why the budget cannot hold another attempt, as [`Run::room`] found.
+    /// Why the budget cannot hold another attempt, as [`Budget::room`] found.
     pub(crate) fn out_of_budget(&self, class: &Class, room: Room, asked: Duration) -> Stop {
-        let left = self.task.remaining();
+        let left = self.run.task().remaining();
         if room == Room::AskedTooLong {
-            let message = format!(
-                "{}; the service asked to wait {}, longer than the {} left: not retried",
-                class.message(),
+            let why = format!(
+                "the service asked to wait {}, longer than the {} left: not retried",
                 secs(asked),
                 secs(left)
             );
-            return Stop::from_class(class, message, Some(asked), Reason::AskedToWait);
+            return Stop::after(class, &why, Some(asked), Reason::AskedToWait);
         }
-        let message = format!(
-            "{}; not retried: {} left cannot hold the next wait and attempt",
-            class.message(),
-            secs(left)
-        );
-        Stop::from_class(class, message, class.wait(), Reason::BudgetSpent)
+        let why = format!("not retried: {} left cannot hold the next wait and attempt", secs(left));
+        Stop::after(class, &why, class.wait(), Reason::BudgetSpent)
     }
 
     /// Honour, in a restarted process, the wait the service asked of an earlier one.
     pub(crate) async fn wait_as_asked_before(&self, wait: ResumeWait) -> Result<(), Stop> {
-        let left = self.task.remaining();
-        if wait.left.saturating_add(self.spec.floor()) > left {
+        let left = self.run.task().remaining();
+        if wait.left.saturating_add(self.run.spec().floor()) > left {
             let message = format!(
                 "the service asked an earlier run to wait until {}, longer than the {} left: not started",
                 wait.until,
                 secs(left)
             );
-            let (outcome, applied) = (Outcome::Retryable, Applied::No);
-            return Err(Stop {
-                outcome,
-                applied,
+            return Err(Stop::new(
+                Outcome::Retryable,
+                Applied::No,
                 message,
-                wait: Some(wait.left),
-                reason: Reason::AskedToWait,
-            });
+                Some(wait.left),
+                Reason::AskedToWait,
+            ));
         }
         tokio::time::sleep(wait.left).await;
         Ok(())
-    }
-
-    /// The stop of a second attempt of a `money` call with no approver to ask.
-    pub(crate) fn no_approver(&self, class: &Class) -> Stop {
-        let message = self.escalate(format!(
-            "{}; a second attempt of a money call needs an approver and none is configured",
-            class.message()
-        ));
-        Stop {
-            outcome: class.outcome(),
-            applied: class.effect(),
-            message,
-            wait: class.wait(),
-            reason: Reason::NoApprover,
-        }
-    }
-
-    /// Ask the approver before a second attempt of a `money` call: `Ok` on yes, the stop on no.
-    pub(crate) async fn approve(&self, class: &Class) -> Result<(), Stop> {
-        let Some(approver) = self.task.approver_ref() else { return Err(self.no_approver(class)) };
-        let request = ApprovalRequest {
-            task: self.task.id().to_owned(),
-            call: self.spec.name().to_owned(),
-            key: self.key,
-            next_attempt: self.attempt + 1,
-            history: class.message().to_owned(),
-        };
-        crate::observe::approval_asked(request.next_attempt);
-        let answer = approver.approve(&request).await;
-        crate::observe::approval_answered(answer == Approval::Approved);
-        match answer {
-            Approval::Approved => Ok(()),
-            Approval::Denied(why) => Err(Stop {
-                reason: Reason::Denied,
-                outcome: Outcome::Permanent,
-                applied: Applied::No,
-                message: format!("{}; the approver refused a second attempt: {why}", class.message()),
-                wait: None,
-            }),
-        }
     }
 }

@@ -1,0 +1,320 @@
+//! What a call writes to its attempt log: the start record ahead of each attempt, the end record after
+//! it, and a read's start record held back until the read is done or has to wait.
+
+use std::time::{Duration, SystemTime};
+
+use super::claim::Claim;
+use super::guard::ready_or_within;
+use super::state::{Attempts, Run, Stop};
+use crate::journal::{Durability, Phase, RecordRef, with_stamp};
+use crate::probe::ProbeMark;
+use crate::report::{Applied, Outcome, Reason};
+use crate::task::Task;
+
+/// An end record's parts, as [`Log::end_now`] takes them.
+pub(crate) struct EndRecord<'r> {
+    pub(crate) left: Duration,
+    pub(crate) started: SystemTime,
+    pub(crate) outcome: Outcome,
+    pub(crate) applied: Applied,
+    pub(crate) probe: Option<ProbeMark>,
+    pub(crate) message: &'r str,
+    pub(crate) value: Option<&'r serde_json::Value>,
+    /// The call stops after it: a side effect's claim is given up with it.
+    pub(crate) last: bool,
+}
+
+/// An end record the store has not taken yet.
+pub(crate) struct Pending<'a> {
+    answer: crate::journal::BoxFuture<'a, Result<(), crate::JournalError>>,
+    finishing: Option<&'a Claim<'a>>,
+}
+
+impl Pending<'_> {
+    /// Wait for the store, no longer than the task's budget: losing an end record is safe (the attempt
+    /// then reads as unfinished and is probed next time), an end record that holds the call past its
+    /// budget is not.
+    pub(crate) async fn wait(self, task: &Task) {
+        // Boxed: a call whose store answers at once does not carry room for the wait.
+        Box::pin(async move {
+            if ready_or_within(self.answer, || task.remaining()).await.is_some()
+                && let Some(claim) = self.finishing
+            {
+                claim.finished();
+            }
+        })
+        .await
+    }
+}
+
+/// A call's records, as its log is given them.
+pub(crate) struct Log<'r, 'a> {
+    run: &'r Run<'a>,
+}
+
+impl<'a> Run<'a> {
+    /// What the call writes to its log.
+    pub(crate) fn log(&self) -> Log<'_, 'a> {
+        Log { run: self }
+    }
+}
+
+impl<'a> Log<'_, 'a> {
+    /// Whether the call's records are kept: in the task's log, or, for a side effect with no log, in
+    /// memory for the calls of the same intent waiting their turn.
+    pub(crate) fn keeps_records(&self) -> bool {
+        self.run.task().journal_ref().is_some() || self.run.claim().is_some()
+    }
+
+    /// Hand a read's held start record to the log once the read has to wait: a hung read is visible.
+    pub(crate) fn flush(&self) {
+        if let Some(journal) = self.run.task().journal_ref() {
+            // A read's record: a failure here only loses attempt numbering, which the next append reports.
+            if let Some((left, started)) = self.run.take_held_start() {
+                let _ = with_stamp(started, |stamp| {
+                    journal.append_ref(self.record(Phase::Start, left, stamp), Durability::Lazy).ready()
+                });
+            }
+            let _ = journal.flush();
+        }
+    }
+
+    /// The highest attempt number the log holds for the intent, without reading its last record, when
+    /// the store knows it at once; else its answer to wait for.
+    pub(crate) fn attempts_now(&self) -> Result<Attempts, crate::journal::BoxFuture<'a, Attempts>> {
+        match self.run.task().journal_ref() {
+            Some(journal) => journal.attempts(&self.run.key()).known(),
+            None => Ok(Ok(None)),
+        }
+    }
+
+    /// A record of the current attempt, stamped `started`, its fields after the phase still empty.
+    pub(crate) fn record<'s>(&'s self, phase: Phase, left: Duration, started: &'s str) -> RecordRef<'s> {
+        RecordRef {
+            phase,
+            task: self.run.task().id(),
+            call: self.run.spec().name(),
+            intent_key: self.run.key(),
+            attempt: self.run.now().number(),
+            attempt_id: self.run.now().id(),
+            started,
+            budget_left_s: left.as_secs(),
+            outcome: None,
+            effect_applied: None,
+            probe: None,
+            message: None,
+            retry_at: None,
+            value: None,
+        }
+    }
+
+    /// Write the start record ahead of the attempt; `value` carries what a bulk call knew of its items.
+    /// A side effect's start is fenced by its claim and on stable storage before this returns.
+    pub(crate) async fn start(
+        &self,
+        left: Duration,
+        started: SystemTime,
+        value: Option<&serde_json::Value>,
+    ) -> Result<(), crate::JournalError> {
+        if !self.keeps_records() {
+            return Ok(());
+        }
+        // A read whose start carries nothing has its record held instead ([`Run::start_read`]).
+        let claim = self.run.claim();
+        let owner = claim.and_then(Claim::owner);
+        // The record is taken by the store before it answers: the stamp's text is only lent to it.
+        let appended = with_stamp(started, |stamp| {
+            let mut record = self.record(Phase::Start, left, stamp);
+            record.value = value;
+            let Some(journal) = self.run.task().journal_ref() else {
+                if let Some(claim) = claim {
+                    claim.remember(record);
+                }
+                return None;
+            };
+            Some(match owner {
+                Some(owner) => journal.start(owner, record, Durability::Synced),
+                None => journal.append_ref(record, Durability::Lazy),
+            })
+        });
+        let Some(appended) = appended else { return Ok(()) };
+        let appended = match appended.known() {
+            Ok(appended) => return appended,
+            Err(appended) => appended,
+        };
+        // A read's start record: losing it loses nothing a read needs, so a read never waits on it. A
+        // store that hangs (a stuck disk) must not hold a side effect past its deadline; a start record
+        // that lands late reads as unfinished and is probed next time. Boxed: a store that answers at
+        // once leaves the call's future no room for the wait.
+        let wait = if owner.is_some() { left } else { Duration::ZERO };
+        match Box::pin(ready_or_within(appended, || wait)).await {
+            Some(appended) => appended,
+            None if owner.is_none() => Ok(()),
+            None => Err(crate::JournalError::Io {
+                context: "attempt log: the start record was not stored within the budget".to_owned(),
+                source: std::io::ErrorKind::TimedOut.into(),
+            }),
+        }
+    }
+
+    /// Write an end record that is not the call's last, waiting for a store that does not take it at
+    /// once no longer than the budget.
+    pub(crate) async fn end(&self, end: EndRecord<'_>) {
+        if let Some(pending) = self.end_now(end) {
+            pending.wait(self.run.task()).await;
+        }
+    }
+
+    /// Hand the end record to the store: `None` once it is taken (an embedded store answers at once),
+    /// or the store's answer to wait for.
+    pub(crate) fn end_now(&self, end: EndRecord<'_>) -> Option<Pending<'a>> {
+        if !self.keeps_records() {
+            return None;
+        }
+        let journal = self.run.task().journal_ref();
+        let held = if journal.is_some() { self.run.take_held_start() } else { None };
+        let claim = self.run.claim();
+        // The records are taken by the store before it answers: the stamp's text is only lent to them.
+        let (answer, finishing) = with_stamp(end.started, |stamp| {
+            let mut record = self.record(Phase::End, end.left, stamp);
+            record.outcome = Some(end.outcome);
+            record.effect_applied = Some(end.applied);
+            record.probe = end.probe;
+            record.message = Some(end.message);
+            record.retry_at = self.run.now().retry_at();
+            record.value = end.value;
+            let Some(journal) = journal else {
+                if let Some(claim) = claim {
+                    claim.remember(record);
+                }
+                return None;
+            };
+            let owner = claim.and_then(|claim| Some(claim).zip(claim.owner()));
+            Some(match (owner, held) {
+                (Some((claim, owner)), _) if end.last => {
+                    (journal.finish(owner, record, Durability::Buffered), Some(claim))
+                }
+                (_, Some((held_left, held_started))) => {
+                    // A read's start and end are stamped with the attempt's start: one lent text.
+                    let paired = |held_stamp: &str| {
+                        let start = self.record(Phase::Start, held_left, held_stamp);
+                        journal.append_attempt(start, record, Durability::Buffered)
+                    };
+                    let answer = if held_started == end.started {
+                        paired(stamp)
+                    } else {
+                        with_stamp(held_started, paired)
+                    };
+                    (answer, None)
+                }
+                // A side effect's end is fenced: only its starter, or the holder's probe, writes it.
+                (Some((_, owner)), _) => (journal.end(owner, record, Durability::Buffered), None),
+                _ => (journal.append_ref(record, Durability::Buffered), None),
+            })
+        })?;
+        match answer.known() {
+            Ok(_) => {
+                if let Some(claim) = finishing {
+                    claim.finished();
+                }
+                None
+            }
+            Err(answer) => Some(Pending { answer, finishing }),
+        }
+    }
+}
+
+/// Write the attempt's start record, then check the budget again: a side effect whose start record
+/// cannot be stored, or whose storing left less than the attempt may start with, is not started.
+/// A start the store did not confirm (refused, failed, or not answered within the budget) makes no
+/// attempt: nothing is written under its number, and the call speaks for the attempt before it
+/// (its id is never given to a request that was not sent). A start that was stored and then found
+/// the budget too short gets its end record, so the log says what the report says. `Ok` with the
+/// budget left for the attempt.
+pub(crate) async fn start_attempt(
+    run: &mut Run<'_>,
+    left: Duration,
+    started: SystemTime,
+    value: Option<serde_json::Value>,
+) -> Result<Duration, Stop> {
+    let side = run.spec().effect().has_side_effect();
+    let stop = match run.log().start(left, started, value.as_ref()).await {
+        Err(err) if side => {
+            let stop = unstarted(run, &err);
+            let (task, key) = (run.task(), run.key());
+            run.now_mut().unnumber(task, &key);
+            return Err(stop);
+        }
+        // Nothing was stored, or a read's start record, which never waits: `left` still holds.
+        Ok(()) if !run.log().keeps_records() || !side => return Ok(left),
+        _ => {
+            let now = run.task().remaining();
+            match run.budget().may_start(now) {
+                Err(stop) => stop,
+                Ok(()) => return Ok(now),
+            }
+        }
+    };
+    let applied = run.now().call_effect(Applied::No);
+    let end = EndRecord {
+        left,
+        started,
+        outcome: Outcome::Retryable,
+        applied,
+        probe: None,
+        message: &stop.message,
+        value: value.as_ref(),
+        last: false,
+    };
+    Box::pin(run.log().end(end)).await;
+    Err(stop)
+}
+
+/// The stop of a side effect whose start record the store did not take. Refused by the fence: another
+/// owner took the intent over (or started it first), and what it did is its own; this call sent
+/// nothing, the intent's effect is not known here.
+fn unstarted(run: &Run<'_>, err: &crate::JournalError) -> Stop {
+    match err {
+        crate::JournalError::Conflict { .. } => Stop::new(
+            Outcome::Retryable,
+            Applied::Unknown,
+            format!(
+                "{err}; the attempt was not started, and another worker runs this intent: what it did is \
+                 in the log"
+            ),
+            None,
+            Reason::Busy,
+        ),
+        _ => Stop::new(
+            Outcome::Retryable,
+            run.now().call_effect(Applied::No),
+            format!("{err}; the attempt was not started"),
+            None,
+            Reason::StoreFailed,
+        ),
+    }
+}
+
+/// The stop of a read whose attempt numbers the store could not give: nothing was started, and the
+/// read is not numbered as if the intent were new.
+pub(crate) fn unreadable(error: &crate::JournalError) -> Stop {
+    Stop::new(
+        Outcome::Retryable,
+        Applied::No,
+        format!("{error}; the attempt log could not be read, so nothing was started"),
+        None,
+        Reason::StoreFailed,
+    )
+}
+
+/// An end record that carries a probe's verdict or a call's items: `EndRecord` for the usual case.
+pub(crate) fn end_record<'r>(
+    left: Duration,
+    started: SystemTime,
+    (outcome, applied): (Outcome, Applied),
+    probe: Option<ProbeMark>,
+    message: &'r str,
+    value: Option<&'r serde_json::Value>,
+) -> EndRecord<'r> {
+    EndRecord { left, started, outcome, applied, probe, message, value, last: false }
+}
