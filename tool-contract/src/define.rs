@@ -230,8 +230,8 @@ impl Definition {
             name: spec.name(),
             description: doc_text(description),
             effect: spec.effect(),
-            dedupe: spec.deduplication(),
-            floor: spec.floor(),
+            dedupe: spec.get_dedupe(),
+            floor: spec.get_deadline_floor(),
             input_schema: params.into_schema(),
             output_schema: report_schema::<()>(),
         }

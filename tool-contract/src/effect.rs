@@ -78,7 +78,7 @@ impl EffectKind {
     pub const ALL: [EffectKind; 5] =
         [EffectKind::Read, EffectKind::Create, EffectKind::Send, EffectKind::Money, EffectKind::Destructive];
 
-    /// The policy table, in one place; [`crate::policy::next`] executes it, and the table of docs/contract.md is
+    /// The policy table, in one place; the engine's one executor of the policy reads it, and the table of docs/contract.md is
     /// checked against it (`Display` of each column):
     ///
     /// | kind | probe | automatic retry | before a second attempt |

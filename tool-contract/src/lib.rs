@@ -40,29 +40,20 @@
 //! # }
 //! ```
 //!
-//! # Where each rule lives
+//! # The public API
 //!
-//! Every rule of the contract is decided in one place; the rest of the crate calls it.
+//! | for | items |
+//! |---|---|
+//! | the contract a call returns | [`Report`], [`Outcome`], [`Applied`], [`Item`], [`Reason`] |
+//! | what a tool is | [`ToolSpec`] (with [`Backoff`], [`Jitter`], [`Dedupe`]), [`EffectKind`] and its [`EffectKind::policy`] table |
+//! | writing a tool | [`tool`] (the attribute), or by hand: [`engine::run`], [`engine::run_bulk`], [`engine::run_pages`] with a [`Call`] per attempt |
+//! | failures and probes | [`Classify`], [`Class`], [`HttpReply`], [`RetryAfter`], [`Body`]; [`Probe`], [`Prober`], [`NoProbe`], [`BulkProber`], [`ItemId`] |
+//! | the task an agent runs | [`Task`], [`TaskTemplate`], [`TaskFactory`], [`IntentKey`], [`Intent`]; people in the loop: [`Approve`], [`Approval`], [`ApprovalRequest`], [`Escalate`], [`Escalation`], [`EscalationQueue`] |
+//! | retries across tasks | [`RetryBudgets`], [`RetryBudget`] |
+//! | the attempt log and its stores | [`journal::Journal`], [`MemoryJournal`], [`FileJournal`], [`Record`], [`Durability`], [`JournalError`], [`LogValue`]; reading a log: [`journal::read_log`], [`journal::inspect`] |
+//! | calling tools by name (a model's tool call) | [`Toolbox`], [`define`] (definitions and schemas) |
 //!
-//! | rule | decided by | file |
-//! |---|---|---|
-//! | the report's fields and their JSON | [`Report`], [`Outcome`], [`Applied`], [`Item`] | `src/report.rs` |
-//! | the intent key, and fields holding `\|` | [`IntentKey::derive`], [`Intent`] | `src/key.rs` |
-//! | the policy of each effect kind, as a table | [`EffectKind::policy`] | `src/effect.rs` |
-//! | the next step after a failed attempt (probe, approval, retry, stop) | [`policy::next`] | `src/policy.rs` |
-//! | what a failure means (sent or not, reply or not, HTTP) | [`Classify`], [`classify::http`] | `src/classify.rs` |
-//! | whether an attempt may start, and the time it gets | `Run::may_start`, `Run::start_attempt`, `Run::limit` | `src/engine/state.rs` |
-//! | waits: backoff, `Retry-After`, a restarted process's wait, approval | `Run::room`, `Run::approve` | `src/engine/wait.rs` |
-//! | a settle window before trusting "not landed" | `Run::settle`, [`ToolSpec::settle`] | `src/engine/state.rs` |
-//! | the report of every way a call ends, and escalation | `Run::report`, `Run::escalate` | `src/engine/ending.rs` |
-//! | one intent, one runner: turns in a task family, claims in the store | `Claim`, [`journal::Journal::claim`] | `src/engine/claim.rs`, `src/journal/leases.rs` |
-//! | the attempt loop, one for every shape of call (a value, bulk items, pages) | `attempts::drive`, over [`engine::run`], [`engine::run_bulk`], [`engine::run_pages`] | `src/engine/attempts.rs` (the shapes: `single.rs`, `bulk.rs`, `pages.rs`) |
-//! | the log's format, header and reading rule | [`journal::index_record`], [`journal::HEADER`] | `src/journal/` |
-//! | durability and the writer thread | [`Durability`], [`FileJournal`] | `src/journal/file/writer.rs` |
-//! | retries across tasks: the retry budget per service | [`RetryBudgets`], [`ToolSpec::service`] | `src/budget.rs` |
-//! | what an operator sees: spans, events, metrics (features `tracing`, `metrics`) | `observe` | `src/observe.rs` |
-//! | the tool definition, schema and dispatch | [`define`], [`Toolbox`] | `src/define.rs`, `src/toolbox.rs` |
-//! | MCP annotations from the effect kind | [`define::Annotations`] | `src/define.rs` |
+//! Where each rule is decided in the code is in CONTRIBUTING.md ("Where each rule lives").
 #![deny(missing_docs)]
 
 pub mod budget;
@@ -75,7 +66,7 @@ pub mod engine;
 pub mod journal;
 pub mod key;
 mod observe;
-pub mod policy;
+pub(crate) mod policy;
 pub mod probe;
 pub mod report;
 #[cfg(feature = "reqwest")]

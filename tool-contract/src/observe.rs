@@ -180,11 +180,11 @@ pub(crate) fn retry_budget_spent(spec: &ToolSpec) {
     #[cfg(feature = "tracing")]
     tracing::warn!(
         tool_contract.event = "retry_budget_spent",
-        tool_contract.service = spec.service_name(),
+        tool_contract.service = spec.get_service(),
         "retry refused: the service's retry budget is spent"
     );
     #[cfg(feature = "metrics")]
-    metrics::counter!("tool_contract_retry_budget_refusals_total", "service" => spec.service_name())
+    metrics::counter!("tool_contract_retry_budget_refusals_total", "service" => spec.get_service())
         .increment(1);
 }
 

@@ -160,18 +160,21 @@ impl ToolSpec {
         self
     }
 
+    // Each setting is read back by its builder's name with `get_` before it, as `std::process::Command`
+    // does (`arg` / `get_args`): one name per setting.
+
     /// The tool's name, as the log and the report name it.
     pub const fn name(&self) -> &'static str {
         self.name
     }
 
     /// The verb of its intent key.
-    pub const fn verb_name(&self) -> &'static str {
+    pub const fn get_verb(&self) -> &'static str {
         self.verb
     }
 
     /// The service whose retry budget its retries draw on.
-    pub const fn service_name(&self) -> &'static str {
+    pub const fn get_service(&self) -> &'static str {
         self.service
     }
 
@@ -181,12 +184,12 @@ impl ToolSpec {
     }
 
     /// Its deadline floor.
-    pub const fn floor(&self) -> Duration {
+    pub const fn get_deadline_floor(&self) -> Duration {
         self.floor
     }
 
     /// The budget kept back for the probe.
-    pub const fn reserve(&self) -> Duration {
+    pub const fn get_probe_reserve(&self) -> Duration {
         match self.probe_reserve {
             Some(reserve) => reserve,
             None => self.floor,
@@ -194,22 +197,22 @@ impl ToolSpec {
     }
 
     /// Its settle window.
-    pub const fn settle_window(&self) -> Duration {
+    pub const fn get_settle(&self) -> Duration {
         self.settle
     }
 
     /// The most attempts one call makes.
-    pub const fn attempts(&self) -> u32 {
+    pub const fn get_max_attempts(&self) -> u32 {
         self.max_attempts
     }
 
     /// Its backoff.
-    pub const fn waits(&self) -> Backoff {
+    pub const fn get_backoff(&self) -> Backoff {
         self.backoff
     }
 
     /// Who deduplicates a `create`.
-    pub const fn deduplication(&self) -> Dedupe {
+    pub const fn get_dedupe(&self) -> Dedupe {
         self.dedupe
     }
 }

@@ -188,7 +188,7 @@ impl Task {
         target: &dyn fmt::Display,
         slot: Option<&dyn fmt::Display>,
     ) -> IntentKey {
-        IntentKey::derive(&self.id, &self.actor, spec.verb_name(), target, slot)
+        IntentKey::derive(&self.id, &self.actor, spec.get_verb(), target, slot)
     }
 
     /// When the budget runs out.

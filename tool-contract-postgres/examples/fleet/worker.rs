@@ -72,7 +72,7 @@ pub fn task_id(run: &str, n: usize) -> String {
 
 /// The key of intent `n`, as every worker and the parent derive it.
 pub fn intent_key(run: &str, n: usize) -> IntentKey {
-    IntentKey::derive(&task_id(run, n), ACTOR, SEND.verb_name(), &TARGET, None)
+    IntentKey::derive(&task_id(run, n), ACTOR, SEND.get_verb(), &TARGET, None)
 }
 
 /// Fisher–Yates with xorshift: each worker its own order, no dependency for it.

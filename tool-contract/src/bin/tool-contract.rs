@@ -152,7 +152,7 @@ fn log_with(
 ) -> Result<(), Failure> {
     let args = log_args(args).map_err(Failure::Usage)?;
     if is_postgres(args.path) {
-        return postgres(args.path, pg_command);
+        return postgres(pg_command);
     }
     let contents = read_log(args.path).map_err(|e| Failure::Fatal(e.to_string()))?;
     for warning in &contents.warnings {
@@ -170,18 +170,18 @@ fn is_postgres(log: &str) -> bool {
 
 /// A log in PostgreSQL is read by `tool-contract-postgres`, the command of the store's crate (this
 /// crate does not depend on it): run it with the same arguments, found beside this command or on `PATH`.
-fn postgres(log: &str, name: &str) -> Result<(), Failure> {
+fn postgres(name: &str) -> Result<(), Failure> {
     let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|dir| dir.join(name)));
     let program = beside.filter(|p| p.is_file()).map_or_else(|| name.into(), std::ffi::OsString::from);
     // Its own arguments, as given: the connection string is passed on, never printed.
     match std::process::Command::new(&program).args(std::env::args_os().skip(1)).status() {
         Ok(status) if status.success() => Ok(()),
         Ok(status) => Err(Failure::Exit(status.code().unwrap_or(1))),
+        // The connection string is not echoed: it may hold a password.
         Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Failure::Fatal(format!(
-            "{} is a PostgreSQL log: reading it needs the `{name}` command, which is not installed \
-             (`cargo install --path tool-contract-postgres` in the repository, or `cargo install \
-             --git <repository> tool-contract-postgres`)",
-            tool_contract::journal::inspect::redact_password(log)
+            "the log given is a PostgreSQL database: reading it needs the `{name}` command, which is not \
+             installed (`cargo install --path tool-contract-postgres` in the repository, or `cargo install \
+             --git <repository> tool-contract-postgres`)"
         ))),
         Err(e) => Err(Failure::Fatal(format!("cannot run `{name}`: {e}"))),
     }
@@ -220,7 +220,7 @@ mod tests {
             panic!("a missing command is an error")
         };
         assert!(message.contains("cargo install --path tool-contract-postgres"), "{message}");
-        assert!(message.contains("postgres://agent:***@db.invalid/agents"), "{message}");
+        assert!(message.contains("PostgreSQL database"), "{message}");
         assert!(!message.contains("hunter2"), "{message}");
     }
 }

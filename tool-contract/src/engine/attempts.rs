@@ -274,7 +274,7 @@ async fn attempt_loop<W: Work>(
         made += 1;
         if made == 1 {
             // A first attempt makes room for retries in the service's budget; a retry took its own.
-            task.budgets().first_attempt_at(spec.service_name(), now);
+            task.budgets().first_attempt_at(spec.get_service(), now);
         }
         run.next_attempt();
         if let Some(report) = attempt_once(&mut run, &mut work, now, left).await {

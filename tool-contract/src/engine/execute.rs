@@ -87,7 +87,7 @@ fn facts(run: &Run<'_>, class: &Class, has_probe: bool, made: u32) -> Facts {
     let (task, spec) = (run.task(), run.spec());
     Facts {
         kind: spec.effect(),
-        dedupe: spec.deduplication(),
+        dedupe: spec.get_dedupe(),
         has_probe,
         has_approver: task.approver_ref().is_some(),
         outcome: class.outcome(),
@@ -95,10 +95,10 @@ fn facts(run: &Run<'_>, class: &Class, has_probe: bool, made: u32) -> Facts {
         probe: None,
         approved: None,
         made,
-        max_attempts: spec.attempts(),
+        max_attempts: spec.get_max_attempts(),
         room: Room::Enough,
         settle: Settle::Settled,
-        retry_budget: task.budgets().room(spec.service_name()).is_ok(),
+        retry_budget: task.budgets().room(spec.get_service()).is_ok(),
     }
 }
 
@@ -137,7 +137,7 @@ fn stop_for(
             let why = format!(
                 "the probe found nothing, but {name} requests may stay in flight at the service for {}: {} \
                  more, longer than the {} left",
-                secs(run.spec().settle_window()),
+                secs(run.spec().get_settle()),
                 secs(wait),
                 secs(run.task().remaining())
             );
@@ -158,8 +158,7 @@ fn stop_for(
         End::OutOfBudget(room) => run.budget().out_of_budget(class, room, wait),
         End::NoApprover => no_approver(run, class),
         End::RetryBudgetSpent => {
-            let wait =
-                run.task().budgets().room(run.spec().service_name()).err().and_then(|spent| spent.wait);
+            let wait = run.task().budgets().room(run.spec().get_service()).err().and_then(|spent| spent.wait);
             retry_budget_spent(run, class, wait)
         }
         End::Denied => denied.unwrap_or_else(|| no_approver(run, class)),
@@ -182,7 +181,7 @@ fn resolved_not_landed(class: Class) -> Class {
 
 /// Take a retry from the service's retry budget, or say why the call stops without it.
 fn take_retry(run: &Run<'_>, class: &Class) -> Result<(), Stop> {
-    match run.task().budgets().retry(run.spec().service_name()) {
+    match run.task().budgets().retry(run.spec().get_service()) {
         Ok(()) => Ok(()),
         Err(spent) => Err(retry_budget_spent(run, class, spent.wait)),
     }
@@ -193,7 +192,7 @@ fn retry_budget_spent(run: &Run<'_>, class: &Class, wait: Option<Duration>) -> S
     crate::observe::retry_budget_spent(run.spec());
     let why = format!(
         "not retried: retry budget spent for {} (too many retries of it across tasks lately)",
-        run.spec().service_name()
+        run.spec().get_service()
     );
     Stop::after(class, &why, wait, Reason::RetryBudgetSpent)
 }

@@ -43,8 +43,8 @@ pub use pages::run_pages;
 ///
 /// `attempt` is called once per attempt with that attempt's [`Call`]; `probe` is asked whether an earlier
 /// attempt landed before any second attempt of a side-effecting tool. The order is always probe, decide,
-/// act; the rules per effect kind are in [`EffectKind::policy`], and [`crate::policy::next`] carries them
-/// out.
+/// act; the rules per effect kind are in [`EffectKind::policy`], and one executor carries them
+/// out for every shape of call.
 ///
 /// ```
 /// use std::time::Duration;
@@ -200,5 +200,49 @@ mod tests {
         assert!(report.message.contains("may stay in flight"), "{}", report.message);
         // Reported at 3 s: the rest of the window that began when the attempt was sent, at 0 s.
         assert_eq!(report.retry_after_s, Some(57));
+    }
+}
+
+/// The futures the engine keeps small on purpose: every `Box::pin` of a rarely taken path (the claim,
+/// a side effect's start record, the probe, the approver, a store's late answer, the escalation) is
+/// there so the future a call awaits carries no room for it. A box taken out, or a new path awaited in
+/// place, grows these futures past their bound and fails here.
+#[cfg(test)]
+mod future_sizes {
+    use std::time::Duration;
+
+    use crate::{Class, EffectKind, NoProbe, Probe, Task, ToolSpec};
+
+    const READ: ToolSpec = ToolSpec::new("read_price", EffectKind::Read);
+    const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
+
+    /// The largest each future may be, in bytes, on a 64-bit target: its size as measured (with the
+    /// spans of the `tracing` and `metrics` features, larger), and a little room.
+    const READ_BOUND: usize = READ_SIZE + 64;
+    const SEND_BOUND: usize = SEND_SIZE + 64;
+    const OBSERVED: bool = cfg!(feature = "tracing") || cfg!(feature = "metrics");
+    const READ_SIZE: usize = if OBSERVED { 1680 } else { 1504 };
+    const SEND_SIZE: usize = if OBSERVED { 1680 } else { 1504 };
+
+    #[test]
+    fn a_calls_future_stays_within_its_bound() {
+        let task = Task::new("sizes", "agent", Duration::from_secs(5));
+        let read = super::run(
+            &task,
+            &READ,
+            task.key(&READ, &"sku-1", None),
+            |_| async { Ok::<u64, Class>(1) },
+            NoProbe,
+        );
+        let send = super::run(
+            &task,
+            &SEND,
+            task.key(&SEND, &"thread-9", None),
+            |_| async { Ok::<u64, Class>(1) },
+            |_| async { Probe::Landed(1u64) },
+        );
+        let (read, send) = (std::mem::size_of_val(&read), std::mem::size_of_val(&send));
+        assert!(read <= READ_BOUND, "a read's future is {read} bytes, over its bound of {READ_BOUND}");
+        assert!(send <= SEND_BOUND, "a send's future is {send} bytes, over its bound of {SEND_BOUND}");
     }
 }

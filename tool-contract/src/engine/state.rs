@@ -27,7 +27,13 @@ pub(crate) async fn take_claim<'a>(
         return Ok((claim, word));
     };
     match claim
-        .in_store(store, || task.remaining(), spec.floor(), spec.settle_window(), task.worker_name())
+        .in_store(
+            store,
+            || task.remaining(),
+            spec.get_deadline_floor(),
+            spec.get_settle(),
+            task.worker_name(),
+        )
         .await
     {
         Ok(recall) => Ok((claim, recall)),
@@ -305,9 +311,7 @@ impl<'a> Run<'a> {
     /// How much longer the last attempt's request may be held by the service (its settle window).
     pub(crate) fn unsettled_for(&self) -> Duration {
         match self.now.reached {
-            Some(at) => {
-                (at + self.spec.settle_window()).saturating_duration_since(tokio::time::Instant::now())
-            }
+            Some(at) => (at + self.spec.get_settle()).saturating_duration_since(tokio::time::Instant::now()),
             None => Duration::ZERO,
         }
     }

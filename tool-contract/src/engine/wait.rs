@@ -57,17 +57,21 @@ impl Budget<'_, '_> {
         if !spec.effect().has_side_effect() || !has_probe {
             return left;
         }
-        let reserve = match spec.reserve() {
+        let reserve = match spec.get_probe_reserve() {
             Duration::ZERO => left / 4,
             reserve => reserve,
         };
-        left.saturating_sub(reserve).max(spec.floor()).min(left)
+        left.saturating_sub(reserve).max(spec.get_deadline_floor()).min(left)
     }
 
     /// Whether an attempt may start with `left` of the budget: never on an empty budget, floor or
     /// none (it could land and never be resolved), never below the floor.
     pub(crate) fn may_start(&self, left: Duration) -> Result<(), Stop> {
-        if left.is_zero() || left < self.run.spec().floor() { Err(self.refusal(left)) } else { Ok(()) }
+        if left.is_zero() || left < self.run.spec().get_deadline_floor() {
+            Err(self.refusal(left))
+        } else {
+            Ok(())
+        }
     }
 
     /// Why an attempt may not start with `left` of the budget.
@@ -80,7 +84,7 @@ impl Budget<'_, '_> {
                 "budget spent: {} left, {} needs at least {} to start; not started",
                 secs(left),
                 spec.name(),
-                secs(spec.floor())
+                secs(spec.get_deadline_floor())
             )
         };
         Stop::new(Outcome::Retryable, Applied::No, message, None, Reason::BudgetSpent)
@@ -94,7 +98,7 @@ impl Budget<'_, '_> {
             return (Room::Enough, Duration::ZERO);
         }
         let left = self.run.task().remaining();
-        let floor = self.run.spec().floor();
+        let floor = self.run.spec().get_deadline_floor();
         if let Some(asked) = class.wait()
             && asked.saturating_add(floor) > left
         {
@@ -102,7 +106,7 @@ impl Budget<'_, '_> {
         }
         let key = self.run.key();
         let seed = u64::from_le_bytes(key.as_bytes()[..8].try_into().unwrap_or([0; 8]));
-        let backoff = self.run.spec().waits().wait(self.run.now().number().max(1), seed);
+        let backoff = self.run.spec().get_backoff().wait(self.run.now().number().max(1), seed);
         let wait = class.wait().map_or(backoff, |asked| asked.max(backoff));
         if wait.saturating_add(floor) > left || left < floor {
             return (Room::TooShort, wait);
@@ -128,7 +132,7 @@ impl Budget<'_, '_> {
     /// Honour, in a restarted process, the wait the service asked of an earlier one.
     pub(crate) async fn wait_as_asked_before(&self, wait: ResumeWait) -> Result<(), Stop> {
         let left = self.run.task().remaining();
-        if wait.left.saturating_add(self.run.spec().floor()) > left {
+        if wait.left.saturating_add(self.run.spec().get_deadline_floor()) > left {
             let message = format!(
                 "the service asked an earlier run to wait until {}, longer than the {} left: not started",
                 wait.until,

@@ -294,6 +294,7 @@ impl std::error::Error for UnknownTool {}
 /// A model's arguments while a dispatcher decodes them. Every problem found is kept, so one refusal
 /// names them all.
 #[derive(Debug)]
+#[doc(hidden)]
 pub struct Args {
     fields: Map<String, Value>,
     problems: Vec<String>,
@@ -393,6 +394,7 @@ impl Args {
 
 /// A tool's report with its value as JSON. A value that does not serialise (a map with non-string
 /// keys) leaves `value` empty and says so; the outcome stays what happened.
+#[doc(hidden)]
 pub fn into_json<T: LogValue>(report: Report<T>) -> Report<Value> {
     let Report {
         outcome,
@@ -429,14 +431,17 @@ pub fn into_json<T: LogValue>(report: Report<T>) -> Report<Value> {
 }
 
 /// An attempt of a tool called by name, its value as JSON (made by [`json_answer`]).
+#[doc(hidden)]
 pub type JsonAttempt<'a> = dyn Fn(Call) -> BoxFuture<'a, Result<Value, Class>> + Sync + 'a;
 
 /// A probe of a tool called by name, its value as JSON (made by [`json_verdict`]).
+#[doc(hidden)]
 pub type JsonProbe<'a> = dyn Fn(IntentKey) -> BoxFuture<'a, Probe<Value>> + Sync + 'a;
 
 /// Why a value of a tool called by name could not be written as JSON, when one could not: the first
 /// such value is kept, the report then has no value and says why.
 #[derive(Debug, Default)]
+#[doc(hidden)]
 pub struct Unwritten(std::sync::OnceLock<String>);
 
 /// The engine for a tool called by name: [`crate::engine::run`] with the value as JSON and the attempt
@@ -446,6 +451,7 @@ pub struct Unwritten(std::sync::OnceLock<String>);
 ///
 /// The future is boxed: its type is then one a tool's crate sees as `Send` at a glance, where proving it
 /// of the engine's future again for each tool costs that crate a quarter of its `cargo check`.
+#[doc(hidden)]
 pub fn run_json<'a>(
     task: &'a Task,
     spec: &'a ToolSpec,
@@ -472,6 +478,7 @@ pub fn run_json<'a>(
 
 /// An attempt's answer with its value as JSON, for [`JsonAttempt`]: a value that cannot be written
 /// is `null`, and `unwritten` says why.
+#[doc(hidden)]
 pub fn json_answer<T: LogValue, E: Classify>(
     answer: Result<T, E>,
     unwritten: &Unwritten,
@@ -483,6 +490,7 @@ pub fn json_answer<T: LogValue, E: Classify>(
 }
 
 /// A probe's verdict with its value as JSON, for [`JsonProbe`], as in [`json_answer`].
+#[doc(hidden)]
 pub fn json_verdict<T: LogValue>(verdict: Probe<T>, unwritten: &Unwritten) -> Probe<Value> {
     match verdict {
         Probe::Landed(value) => Probe::Landed(written(value.to_log(), unwritten)),
