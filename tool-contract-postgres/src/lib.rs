@@ -37,7 +37,7 @@
 //! - `schema_version`: the migrations applied. Every [`PgJournal::connect`] migrates under an
 //!   advisory lock, so a fleet starting at once migrates once.
 //!
-//! # The five rules of a claim (DESIGN.md, section 9), and how this store keeps them
+//! # The five rules of a claim, and how this store keeps them
 //!
 //! 1. **The fence is the start row.** A start is one statement: it locks the caller's claim row,
 //!    checks that its lease runs and that the attempt is the highest + 1, and inserts the row; the
@@ -54,8 +54,9 @@
 //!    folding rule of [`Recall::update`](tool_contract::journal::Recall)).
 //! 3. **A takeover probes first**: a claim answers with every record of the intent read after the
 //!    claim was taken, so an unfinished start of the previous holder is seen and the engine probes.
-//! 4. **The lease covers the deadline**: the engine asks for its remaining budget plus a margin; the
-//!    lease is stored as given, capped at a year. **And the claim dies with its caller**: it carries
+//! 4. **The lease covers the deadline**: the engine asks for the call's budget left, plus the tool's
+//!    `settle` window (a request the service still holds may land that much later), plus one second
+//!    for the end record; the lease is stored as given, capped at a year. **And the claim dies with its caller**: it carries
 //!    the caller's deadline, put on the server's clock as read once per connection (to within that
 //!    reading's round trip), and the claiming statement takes nothing once it has passed, so a claim
 //!    held by a frozen server or a partition and run after its caller gave up blocks nobody.

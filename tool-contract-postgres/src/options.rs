@@ -4,9 +4,16 @@ use std::time::Duration;
 
 /// How a [`PgJournal`](crate::PgJournal) connects, and how long it waits on the server.
 ///
-/// The leases of the claims are not set here: the engine asks for each call's budget left, plus the
-/// tool's `settle` window, plus one second, and the claim carries the call's deadline too (it takes
-/// nothing once that has passed); see the crate docs, "The five rules of a claim".
+/// # The lease rule
+///
+/// The leases of the claims are not an option: each follows from the call that takes it. The engine
+/// asks for the call's budget left, plus the tool's `settle` window (`ToolSpec::settle`), plus one
+/// second for the end record; the claim carries the call's deadline too, and takes nothing once that
+/// has passed. A worker that finishes gives its claim up at once; one that dies leaves it to expire,
+/// and whoever takes the intent over after that probes first. A worker names itself with
+/// `Task::worker` (the owner then shows the name). The options that bear on claims are
+/// [`op_timeout`](PgOptions::op_timeout) (how long a claim's statement may take) and
+/// [`wait_for_server`](PgOptions::wait_for_server). See the crate docs, "The five rules of a claim".
 ///
 /// ```
 /// use std::time::Duration;

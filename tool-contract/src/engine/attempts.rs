@@ -204,7 +204,7 @@ async fn number_read<W: Work>(run: &mut Run<'_>, work: &mut W) -> Result<(), W::
     };
     match attempts {
         Ok(attempts) => {
-            run.number_after(attempts.unwrap_or(0));
+            run.now_mut().number_after(attempts.unwrap_or(0));
             Ok(())
         }
         Err(error) => {

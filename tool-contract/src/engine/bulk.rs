@@ -20,9 +20,11 @@ use crate::task::Task;
 
 /// Run one bulk call: each attempt gets the items still to do, and reports per item.
 ///
-/// Items that landed or were refused for good are never sent again; items whose fate is unknown are
-/// probed before the next attempt; the report counts every item and never presents a partial list as
-/// complete.
+/// Items that landed or were refused for good are never sent again. Between attempts the batch follows
+/// the policy of its effect kind as a single call does (the same executor decides for both): before a
+/// second attempt of a side effect the probe is asked about the items whose fate is unknown (when none
+/// is, about every item still to do). The report counts every item and never presents a partial list
+/// as complete.
 ///
 /// ```
 /// use std::time::Duration;

@@ -185,6 +185,11 @@ impl Attempt {
         self.retry_at.as_deref()
     }
 
+    /// Continue from the attempts a read's log holds: the next is numbered after them.
+    pub(crate) fn number_after(&mut self, attempts: u32) {
+        self.number = attempts;
+    }
+
     /// Take back the number given to an attempt that was never started: the call speaks for the
     /// attempt before it, if any.
     pub(crate) fn unnumber(&mut self, task: &Task, key: &IntentKey) {
@@ -280,11 +285,6 @@ impl<'a> Run<'a> {
         self.now.number += 1;
         self.now.retry_at = None;
         self.now.id = crate::call::attempt_id(self.task.id(), &self.key, self.now.number);
-    }
-
-    /// Continue from the attempts a read's log holds: the next is numbered after them.
-    pub(crate) fn number_after(&mut self, attempts: u32) {
-        self.now.number = attempts;
     }
 
     /// Continue from what the log knows of the intent: its attempt numbers, the attempt that may have
