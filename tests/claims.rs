@@ -268,11 +268,11 @@ impl Journal for CountingReleases {
     ) -> tool_contract::journal::Answer<'_, Result<(), JournalError>> {
         self.inner.end(owner, record, durability)
     }
-    fn append<'a>(
-        &'a self,
-        record: &'a tool_contract::journal::Record,
+    fn append(
+        &self,
+        record: tool_contract::journal::RecordRef<'_>,
         durability: tool_contract::journal::Durability,
-    ) -> tool_contract::journal::Answer<'a, Result<(), JournalError>> {
+    ) -> tool_contract::journal::Answer<'_, Result<(), JournalError>> {
         self.inner.append(record, durability)
     }
     fn finish(
@@ -342,6 +342,7 @@ async fn the_embedded_stores_pass_the_store_conformance_suite() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     tool_contract_testing::stores::all(&MemoryJournal::new(), "memory").await;
+    tool_contract_testing::stores::all(&tool_contract::CompactMemoryJournal::new(), "compact").await;
     tool_contract_testing::stores::all(&FileJournal::open(dir.join("attempts.log")).unwrap(), "file").await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -431,13 +432,15 @@ impl Journal for Link {
             Box::pin(async move { inner.end(&owner, record.as_record_ref(), durability).await })
         })
     }
-    fn append<'a>(
-        &'a self,
-        record: &'a tool_contract::journal::Record,
+    fn append(
+        &self,
+        record: tool_contract::journal::RecordRef<'_>,
         durability: tool_contract::Durability,
-    ) -> Held<'a> {
-        let record = record.clone();
-        self.send(move |inner| Box::pin(async move { inner.append(&record, durability).await }))
+    ) -> Held<'_> {
+        let record = record.to_record();
+        self.send(move |inner| {
+            Box::pin(async move { inner.append(record.as_record_ref(), durability).await })
+        })
     }
     fn recall(
         &self,

@@ -26,10 +26,10 @@ async fn an_unfinished_attempt_in_the_log_is_probed_before_anything_else() {
         retry_at: None,
         value: None,
     };
-    journal.append(&start, Durability::Synced).await.unwrap();
+    journal.append(start.as_record_ref(), Durability::Synced).await.unwrap();
     for (verdict, calls_expected, final_attempt) in [(Probe::NotLanded, 1, 2), (Probe::Landed(7u64), 0, 1)] {
         let journal = Arc::new(MemoryJournal::new());
-        journal.append(&start, Durability::Synced).await.unwrap();
+        journal.append(start.as_record_ref(), Durability::Synced).await.unwrap();
         let task = task.clone().journal(journal.clone());
         let calls = Calls::new();
         let order = std::sync::Mutex::new(Vec::new());

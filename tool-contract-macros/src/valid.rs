@@ -5,6 +5,8 @@ use proc_macro2::Span;
 use syn::ext::IdentExt;
 
 use crate::ast::{Output, Tool, has_impl_trait, option_value, peeled, vec_item};
+use tool_contract_effect::ProbeRule;
+
 use crate::attr::{
     BULK, DEDUPE, DESCRIPTION, EFFECT, Given, Key, Kind, NAME, PROBE, SLOT, TARGET, name_problem, written,
 };
@@ -28,7 +30,7 @@ pub fn check(ctxt: &Ctxt, tool: &Tool) {
 fn check_timing(ctxt: &Ctxt, tool: &Tool) {
     let args = &tool.args;
     let kind = args.effect.as_ref().and_then(|effect| effect.parsed);
-    let side = kind.is_some_and(|kind| kind != Kind::Read);
+    let side = kind.is_some_and(|kind| kind.effect().has_side_effect());
     if let Some(floor) = &args.deadline_floor
         && floor.parsed == Some(0)
         && side
@@ -224,25 +226,33 @@ fn check_effect(ctxt: &Ctxt, tool: &Tool) {
     };
 
     let probe_misspelled = args.misspelled.contains(&PROBE);
-    match (&args.probe, kind) {
-        (Some(probe), Kind::Read) => {
+    // Which kinds need a probe is the policy table's (`EffectKind::policy`), as the engine reads it.
+    match (&args.probe, kind.probe_rule()) {
+        (Some(probe), ProbeRule::NotNeeded) => {
             let message = format!(
-                "`{}` is pointless on `effect = \"read\"`: a read changes nothing, so there is nothing to look for; remove it",
-                probe.text()
+                "`{}` is pointless on `effect = \"{}\"`: a read changes nothing, so there is nothing to look for; remove it",
+                probe.text(),
+                kind.as_str()
             );
             ctxt.error_spanned_by(probe.tokens(), message);
         }
         (None, _) if probe_misspelled => {}
-        (None, Kind::Create) if args.dedupe.is_none() && !args.misspelled.contains(&DEDUPE) => {
-            let message = "`effect = \"create\"` needs a probe; add `probe = fn_name` naming a read that finds the created record by its intent key, \
-                           or `dedupe = \"receiver\"` if the receiver honours the idempotency key";
+        (None, ProbeRule::RequiredUnlessReceiverDedupes)
+            if args.dedupe.is_none() && !args.misspelled.contains(&DEDUPE) =>
+        {
+            let message = format!(
+                "`effect = \"{}\"` needs a probe; add `probe = fn_name` naming a read that finds the created record by its intent key, \
+                 or `dedupe = \"receiver\"` if the receiver honours the idempotency key",
+                kind.as_str()
+            );
             ctxt.error_spanned_by(effect.tokens(), message);
         }
-        (None, Kind::Send | Kind::Money | Kind::Destructive) => {
+        (None, ProbeRule::Required) => {
             let what = match kind {
                 Kind::Send => "finds the sent message by its intent key",
                 Kind::Money => "finds the charge or transfer by its intent key",
-                _ => "tells whether the deletion already happened",
+                Kind::Destructive => "tells whether the deletion already happened",
+                _ => "tells whether the first attempt landed",
             };
             let message = format!(
                 "`effect = \"{}\"` needs a probe; add `probe = fn_name` naming a read that {what}",

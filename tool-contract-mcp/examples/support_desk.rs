@@ -199,7 +199,7 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
             }
             "--instance-id" => {
                 let id = value()?;
-                if !tool_contract::Task::is_valid_name(id) {
+                if !tool_contract::task::is_valid_name(id) {
                     return Err(format!(
                         "--instance-id {id:?}: 1 to 256 characters, none a control character"
                     )

@@ -85,7 +85,7 @@ pub const ATTEMPT_ID_META_KEY: &str = "dev.tool-contract/attempt_id";
 /// The actor of a call whose request names none.
 pub const DEFAULT_ACTOR: &str = "mcp-client";
 /// The longest task id or actor a request may name.
-pub const MAX_META_LEN: usize = Task::MAX_NAME_CHARS;
+pub const MAX_META_LEN: usize = tool_contract::task::MAX_NAME_CHARS;
 
 /// An MCP server over a toolbox. Cheap to clone: clones share the toolbox and the attempt log.
 #[derive(Clone)]
@@ -376,11 +376,11 @@ fn malformed(method: &str, params: Option<Value>) -> ErrorData {
     }
 }
 
-/// A text `_meta` value: absent, or a string [`Task::is_valid_name`] accepts.
+/// A text `_meta` value: absent, or a string [`tool_contract::task::is_valid_name`] accepts.
 fn meta_text<'m>(meta: &'m Map<String, Value>, key: &str) -> Result<Option<&'m str>, ErrorData> {
     match meta.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) if Task::is_valid_name(text) => Ok(Some(text)),
+        Some(Value::String(text)) if tool_contract::task::is_valid_name(text) => Ok(Some(text)),
         Some(_) => Err(ErrorData::invalid_params(
             format!(
                 "`_meta` `{key}` must be a string of 1 to {MAX_META_LEN} characters, none a control character"

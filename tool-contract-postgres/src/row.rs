@@ -4,6 +4,7 @@ use serde::de::DeserializeOwned;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 use tool_contract::IntentKey;
+use tool_contract::journal::inspect::Stored;
 use tool_contract::journal::{Phase, Record, RecordRef};
 
 /// The columns a record is read from, in the order [`record_of`] reads them.
@@ -101,13 +102,22 @@ pub(crate) fn record_of(row: &Row) -> Result<Record, String> {
         attempt: u32::try_from(attempt).map_err(|_| format!("attempt {attempt}"))?,
         attempt_id: text(5)?,
         started: text(6)?,
-        budget_left_s: u64::try_from(budget).unwrap_or(0),
+        budget_left_s: u64::try_from(budget).map_err(|_| format!("budget_left_s {budget}"))?,
         outcome: word(get(8)?)?,
         effect_applied: word(get(9)?)?,
         probe: word(get(10)?)?,
         message: get(11)?,
         retry_at: get(12)?,
         value: row.try_get(13).map_err(|e| format!("value: {e}"))?,
+    })
+}
+
+/// A row of [`COLUMNS`] followed by its owner and write time, as [`crate::sql::records`] selects it.
+pub(crate) fn stored_of(row: &Row) -> Result<Stored, String> {
+    Ok(Stored {
+        record: record_of(row)?,
+        owner: row.try_get(14).map_err(|e| format!("owner: {e}"))?,
+        written_at: row.try_get(15).map_err(|e| format!("written_at: {e}"))?,
     })
 }
 

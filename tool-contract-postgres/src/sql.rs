@@ -153,11 +153,13 @@ WHERE phase = 'start' OR outcome IS NULL OR outcome = 'unknown'"
     )
 }
 
-/// Every record, or every record of task `$1`, in the order stored.
+/// Every record, or every record of task `$1`, in the order stored, each with its owner and when the
+/// server took it (RFC 3339 UTC, to the second, as the log stamps times): what the inspector shows.
 pub(crate) fn records(of_task: bool) -> String {
+    const WRITTEN: &str = r#"owner, to_char(written_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')"#;
     if of_task {
-        format!("SELECT {COLUMNS} FROM tool_contract.attempts WHERE task = $1 ORDER BY seq")
+        format!("SELECT {COLUMNS}, {WRITTEN} FROM tool_contract.attempts WHERE task = $1 ORDER BY seq")
     } else {
-        format!("SELECT {COLUMNS} FROM tool_contract.attempts ORDER BY seq")
+        format!("SELECT {COLUMNS}, {WRITTEN} FROM tool_contract.attempts ORDER BY seq")
     }
 }

@@ -6,15 +6,16 @@ use std::time::Duration;
 use tokio_postgres::Config;
 use tokio_postgres::types::ToSql;
 use tool_contract::IntentKey;
+use tool_contract::journal::inspect::Stored;
 use tool_contract::journal::{
-    Answer, BoxFuture, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef,
+    Answer, BoxFuture, Claimed, Durability, Journal, JournalError, Owner, Recall, RecordRef,
 };
 
 use crate::conninfo::{label, redact};
 use crate::fault::{Fault, is_unique_violation, timed_out};
 use crate::options::PgOptions;
 use crate::pool::{Conn, Connector, Pool};
-use crate::row::{Fields, record_of};
+use crate::row::{Fields, record_of, stored_of};
 use crate::schema::{self, MigrationError, SCHEMA_VERSION};
 
 /// The longest lease a claim takes: a year, as the embedded stores cap it.
@@ -201,7 +202,7 @@ impl PgJournal {
     }
 
     /// Every record in the order stored, or those of one task: what an inspector lists.
-    pub async fn records(&self, task: Option<&str>) -> Result<Vec<Record>, JournalError> {
+    pub async fn records(&self, task: Option<&str>) -> Result<Vec<Stored>, JournalError> {
         let task = task.map(str::to_owned);
         self.inner
             .run("cannot read the records", |conn| {
@@ -212,7 +213,7 @@ impl PgJournal {
                         None => conn.client.query(&crate::sql::records(false), &[]).await,
                     }
                     .map_err(|e| Fault::statement(&e))?;
-                    rows.iter().map(|row| record_of(row).map_err(Fault::corrupt)).collect()
+                    rows.iter().map(|row| stored_of(row).map_err(Fault::corrupt)).collect()
                 })
             })
             .await
@@ -631,19 +632,7 @@ impl Journal for PgJournal {
         })
     }
 
-    fn append<'a>(
-        &'a self,
-        record: &'a Record,
-        durability: Durability,
-    ) -> Answer<'a, Result<(), JournalError>> {
-        self.store(record.as_record_ref(), durability)
-    }
-
-    fn append_ref(
-        &self,
-        record: RecordRef<'_>,
-        durability: Durability,
-    ) -> Answer<'_, Result<(), JournalError>> {
+    fn append(&self, record: RecordRef<'_>, durability: Durability) -> Answer<'_, Result<(), JournalError>> {
         self.store(record, durability)
     }
 

@@ -133,7 +133,7 @@ async fn rule_2_every_holder_write_is_conditional_on_holding_the_claim() {
     );
     let why = refused(journal.start(&a, start(k, 3).as_record_ref(), SYNCED).await);
     assert!(why.contains("claimed by worker-b"), "{why}");
-    journal.append(&end(k, 1, Outcome::Ok), Durability::Buffered).await.unwrap();
+    journal.append(end(k, 1, Outcome::Ok).as_record_ref(), Durability::Buffered).await.unwrap();
     let recall = journal.try_recall(&k).await.unwrap().unwrap();
     assert_eq!(
         (recall.attempts, recall.last_word()),
@@ -415,7 +415,7 @@ async fn a_claim_answers_with_the_intents_records_fresh_renewed_or_taken_over() 
     let done = key("answer-done");
     held(journal.claim(&done, &a, lease).await.unwrap());
     journal.start(&a, start(done, 1).as_record_ref(), SYNCED).await.unwrap();
-    journal.append(&end(done, 1, Outcome::Ok), SYNCED).await.unwrap();
+    journal.append(end(done, 1, Outcome::Ok).as_record_ref(), SYNCED).await.unwrap();
     journal.release(&done, &a);
     let mut fresh = None;
     for _ in 0..100 {

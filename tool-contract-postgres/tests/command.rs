@@ -34,7 +34,10 @@ async fn the_log_prints_as_a_files_log_does() {
         let start = common::start(key, 1);
         journal.start(&owner, start.as_record_ref(), Durability::Synced).await.unwrap();
         if ended {
-            journal.append(&common::end(key, 1, Outcome::Ok), Durability::Synced).await.unwrap();
+            journal
+                .append(common::end(key, 1, Outcome::Ok).as_record_ref(), Durability::Synced)
+                .await
+                .unwrap();
         }
     }
     let records = journal.records(None).await.unwrap();
@@ -66,6 +69,18 @@ async fn the_log_prints_as_a_files_log_does() {
     assert_eq!(intents[0]["last_word"], "ok");
     assert_eq!(intents[1]["last_word"], "unfinished");
     assert_eq!(intents[1]["unresolved"], true);
+    // Every record says when the server took it, and a fenced one who wrote it.
+    for record in intents.iter().flat_map(|i| i["records"].as_array().unwrap()) {
+        let at = record["written_at"].as_str().unwrap_or_default();
+        assert!(tool_contract::journal::parse_rfc3339(at).is_some(), "written_at {record}");
+        assert!(
+            record.get("owner").is_none_or(|owner| owner.as_str().is_some_and(|o| !o.is_empty())),
+            "{record}"
+        );
+    }
+    let owners =
+        intents.iter().flat_map(|i| i["records"].as_array().unwrap()).filter(|r| r.get("owner").is_some());
+    assert!(owners.count() > 0, "the fenced records name their owner");
     let none = command(&["log", &conninfo, "--task", "another"], None);
     assert_eq!(text(&none.stdout), format!("no attempt of task another in {name}\n"));
 }

@@ -85,7 +85,14 @@ async fn a_send_through_the_engine_is_logged_and_never_repeated() {
     assert_eq!((second.outcome, second.value), (Outcome::Ok, first.value), "{}", second.message);
     assert_eq!(service.effects(first.idempotency_key), 1);
     assert_eq!(service.requests(), 1);
-    let records = journal.records(Some("ord-7741")).await.unwrap();
+    let stored = journal.records(Some("ord-7741")).await.unwrap();
+    // The inspector's rows say who wrote each record and when: a side effect's under its claim.
+    for row in &stored {
+        assert!(row.owner.as_deref().is_some_and(|o| !o.is_empty()), "{row:?}");
+        let at = row.written_at.as_deref().unwrap_or_default();
+        assert!(tool_contract::journal::parse_rfc3339(at).is_some(), "written_at {at:?}");
+    }
+    let records: Vec<_> = stored.into_iter().map(|row| row.record).collect();
     let phases: Vec<(Phase, u32, Option<Outcome>)> =
         records.iter().map(|r| (r.phase, r.attempt, r.outcome)).collect();
     assert_eq!(phases, [(Phase::Start, 1, None), (Phase::End, 1, Some(Outcome::Ok))]);

@@ -70,8 +70,8 @@ async fn recall_attempts_and_unresolved_answer_as_the_memory_store_does() {
     let records = sequences();
     for (i, record) in records.iter().enumerate() {
         let durability = if i % 3 == 0 { Durability::Synced } else { Durability::Buffered };
-        journal.append(record, durability).await.unwrap();
-        memory.append(record, durability).await.unwrap();
+        journal.append(record.as_record_ref(), durability).await.unwrap();
+        memory.append(record.as_record_ref(), durability).await.unwrap();
         // After every record, not only at the end: the fold is right at every step.
         let k = record.intent_key;
         assert_eq!(journal.recall(&k).await.unwrap(), memory.recall(&k), "after record {i}");
@@ -87,7 +87,8 @@ async fn recall_attempts_and_unresolved_answer_as_the_memory_store_does() {
     let open: Vec<String> = unresolved.iter().map(|r| format!("{}:{}", r.last.task, r.attempts)).collect();
     assert_eq!(unresolved.len(), 5, "b, c, d, e and g wait on someone: {open:?}");
     // Every field of every record comes back as written, in order.
-    assert_eq!(journal.records(None).await.unwrap(), memory.records());
+    let records: Vec<_> = journal.records(None).await.unwrap().into_iter().map(|row| row.record).collect();
+    assert_eq!(records, memory.records());
     assert_eq!(journal.records(Some("another task")).await.unwrap().len(), 1);
 }
 
@@ -97,12 +98,12 @@ async fn a_reads_lazy_start_is_written_before_its_end() {
     let k = key("lazy-read");
     // A lazy start is answered at once and not yet in the table...
     let lazy = start(k, 1);
-    let answer = journal.append(&lazy, Durability::Lazy);
+    let answer = journal.append(lazy.as_record_ref(), Durability::Lazy);
     assert!(answer.ready().is_some(), "a lazy record is taken at once");
     assert_eq!(journal.try_recall(&k).await.unwrap(), None);
     // ... and lands, in order, with the next record of its intent.
-    journal.append(&end(k, 1, Outcome::Ok), Durability::Buffered).await.unwrap();
-    let records = journal.records(None).await.unwrap();
+    journal.append(end(k, 1, Outcome::Ok).as_record_ref(), Durability::Buffered).await.unwrap();
+    let records: Vec<_> = journal.records(None).await.unwrap().into_iter().map(|row| row.record).collect();
     assert_eq!(records, [start(k, 1), end(k, 1, Outcome::Ok)]);
     assert_eq!(journal.try_recall(&k).await.unwrap().unwrap().last_word(), LastWord::Ok(None));
 }
@@ -114,15 +115,15 @@ async fn retention_removes_only_resolved_unclaimed_old_intents() {
         (key("done"), key("unfinished"), key("unknown"), key("claimed"), key("recent"));
     let owner = Owner::new("worker-a");
     for k in [done, claimed] {
-        journal.append(&start(k, 1), Durability::Buffered).await.unwrap();
-        journal.append(&end(k, 1, Outcome::Ok), Durability::Buffered).await.unwrap();
+        journal.append(start(k, 1).as_record_ref(), Durability::Buffered).await.unwrap();
+        journal.append(end(k, 1, Outcome::Ok).as_record_ref(), Durability::Buffered).await.unwrap();
     }
-    journal.append(&start(unfinished, 1), Durability::Buffered).await.unwrap();
-    journal.append(&end(unknown, 1, Outcome::Unknown), Durability::Buffered).await.unwrap();
+    journal.append(start(unfinished, 1).as_record_ref(), Durability::Buffered).await.unwrap();
+    journal.append(end(unknown, 1, Outcome::Unknown).as_record_ref(), Durability::Buffered).await.unwrap();
     // A worker is running the intent again (a repeated call being answered).
     journal.claim(&claimed, &owner, Duration::from_secs(60)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
-    journal.append(&end(recent, 1, Outcome::Permanent), Durability::Buffered).await.unwrap();
+    journal.append(end(recent, 1, Outcome::Permanent).as_record_ref(), Durability::Buffered).await.unwrap();
 
     let removed = journal.remove_resolved_older_than(Duration::from_millis(500)).await.unwrap();
     assert_eq!(removed, 1);
@@ -162,7 +163,10 @@ async fn synced_records_flush_the_wal_and_buffered_ones_do_not() {
         let journal = PgJournal::connect_with(&conninfo, PgOptions::default().pool_size(1)).await.unwrap();
         let before = wal_syncs().await;
         for i in 0..n {
-            journal.append(&start(key(&format!("wal-{round}-{i}")), 1), durability).await.unwrap();
+            journal
+                .append(start(key(&format!("wal-{round}-{i}")), 1).as_record_ref(), durability)
+                .await
+                .unwrap();
         }
         drop(journal);
         syncs.push(wal_syncs().await - before);

@@ -224,9 +224,9 @@ impl Shared {
     }
 }
 
-/// A [`TaskName`] part that can name a task ([`Task::is_valid_name`]).
+/// A [`TaskName`] part that can name a task ([`tool_contract::task::is_valid_name`]).
 fn checked<'t>(part: &str, text: &'t str) -> Result<&'t str, String> {
-    if !Task::is_valid_name(text) {
+    if !tool_contract::task::is_valid_name(text) {
         return Err(format!(
             "the TaskName's {part} {:?} is not one: 1 to 256 characters, none a control character",
             text.chars().take(64).collect::<String>()

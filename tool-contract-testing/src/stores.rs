@@ -31,6 +31,72 @@ pub async fn all(store: &dyn Journal, scope: &str) {
     starts_are_fenced(store, scope).await;
     records_about_an_attempt_are_fenced(store, scope).await;
     a_late_record_of_an_old_owner_changes_nothing(store, scope).await;
+    answers_as_the_reference_store(store, scope).await;
+}
+
+/// The reading rule, against the naive reference store ([`MemoryJournal`](tool_contract::MemoryJournal),
+/// every record kept plain): the same records, appended in the same order (reads' records, fenced
+/// starts and ends, probes' verdicts, records of an old attempt arriving after a newer one), give the
+/// same answer to [`Journal::recall`] for every intent, and the same intents in doubt, in the same
+/// order, from [`Journal::unresolved`].
+pub async fn answers_as_the_reference_store(store: &dyn Journal, scope: &str) {
+    const RULE: &str = "the store answers as the reference store does";
+    let reference = tool_contract::MemoryJournal::new();
+    let names = ["read-twice", "sent-then-landed", "left-unfinished", "ended-unknown", "late-old-end"];
+    let keys: Vec<IntentKey> = names.iter().map(|name| key(scope, name)).collect();
+    let owner = Owner::new(format!("{scope}-ref"));
+    let landed = Record {
+        value: Some(serde_json::json!([4411])),
+        ..end(keys[1], 2, Outcome::Ok, Applied::Yes, "done")
+    };
+    // (fenced, record) in the order both stores get them.
+    let steps: Vec<(bool, Record)> = vec![
+        (false, record(keys[0], Phase::Start, 1)),
+        (false, end(keys[0], 1, Outcome::Retryable, Applied::No, "503")),
+        (false, record(keys[0], Phase::Start, 2)),
+        (false, end(keys[0], 2, Outcome::Ok, Applied::No, "read")),
+        (true, record(keys[1], Phase::Start, 1)),
+        (true, end(keys[1], 1, Outcome::Unknown, Applied::Unknown, "timed out")),
+        (true, verdict(keys[1], 1, ProbeMark::NotLanded)),
+        (true, record(keys[1], Phase::Start, 2)),
+        (true, landed),
+        (true, record(keys[2], Phase::Start, 1)),
+        (true, record(keys[3], Phase::Start, 1)),
+        (true, end(keys[3], 1, Outcome::Unknown, Applied::Unknown, "connection reset")),
+        (false, record(keys[4], Phase::Start, 1)),
+        (false, record(keys[4], Phase::Start, 2)),
+        (false, end(keys[4], 2, Outcome::Ok, Applied::No, "read")),
+        // The end of attempt 1 arrives last: it does not hide attempt 2.
+        (false, end(keys[4], 1, Outcome::Unknown, Applied::Unknown, "late")),
+    ];
+    for key in &keys[1..4] {
+        claim(store, *key, &owner, RULE).await;
+        claim(&reference, *key, &owner, RULE).await;
+    }
+    for (fenced, record) in &steps {
+        for journal in [store, &reference as &dyn Journal] {
+            let stored = match fenced {
+                true if record.phase == Phase::Start => {
+                    journal.start(&owner, record.as_record_ref(), Durability::Synced).await
+                }
+                true => journal.end(&owner, record.as_record_ref(), Durability::Buffered).await,
+                false => journal.append(record.as_record_ref(), Durability::Buffered).await,
+            };
+            stored.unwrap_or_else(|e| {
+                panic!("{RULE}: {:?} of {} refused: {e}", record.phase, record.attempt_id)
+            });
+        }
+    }
+    for key in &keys[1..4] {
+        store.release(key, &owner);
+    }
+    for (name, key) in names.iter().zip(&keys) {
+        let ours = store.recall(key).await.expect("the store answers");
+        assert_eq!(ours, reference.recall(key), "{RULE}: recall of {name}");
+    }
+    let ours: Vec<_> = store.unresolved().await.expect("the store answers");
+    let ours: Vec<_> = ours.into_iter().filter(|recall| keys.contains(&recall.last.intent_key)).collect();
+    assert_eq!(ours, reference.unresolved(), "{RULE}: the intents in doubt, oldest first");
 }
 
 /// The key of intent `name` in `scope`.

@@ -24,7 +24,7 @@ use std::time::Duration;
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use tokio::sync::Semaphore;
-use tool_contract::{Class, FileJournal, Journal, MemoryJournal, Outcome, Probe, Task, tool};
+use tool_contract::{Class, CompactMemoryJournal, FileJournal, Journal, Outcome, Probe, Task, tool};
 
 /// Counts the bytes the program holds, and the most it held since the last [`reset_peak`].
 struct Counting;
@@ -229,7 +229,7 @@ fn row4(c: &mut Criterion<Bytes>) {
                 let _ = std::fs::remove_file(&path);
                 let journal: Arc<dyn Journal> = match kind {
                     Calls::Send => Arc::new(FileJournal::open(&path).expect("a fresh log")),
-                    _ => Arc::new(MemoryJournal::new()),
+                    _ => Arc::new(CompactMemoryJournal::new()),
                 };
                 let tasks: Vec<Arc<Task>> = (0..calls)
                     .map(|n| {

@@ -16,7 +16,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tool_contract::{Class, MemoryJournal, Task, tool};
+use tool_contract::{Class, CompactMemoryJournal, MemoryJournal, Task, tool};
 
 #[path = "../benches/common/by_hand.rs"]
 #[allow(dead_code)]
@@ -34,7 +34,10 @@ fn main() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
     let task = Task::new("ord-7741", "agent:pricing", Duration::from_secs(3600));
     let task = match way.as_str() {
-        "memory" => task.journal(Arc::new(MemoryJournal::new())),
+        // The compact in-memory log (opt-in): row 1's figure.
+        "memory" => task.journal(Arc::new(CompactMemoryJournal::new())),
+        // The default in-memory log, plain.
+        "plain" => task.journal(Arc::new(MemoryJournal::new())),
         _ => task,
     };
     rt.block_on(async {

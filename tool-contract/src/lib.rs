@@ -82,7 +82,9 @@ pub use call::Call;
 pub use classify::{Body, Class, Classify, HttpReply, RetryAfter};
 pub use effect::EffectKind;
 pub use engine::run;
-pub use journal::{Durability, FileJournal, Journal, JournalError, LogValue, MemoryJournal, Record};
+pub use journal::{
+    CompactMemoryJournal, Durability, FileJournal, Journal, JournalError, LogValue, MemoryJournal, Record,
+};
 pub use key::{Intent, IntentKey};
 pub use probe::{NoProbe, Probe, Prober};
 pub use report::{Applied, Item, Outcome, Reason, Report};
@@ -129,7 +131,7 @@ mod docs_figures {
         assert!(ATTEMPT_LOG.contains("settle window, plus a second"), "docs/attempt-log.md: the lease");
         let depth = format!("nested deeper than {} levels", crate::toolbox::MAX_DEPTH);
         assert!(AGENT_SURFACE.contains(&depth), "docs/agent-surface.md: {depth}");
-        let names = format!("1 to {} characters", crate::Task::MAX_NAME_CHARS);
+        let names = format!("1 to {} characters", crate::task::MAX_NAME_CHARS);
         assert!(AGENT_SURFACE.contains(&names), "docs/agent-surface.md: {names}");
         let wait = format!("at most {} s", crate::task::ESCALATION_WAIT.as_secs());
         assert!(CONTRACT.contains(&wait), "docs/contract.md: {wait}");

@@ -54,6 +54,16 @@ fn deadline_after(now: Instant, budget: Duration) -> Instant {
     now.checked_add(budget).unwrap_or(now + Duration::from_secs(86400 * 365 * 30))
 }
 
+/// The longest task id or actor that comes from outside the process, in characters.
+pub const MAX_NAME_CHARS: usize = 256;
+
+/// Whether `text` may name a task or an actor when it comes from outside the process (an MCP
+/// request's `_meta`, a rig context value, a command line): 1 to [`MAX_NAME_CHARS`] characters, none a
+/// control character (it goes into attempt ids and log lines as it is).
+pub fn is_valid_name(text: &str) -> bool {
+    !text.is_empty() && text.chars().count() <= MAX_NAME_CHARS && !text.chars().any(char::is_control)
+}
+
 impl Task {
     /// A task whose budget starts now and lasts `budget`.
     pub fn new(id: impl Into<Arc<str>>, actor: impl Into<Arc<str>>, budget: Duration) -> Task {
@@ -157,18 +167,6 @@ impl Task {
             call_id: None,
             worker: self.worker.clone(),
         }
-    }
-
-    /// The longest task id or actor that comes from outside the process, in characters.
-    pub const MAX_NAME_CHARS: usize = 256;
-
-    /// Whether `text` may name a task or an actor when it comes from outside the process (an MCP
-    /// request's `_meta`, a rig context value, a command line): 1 to [`Task::MAX_NAME_CHARS`]
-    /// characters, none a control character (it goes into attempt ids and log lines as it is).
-    pub fn is_valid_name(text: &str) -> bool {
-        !text.is_empty()
-            && text.chars().count() <= Task::MAX_NAME_CHARS
-            && !text.chars().any(char::is_control)
     }
 
     /// The durable identity of the work.

@@ -97,6 +97,22 @@ impl Kind {
         }
     }
 
+    /// The kind as the policy table knows it.
+    pub fn effect(self) -> tool_contract_effect::EffectKind {
+        match self {
+            Kind::Read => tool_contract_effect::EffectKind::Read,
+            Kind::Create => tool_contract_effect::EffectKind::Create,
+            Kind::Send => tool_contract_effect::EffectKind::Send,
+            Kind::Money => tool_contract_effect::EffectKind::Money,
+            Kind::Destructive => tool_contract_effect::EffectKind::Destructive,
+        }
+    }
+
+    /// Whether a tool of this kind needs a probe: the policy table's column, as the engine reads it.
+    pub fn probe_rule(self) -> tool_contract_effect::ProbeRule {
+        self.effect().policy().probe
+    }
+
     /// The variant of `tool_contract::EffectKind`.
     pub fn variant(self) -> Ident {
         let name = match self {

@@ -250,7 +250,8 @@ pub async fn run(plan: &Plan, spawner: Spawner, interrupt: Option<Interruption>)
     tally.never_ok = keys.iter().filter(|k| !ok_keys.contains(k)).count();
     tally.unresolved = unresolved(&journal, &plan.run).await?;
     let records = journal.records(None).await.map_err(|e| format!("cannot read the log at the end: {e}"))?;
-    let ours = || records.iter().filter(|r| r.task.starts_with(&format!("{}-", plan.run)));
+    let ours =
+        || records.iter().map(|row| &row.record).filter(|r| r.task.starts_with(&format!("{}-", plan.run)));
     tally.probed = ours().filter(|r| r.probe.is_some()).map(|r| r.intent_key).collect::<HashSet<_>>().len();
     tally.resent = ours().filter(|r| r.attempt >= 2).map(|r| r.intent_key).collect::<HashSet<_>>().len();
     Ok(tally)

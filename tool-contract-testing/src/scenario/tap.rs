@@ -58,21 +58,9 @@ impl Journal for Tap {
         self.inner.end(owner, record, durability)
     }
 
-    fn append<'a>(
-        &'a self,
-        record: &'a Record,
-        durability: Durability,
-    ) -> Answer<'a, Result<(), JournalError>> {
-        self.append_ref(record.as_record_ref(), durability)
-    }
-
-    fn append_ref(
-        &self,
-        record: RecordRef<'_>,
-        durability: Durability,
-    ) -> Answer<'_, Result<(), JournalError>> {
+    fn append(&self, record: RecordRef<'_>, durability: Durability) -> Answer<'_, Result<(), JournalError>> {
         self.seen(&record);
-        self.inner.append_ref(record, durability)
+        self.inner.append(record, durability)
     }
 
     fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {
@@ -121,11 +109,11 @@ impl Journal for NoJournal {
         Answer::now(Ok(()))
     }
 
-    fn append<'a>(
-        &'a self,
-        _record: &'a Record,
+    fn append(
+        &self,
+        _record: RecordRef<'_>,
         _durability: Durability,
-    ) -> Answer<'a, Result<(), JournalError>> {
+    ) -> Answer<'_, Result<(), JournalError>> {
         Answer::now(Ok(()))
     }
 

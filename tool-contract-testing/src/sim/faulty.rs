@@ -5,9 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::LogMode;
-use tool_contract::journal::{
-    Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef,
-};
+use tool_contract::journal::{Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, RecordRef};
 use tool_contract::key::IntentKey;
 
 /// A log that stops answering, or fails, after some appends.
@@ -73,20 +71,8 @@ impl Journal for Faulty {
         self.gone(true).unwrap_or_else(|| self.inner.end(owner, record, durability))
     }
 
-    fn append<'a>(
-        &'a self,
-        record: &'a Record,
-        durability: Durability,
-    ) -> Answer<'a, Result<(), JournalError>> {
+    fn append(&self, record: RecordRef<'_>, durability: Durability) -> Answer<'_, Result<(), JournalError>> {
         self.gone(true).unwrap_or_else(|| self.inner.append(record, durability))
-    }
-
-    fn append_ref(
-        &self,
-        record: RecordRef<'_>,
-        durability: Durability,
-    ) -> Answer<'_, Result<(), JournalError>> {
-        self.gone(true).unwrap_or_else(|| self.inner.append_ref(record, durability))
     }
 
     fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::{CALLER, Failure, Faulty, LogMode, Rng, Schedule, Seen, Setup, run};
 use crate::Fault;
 use tool_contract::journal::{
-    Answer, Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase, Recall, Record, RecordRef,
+    Answer, Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase, Recall, RecordRef,
 };
 use tool_contract::key::IntentKey;
 
@@ -380,26 +380,13 @@ impl Journal for Injector {
         }))
     }
 
-    fn append<'a>(
-        &'a self,
-        record: &'a Record,
-        durability: Durability,
-    ) -> Answer<'a, Result<(), JournalError>> {
-        self.saw(&record.as_record_ref());
-        let fault = self.next();
-        Answer::later(faulted(fault, async move { self.inner.append(record, durability).await }))
-    }
-
-    fn append_ref(
-        &self,
-        record: RecordRef<'_>,
-        durability: Durability,
-    ) -> Answer<'_, Result<(), JournalError>> {
+    fn append(&self, record: RecordRef<'_>, durability: Durability) -> Answer<'_, Result<(), JournalError>> {
         self.saw(&record);
         let (fault, record) = (self.next(), record.to_record());
-        Answer::later(faulted(fault, async move {
-            self.inner.append_ref(record.as_record_ref(), durability).await
-        }))
+        Answer::later(faulted(
+            fault,
+            async move { self.inner.append(record.as_record_ref(), durability).await },
+        ))
     }
 
     fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {

@@ -72,7 +72,7 @@ impl<'a> Log<'_, 'a> {
             // A read's record: a failure here only loses attempt numbering, which the next append reports.
             if let Some((left, started)) = self.run.take_held_start() {
                 let _ = with_stamp(started, |stamp| {
-                    journal.append_ref(self.record(Phase::Start, left, stamp), Durability::Lazy).ready()
+                    journal.append(self.record(Phase::Start, left, stamp), Durability::Lazy).ready()
                 });
             }
             let _ = journal.flush();
@@ -134,7 +134,7 @@ impl<'a> Log<'_, 'a> {
             };
             Some(match owner {
                 Some(owner) => journal.start(owner, record, Durability::Synced),
-                None => journal.append_ref(record, Durability::Lazy),
+                None => journal.append(record, Durability::Lazy),
             })
         });
         let Some(appended) = appended else { return Ok(()) };
@@ -209,7 +209,7 @@ impl<'a> Log<'_, 'a> {
                 }
                 // A side effect's end is fenced: only its starter, or the holder's probe, writes it.
                 (Some((_, owner)), _) => (journal.end(owner, record, Durability::Buffered), None),
-                _ => (journal.append_ref(record, Durability::Buffered), None),
+                _ => (journal.append(record, Durability::Buffered), None),
             })
         })?;
         match answer.known() {

@@ -23,23 +23,70 @@ pub struct View<'a> {
     pub json: bool,
 }
 
+/// A record as a store gives it back: the record, and who wrote it and when, where the store keeps
+/// that (the PostgreSQL store does; a file log does not, and a [`Record`] alone says neither).
+pub trait Entry {
+    /// The record.
+    fn record(&self) -> &Record;
+    /// The owner whose claim the record was written under (a worker's name, when it named itself).
+    fn owner(&self) -> Option<&str> {
+        None
+    }
+    /// When the store took the record, RFC 3339 UTC, on the store's clock.
+    fn written_at(&self) -> Option<&str> {
+        None
+    }
+}
+
+impl Entry for Record {
+    fn record(&self) -> &Record {
+        self
+    }
+}
+
+/// A record with who wrote it and when: what a store that keeps both gives the inspector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    /// The record.
+    pub record: Record,
+    /// The owner whose claim it was written under, for a side effect's records.
+    pub owner: Option<String>,
+    /// When the store took it, RFC 3339 UTC.
+    pub written_at: Option<String>,
+}
+
+impl Entry for Stored {
+    fn record(&self) -> &Record {
+        &self.record
+    }
+    fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
+    }
+    fn written_at(&self) -> Option<&str> {
+        self.written_at.as_deref()
+    }
+}
+
 /// Print `records` (in the log's order) as `view` asks; `log` names the log in the output (a path, or
-/// a connection string without its password), `warnings` are what reading it found.
+/// a connection string without its password), `warnings` are what reading it found. Records that say
+/// who wrote them and when ([`Stored`]) show both: in JSON as `owner` and `written_at` beside the
+/// record's fields, in text after the record.
 ///
 /// ```
 /// use tool_contract::journal::inspect::{View, render};
 /// let mut out = Vec::new();
-/// render("attempts.log", &[], &[], &View::default(), &mut out).unwrap();
+/// let records: &[tool_contract::Record] = &[];
+/// render("attempts.log", records, &[], &View::default(), &mut out).unwrap();
 /// assert_eq!(String::from_utf8(out).unwrap(), "no attempt in attempts.log\n");
 /// ```
-pub fn render(
+pub fn render<E: Entry>(
     log: &str,
-    records: &[Record],
+    records: &[E],
     warnings: &[Warning],
     view: &View<'_>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let tasks = group(records.iter().filter(|r| view.task.is_none_or(|t| r.task == t)));
+    let tasks = group(records.iter().filter(|r| view.task.is_none_or(|t| r.record().task == t)));
     if view.unresolved {
         unresolved(log, view, &tasks, warnings, out)
     } else {
@@ -48,19 +95,20 @@ pub fn render(
 }
 
 /// One intent's records, in log order.
-struct Thread<'a> {
+struct Thread<'a, E> {
     key: IntentKey,
     call: &'a str,
-    records: Vec<&'a Record>,
+    records: Vec<&'a E>,
     recall: Recall,
 }
 
 /// Tasks in the order they first appear, each with its intents in the order they first appear.
-fn group<'a>(records: impl Iterator<Item = &'a Record>) -> Vec<(&'a str, Vec<Thread<'a>>)> {
-    let mut tasks: Vec<(&str, Vec<Thread<'_>>)> = Vec::new();
+fn group<'a, E: Entry>(entries: impl Iterator<Item = &'a E>) -> Vec<(&'a str, Vec<Thread<'a, E>>)> {
+    let mut tasks: Vec<(&str, Vec<Thread<'_, E>>)> = Vec::new();
     let mut task_at: HashMap<&str, usize> = HashMap::new();
     let mut thread_at: HashMap<(&str, IntentKey), usize> = HashMap::new();
-    for record in records {
+    for entry in entries {
+        let record = entry.record();
         let t = *task_at.entry(&record.task).or_insert_with(|| {
             tasks.push((&record.task, Vec::new()));
             tasks.len() - 1
@@ -75,7 +123,7 @@ fn group<'a>(records: impl Iterator<Item = &'a Record>) -> Vec<(&'a str, Vec<Thr
             });
             threads.len() - 1
         });
-        threads[i].records.push(record);
+        threads[i].records.push(entry);
         threads[i].recall.update(record);
     }
     tasks
@@ -116,7 +164,24 @@ struct IntentDoc<'a> {
     attempts: u32,
     last_word: &'static str,
     unresolved: bool,
-    records: &'a [&'a Record],
+    records: Vec<EntryDoc<'a>>,
+}
+
+/// A record as the JSON document shows it: its own fields, then who wrote it and when, if known.
+#[derive(Serialize)]
+struct EntryDoc<'a> {
+    #[serde(flatten)]
+    record: &'a Record,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    written_at: Option<&'a str>,
+}
+
+impl<'a> EntryDoc<'a> {
+    fn of<E: Entry>(entry: &'a E) -> EntryDoc<'a> {
+        EntryDoc { record: entry.record(), owner: entry.owner(), written_at: entry.written_at() }
+    }
 }
 
 #[derive(Serialize)]
@@ -146,10 +211,10 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-fn timeline(
+fn timeline<E: Entry>(
     log: &str,
     view: &View<'_>,
-    tasks: &[(&str, Vec<Thread<'_>>)],
+    tasks: &[(&str, Vec<Thread<'_, E>>)],
     warnings: &[Warning],
     out: &mut dyn Write,
 ) -> io::Result<()> {
@@ -166,7 +231,7 @@ fn timeline(
                         attempts: t.recall.attempts,
                         last_word: last_word(&t.recall),
                         unresolved: t.recall.is_unresolved(),
-                        records: &t.records,
+                        records: t.records.iter().map(|e| EntryDoc::of(*e)).collect(),
                     })
                     .collect(),
             })
@@ -197,8 +262,17 @@ fn timeline(
             };
             let attempts = plural(thread.recall.attempts as usize, "attempt", "attempts");
             writeln!(out, "  {} {}  {word} ({attempts})", thread.call, thread.key)?;
-            for record in &thread.records {
-                writeln!(out, "    {}", line(record))?;
+            for entry in &thread.records {
+                let mut text = line(entry.record());
+                if let Some(owner) = entry.owner() {
+                    text.push_str(&format!("  [by {owner}"));
+                    text.push_str(
+                        &entry.written_at().map(|at| format!(" at {at}]")).unwrap_or_else(|| "]".to_owned()),
+                    );
+                } else if let Some(at) = entry.written_at() {
+                    text.push_str(&format!("  [at {at}]"));
+                }
+                writeln!(out, "    {text}")?;
             }
         }
     }
@@ -240,14 +314,14 @@ fn line(record: &Record) -> String {
     text
 }
 
-fn unresolved(
+fn unresolved<E: Entry>(
     log: &str,
     view: &View<'_>,
-    tasks: &[(&str, Vec<Thread<'_>>)],
+    tasks: &[(&str, Vec<Thread<'_, E>>)],
     warnings: &[Warning],
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let mut open: Vec<&Thread<'_>> =
+    let mut open: Vec<&Thread<'_, E>> =
         tasks.iter().flat_map(|(_, threads)| threads).filter(|t| t.recall.is_unresolved()).collect();
     open.sort_by(|a, b| a.recall.last.started.cmp(&b.recall.last.started));
     if view.json {

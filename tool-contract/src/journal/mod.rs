@@ -40,7 +40,7 @@ mod stamp;
 
 pub use answer::Answer;
 pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
-pub use memory::MemoryJournal;
+pub use memory::{CompactMemoryJournal, MemoryJournal};
 pub use stamp::{parse_rfc3339, rfc3339, wall_clock};
 pub(crate) use stamp::{wall_clock_at, with_stamp};
 
@@ -90,7 +90,7 @@ pub struct Record {
     pub value: Option<serde_json::Value>,
 }
 
-/// A [`Record`] by reference to its parts: what [`Journal::append_ref`] takes.
+/// A [`Record`] by reference to its parts: what [`Journal::append`] takes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RecordRef<'a> {
     /// `start` or `end`.
@@ -325,6 +325,17 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// - **Reads can fail.** [`Journal::recall`], [`Journal::attempts`] and [`Journal::unresolved`] say
 ///   when the store could not be asked; "nothing recorded" is an answer, never a stand-in for an error.
 ///
+/// What a store must write, and what it may: [`claim`](Journal::claim), [`release`](Journal::release),
+/// [`start`](Journal::start), [`end`](Journal::end), [`append`](Journal::append),
+/// [`recall`](Journal::recall) and [`unresolved`](Journal::unresolved) are the store. The rest have
+/// defaults built on those and are optional fast paths a store may take where it can do better:
+/// [`claim_by`](Journal::claim_by) (a deadline carried to a store across the network),
+/// [`finish`](Journal::finish) (the last record and the release in one round trip),
+/// [`append_attempt`](Journal::append_attempt) (a read's two records as one entry),
+/// [`attempts`](Journal::attempts) (a read's numbering without decoding a record) and
+/// [`flush`](Journal::flush). The conformance suite (`tool_contract_testing::stores`) checks the
+/// contract through the required methods and the defaults alike.
+///
 /// Every method reads its arguments before it returns, so a store that answers later copies what it
 /// needs. The answer is an [`Answer`]: an embedded store answers at once (no allocation, no wait), a
 /// store across the network answers with a future.
@@ -381,26 +392,11 @@ pub trait Journal: Send + Sync {
 
     /// Append one record, unfenced: a read's records (reads never claim), or records brought from
     /// elsewhere. The engine writes a side effect's records through [`Journal::start`] and
-    /// [`Journal::end`] only. With
-    /// [`Durability::Synced`] the answer comes only once the record is on stable storage; with
-    /// [`Durability::Buffered`] once the store has taken it to write.
-    fn append<'a>(
-        &'a self,
-        record: &'a Record,
-        durability: Durability,
-    ) -> Answer<'a, Result<(), JournalError>>;
-
-    /// [`Journal::append`] of a record given by reference to its parts, which the store reads before this
-    /// returns: a store that writes records out (the file log) encodes it without building a [`Record`]
-    /// first. The engine appends through this; the default builds the `Record` and appends it.
-    fn append_ref(
-        &self,
-        record: RecordRef<'_>,
-        durability: Durability,
-    ) -> Answer<'_, Result<(), JournalError>> {
-        let record = record.to_record();
-        Answer::later(async move { self.append(&record, durability).await })
-    }
+    /// [`Journal::end`] only. The store reads the record before this returns (a store that writes
+    /// records out encodes it without building a [`Record`]; one with a [`Record`] in hand passes
+    /// [`Record::as_record_ref`]). With [`Durability::Synced`] the answer comes only once the record is
+    /// on stable storage; with [`Durability::Buffered`] once the store has taken it to write.
+    fn append(&self, record: RecordRef<'_>, durability: Durability) -> Answer<'_, Result<(), JournalError>>;
 
     /// Append the last record of `owner`'s claim (the end record after which its call stops) and give
     /// the claim up: [`Journal::end`], then [`Journal::release`] once the record is taken, which
@@ -429,15 +425,15 @@ pub trait Journal: Send + Sync {
         end: RecordRef<'_>,
         durability: Durability,
     ) -> Answer<'_, Result<(), JournalError>> {
-        let first = match self.append_ref(start, Durability::Lazy).known() {
-            Ok(Ok(())) => return self.append_ref(end, durability),
+        let first = match self.append(start, Durability::Lazy).known() {
+            Ok(Ok(())) => return self.append(end, durability),
             Ok(Err(err)) => return Answer::now(Err(err)),
             Err(first) => first,
         };
         let end = end.to_record();
         Answer::later(async move {
             first.await?;
-            self.append(&end, durability).await
+            self.append(end.as_record_ref(), durability).await
         })
     }
 
@@ -614,15 +610,19 @@ mod tests {
         let log = MemoryJournal::new();
         let key = Intent::new("t", "a", "post", "x").key();
         assert!(log.recall(&key).is_none());
-        log.append(&record(Phase::Start, 1, None), Durability::Synced).await.unwrap();
+        log.append(record(Phase::Start, 1, None).as_record_ref(), Durability::Synced).await.unwrap();
         assert_eq!(log.recall(&key).unwrap().last_word(), LastWord::Unfinished);
         assert_eq!(log.unresolved().len(), 1);
-        log.append(&record(Phase::End, 1, Some(Outcome::Retryable)), Durability::Buffered).await.unwrap();
+        log.append(record(Phase::End, 1, Some(Outcome::Retryable)).as_record_ref(), Durability::Buffered)
+            .await
+            .unwrap();
         assert_eq!(log.recall(&key).unwrap().last_word(), LastWord::Ended(Outcome::Retryable));
         assert!(log.unresolved().is_empty());
-        log.append(&record(Phase::Start, 2, None), Durability::Synced).await.unwrap();
+        log.append(record(Phase::Start, 2, None).as_record_ref(), Durability::Synced).await.unwrap();
         // A late end record of attempt 1 must not hide the unfinished attempt 2.
-        log.append(&record(Phase::End, 1, Some(Outcome::Ok)), Durability::Buffered).await.unwrap();
+        log.append(record(Phase::End, 1, Some(Outcome::Ok)).as_record_ref(), Durability::Buffered)
+            .await
+            .unwrap();
         let recall = log.recall(&key).unwrap();
         assert_eq!((recall.attempts, recall.last_word()), (2, LastWord::Unfinished));
     }

@@ -82,8 +82,8 @@ pub(super) type Checked = (IntentKey, u32, Phase, Option<Outcome>);
 
 /// The fast path of recovery: a line in the form this crate writes (the fields of [`Record`] in order, no
 /// whitespace, no `\u` escape), checked and read in one pass without serde. `None` when the line is in
-/// any other form, and [`RecordCheck`] decides: whatever this accepts, `RecordCheck` accepts with the same
-/// reading; it only declines lines it cannot tell apart quickly.
+/// any other form, and the schema itself ([`Record`]'s deserialisation) decides: whatever this accepts,
+/// `Record` accepts with the same reading; it only declines lines it cannot tell apart quickly.
 pub(super) fn quick_check(line: &[u8]) -> Option<Checked> {
     // Outside strings every byte is compared with ASCII; strings check their own UTF-8.
     let mut at = Cursor { line, at: 0 };
@@ -244,13 +244,15 @@ impl Cursor<'_> {
         }
     }
 
-    /// A JSON number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    /// A JSON number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, that the schema can
+    /// hold: one whose value is too large for a float (`4e411`, or 400 digits) is not a record's value.
     pub(super) fn number(&mut self) -> Option<()> {
         let digits = |c: &mut Self| {
             let n = c.line[c.at..].iter().take_while(|b| b.is_ascii_digit()).count();
             c.at += n;
             n
         };
+        let start = self.at;
         let _ = self.expect(b"-");
         let first = self.peek()?;
         let n = digits(self);
@@ -260,6 +262,7 @@ impl Cursor<'_> {
         if self.expect(b".").is_some() && digits(self) == 0 {
             return None;
         }
+        let mut large = n > 300;
         if matches!(self.peek(), Some(b'e' | b'E')) {
             self.at += 1;
             if matches!(self.peek(), Some(b'+' | b'-')) {
@@ -268,6 +271,12 @@ impl Cursor<'_> {
             if digits(self) == 0 {
                 return None;
             }
+            large = true;
+        }
+        if large {
+            // Read as the schema reads it: a value out of a float's range is refused there.
+            let text = std::str::from_utf8(&self.line[start..self.at]).ok()?;
+            text.parse::<f64>().ok().filter(|f| f.is_finite())?;
         }
         Some(())
     }
@@ -318,33 +327,6 @@ pub(super) fn find_string_stop(bytes: &[u8]) -> Option<usize> {
         |word| equal(word, b'"') | equal(word, b'\\') | below(word, 0x20) | word & splat(0x80),
         |b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b),
     )
-}
-
-/// A line checked as a [`Record`] without allocating: it accepts exactly the lines `Record` accepts.
-#[derive(serde::Deserialize)]
-#[allow(dead_code)] // Each field is read to be checked; only the key and the attempt are kept.
-pub(super) struct RecordCheck<'a> {
-    pub(super) phase: Phase,
-    #[serde(borrow)]
-    task: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    call: std::borrow::Cow<'a, str>,
-    pub(super) intent_key: IntentKey,
-    pub(super) attempt: u32,
-    #[serde(borrow)]
-    attempt_id: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    started: std::borrow::Cow<'a, str>,
-    budget_left_s: u64,
-    pub(super) outcome: Option<Outcome>,
-    effect_applied: Option<crate::report::Applied>,
-    probe: Option<crate::probe::ProbeMark>,
-    #[serde(borrow)]
-    message: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    retry_at: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default)]
-    value: Option<serde::de::IgnoredAny>,
 }
 
 /// A parse error of one line, placed by column (serde's "line 1" would mislead: it counts in the line).

@@ -451,20 +451,7 @@ impl Journal for FileJournal {
         self.append_now(record, durability, Some(owner))
     }
 
-    fn append<'a>(
-        &'a self,
-        record: &'a Record,
-        durability: Durability,
-    ) -> Answer<'a, Result<(), JournalError>> {
-        // Written now, so records keep the order of the calls to `append`.
-        self.append_now(record.as_record_ref(), durability, None)
-    }
-
-    fn append_ref(
-        &self,
-        record: RecordRef<'_>,
-        durability: Durability,
-    ) -> Answer<'_, Result<(), JournalError>> {
+    fn append(&self, record: RecordRef<'_>, durability: Durability) -> Answer<'_, Result<(), JournalError>> {
         self.append_now(record, durability, None)
     }
 

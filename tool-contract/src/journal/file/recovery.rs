@@ -275,8 +275,9 @@ fn fold_lines(
         let (key, attempt, phase, outcome) = match quick_check(line) {
             Some(checked) => checked,
             None => {
-                let check = serde_json::from_slice::<RecordCheck<'_>>(line)?;
-                (check.intent_key, check.attempt, check.phase, check.outcome)
+                // Any other form: the schema itself reads it (allocating, as only such lines do).
+                let record = serde_json::from_slice::<Record>(line)?;
+                (record.intent_key, record.attempt, record.phase, record.outcome)
             }
         };
         keep(last, key, (attempt, phase, outcome, line));
@@ -317,7 +318,8 @@ pub(super) const CHUNK: usize = 1 << 20;
 /// would, streamed from `file` `chunk` bytes of whole lines at a time: the memory it takes is the index
 /// and one chunk (or the longest line, when a line is longer), never the whole file.
 ///
-/// Every line is checked without allocating ([`quick_check`], else [`RecordCheck`]); each piece of a
+/// Every line this crate writes is checked without allocating ([`quick_check`]; any other form is read
+/// as a [`Record`]); each piece of a
 /// chunk keeps, per intent, its highest attempt and the last line of it, and the pieces are folded in
 /// log order.
 pub(super) fn index_file(

@@ -1,24 +1,22 @@
-//! The in-memory attempt log, for tests and for processes that accept losing it.
+//! The in-memory attempt log, for tests and for processes that accept losing it: the reference store,
+//! kept plain. [`CompactMemoryJournal`] keeps the same in less memory, for a process that opts in.
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-
 use std::time::Duration;
 
 use super::leases::Leases;
 use super::{
-    Answer, Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef,
+    Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef, is_open,
     sort_unresolved, supersedes,
 };
-use crate::key::{IntentKey, KeyHashing};
+use crate::key::IntentKey;
 
-mod stored;
-use stored::{
-    Rare, Stored, ValueKind, budget_of, eq, is_done_message, key_of, own_attempt_id, same, text, to_record,
-};
+mod compact;
+pub use compact::CompactMemoryJournal;
 
-/// An attempt log held in memory, for tests and for processes that accept losing it.
+/// An attempt log held in memory, for tests and for processes that accept losing it: every record as a
+/// [`Record`], in the order appended, and per intent its highest attempt and last word.
 ///
 /// It is bounded: past [`MemoryJournal::DEFAULT_MAX_INTENTS`] intents (or the number given to
 /// [`MemoryJournal::with_max_intents`]), the intents resolved longest ago are forgotten, down to three
@@ -28,7 +26,7 @@ use stored::{
 /// must recognise its intents for longer keeps a file log.
 #[derive(Debug)]
 pub struct MemoryJournal {
-    state: Mutex<MemoryState>,
+    state: Mutex<Plain>,
     max_intents: usize,
 }
 
@@ -39,248 +37,64 @@ impl Default for MemoryJournal {
 }
 
 #[derive(Debug, Default)]
-struct MemoryState {
-    records: Vec<Stored>,
-    /// The task ids, tool names and timestamps of the records, each kept once per run of records
-    /// that repeat it (a task's calls in a row), and referred to by its place here.
-    strings: Vec<Box<str>>,
-    /// Where the last task, tool name and timestamp stored are in `strings`.
-    last: [Option<u32>; 3],
-    /// The intent keys of the records, each kept once and referred to by its place here.
-    keys: Vec<IntentKey>,
-    /// Per intent, its highest attempt and where its last word is in `records`: the fold of
-    /// [`super::index_record`], kept without a second copy of each record.
-    index: HashMap<IntentKey, Kept, KeyHashing>,
+struct Plain {
+    /// Every record kept, in the order appended.
+    records: Vec<Record>,
+    /// Per intent, its highest attempt and where its last word is in `records` (the fold of
+    /// [`super::index_record`]).
+    index: HashMap<IntentKey, Kept>,
     /// Who holds which intent.
     leases: Leases,
-}
-
-impl MemoryState {
-    fn text<'a>(&'a self, stored: &'a Stored, slot: usize, at: u32) -> &'a str {
-        text(&self.strings, stored, slot, at)
-    }
-
-    fn to_record(&self, stored: &Stored) -> Record {
-        to_record(&self.strings, &self.keys, stored)
-    }
-
-    /// The records an entry stands for, in the order appended.
-    fn push_records(&self, stored: &Stored, out: &mut Vec<Record>) {
-        let end = self.to_record(stored);
-        if stored.with_start {
-            out.push(Record {
-                phase: Phase::Start,
-                outcome: None,
-                effect_applied: None,
-                probe: None,
-                message: None,
-                retry_at: None,
-                value: None,
-                ..end.clone()
-            });
-        }
-        out.push(end);
-    }
-
-    /// Whether `end` completes the start record kept last with nothing of the start lost.
-    fn completes_last(&self, end: &RecordRef<'_>) -> bool {
-        let Some(start) = self.records.last() else { return false };
-        start.phase == Phase::Start
-            && end.phase == Phase::End
-            && key_of(&self.keys, start) == end.intent_key
-            && start.attempt == end.attempt
-            && budget_of(start) == end.budget_left_s
-            && start.outcome.is_none()
-            && start.effect_applied.is_none()
-            && start.probe.is_none()
-            && !start.done_message
-            && start.value == ValueKind::None
-            && eq(self.text(start, 2, start.started).as_bytes(), end.started.as_bytes())
-            && eq(self.text(start, 0, start.task).as_bytes(), end.task.as_bytes())
-            && eq(self.text(start, 1, start.call).as_bytes(), end.call.as_bytes())
-            && match start.rare.as_deref() {
-                None => own_attempt_id(end.attempt_id, end.task, &end.intent_key, end.attempt).is_none(),
-                Some(rare) => {
-                    rare.message.is_none()
-                        && rare.retry_at.is_none()
-                        && rare.attempt_id.as_deref()
-                            == own_attempt_id(end.attempt_id, end.task, &end.intent_key, end.attempt)
-                }
-            }
-    }
-
-    /// `text`'s place in `strings` for `slot` (task, call, stamp): the last one's when it repeats.
-    /// `None` once the strings are full (2^32 - 1 of them); the text is then kept in the record.
-    fn intern(&mut self, slot: usize, text: &str) -> Option<u32> {
-        if let Some(at) = self.last[slot]
-            && self.strings.get(at as usize).is_some_and(|kept| eq(kept.as_bytes(), text.as_bytes()))
-        {
-            return Some(at);
-        }
-        let at = u32::try_from(self.strings.len()).ok().filter(|&at| at != u32::MAX)?;
-        self.strings.push(Box::from(text));
-        self.last[slot] = Some(at);
-        Some(at)
-    }
-
-    /// What the engine's forms do not cover, if anything.
-    /// `kept` (what found no place in the entry) with what the engine's forms do not cover, if anything.
-    fn rare(record: &RecordRef<'_>, done_message: bool, mut kept: Option<Box<Rare>>) -> Option<Box<Rare>> {
-        let attempt_id = own_attempt_id(record.attempt_id, record.task, &record.intent_key, record.attempt);
-        let message = if done_message { None } else { record.message };
-        if attempt_id.is_some() || message.is_some() || record.retry_at.is_some() {
-            let rare = kept.get_or_insert_with(Box::default);
-            rare.attempt_id = attempt_id.map(Box::from);
-            rare.message = message.map(Box::from);
-            rare.retry_at = record.retry_at.map(Box::from);
-        }
-        kept
-    }
-
-    fn store(&mut self, record: RecordRef<'_>) {
-        let done_message = record.message.is_some_and(|m| is_done_message(m, record.call, record.attempt));
-        // A start record followed by its own end, as most attempts are: one entry for both.
-        if self.completes_last(&record) {
-            let at = self.records.len() - 1;
-            let start = &mut self.records[at];
-            start.phase = Phase::End;
-            start.with_start = true;
-            start.outcome = record.outcome;
-            start.effect_applied = record.effect_applied;
-            start.probe = record.probe;
-            start.done_message = done_message;
-            let (kind, bits, whole) = ValueKind::of(record.value);
-            (start.value, start.value_bits) = (kind, bits);
-            if !done_message && record.message.is_some() || record.retry_at.is_some() || whole.is_some() {
-                let rare = start.rare.get_or_insert_with(Box::default);
-                rare.message = if done_message { None } else { record.message.map(Box::from) };
-                rare.retry_at = record.retry_at.map(Box::from);
-                rare.value = whole;
-            }
-            self.index(at, record.intent_key, record.attempt);
-            return;
-        }
-        self.push(record, done_message, false);
-    }
-
-    /// Keep a start record and the end record that follows it: one entry when the end completes the
-    /// start with nothing of the start lost (a read answered without waiting), else two.
-    fn store_pair(&mut self, start: RecordRef<'_>, end: RecordRef<'_>) {
-        let folds = start.phase == Phase::Start
-            && end.phase == Phase::End
-            && start.intent_key == end.intent_key
-            && start.attempt == end.attempt
-            && start.budget_left_s == end.budget_left_s
-            && start.outcome.is_none()
-            && start.effect_applied.is_none()
-            && start.probe.is_none()
-            && start.message.is_none()
-            && start.retry_at.is_none()
-            && start.value.is_none()
-            && same(start.started, end.started)
-            && same(start.task, end.task)
-            && same(start.call, end.call)
-            && same(start.attempt_id, end.attempt_id);
-        if folds {
-            let done_message = end.message.is_some_and(|m| is_done_message(m, end.call, end.attempt));
-            self.push(end, done_message, true);
-        } else {
-            self.store(start);
-            self.store(end);
-        }
-    }
-
-    /// Keep `record` as a new entry (`with_start`: it stands for its start record too).
-    fn push(&mut self, record: RecordRef<'_>, done_message: bool, with_start: bool) {
-        // What finds no place in the entry; most records have nothing there.
-        let mut kept: Option<Box<Rare>> = None;
-        let mut place = |state: &mut MemoryState, slot: usize, text: &str| match state.intern(slot, text) {
-            Some(at) => at,
-            None => {
-                kept.get_or_insert_with(Box::default).texts[slot] = Some(Box::from(text));
-                u32::MAX
-            }
-        };
-        let task = place(self, 0, record.task);
-        let call = place(self, 1, record.call);
-        let started = place(self, 2, record.started);
-        let at = self.records.len();
-        let intent = self.index(at, record.intent_key, record.attempt);
-        if intent == u32::MAX {
-            kept.get_or_insert_with(Box::default).intent_key = Some(record.intent_key);
-        }
-        let budget_left_s = u32::try_from(record.budget_left_s).ok().filter(|&s| s != u32::MAX);
-        if budget_left_s.is_none() {
-            kept.get_or_insert_with(Box::default).budget_left_s = Some(record.budget_left_s);
-        }
-        let (value, value_bits, whole) = ValueKind::of(record.value);
-        if whole.is_some() {
-            kept.get_or_insert_with(Box::default).value = whole;
-        }
-        let stored = Stored {
-            intent,
-            attempt: record.attempt,
-            budget_left_s: budget_left_s.unwrap_or(u32::MAX),
-            task,
-            call,
-            started,
-            value_bits,
-            rare: MemoryState::rare(&record, done_message, kept),
-            phase: record.phase,
-            with_start,
-            done_message,
-            outcome: record.outcome,
-            effect_applied: record.effect_applied,
-            probe: record.probe,
-            value,
-        };
-        self.records.push(stored);
-    }
-
-    /// Fold the record at `at` into the intent's index entry, by the rule of [`super::index_record`]:
-    /// the intent's place in `keys` (`u32::MAX` once it is full).
-    fn index(&mut self, at: usize, key: IntentKey, attempt: u32) -> u32 {
-        match self.index.entry(key) {
-            Entry::Occupied(kept) => {
-                let kept = kept.into_mut();
-                if supersedes(attempt, kept.attempts) {
-                    kept.last = at;
-                }
-                kept.attempts = kept.attempts.max(attempt);
-                kept.id
-            }
-            Entry::Vacant(new) => {
-                let id = u32::try_from(self.keys.len()).ok().filter(|&id| id != u32::MAX).unwrap_or(u32::MAX);
-                if id != u32::MAX {
-                    self.keys.push(key);
-                }
-                new.insert(Kept { attempts: attempt, last: at, id });
-                id
-            }
-        }
-    }
-
-    fn recall(&self, kept: Kept) -> Recall {
-        Recall { attempts: kept.attempts, last: self.to_record(&self.records[kept.last]) }
-    }
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Kept {
     attempts: u32,
     last: usize,
-    /// The intent's place in `MemoryState::keys`.
-    id: u32,
+}
+
+impl Plain {
+    fn store(&mut self, record: Record) {
+        let at = self.records.len();
+        let kept = self.index.entry(record.intent_key).or_insert(Kept { attempts: record.attempt, last: at });
+        if supersedes(record.attempt, kept.attempts) {
+            kept.last = at;
+        }
+        kept.attempts = kept.attempts.max(record.attempt);
+        self.records.push(record);
+    }
+
+    fn recall(&self, kept: Kept) -> Recall {
+        Recall { attempts: kept.attempts, last: self.records[kept.last].clone() }
+    }
+
+    fn last(&self, kept: &Kept) -> &Record {
+        &self.records[kept.last]
+    }
 }
 
 impl MemoryJournal {
     /// How many intents a log made with [`MemoryJournal::new`] keeps at most, but for those in doubt:
-    /// 100,000 (about 20 MB for intents of a few attempts each).
+    /// 100,000.
     pub const DEFAULT_MAX_INTENTS: usize = 100_000;
+
+    /// An empty log.
+    pub fn new() -> MemoryJournal {
+        MemoryJournal::default()
+    }
 
     /// An empty log that keeps at most `max_intents` intents (at least 4), but for those in doubt.
     pub fn with_max_intents(max_intents: usize) -> MemoryJournal {
         MemoryJournal { state: Mutex::default(), max_intents: max_intents.max(4) }
+    }
+
+    /// A log holding these records, as if appended in this order (a log read back from elsewhere).
+    pub fn from_records(records: impl IntoIterator<Item = Record>) -> MemoryJournal {
+        let mut state = Plain::default();
+        for record in records {
+            state.store(record);
+        }
+        MemoryJournal { state: Mutex::new(state), max_intents: MemoryJournal::DEFAULT_MAX_INTENTS }
     }
 
     /// The number of intents it holds.
@@ -288,65 +102,9 @@ impl MemoryJournal {
         self.lock().index.len()
     }
 
-    /// Forget the intents resolved longest ago when there are more than the bound, down to three
-    /// quarters of it, keeping every intent in doubt. Only when a quarter of the bound can go at once,
-    /// so the rebuild (linear in the records kept) is paid once per that many new intents.
-    fn bound(&self, state: &mut MemoryState) {
-        if state.index.len() <= self.max_intents {
-            return;
-        }
-        let keep = self.max_intents - self.max_intents / 4;
-        // An intent a call holds is running: its records stay, whatever they say so far.
-        let mut resolved: Vec<(usize, IntentKey)> = (state.index.iter())
-            .filter(|(key, kept)| {
-                let last = &state.records[kept.last];
-                !super::is_open(last.phase, last.outcome) && !state.leases.is_held(key)
-            })
-            .map(|(key, kept)| (kept.last, *key))
-            .collect();
-        let open = state.index.len() - resolved.len();
-        let forget = resolved.len().saturating_sub(keep.saturating_sub(open));
-        if forget < (self.max_intents / 4).max(1) {
-            return;
-        }
-        resolved.sort_unstable();
-        let gone: std::collections::HashSet<IntentKey> =
-            resolved[..forget].iter().map(|&(_, key)| key).collect();
-        let mut records = Vec::new();
-        for stored in &state.records {
-            if !gone.contains(&key_of(&state.keys, stored)) {
-                state.push_records(stored, &mut records);
-            }
-        }
-        let mut fresh = MemoryState { leases: std::mem::take(&mut state.leases), ..MemoryState::default() };
-        for record in &records {
-            fresh.store(record.as_record_ref());
-        }
-        *state = fresh;
-    }
-
-    /// An empty log.
-    pub fn new() -> MemoryJournal {
-        MemoryJournal::default()
-    }
-
-    /// A log holding these records, as if appended in this order (a log read back from elsewhere).
-    pub fn from_records(records: impl IntoIterator<Item = Record>) -> MemoryJournal {
-        let mut state = MemoryState::default();
-        for record in records {
-            state.store(record.as_record_ref());
-        }
-        MemoryJournal { state: Mutex::new(state), max_intents: MemoryJournal::DEFAULT_MAX_INTENTS }
-    }
-
     /// Every record, in the order appended.
     pub fn records(&self) -> Vec<Record> {
-        let state = self.lock();
-        let mut records = Vec::with_capacity(state.records.len() * 2);
-        for stored in &state.records {
-            state.push_records(stored, &mut records);
-        }
-        records
+        self.lock().records.clone()
     }
 
     /// What the log holds on one intent, at once: [`Journal::recall`] without the wait.
@@ -359,10 +117,45 @@ impl MemoryJournal {
     pub fn unresolved(&self) -> Vec<Recall> {
         let state = self.lock();
         let open = state.index.values().filter(|kept| {
-            let last = &state.records[kept.last];
-            super::is_open(last.phase, last.outcome)
+            let last = state.last(kept);
+            is_open(last.phase, last.outcome)
         });
         sort_unresolved(open.map(|&kept| state.recall(kept)).collect())
+    }
+
+    /// Keep `record`, then hold to the bound.
+    fn keep(&self, state: &mut Plain, record: Record) {
+        state.store(record);
+        self.bound(state);
+    }
+
+    /// Forget the intents resolved longest ago when there are more than the bound, down to three
+    /// quarters of it, keeping every intent in doubt or claimed. Only when a quarter of the bound can
+    /// go at once, so the rebuild (linear in the records kept) is paid once per that many new intents.
+    fn bound(&self, state: &mut Plain) {
+        if state.index.len() <= self.max_intents {
+            return;
+        }
+        let keep = self.max_intents - self.max_intents / 4;
+        let mut resolved: Vec<(usize, IntentKey)> = (state.index.iter())
+            .filter(|(key, kept)| {
+                let last = state.last(kept);
+                !is_open(last.phase, last.outcome) && !state.leases.is_held(key)
+            })
+            .map(|(key, kept)| (kept.last, *key))
+            .collect();
+        let open = state.index.len() - resolved.len();
+        let forget = resolved.len().saturating_sub(keep.saturating_sub(open));
+        if forget < (self.max_intents / 4).max(1) {
+            return;
+        }
+        resolved.sort_unstable();
+        let gone: HashSet<IntentKey> = resolved[..forget].iter().map(|&(_, key)| key).collect();
+        let records = std::mem::take(&mut state.records);
+        state.index.clear();
+        for record in records.into_iter().filter(|r| !gone.contains(&r.intent_key)) {
+            state.store(record);
+        }
     }
 
     /// Store a record about an attempt of `owner`'s claimed intent, if the fence lets it.
@@ -373,12 +166,11 @@ impl MemoryJournal {
             let attempt_id = record.attempt_id.to_owned();
             return Answer::now(Err(JournalError::Conflict { log: "memory".to_owned(), attempt_id, why }));
         }
-        state.store(record);
-        self.bound(&mut state);
+        self.keep(&mut state, record.to_record());
         Answer::now(Ok(()))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryState> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Plain> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -391,13 +183,9 @@ impl Journal for MemoryJournal {
         lease: Duration,
     ) -> Answer<'_, Result<Claimed, JournalError>> {
         let mut state = self.lock();
-        let state = &mut *state;
-        let MemoryState { records, strings, keys, index, leases, .. } = &mut *state;
+        let Plain { records, index, leases } = &mut *state;
         let claimed = leases.claim(*key, owner, lease, || {
-            index.get(key).map(|&kept| Recall {
-                attempts: kept.attempts,
-                last: to_record(strings, keys, &records[kept.last]),
-            })
+            index.get(key).map(|kept| Recall { attempts: kept.attempts, last: records[kept.last].clone() })
         });
         Answer::now(Ok(claimed))
     }
@@ -424,46 +212,14 @@ impl Journal for MemoryJournal {
         self.fenced(owner, record)
     }
 
-    fn append<'a>(
-        &'a self,
-        record: &'a Record,
-        _durability: Durability,
-    ) -> Answer<'a, Result<(), JournalError>> {
+    fn append(&self, record: RecordRef<'_>, _durability: Durability) -> Answer<'_, Result<(), JournalError>> {
         let mut state = self.lock();
-        state.store(record.as_record_ref());
-        self.bound(&mut state);
-        Answer::now(Ok(()))
-    }
-
-    fn append_ref(
-        &self,
-        record: RecordRef<'_>,
-        _durability: Durability,
-    ) -> Answer<'_, Result<(), JournalError>> {
-        let mut state = self.lock();
-        state.store(record);
-        self.bound(&mut state);
-        Answer::now(Ok(()))
-    }
-
-    fn append_attempt(
-        &self,
-        start: RecordRef<'_>,
-        end: RecordRef<'_>,
-        _durability: Durability,
-    ) -> Answer<'_, Result<(), JournalError>> {
-        let mut state = self.lock();
-        state.store_pair(start, end);
-        self.bound(&mut state);
+        self.keep(&mut state, record.to_record());
         Answer::now(Ok(()))
     }
 
     fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {
         Answer::now(Ok(MemoryJournal::recall(self, key)))
-    }
-
-    fn attempts(&self, key: &IntentKey) -> Answer<'_, Result<Option<u32>, JournalError>> {
-        Answer::now(Ok(self.lock().index.get(key).map(|kept| kept.attempts)))
     }
 
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
@@ -472,4 +228,79 @@ impl Journal for MemoryJournal {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+    use crate::journal::Phase;
+    use crate::report::Outcome;
+
+    fn key(name: &str) -> IntentKey {
+        crate::key::Intent::new("t", "agent", "post", name).key()
+    }
+
+    fn record(name: &str, phase: Phase, attempt: u32, outcome: Option<Outcome>) -> Record {
+        Record {
+            phase,
+            task: "t".to_owned(),
+            call: "post_notice".to_owned(),
+            intent_key: key(name),
+            attempt,
+            attempt_id: format!("t-{attempt}"),
+            started: "2026-12-01T00:00:00Z".to_owned(),
+            budget_left_s: 30,
+            outcome,
+            effect_applied: None,
+            probe: None,
+            message: outcome.map(|o| o.as_str().to_owned()),
+            retry_at: None,
+            value: None,
+        }
+    }
+
+    /// The plain store and the compact one, given the same records in the same order, give the same
+    /// records back, the same last word of every intent and the same escalation queue.
+    #[test]
+    fn the_compact_store_answers_as_the_plain_one() {
+        let mut records = Vec::new();
+        for n in 0..40u32 {
+            let name = format!("i{}", n % 13);
+            let phase = if n % 3 == 0 { Phase::Start } else { Phase::End };
+            let outcome = match (phase, n % 4) {
+                (Phase::Start, _) => None,
+                (_, 0) => Some(Outcome::Ok),
+                (_, 1) => Some(Outcome::Unknown),
+                (_, 2) => Some(Outcome::Retryable),
+                _ => Some(Outcome::Permanent),
+            };
+            let mut record = record(&name, phase, 1 + n / 13, outcome);
+            if n % 5 == 0 {
+                record.value = Some(serde_json::json!({ "n": n }));
+                record.retry_at = Some("2026-12-01T00:00:09Z".to_owned());
+            }
+            records.push(record);
+        }
+        let plain = MemoryJournal::from_records(records.clone());
+        let compact = CompactMemoryJournal::from_records(records.clone());
+        assert_eq!(plain.records(), records);
+        assert_eq!(compact.records(), plain.records());
+        assert_eq!(compact.unresolved(), plain.unresolved());
+        for n in 0..13 {
+            let key = key(&format!("i{n}"));
+            assert_eq!(compact.recall(&key), plain.recall(&key), "i{n}");
+        }
+    }
+
+    /// Past its bound the plain store forgets the intents resolved longest ago, never one in doubt.
+    #[test]
+    fn past_its_bound_it_forgets_the_oldest_resolved_intents_first() {
+        let log = MemoryJournal::with_max_intents(8);
+        let append = |r: Record| log.append(r.as_record_ref(), Durability::Buffered).ready();
+        append(record("open", Phase::Start, 1, None));
+        for n in 0..12 {
+            append(record(&format!("done-{n}"), Phase::End, 1, Some(Outcome::Ok)));
+        }
+        assert!(log.intents() <= 8, "{} intents", log.intents());
+        assert!(log.recall(&key("open")).is_some(), "an intent in doubt is never forgotten");
+        assert!(log.recall(&key("done-0")).is_none(), "the oldest resolved went first");
+        assert!(log.recall(&key("done-11")).is_some(), "the newest stays");
+    }
+}

@@ -36,8 +36,8 @@ fn the_check_accepts_exactly_the_lines_a_record_accepts() {
     let mut accepted = 0;
     for v in &variants {
         let record = serde_json::from_slice::<Record>(v.as_bytes()).is_ok();
-        let check = serde_json::from_slice::<RecordCheck<'_>>(v.as_bytes()).is_ok();
-        assert_eq!(record, check, "{v}");
+        // The fast path accepts nothing the schema refuses.
+        assert!(record || quick_check(v.as_bytes()).is_none(), "{v}");
         accepted += usize::from(record);
     }
     assert_eq!(accepted, 9, "the good line, its value, escapes, optional and extra fields, blanks around");
@@ -96,9 +96,7 @@ fn the_encoder_writes_the_bytes_serde_writes() {
 #[test]
 fn the_quick_check_agrees_with_the_full_check() {
     let full = |line: &[u8]| {
-        serde_json::from_slice::<RecordCheck<'_>>(line)
-            .ok()
-            .map(|c| (c.intent_key, c.attempt, c.phase, c.outcome))
+        serde_json::from_slice::<Record>(line).ok().map(|c| (c.intent_key, c.attempt, c.phase, c.outcome))
     };
     let mut quick_accepted = 0;
     let mut lines: Vec<Vec<u8>> = Vec::new();
@@ -313,7 +311,7 @@ fn phase_last(line: &str) -> Vec<u8> {
 fn on_tricky_lines_the_quick_check_reads_as_the_full_check_or_declines() {
     for (name, line, quick, full) in tricky_lines() {
         let read = quick_check(&line);
-        let checked = serde_json::from_slice::<RecordCheck<'_>>(&line)
+        let checked = serde_json::from_slice::<Record>(&line)
             .ok()
             .map(|c| (c.intent_key, c.attempt, c.phase, c.outcome));
         assert_eq!(read.is_some(), quick, "{name}: {}", String::from_utf8_lossy(&line));

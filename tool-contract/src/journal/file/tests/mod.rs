@@ -2,12 +2,15 @@
 async fn a_second_opener_is_refused_naming_the_path_and_loses_nothing() {
     let dir = Scratch::new("second-opener");
     let first = FileJournal::open(dir.log()).unwrap();
-    first.append(&record("a", Phase::Start, 1, None), Durability::Synced).await.unwrap();
+    first.append(record("a", Phase::Start, 1, None).as_record_ref(), Durability::Synced).await.unwrap();
     let Err(second) = FileJournal::open(dir.log()) else { panic!("a second opener got the log") };
     assert!(matches!(second, JournalError::InUse { .. }), "{second:?}");
     assert!(second.to_string().contains(&dir.log().display().to_string()), "{second}");
     // The first keeps appending; the inspector still reads without the lock.
-    first.append(&record("a", Phase::End, 1, Some(Outcome::Ok)), Durability::Buffered).await.unwrap();
+    first
+        .append(record("a", Phase::End, 1, Some(Outcome::Ok)).as_record_ref(), Durability::Buffered)
+        .await
+        .unwrap();
     written(&dir.log(), |text| text.lines().count() == 3);
     assert_eq!(read_log(dir.log()).unwrap().records.len(), 2);
     drop(first);
@@ -19,13 +22,13 @@ async fn a_second_opener_is_refused_naming_the_path_and_loses_nothing() {
 async fn compaction_is_refused_while_an_agent_has_the_log_open() {
     let dir = Scratch::new("compact-in-use");
     let agent = FileJournal::open(dir.log()).unwrap();
-    agent.append(&record("a", Phase::Start, 1, None), Durability::Synced).await.unwrap();
+    agent.append(record("a", Phase::Start, 1, None).as_record_ref(), Durability::Synced).await.unwrap();
     let before = fs::read(dir.log()).unwrap();
     let Err(refused) = FileJournal::compact(dir.log()) else { panic!("compacted a log in use") };
     assert!(matches!(refused, JournalError::InUse { .. }), "{refused:?}");
     assert_eq!(fs::read(dir.log()).unwrap(), before, "left untouched");
     // The agent's log is still the file at the path, and takes side effects.
-    agent.append(&record("b", Phase::Start, 1, None), Durability::Synced).await.unwrap();
+    agent.append(record("b", Phase::Start, 1, None).as_record_ref(), Durability::Synced).await.unwrap();
     drop(agent);
     assert_eq!(FileJournal::compact(dir.log()).unwrap().records_after, 2);
 }
@@ -34,25 +37,29 @@ async fn compaction_is_refused_while_an_agent_has_the_log_open() {
 async fn a_log_deleted_under_the_agent_refuses_the_next_side_effect() {
     let dir = Scratch::new("deleted");
     let agent = FileJournal::open(dir.log()).unwrap();
-    agent.append(&record("a", Phase::Start, 1, None), Durability::Synced).await.unwrap();
+    agent.append(record("a", Phase::Start, 1, None).as_record_ref(), Durability::Synced).await.unwrap();
     fs::remove_file(dir.log()).unwrap();
-    let refused = agent.append(&record("b", Phase::Start, 1, None), Durability::Synced).await;
+    let refused = agent.append(record("b", Phase::Start, 1, None).as_record_ref(), Durability::Synced).await;
     let Err(error) = refused else { panic!("a side effect was logged in a deleted file") };
     assert!(error.to_string().contains("deleted"), "{error}");
     // Out of service from then on, for every record.
-    assert!(agent.append(&record("c", Phase::End, 1, None), Durability::Buffered).await.is_err());
+    assert!(
+        agent.append(record("c", Phase::End, 1, None).as_record_ref(), Durability::Buffered).await.is_err()
+    );
 }
 
 #[tokio::test]
 async fn a_log_replaced_under_the_agent_refuses_the_next_side_effect() {
     let dir = Scratch::new("replaced");
     let agent = FileJournal::open(dir.log()).unwrap();
-    agent.append(&record("a", Phase::Start, 1, None), Durability::Synced).await.unwrap();
+    agent.append(record("a", Phase::Start, 1, None).as_record_ref(), Durability::Synced).await.unwrap();
     // A restore from a backup: another file renamed over the path.
     let other = dir.0.join("restored.log");
     fs::write(&other, b"").unwrap();
     fs::rename(&other, dir.log()).unwrap();
-    let Err(error) = agent.append(&record("b", Phase::Start, 1, None), Durability::Synced).await else {
+    let Err(error) =
+        agent.append(record("b", Phase::Start, 1, None).as_record_ref(), Durability::Synced).await
+    else {
         panic!("a side effect was logged in a file the path no longer names")
     };
     assert!(error.to_string().contains("another file"), "{error}");
@@ -161,20 +168,20 @@ async fn a_lazy_record_rides_the_next_write_or_a_flush() {
     assert_eq!(written(&dir.log(), |text| text == logged("")), logged(""));
     let start = record("a", Phase::Start, 1, None);
     let end = record("a", Phase::End, 1, Some(Outcome::Ok));
-    log.append(&start, Durability::Lazy).await.unwrap();
+    log.append(start.as_record_ref(), Durability::Lazy).await.unwrap();
     assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(""), "held in the process");
     assert_eq!(log.attempts(&key("a")).ready().map(Result::unwrap), Some(Some(1)), "but already indexed");
-    log.append(&end, Durability::Buffered).await.unwrap();
+    log.append(end.as_record_ref(), Durability::Buffered).await.unwrap();
     let both = logged(line(&start) + &line(&end));
     assert_eq!(written(&dir.log(), |text| text == both), both);
     assert_eq!(log.stats().writes, 2, "the header's write, then one that carried both");
 
     let again = record("b", Phase::Start, 1, None);
-    log.append(&again, Durability::Lazy).await.unwrap();
+    log.append(again.as_record_ref(), Durability::Lazy).await.unwrap();
     Journal::flush(&log).unwrap();
     assert!(written(&dir.log(), |text| text.ends_with(&line(&again))).ends_with(&line(&again)));
     let last = record("c", Phase::Start, 1, None);
-    log.append(&last, Durability::Lazy).await.unwrap();
+    log.append(last.as_record_ref(), Durability::Lazy).await.unwrap();
     drop(log);
     assert!(fs::read_to_string(dir.log()).unwrap().ends_with(&line(&last)), "a clean close writes it");
 }
@@ -254,7 +261,7 @@ async fn a_read_that_waits_has_its_start_record_written() {
 async fn append_all(log: &FileJournal, records: &[Record]) {
     for r in records {
         let durability = if r.phase == Phase::Start { Durability::Synced } else { Durability::Buffered };
-        log.append(r, durability).await.unwrap();
+        log.append(r.as_record_ref(), durability).await.unwrap();
     }
 }
 
@@ -293,7 +300,7 @@ async fn each_append_is_in_the_file_when_it_resolves() {
     // The writer thread writes a new log's header first, on its own.
     assert_eq!(written(&dir.log(), |text| text == logged("")), logged(""));
     let start = record("a", Phase::Start, 1, None);
-    log.append(&start, Durability::Synced).await.unwrap();
+    log.append(start.as_record_ref(), Durability::Synced).await.unwrap();
     assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(line(&start)));
     let stats = log.stats();
     assert_eq!(
@@ -303,7 +310,7 @@ async fn each_append_is_in_the_file_when_it_resolves() {
     );
     // A buffered record is handed to the writer thread, which writes it at once, but not synced.
     let end = record("a", Phase::End, 1, Some(Outcome::Ok));
-    log.append(&end, Durability::Buffered).await.unwrap();
+    log.append(end.as_record_ref(), Durability::Buffered).await.unwrap();
     let both = logged(line(&start) + &line(&end));
     assert_eq!(written(&dir.log(), |text| text == both), both);
     assert_eq!(log.stats().syncs, 1);
@@ -324,7 +331,7 @@ async fn synced_appends_queued_while_the_disk_is_busy_share_one_write_and_one_sy
     // The writer is held (a disk busy with something else) while 500 tasks append synced records.
     log.stall(true);
     let records: Vec<Record> = (0..500).map(|i| record(&format!("t{i}"), Phase::Start, 1, None)).collect();
-    let waits: Vec<_> = records.iter().map(|r| log.append(r, Durability::Synced)).collect();
+    let waits: Vec<_> = records.iter().map(|r| log.append(r.as_record_ref(), Durability::Synced)).collect();
     log.stall(false);
     for wait in waits {
         wait.await.unwrap();
@@ -348,9 +355,11 @@ async fn tasks_appending_at_once_leave_whole_lines_in_order_per_task() {
         tasks.push(tokio::spawn(async move {
             for attempt in 1..=50 {
                 let target = format!("t{t}");
-                log.append(&record(&target, Phase::Start, attempt, None), Durability::Synced).await.unwrap();
+                log.append(record(&target, Phase::Start, attempt, None).as_record_ref(), Durability::Synced)
+                    .await
+                    .unwrap();
                 let end = record(&target, Phase::End, attempt, Some(Outcome::Retryable));
-                log.append(&end, Durability::Buffered).await.unwrap();
+                log.append(end.as_record_ref(), Durability::Buffered).await.unwrap();
             }
         }));
     }
@@ -386,7 +395,7 @@ async fn opening_a_new_log_waits_on_no_write_or_sync() {
     let log = log.unwrap();
     assert_eq!(fs::read(dir.log()).unwrap(), b"", "nothing written on the caller's thread");
     log.stall(false);
-    log.append(&record("a", Phase::Start, 1, None), Durability::Synced).await.unwrap();
+    log.append(record("a", Phase::Start, 1, None).as_record_ref(), Durability::Synced).await.unwrap();
     let text = fs::read_to_string(dir.log()).unwrap();
     assert!(text.starts_with(HEADER), "{text}");
     assert_eq!(log.stats().syncs, 1, "header and record made durable by one sync");
@@ -398,7 +407,7 @@ async fn opening_a_new_log_waits_on_no_write_or_sync() {
 async fn a_log_opened_off_the_runtime_is_the_same_log() {
     let dir = Scratch::new("open-async");
     let log = FileJournal::open_async(dir.log()).await.unwrap();
-    log.append(&record("a", Phase::Start, 1, None), Durability::Synced).await.unwrap();
+    log.append(record("a", Phase::Start, 1, None).as_record_ref(), Durability::Synced).await.unwrap();
     drop(log);
     let again = FileJournal::open_async(dir.log()).await.unwrap();
     assert_eq!(again.recall(&record("a", Phase::Start, 1, None).intent_key).map(|r| r.attempts), Some(1));

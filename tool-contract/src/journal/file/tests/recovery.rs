@@ -22,7 +22,7 @@ async fn a_torn_last_line_is_skipped_by_number_and_the_next_record_starts_a_new_
     assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(line(&first) + torn));
 
     let next = record("c", Phase::Start, 1, None);
-    log.append(&next, Durability::Synced).await.unwrap();
+    log.append(next.as_record_ref(), Durability::Synced).await.unwrap();
     drop(log);
     // The torn bytes stay where they were, ended by a newline; the new record is a line of its own.
     assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(line(&first) + torn + "\n" + &line(&next)));
@@ -131,7 +131,9 @@ async fn a_header_with_a_field_this_version_does_not_know_is_read_by_its_format(
     let log = FileJournal::open(dir.log()).unwrap();
     assert!(log.warnings().is_empty(), "{:?}", log.warnings());
     assert_eq!(log.recall(&first.intent_key).map(|r| r.attempts), Some(1));
-    log.append(&record("a", Phase::End, 1, Some(Outcome::Ok)), Durability::Synced).await.unwrap();
+    log.append(record("a", Phase::End, 1, Some(Outcome::Ok)).as_record_ref(), Durability::Synced)
+        .await
+        .unwrap();
     drop(log);
     let read = read_log(dir.log()).unwrap();
     assert_eq!((read.records.len(), read.warnings.len()), (2, 0));
@@ -276,7 +278,8 @@ async fn after_a_failed_write_or_sync_no_record_is_accepted_and_no_side_effect_s
     let log = Arc::new(FileJournal::open(dir.log()).unwrap());
     // What the writer or the syncer does when the operating system reports an error.
     log.shared.lock().fail("a sync failed: Input/output error (os error 5)".to_owned());
-    let err = log.append(&record("a", Phase::Start, 1, None), Durability::Synced).await.unwrap_err();
+    let err =
+        log.append(record("a", Phase::Start, 1, None).as_record_ref(), Durability::Synced).await.unwrap_err();
     assert!(matches!(err, JournalError::Failed { .. }), "{err}");
     assert!(err.to_string().contains("no record is accepted after a failed write or sync"), "{err}");
     assert!(log.sync().await.is_err());
@@ -345,8 +348,8 @@ async fn the_file_index_matches_the_fold_of_every_record() {
         // Appends after opening follow the same rule.
         for _ in 0..rng.below(10) {
             let next = random_record(&mut rng, 3);
-            log.append(&next, Durability::Buffered).await.unwrap();
-            fold.append(&next, Durability::Buffered).await.unwrap();
+            log.append(next.as_record_ref(), Durability::Buffered).await.unwrap();
+            fold.append(next.as_record_ref(), Durability::Buffered).await.unwrap();
         }
         assert_same_index(&log, &fold, 3);
     }
@@ -519,7 +522,8 @@ fn streamed_in_small_chunks_the_index_warnings_and_line_numbers_are_the_same() {
 
 /// One record schema, many readers: for every field of a record, its absence and each wrong type are
 /// judged alike by the schema ([`Record`]'s own deserialisation), by [`FileJournal::open`]'s index, by
-/// [`read_log`] and by [`FileJournal::compact`] (which keeps a line only if it is a record).
+/// [`read_log`], by the inspector and by [`FileJournal::compact`] (which keeps a line only if it is a
+/// record). PostgreSQL's row decoder has the same test in its crate (`tests/store.rs`).
 #[test]
 fn every_reader_judges_a_mutated_field_as_the_schema_does() {
     let good = Record {
@@ -560,12 +564,20 @@ fn every_reader_judges_a_mutated_field_as_the_schema_does() {
             drop(opened);
             let read = read_log(dir.log()).unwrap();
             let listed = read.warnings.is_empty() && read.records.len() == 2;
+            // The inspector shows what the log reads: the record, or a warning for its line.
+            let mut shown = Vec::new();
+            let view = crate::journal::inspect::View { json: true, ..Default::default() };
+            crate::journal::inspect::render("log", &read.records, &read.warnings, &view, &mut shown).unwrap();
+            let shown: serde_json::Value = serde_json::from_slice(&shown).unwrap();
+            let inspected = shown["warnings"].as_array().is_some_and(Vec::is_empty)
+                && shown.to_string().contains(&key("a").to_string());
             FileJournal::compact(dir.log()).unwrap();
             let kept = read_log(dir.log()).unwrap().records.iter().any(|r| r.intent_key == key("a"));
             assert_eq!(
-                (indexed, listed, kept),
-                (schema, schema, schema),
-                "`{field}` {how}: the schema says {schema}; open, read_log, compact say {indexed}, {listed}, {kept}"
+                (indexed, listed, inspected, kept),
+                (schema, schema, schema, schema),
+                "`{field}` {how}: the schema says {schema}; open, read_log, the inspector, compact say \
+                 {indexed}, {listed}, {inspected}, {kept}"
             );
             judged += 1;
         }

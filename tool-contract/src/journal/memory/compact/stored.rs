@@ -1,7 +1,7 @@
 //! How the in-memory log keeps a record: an entry of 48 bytes for the common case, and the texts,
 //! numbers and forms of the engine's records it rebuilds on reading rather than keeps.
 
-use super::super::{Phase, Record};
+use crate::journal::{Phase, Record};
 use crate::key::IntentKey;
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome};

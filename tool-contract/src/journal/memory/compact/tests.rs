@@ -121,14 +121,14 @@ fn the_records_read_back_are_the_records_appended_whatever_is_folded() {
         ("a value", vec![start("a", 1), end])
     }));
     for (name, records) in cases {
-        let log = MemoryJournal::new();
+        let log = CompactMemoryJournal::new();
         for record in &records {
-            let _ = Journal::append(&log, record, Durability::Buffered).ready();
+            let _ = Journal::append(&log, record.as_record_ref(), Durability::Buffered).ready();
         }
         assert_eq!(log.records(), records, "{name}");
         // The same two records handed over together, as the engine hands a read's: the same log.
         if let [first, second] = &records[..] {
-            let paired = MemoryJournal::new();
+            let paired = CompactMemoryJournal::new();
             let answer =
                 paired.append_attempt(first.as_record_ref(), second.as_record_ref(), Durability::Buffered);
             assert!(matches!(answer.ready(), Some(Ok(()))), "{name}");
@@ -147,14 +147,14 @@ fn the_records_read_back_are_the_records_appended_whatever_is_folded() {
         }
     }
     // Folded: one entry per attempt of a start and its end.
-    let log = MemoryJournal::new();
+    let log = CompactMemoryJournal::new();
     for record in [start("a", 1), end("a", 1), start("a", 2), end("a", 2)] {
-        let _ = Journal::append(&log, &record, Durability::Buffered).ready();
+        let _ = Journal::append(&log, record.as_record_ref(), Durability::Buffered).ready();
     }
     assert_eq!(log.lock().records.len(), 2);
     // What a read that succeeds keeps: one entry, nothing boxed beside it.
     assert!(std::mem::size_of::<Stored>() <= 48, "{}", std::mem::size_of::<Stored>());
-    let read = MemoryJournal::new();
+    let read = CompactMemoryJournal::new();
     let ok = Record {
         outcome: Some(Outcome::Ok),
         effect_applied: Some(Applied::No),
@@ -164,7 +164,7 @@ fn the_records_read_back_are_the_records_appended_whatever_is_folded() {
         ..end("a", 1)
     };
     for record in [start("a", 1), ok] {
-        let _ = Journal::append(&read, &record, Durability::Buffered).ready();
+        let _ = Journal::append(&read, record.as_record_ref(), Durability::Buffered).ready();
     }
     assert!(read.lock().records.iter().all(|stored| stored.rare.is_none()));
     assert_eq!(log.records().len(), 4);
@@ -176,13 +176,13 @@ async fn a_read_leaves_its_start_and_end_whether_it_waits_or_not() {
     use crate::{Class, EffectKind, Task, ToolSpec, engine};
     use std::sync::Arc;
     const READ: ToolSpec = ToolSpec::new("read_price", EffectKind::Read);
-    let log = Arc::new(MemoryJournal::new());
+    let log = Arc::new(CompactMemoryJournal::new());
     let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
     let key = task.key(&READ, &"sku", None);
     // Answered at once: the start record waited in the engine and both went in together.
     let report = engine::run(&task, &READ, key, |_| async { Ok::<u64, Class>(4406) }, crate::NoProbe).await;
     assert_eq!(report.outcome, Outcome::Ok);
-    let said = |log: &MemoryJournal| -> Vec<(Phase, u32)> {
+    let said = |log: &CompactMemoryJournal| -> Vec<(Phase, u32)> {
         log.records().iter().map(|r| (r.phase, r.attempt)).collect()
     };
     assert_eq!(said(&log), [(Phase::Start, 1), (Phase::End, 1)]);
@@ -231,39 +231,43 @@ fn an_attempt_number_is_recognised_only_in_the_engines_form() {
 /// never one in doubt, and a claim held meanwhile stays held.
 #[tokio::test(start_paused = true)]
 async fn the_log_forgets_the_oldest_resolved_intents_past_its_bound_never_one_in_doubt() {
-    let log = MemoryJournal::with_max_intents(8);
+    let log = CompactMemoryJournal::with_max_intents(8);
     for n in 0..3 {
-        log.append(&start(&format!("open-{n}"), 1), Durability::Synced).await.unwrap();
+        log.append(start(&format!("open-{n}"), 1).as_record_ref(), Durability::Synced).await.unwrap();
     }
     let holder = Owner::new("w");
     // A resolved intent a call has claimed again (it is about to make its next attempt) stays.
-    log.append(&start("claimed", 1), Durability::Synced).await.unwrap();
-    log.append(&end("claimed", 1), Durability::Buffered).await.unwrap();
+    log.append(start("claimed", 1).as_record_ref(), Durability::Synced).await.unwrap();
+    log.append(end("claimed", 1).as_record_ref(), Durability::Buffered).await.unwrap();
     log.claim(&key("claimed"), &holder, std::time::Duration::from_secs(60)).await.unwrap();
     for n in 0..40 {
         let target = format!("done-{n}");
-        log.append(&start(&target, 1), Durability::Synced).await.unwrap();
-        log.append(&end(&target, 1), Durability::Buffered).await.unwrap();
+        log.append(start(&target, 1).as_record_ref(), Durability::Synced).await.unwrap();
+        log.append(end(&target, 1).as_record_ref(), Durability::Buffered).await.unwrap();
         assert!(log.intents() <= 8, "after {n}: {}", log.intents());
     }
     for n in 0..3 {
         assert!(
-            MemoryJournal::recall(&log, &key(&format!("open-{n}"))).is_some(),
+            CompactMemoryJournal::recall(&log, &key(&format!("open-{n}"))).is_some(),
             "an intent in doubt is kept"
         );
     }
-    assert!(MemoryJournal::recall(&log, &key("done-39")).is_some(), "the newest is kept");
-    assert!(MemoryJournal::recall(&log, &key("done-0")).is_none(), "the oldest resolved is forgotten");
-    assert_eq!(MemoryJournal::unresolved(&log).len(), 3);
+    assert!(CompactMemoryJournal::recall(&log, &key("done-39")).is_some(), "the newest is kept");
+    assert!(CompactMemoryJournal::recall(&log, &key("done-0")).is_none(), "the oldest resolved is forgotten");
+    assert_eq!(CompactMemoryJournal::unresolved(&log).len(), 3);
     let other = Owner::new("v");
     let busy = log.claim(&key("claimed"), &other, std::time::Duration::from_secs(1)).await.unwrap();
     assert!(matches!(busy, Claimed::Busy { .. }), "the claim survived the rebuild");
-    assert_eq!(MemoryJournal::recall(&log, &key("claimed")).map(|r| r.attempts), Some(1), "and its records");
+    assert_eq!(
+        CompactMemoryJournal::recall(&log, &key("claimed")).map(|r| r.attempts),
+        Some(1),
+        "and its records"
+    );
 
     // A log full of intents in doubt holds them all, past its bound.
-    let log = MemoryJournal::with_max_intents(8);
+    let log = CompactMemoryJournal::with_max_intents(8);
     for n in 0..20 {
-        log.append(&start(&format!("open-{n}"), 1), Durability::Synced).await.unwrap();
+        log.append(start(&format!("open-{n}"), 1).as_record_ref(), Durability::Synced).await.unwrap();
     }
     assert_eq!(log.intents(), 20);
 }

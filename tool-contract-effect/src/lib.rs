@@ -1,0 +1,233 @@
+//! The effect kinds of tool-contract and the policy table each one carries: the one table the runtime's
+//! executor of the policy and the `#[tool]` attribute's checks both read. Use it through the
+//! `tool-contract` crate (`tool_contract::EffectKind`).
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+use std::fmt;
+use std::str::FromStr;
+
+/// What a tool does to the world, which decides what a duplicate costs and so how it may be retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+pub enum EffectKind {
+    /// Changes nothing; a duplicate is harmless.
+    Read,
+    /// Creates something the receiver can deduplicate by the idempotency key.
+    Create,
+    /// Sends something a human sees; a duplicate is visible.
+    Send,
+    /// Moves money; a duplicate is expensive to reverse.
+    Money,
+    /// Deletes or overwrites; a duplicate may be irreversible.
+    Destructive,
+}
+
+/// Whether a tool of a kind must come with a probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeRule {
+    /// A read has nothing to find out.
+    NotNeeded,
+    /// Required unless the receiver deduplicates by the key (`dedupe = "receiver"`).
+    RequiredUnlessReceiverDedupes,
+    /// Always required.
+    Required,
+}
+
+/// When the engine may start a second attempt on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutoRetry {
+    /// Retry with backoff and full jitter while the budget lasts.
+    WithBackoff,
+    /// Retry, always with the same key.
+    SameKey,
+    /// Retry only after the probe says the first attempt did not land.
+    AfterProbeSaysNotLanded,
+    /// Retry only after the probe says it did not land and an approver says yes.
+    AfterProbeAndApproval,
+    /// Never: resolve the state with the probe, then stop and report.
+    Never,
+}
+
+/// What must happen between a failed attempt and the next one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BeforeSecond {
+    /// Nothing.
+    Nothing,
+    /// Run the probe when the tool has one.
+    ProbeIfAny,
+    /// Run the probe.
+    Probe,
+    /// Run the probe, then ask the approver.
+    ProbeThenApproval,
+    /// Run the probe to learn the state, then stop and report whatever it found.
+    ProbeThenStop,
+}
+
+/// One row of the policy table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// Whether a probe is required.
+    pub probe: ProbeRule,
+    /// When an automatic second attempt is allowed.
+    pub auto_retry: AutoRetry,
+    /// What happens before a second attempt.
+    pub before_second: BeforeSecond,
+}
+
+impl EffectKind {
+    /// Every kind, in order of the cost of a duplicate.
+    pub const ALL: [EffectKind; 5] =
+        [EffectKind::Read, EffectKind::Create, EffectKind::Send, EffectKind::Money, EffectKind::Destructive];
+
+    /// The policy table, in one place: the engine's one executor of the policy reads it, and so do the
+    /// `#[tool]` attribute's checks (which kinds need a probe), and the table of docs/contract.md is
+    /// checked against it (`Display` of each column):
+    ///
+    /// | kind | probe | automatic retry | before a second attempt |
+    /// |---|---|---|---|
+    /// | `read` | not needed | with backoff and jitter | nothing |
+    /// | `create` | required unless `dedupe = "receiver"` | same key | probe, if any |
+    /// | `send` | required | after probe says not landed | probe |
+    /// | `money` | required | after probe and approval | probe, then approval |
+    /// | `destructive` | required | never | probe, then stop |
+    pub const fn policy(self) -> Policy {
+        use AutoRetry as R;
+        use BeforeSecond as B;
+        use ProbeRule as P;
+        match self {
+            EffectKind::Read => {
+                Policy { probe: P::NotNeeded, auto_retry: R::WithBackoff, before_second: B::Nothing }
+            }
+            EffectKind::Create => Policy {
+                probe: P::RequiredUnlessReceiverDedupes,
+                auto_retry: R::SameKey,
+                before_second: B::ProbeIfAny,
+            },
+            EffectKind::Send => {
+                Policy { probe: P::Required, auto_retry: R::AfterProbeSaysNotLanded, before_second: B::Probe }
+            }
+            EffectKind::Money => Policy {
+                probe: P::Required,
+                auto_retry: R::AfterProbeAndApproval,
+                before_second: B::ProbeThenApproval,
+            },
+            EffectKind::Destructive => {
+                Policy { probe: P::Required, auto_retry: R::Never, before_second: B::ProbeThenStop }
+            }
+        }
+    }
+
+    /// What a duplicate of this kind is, in the words of the policy table.
+    pub const fn duplicate(self) -> &'static str {
+        match self {
+            EffectKind::Read => "harmless",
+            EffectKind::Create => "deduplicated by the receiver's key",
+            EffectKind::Send => "visible to a human",
+            EffectKind::Money => "expensive to reverse",
+            EffectKind::Destructive => "possibly irreversible",
+        }
+    }
+
+    /// `false` for a read, `true` for every kind that changes the world.
+    pub const fn has_side_effect(self) -> bool {
+        !matches!(self, EffectKind::Read)
+    }
+
+    /// The lowercase name used in `#[tool(effect = "...")]` and in the log.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EffectKind::Read => "read",
+            EffectKind::Create => "create",
+            EffectKind::Send => "send",
+            EffectKind::Money => "money",
+            EffectKind::Destructive => "destructive",
+        }
+    }
+}
+
+impl fmt::Display for EffectKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for ProbeRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ProbeRule::NotNeeded => "not needed (rejected)",
+            ProbeRule::RequiredUnlessReceiverDedupes => "required, unless `dedupe = \"receiver\"`",
+            ProbeRule::Required => "required",
+        })
+    }
+}
+
+impl fmt::Display for AutoRetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AutoRetry::WithBackoff => "yes, backoff with full jitter, within budget",
+            AutoRetry::SameKey => "yes, always with the same key",
+            AutoRetry::AfterProbeSaysNotLanded => "only after the probe says it did not land",
+            AutoRetry::AfterProbeAndApproval => {
+                "only after the probe says it did not land and an approver says yes"
+            }
+            AutoRetry::Never => "never",
+        })
+    }
+}
+
+impl fmt::Display for BeforeSecond {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BeforeSecond::Nothing => "nothing",
+            BeforeSecond::ProbeIfAny => "probe, if there is one",
+            BeforeSecond::Probe => "probe",
+            BeforeSecond::ProbeThenApproval => "probe, then approval",
+            BeforeSecond::ProbeThenStop => "probe resolves the state, then stop and report",
+        })
+    }
+}
+
+/// A name that is not one of the five effect kinds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownEffect(pub String);
+
+impl fmt::Display for UnknownEffect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown effect kind `{}`; expected one of read, create, send, money, destructive", self.0)
+    }
+}
+
+impl std::error::Error for UnknownEffect {}
+
+impl FromStr for EffectKind {
+    type Err = UnknownEffect;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EffectKind::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| UnknownEffect(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_reads_retry_without_looking_first() {
+        for kind in EffectKind::ALL {
+            let policy = kind.policy();
+            let looks_first = policy.before_second != BeforeSecond::Nothing;
+            assert_eq!(looks_first, kind.has_side_effect(), "{kind}");
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for kind in EffectKind::ALL {
+            assert_eq!(kind.as_str().parse::<EffectKind>(), Ok(kind));
+        }
+        let err = "write".parse::<EffectKind>().unwrap_err();
+        assert!(err.to_string().contains("read, create, send, money, destructive"));
+    }
+}
