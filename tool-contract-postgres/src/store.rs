@@ -39,6 +39,31 @@ pub(crate) struct Inner {
     pending: std::sync::Mutex<Vec<Fields>>,
 }
 
+/// Why a database's schema is not one this build can use: no log, an older one a read-only store
+/// does not migrate, a newer one, or a failed migration.
+fn schema_refused(error: MigrationError, label: &str) -> JournalError {
+    match error {
+        MigrationError::Missing(found) => JournalError::NotALog {
+            log: label.to_owned(),
+            why: match found {
+                0 => "the database holds no attempt log (no table tool_contract.schema_version)".to_owned(),
+                older => format!(
+                    "its schema is at version {older}, older than the {SCHEMA_VERSION} this build reads; a worker \
+                     of this build migrates it when it connects"
+                ),
+            },
+        },
+        MigrationError::Newer(found) => JournalError::NotALog {
+            log: label.to_owned(),
+            why: format!(
+                "its schema is at version {found}, newer than the {SCHEMA_VERSION} this build knows; upgrade this \
+                 worker"
+            ),
+        },
+        MigrationError::Db(e) => Fault::statement(&e).into_error(label, "cannot create the schema"),
+    }
+}
+
 impl PgJournal {
     /// Connect with the default [`PgOptions`], creating or migrating the schema.
     ///
@@ -111,38 +136,11 @@ impl PgJournal {
             } else {
                 schema::migrate(&mut client).await
             };
-            match checked {
-                Ok(_) => {}
-                Err(MigrationError::Missing(found)) => {
-                    return Err(JournalError::NotALog {
-                        log: label.clone(),
-                        why: match found {
-                            0 => "the database holds no attempt log (no table tool_contract.schema_version)"
-                                .to_owned(),
-                            older => format!(
-                                "its schema is at version {older}, older than the {SCHEMA_VERSION} this build reads; \
-                                 a worker of this build migrates it when it connects"
-                            ),
-                        },
-                    });
-                }
-                Err(MigrationError::Newer(found)) => {
-                    return Err(JournalError::NotALog {
-                        log: label.clone(),
-                        why: format!(
-                            "its schema is at version {found}, newer than the {SCHEMA_VERSION} this build knows; \
-                             upgrade this worker"
-                        ),
-                    });
-                }
-                Err(MigrationError::Db(e)) => {
-                    return Err(Fault::statement(&e).into_error(&label, "cannot create the schema"));
-                }
-            }
+            checked.map_err(|e| schema_refused(e, &label))?;
             let conn =
                 pool.adopt(client).await.map_err(|f| f.into_error(&label, "cannot prepare statements"))?;
             pool.give(conn);
-            Ok(())
+            Ok::<(), JournalError>(())
         };
         match tokio::time::timeout(budget, first).await {
             Ok(result) => result?,

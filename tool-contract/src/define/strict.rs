@@ -142,51 +142,12 @@ fn rewrite(schema: &mut Value, rules: &Rules, at: &mut String) -> Result<(), Not
     {
         map.insert("anyOf".to_owned(), one_of);
     }
-    if let Some(all_of) = map.remove("allOf") {
-        // schemars writes `allOf` of one `$ref` to give a reference siblings; neither provider takes
-        // `allOf` with a `$ref`, so the one schema is merged in.
-        let mut all_of = match all_of {
-            Value::Array(all_of) if all_of.len() == 1 => all_of,
-            _ => return Err(refused(at, "`allOf` of several schemas is not supported")),
-        };
-        let Some(Value::Object(only)) = all_of.pop() else {
-            return Err(refused(at, "`allOf` holds a boolean schema"));
-        };
-        for (key, value) in only {
-            map.entry(key).or_insert(value);
-        }
-    }
+    merge_all_of(map, at)?;
     if map.contains_key("patternProperties") || map.contains_key("prefixItems") {
         let what = if map.contains_key("prefixItems") { "a tuple" } else { "a map with patterned keys" };
         return Err(refused(at, &format!("{what} is not supported; use a struct with named fields")));
     }
-    let is_object = map.get("properties").is_some()
-        || map
-            .get("type")
-            .is_some_and(|ty| ty == "object" || ty.as_array().is_some_and(|t| t.contains(&"object".into())));
-    if is_object {
-        let declared = map.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
-        match map.get("additionalProperties") {
-            Some(Value::Bool(false)) => {}
-            None if declared => {}
-            None => {
-                return Err(refused(
-                    at,
-                    "an object with no declared fields takes any field, which is not supported",
-                ));
-            }
-            Some(_) => {
-                return Err(refused(
-                    at,
-                    "a map with free keys is not supported; use a struct with named fields",
-                ));
-            }
-        }
-        map.insert("additionalProperties".to_owned(), Value::Bool(false));
-        if rules.all_required {
-            require_all(map);
-        }
-    }
+    close_object(map, rules, at)?;
     if let Some(Value::String(format)) = map.get("format")
         && !rules.formats.contains(&format.as_str())
     {
@@ -198,7 +159,60 @@ fn rewrite(schema: &mut Value, rules: &Rules, at: &mut String) -> Result<(), Not
         map.remove("minItems");
     }
     map.retain(|key, _| rules.keywords.contains(&key.as_str()));
+    rewrite_inside(map, rules, at)
+}
 
+/// schemars writes `allOf` of one `$ref` to give a reference siblings; neither provider takes `allOf`
+/// with a `$ref`, so the one schema is merged in. `allOf` of several schemas is refused.
+fn merge_all_of(map: &mut Map<String, Value>, at: &str) -> Result<(), NotStrict> {
+    let Some(all_of) = map.remove("allOf") else { return Ok(()) };
+    let mut all_of = match all_of {
+        Value::Array(all_of) if all_of.len() == 1 => all_of,
+        _ => return Err(refused(at, "`allOf` of several schemas is not supported")),
+    };
+    let Some(Value::Object(only)) = all_of.pop() else {
+        return Err(refused(at, "`allOf` holds a boolean schema"));
+    };
+    for (key, value) in only {
+        map.entry(key).or_insert(value);
+    }
+    Ok(())
+}
+
+/// An object's schema takes no field it does not declare (`additionalProperties: false`), and, where
+/// the rules say so, requires every field; an object that takes free keys is refused.
+fn close_object(map: &mut Map<String, Value>, rules: &Rules, at: &str) -> Result<(), NotStrict> {
+    let is_object = map.get("properties").is_some()
+        || map
+            .get("type")
+            .is_some_and(|ty| ty == "object" || ty.as_array().is_some_and(|t| t.contains(&"object".into())));
+    if !is_object {
+        return Ok(());
+    }
+    let declared = map.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
+    match map.get("additionalProperties") {
+        Some(Value::Bool(false)) => {}
+        None if declared => {}
+        None => {
+            return Err(refused(
+                at,
+                "an object with no declared fields takes any field, which is not supported",
+            ));
+        }
+        Some(_) => {
+            return Err(refused(at, "a map with free keys is not supported; use a struct with named fields"));
+        }
+    }
+    map.insert("additionalProperties".to_owned(), Value::Bool(false));
+    if rules.all_required {
+        require_all(map);
+    }
+    Ok(())
+}
+
+/// Rewrite the schemas inside this one (its properties, definitions, items and alternatives), each
+/// named by its path from the root in an error.
+fn rewrite_inside(map: &mut Map<String, Value>, rules: &Rules, at: &mut String) -> Result<(), NotStrict> {
     for (keyword, nested) in map.iter_mut() {
         let len = at.len();
         match (keyword.as_str(), nested) {

@@ -188,8 +188,12 @@ fn resume_from<W: Work>(
     }
 }
 
-/// Number a read's attempts after those its log holds: `Err` with the report when the log cannot say.
-async fn number_read<W: Work>(run: &mut Run<'_>, work: &mut W) -> Result<(), W::Report> {
+/// Number a read's attempts after those its log holds (a read waits for nothing an earlier run asked):
+/// `Err` with the report when the log cannot say.
+async fn number_read<W: Work>(
+    run: &mut Run<'_>,
+    work: &mut W,
+) -> Result<Option<super::ResumeWait>, W::Report> {
     let task = run.task();
     let attempts = match run.log().attempts_now() {
         Ok(attempts) => attempts,
@@ -205,7 +209,7 @@ async fn number_read<W: Work>(run: &mut Run<'_>, work: &mut W) -> Result<(), W::
     match attempts {
         Ok(attempts) => {
             run.now_mut().number_after(attempts.unwrap_or(0));
-            Ok(())
+            Ok(None)
         }
         Err(error) => {
             let stop = super::log::unreadable(&error);
@@ -241,15 +245,12 @@ async fn attempt_loop<W: Work>(
     // Only side effects are recognised from the log: a read is cheap to repeat and its value goes stale,
     // so of a read's history only the attempt count carries over.
     // `recall` is consumed on every path here, so the call's future does not keep room for it.
-    let mut resume_wait = None;
-    if side {
-        match resume_from(&mut run, &mut work, recall) {
-            Ok(wait) => resume_wait = wait,
-            Err(report) => return (report, 0),
-        }
-    } else if let Err(report) = number_read(&mut run, &mut work).await {
-        return (report, 0);
-    }
+    let begun =
+        if side { resume_from(&mut run, &mut work, recall) } else { number_read(&mut run, &mut work).await };
+    let mut resume_wait = match begun {
+        Ok(wait) => wait,
+        Err(report) => return (report, 0),
+    };
     let mut made = 0u32;
     loop {
         match work.next(&mut run, made).await {

@@ -194,35 +194,14 @@ impl<I, A, P> Parts<I, A, P> {
                 unsure = Some(why);
             }
             Ok(verdicts) => {
+                let unsettled_for = run.unsettled_for();
                 for verdict in verdicts {
                     let Some(&i) = to_probe.iter().find(|&&i| results[i].id == verdict.id) else { continue };
-                    match verdict.applied {
-                        Applied::Yes => results[i] = Item::ok(verdict.id),
-                        // An item that applied nothing by the tool's own word stays as the tool said.
-                        Applied::No if results[i].outcome != Outcome::Unknown => {}
-                        Applied::No if settled => {
-                            // Why the item was unknown, then what the probe found, as a single call says it.
-                            let why = match results[i].reason.as_deref() {
-                                Some(why) if !why.is_empty() => {
-                                    format!("{why}; the probe found it did not land")
-                                }
-                                _ => "the probe found it did not land".to_owned(),
-                            };
-                            results[i] = Item::retryable(verdict.id, why);
-                        }
-                        Applied::No => {
-                            self.unsettled = true;
-                            results[i].reason = Some(format!(
-                                "not landed yet; the service may hold it {} more",
-                                secs(run.unsettled_for())
-                            ));
-                        }
-                        Applied::Unknown | Applied::Partial => {
-                            let why = verdict.reason.unwrap_or_else(|| "the probe could not tell".to_owned());
-                            // The first item's reason speaks for the batch; each item keeps its own.
-                            unsure.get_or_insert_with(|| why.clone());
-                            results[i].reason = Some(why);
-                        }
+                    match fold_verdict(&mut results[i], verdict, settled, unsettled_for) {
+                        Some(Found::NotYet) => self.unsettled = true,
+                        // The first item's reason speaks for the batch; each item keeps its own.
+                        Some(Found::Unsure(why)) => _ = unsure.get_or_insert(why),
+                        None => {}
                     }
                 }
             }
@@ -250,6 +229,42 @@ impl<I, A, P> Parts<I, A, P> {
         let judged = Judged { mark: logged, outcome, applied, message: format!("probe: {message}"), value };
         (judged, verdict)
     }
+}
+
+/// What a probe's verdict left an item in doubt as.
+enum Found {
+    /// Not landed, but the service may still hold it.
+    NotYet,
+    /// The probe could not tell, for this reason.
+    Unsure(String),
+}
+
+/// Fold the probe's verdict on one item in; `Some` when the item stays in doubt.
+fn fold_verdict(item: &mut Item, verdict: Item, settled: bool, unsettled_for: Duration) -> Option<Found> {
+    match verdict.applied {
+        Applied::Yes => *item = Item::ok(verdict.id),
+        // An item that applied nothing by the tool's own word stays as the tool said.
+        Applied::No if item.outcome != Outcome::Unknown => {}
+        Applied::No if settled => {
+            // Why the item was unknown, then what the probe found, as a single call says it.
+            let why = match item.reason.as_deref() {
+                Some(why) if !why.is_empty() => format!("{why}; the probe found it did not land"),
+                _ => "the probe found it did not land".to_owned(),
+            };
+            *item = Item::retryable(verdict.id, why);
+        }
+        Applied::No => {
+            item.reason =
+                Some(format!("not landed yet; the service may hold it {} more", secs(unsettled_for)));
+            return Some(Found::NotYet);
+        }
+        Applied::Unknown | Applied::Partial => {
+            let why = verdict.reason.unwrap_or_else(|| "the probe could not tell".to_owned());
+            item.reason = Some(why.clone());
+            return Some(Found::Unsure(why));
+        }
+    }
+    None
 }
 
 /// Whether an item is still to do: not done, not refused for good.

@@ -219,24 +219,7 @@ fn timeline<E: Entry>(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     if view.json {
-        let tasks = tasks
-            .iter()
-            .map(|(task, threads)| TaskDoc {
-                task,
-                intents: threads
-                    .iter()
-                    .map(|t| IntentDoc {
-                        intent_key: t.key,
-                        call: t.call,
-                        attempts: t.recall.attempts,
-                        last_word: last_word(&t.recall),
-                        unresolved: t.recall.is_unresolved(),
-                        records: t.records.iter().map(|e| EntryDoc::of(*e)).collect(),
-                    })
-                    .collect(),
-            })
-            .collect();
-        let doc = TimelineDoc { log, warnings: warnings_doc(warnings), tasks };
+        let doc = TimelineDoc { log, warnings: warnings_doc(warnings), tasks: tasks_doc(tasks) };
         serde_json::to_writer(&mut *out, &doc)?;
         return writeln!(out);
     }
@@ -255,26 +238,47 @@ fn timeline<E: Entry>(
             (plural(threads.len(), "intent", "intents"), plural(attempts as usize, "attempt", "attempts"));
         writeln!(out, "task {task}: {intents}, {attempts}")?;
         for thread in threads {
-            let word = match thread.recall.last_word() {
-                LastWord::Unfinished => "unfinished: probe before anything else".to_owned(),
-                LastWord::Ended(crate::report::Outcome::Unknown) => "unknown: unresolved".to_owned(),
-                _ => last_word(&thread.recall).to_owned(),
-            };
-            let attempts = plural(thread.recall.attempts as usize, "attempt", "attempts");
-            writeln!(out, "  {} {}  {word} ({attempts})", thread.call, thread.key)?;
-            for entry in &thread.records {
-                let mut text = line(entry.record());
-                if let Some(owner) = entry.owner() {
-                    text.push_str(&format!("  [by {owner}"));
-                    text.push_str(
-                        &entry.written_at().map(|at| format!(" at {at}]")).unwrap_or_else(|| "]".to_owned()),
-                    );
-                } else if let Some(at) = entry.written_at() {
-                    text.push_str(&format!("  [at {at}]"));
-                }
-                writeln!(out, "    {text}")?;
-            }
+            thread_text(thread, out)?;
         }
+    }
+    Ok(())
+}
+
+/// The timeline's JSON: each task's intents, each with its records.
+fn tasks_doc<'a, E: Entry>(tasks: &'a [(&'a str, Vec<Thread<'a, E>>)]) -> Vec<TaskDoc<'a>> {
+    let intent = |t: &'a Thread<'a, E>| IntentDoc {
+        intent_key: t.key,
+        call: t.call,
+        attempts: t.recall.attempts,
+        last_word: last_word(&t.recall),
+        unresolved: t.recall.is_unresolved(),
+        records: t.records.iter().map(|e| EntryDoc::of(*e)).collect(),
+    };
+    tasks
+        .iter()
+        .map(|(task, threads)| TaskDoc { task, intents: threads.iter().map(intent).collect() })
+        .collect()
+}
+
+/// One intent of the timeline in text: its last word, then a line per record, with who wrote it and
+/// when where the store says.
+fn thread_text<E: Entry>(thread: &Thread<'_, E>, out: &mut dyn Write) -> io::Result<()> {
+    let word = match thread.recall.last_word() {
+        LastWord::Unfinished => "unfinished: probe before anything else".to_owned(),
+        LastWord::Ended(crate::report::Outcome::Unknown) => "unknown: unresolved".to_owned(),
+        _ => last_word(&thread.recall).to_owned(),
+    };
+    let attempts = plural(thread.recall.attempts as usize, "attempt", "attempts");
+    writeln!(out, "  {} {}  {word} ({attempts})", thread.call, thread.key)?;
+    for entry in &thread.records {
+        let mut text = line(entry.record());
+        match (entry.owner(), entry.written_at()) {
+            (Some(owner), Some(at)) => text.push_str(&format!("  [by {owner} at {at}]")),
+            (Some(owner), None) => text.push_str(&format!("  [by {owner}]")),
+            (None, Some(at)) => text.push_str(&format!("  [at {at}]")),
+            (None, None) => {}
+        }
+        writeln!(out, "    {text}")?;
     }
     Ok(())
 }
@@ -367,13 +371,18 @@ fn unresolved<E: Entry>(
         })
         .collect();
     writeln!(out, "{} in {}", plural(rows.len(), "unresolved intent", "unresolved intents"), log)?;
+    table(&rows, out)
+}
+
+/// Rows as a table: the first five columns padded to their widest cell, the last as it is.
+fn table(rows: &[[String; 6]], out: &mut dyn Write) -> io::Result<()> {
     let mut widths = [0usize; 5];
-    for row in &rows {
+    for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    for row in &rows {
+    for row in rows {
         let mut text = String::new();
         for (w, cell) in widths.iter().zip(row) {
             text.push_str(&format!("{cell:<w$}  "));

@@ -5,28 +5,6 @@ use super::*;
 /// Append `record` as one JSON line without its newline: the bytes `serde_json::to_writer` writes, made
 /// without serde's machinery for the fixed fields (the value still goes through serde_json).
 pub(super) fn encode(out: &mut Vec<u8>, record: RecordRef<'_>) -> serde_json::Result<()> {
-    pub(super) fn text(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
-        if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-            return serde_json::to_writer(&mut *out, s);
-        }
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-        Ok(())
-    }
-    pub(super) fn number(out: &mut Vec<u8>, n: u64) {
-        out.extend_from_slice(crate::text::decimal(n, &mut [0u8; 20]));
-    }
-    pub(super) fn word(out: &mut Vec<u8>, name: Option<&str>) {
-        match name {
-            Some(name) => {
-                out.push(b'"');
-                out.extend_from_slice(name.as_bytes());
-                out.push(b'"');
-            }
-            None => out.extend_from_slice(b"null"),
-        }
-    }
     out.extend_from_slice(match record.phase {
         Phase::Start => br#"{"phase":"start","task":"#,
         Phase::End => br#"{"phase":"end","task":"#,
@@ -72,6 +50,34 @@ pub(super) fn encode(out: &mut Vec<u8>, record: RecordRef<'_>) -> serde_json::Re
     }
     out.push(b'}');
     Ok(())
+}
+
+/// A JSON string: as it is when it needs no escape, else through serde_json.
+fn text(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
+    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        return serde_json::to_writer(&mut *out, s);
+    }
+    out.push(b'"');
+    out.extend_from_slice(s.as_bytes());
+    out.push(b'"');
+    Ok(())
+}
+
+/// An unsigned JSON integer.
+fn number(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(crate::text::decimal(n, &mut [0u8; 20]));
+}
+
+/// A word of the contract's vocabulary, quoted, or `null`.
+fn word(out: &mut Vec<u8>, name: Option<&str>) {
+    match name {
+        Some(name) => {
+            out.push(b'"');
+            out.extend_from_slice(name.as_bytes());
+            out.push(b'"');
+        }
+        None => out.extend_from_slice(b"null"),
+    }
 }
 
 /// Every record of a log serialises to a line starting with this.

@@ -264,6 +264,42 @@ struct Waiter {
     done: oneshot::Sender<Result<(), String>>,
 }
 
+impl State {
+    /// The writer's state for a log just opened: its index and what reading it found. A new log (`fresh`)
+    /// has its header queued as the first line the writer writes, and a new file (`created`) has its
+    /// directory synced with the first synced record, so its name survives a crash as well.
+    fn opened(
+        index: HashMap<IntentKey, Entry, KeyHashing>,
+        scan: &Scan,
+        fresh: bool,
+        created: bool,
+    ) -> State {
+        let mut pending = Vec::new();
+        if fresh {
+            pending.extend_from_slice(HEADER.as_bytes());
+            pending.push(b'\n');
+        }
+        State {
+            index,
+            leases: Leases::default(),
+            needs_newline: scan.torn_tail,
+            sync_dir_first: created,
+            wake: fresh,
+            pending,
+            queued: 0,
+            written: 0,
+            synced: 0,
+            sync_waiters: VecDeque::new(),
+            sync_time: std::time::Duration::ZERO,
+            failed: None,
+            closing: false,
+            stats: JournalStats { records_read: scan.records, ..JournalStats::default() },
+            #[cfg(test)]
+            stalled: OPEN_STALLED.with(std::cell::Cell::get),
+        }
+    }
+}
+
 impl FileJournal {
     /// Open the log at `path`, creating it (mode `0600`) when it does not exist, and index it.
     ///
@@ -302,30 +338,7 @@ impl FileJournal {
             file.set_len(0)
                 .map_err(|e| io_error(format!("cannot write the header of {}", path.display()), e))?;
         }
-        let mut pending = Vec::new();
-        if fresh {
-            pending.extend_from_slice(HEADER.as_bytes());
-            pending.push(b'\n');
-        }
-        let state = State {
-            index,
-            leases: Leases::default(),
-            needs_newline: scan.torn_tail,
-            // The new file's name must survive a crash as well as its first synced record.
-            sync_dir_first: created,
-            wake: fresh,
-            pending,
-            queued: 0,
-            written: 0,
-            synced: 0,
-            sync_waiters: VecDeque::new(),
-            sync_time: std::time::Duration::ZERO,
-            failed: None,
-            closing: false,
-            stats: JournalStats { records_read: scan.records, ..JournalStats::default() },
-            #[cfg(test)]
-            stalled: OPEN_STALLED.with(std::cell::Cell::get),
-        };
+        let state = State::opened(index, &scan, fresh, created);
         let shared =
             Arc::new(Shared { path, identity: opened, state: Mutex::new(state), to_syncer: Condvar::new() });
         let mut journal = FileJournal { shared, warnings: scan.warnings, threads: Vec::with_capacity(1) };

@@ -67,6 +67,33 @@ impl State {
         self.failed = Some(why);
     }
 
+    /// Fold the record just queued (its line at `at` in `pending`) into the index.
+    fn index_line(&mut self, record: &RecordRef<'_>, at: std::ops::Range<usize>) {
+        let line = &self.pending[at];
+        let (attempt, phase, outcome) = (record.attempt, record.phase, record.outcome);
+        match self.index.entry(record.intent_key) {
+            std::collections::hash_map::Entry::Occupied(kept) => {
+                kept.into_mut().update(attempt, phase, outcome, line);
+            }
+            std::collections::hash_map::Entry::Vacant(new) => {
+                new.insert(Entry::new(attempt, phase, outcome, line));
+            }
+        }
+    }
+
+    /// Queue a wait for the sync that covers the record just queued.
+    fn wait_for_sync(&mut self) -> SyncWait {
+        // A lone waiter on a fast disk (a task sending in sequence) looks for its answer for about as
+        // long as a sync takes before it parks: a thread parked while its runtime has nothing else to
+        // do costs a wake-up of tens of microseconds, a fifth of a sync. With other waiters queued (a
+        // batch) it parks at once; on a slow disk, too.
+        let spin_until = (self.sync_waiters.is_empty() && self.sync_time <= MAX_SPUN_SYNC)
+            .then(|| std::time::Instant::now() + 2 * self.sync_time);
+        let (done, wait) = oneshot::channel();
+        self.sync_waiters.push_back(Waiter { seq: self.queued, done });
+        SyncWait { wait, spin_until }
+    }
+
     pub(super) fn release(queue: &mut VecDeque<Waiter>, upto: u64) -> Vec<Waiter> {
         let mut done = Vec::new();
         while queue.front().is_some_and(|w| w.seq <= upto) {
@@ -128,29 +155,10 @@ impl FileJournal {
             self.shared.to_syncer.notify_one();
         }
         state.stats.appended += 1;
-        let line = &state.pending[from..to];
-        let (attempt, phase, outcome) = (record.attempt, record.phase, record.outcome);
-        match state.index.entry(record.intent_key) {
-            std::collections::hash_map::Entry::Occupied(kept) => {
-                kept.into_mut().update(attempt, phase, outcome, line);
-            }
-            std::collections::hash_map::Entry::Vacant(new) => {
-                new.insert(Entry::new(attempt, phase, outcome, line));
-            }
-        }
+        state.index_line(&record, from..to);
         match durability {
             Durability::Buffered | Durability::Lazy => Ok(None),
-            Durability::Synced => {
-                // A lone waiter on a fast disk (a task sending in sequence) looks for its answer for
-                // about as long as a sync takes before it parks: a thread parked while its runtime
-                // has nothing else to do costs a wake-up of tens of microseconds, a fifth of a sync.
-                // With other waiters queued (a batch) it parks at once; on a slow disk, too.
-                let spin_until = (state.sync_waiters.is_empty() && state.sync_time <= MAX_SPUN_SYNC)
-                    .then(|| std::time::Instant::now() + 2 * state.sync_time);
-                let (done, wait) = oneshot::channel();
-                state.sync_waiters.push_back(Waiter { seq: state.queued, done });
-                Ok(Some(SyncWait { wait, spin_until }))
-            }
+            Durability::Synced => Ok(Some(state.wait_for_sync())),
         }
     }
 
@@ -233,20 +241,9 @@ pub(super) fn write_loop(shared: &Shared, mut file: File) {
         }
         let must_write = state.wake || state.closing || !state.sync_waiters.is_empty();
         if must_write && !state.pending.is_empty() {
-            std::mem::swap(&mut batch, &mut state.pending);
-            let upto = state.queued;
-            state.wake = false;
-            state.stats.writes += 1;
-            drop(state);
-            let result = file.write_all(&batch);
-            batch.clear();
-            state = shared.lock();
-            match result {
-                Ok(()) => state.written = upto,
-                Err(e) => {
-                    state.fail(format!("a write failed: {e}"));
-                    break;
-                }
+            match write_pending(shared, &mut file, state, &mut batch) {
+                Some(next) => state = next,
+                None => break,
             }
             continue;
         }
@@ -254,69 +251,122 @@ pub(super) fn write_loop(shared: &Shared, mut file: File) {
         let waited = state.sync_waiters.front().is_some_and(|w| w.seq <= state.written);
         let closing = state.closing && state.written > state.synced;
         if waited || closing {
-            let target = state.written;
-            let new_dir = std::mem::take(&mut state.sync_dir_first);
-            drop(state);
-            // A synced record vouches for a file the path still names: a log deleted or replaced under
-            // the agent is noticed before the side effect it guards.
-            let began = std::time::Instant::now();
-            let result = match shared.moved() {
-                Some(why) if waited => Err(why),
-                _ => file.sync_data().map_err(|e| format!("a sync failed: {e}")).and_then(|()| {
-                    if new_dir {
-                        super::compact::sync_dir(&shared.path).map_err(|e| e.to_string())
-                    } else {
-                        Ok(())
+            match sync_written(shared, &file, state, waited) {
+                Some((next, released)) => {
+                    state = next;
+                    if released {
+                        look_until = Some(std::time::Instant::now() + SPIN);
                     }
-                }),
-            };
-            let took = began.elapsed();
-            state = shared.lock();
-            state.stats.syncs += 1;
-            // A moving average over the last few syncs, which a lone waiter's spin follows.
-            state.sync_time = (state.sync_time * 3 + took) / 4;
-            let released = match result {
-                Ok(()) => {
-                    state.synced = target;
-                    State::release(&mut state.sync_waiters, target)
                 }
-                Err(why) => {
-                    state.fail(why);
-                    break;
-                }
-            };
-            drop(state);
-            if !released.is_empty() {
-                look_until = Some(std::time::Instant::now() + SPIN);
+                None => break,
             }
-            for waiter in released {
-                let _ = waiter.done.send(Ok(()));
-            }
-            state = shared.lock();
             continue;
         }
         if state.closing {
             break;
         }
-        // A task whose synced record was just released, sending in sequence, is back within tens of
-        // microseconds with its next one: look for it that long before sleeping, which spares it the
-        // wait for this thread to be woken. Buffered records wait for no one: no look for them.
-        // The look lasts across the writes it finds: a task's end record, then its next start.
-        if let Some(until) = look_until {
-            while !state.has_work() && std::time::Instant::now() < until {
-                drop(state);
-                std::thread::yield_now();
-                state = shared.lock();
-            }
-            if !state.has_work() {
-                look_until = None;
-            }
+        state = look_then_sleep(shared, state, &mut look_until);
+    }
+}
+
+/// Write every record queued so far, the lock released while the disk works: the state locked again,
+/// or `None` when the write failed (the log is failed for good).
+fn write_pending<'s>(
+    shared: &'s Shared,
+    file: &mut File,
+    mut state: MutexGuard<'s, State>,
+    batch: &mut Vec<u8>,
+) -> Option<MutexGuard<'s, State>> {
+    std::mem::swap(batch, &mut state.pending);
+    let upto = state.queued;
+    state.wake = false;
+    state.stats.writes += 1;
+    drop(state);
+    let result = file.write_all(batch);
+    batch.clear();
+    let mut state = shared.lock();
+    match result {
+        Ok(()) => {
+            state.written = upto;
+            Some(state)
         }
-        // Checked under the lock the wait releases: work that came while it looked is not missed.
-        if !state.has_work() {
-            state = shared.to_syncer.wait(state).unwrap_or_else(|e| e.into_inner());
+        Err(e) => {
+            state.fail(format!("a write failed: {e}"));
+            None
         }
     }
+}
+
+/// Sync every record written so far (and, with a new log, its directory), the lock released while the
+/// disk works, then answer the tasks waiting on it: the state locked again and whether any task was
+/// answered, or `None` when the sync failed (the log is failed for good).
+fn sync_written<'s>(
+    shared: &'s Shared,
+    file: &File,
+    mut state: MutexGuard<'s, State>,
+    waited: bool,
+) -> Option<(MutexGuard<'s, State>, bool)> {
+    let target = state.written;
+    let new_dir = std::mem::take(&mut state.sync_dir_first);
+    drop(state);
+    // A synced record vouches for a file the path still names: a log deleted or replaced under the
+    // agent is noticed before the side effect it guards.
+    let began = std::time::Instant::now();
+    let result = match shared.moved() {
+        Some(why) if waited => Err(why),
+        _ => file.sync_data().map_err(|e| format!("a sync failed: {e}")).and_then(|()| {
+            if new_dir { super::compact::sync_dir(&shared.path).map_err(|e| e.to_string()) } else { Ok(()) }
+        }),
+    };
+    let took = began.elapsed();
+    let mut state = shared.lock();
+    state.stats.syncs += 1;
+    // A moving average over the last few syncs, which a lone waiter's spin follows.
+    state.sync_time = (state.sync_time * 3 + took) / 4;
+    let released = match result {
+        Ok(()) => {
+            state.synced = target;
+            State::release(&mut state.sync_waiters, target)
+        }
+        Err(why) => {
+            state.fail(why);
+            return None;
+        }
+    };
+    drop(state);
+    let answered = !released.is_empty();
+    for waiter in released {
+        let _ = waiter.done.send(Ok(()));
+    }
+    Some((shared.lock(), answered))
+}
+
+/// Nothing to write or sync: look for more work a moment (after a sync answered a task), then sleep
+/// until some comes.
+fn look_then_sleep<'s>(
+    shared: &'s Shared,
+    mut state: MutexGuard<'s, State>,
+    look_until: &mut Option<std::time::Instant>,
+) -> MutexGuard<'s, State> {
+    // A task whose synced record was just released, sending in sequence, is back within tens of
+    // microseconds with its next one: look for it that long before sleeping, which spares it the
+    // wait for this thread to be woken. Buffered records wait for no one: no look for them.
+    // The look lasts across the writes it finds: a task's end record, then its next start.
+    if let Some(until) = *look_until {
+        while !state.has_work() && std::time::Instant::now() < until {
+            drop(state);
+            std::thread::yield_now();
+            state = shared.lock();
+        }
+        if !state.has_work() {
+            *look_until = None;
+        }
+    }
+    // Checked under the lock the wait releases: work that came while it looked is not missed.
+    if !state.has_work() {
+        state = shared.to_syncer.wait(state).unwrap_or_else(|e| e.into_inner());
+    }
+    state
 }
 
 /// How long the writer looks for more work before it sleeps.
