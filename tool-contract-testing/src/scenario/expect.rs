@@ -47,10 +47,31 @@ impl Expect {
         tap: &Tap,
         summary: &str,
     ) -> Verdict {
-        let effects = service.effects(report.idempotency_key);
-        let attempts = service.requests();
-        let probe = tap.last_probe(report.idempotency_key);
+        let seen = Seen {
+            effects: service.effects(report.idempotency_key),
+            attempts: service.requests(),
+            probe: tap.last_probe(report.idempotency_key),
+        };
         let applied = if kind.has_side_effect() { self.applied } else { Applied::No };
+        let mut wrong = self.mismatches(report, applied, &seen);
+        shared_invariants(kind, report, seen.effects, &mut wrong);
+        Verdict {
+            scenario: scenario.name(),
+            outcome: report.outcome,
+            effect_applied: report.effect_applied,
+            attempts: seen.attempts,
+            probe: seen.probe,
+            effects_at_service: seen.effects,
+            expected: self.expected(applied, summary),
+            pass: wrong.is_empty(),
+            detail: wrong.join(", "),
+        }
+    }
+
+    /// Where the report and the service differ from what is expected, `applied` being the effect
+    /// expected of this kind.
+    fn mismatches<T>(&self, report: &Report<T>, applied: Applied, seen: &Seen) -> Vec<String> {
+        let (effects, attempts, probe) = (seen.effects, seen.attempts, seen.probe);
         let mut wrong = Vec::new();
         if report.outcome != self.outcome {
             wrong.push(format!("outcome {} (expected {})", report.outcome, self.outcome));
@@ -76,15 +97,13 @@ impl Expect {
         {
             wrong.push(format!("retry_after_s {:?} (expected {wait})", report.retry_after_s));
         }
-        // The invariants every scenario shares.
-        if kind.has_side_effect() && report.outcome == Outcome::Ok && effects == 0 && report.items.is_empty()
-        {
-            wrong.push("ok without the effect at the service".to_owned());
-        }
-        if kind.has_side_effect() && report.effect_applied == Applied::No && effects > 0 {
-            wrong.push("effect_applied no, but the effect landed".to_owned());
-        }
-        let expected = if summary.is_empty() {
+        wrong
+    }
+
+    /// What was expected, in one line: `summary`, or when it is empty the outcome, the effect and the
+    /// effects at the service.
+    fn expected(&self, applied: Applied, summary: &str) -> String {
+        if summary.is_empty() {
             let mut s = format!("{}, {}", self.outcome, applied);
             if let Some(n) = self.effects {
                 s.push_str(&format!(", {n} effect(s)"));
@@ -92,17 +111,27 @@ impl Expect {
             s
         } else {
             summary.to_owned()
-        };
-        Verdict {
-            scenario: scenario.name(),
-            outcome: report.outcome,
-            effect_applied: report.effect_applied,
-            attempts,
-            probe,
-            effects_at_service: effects,
-            expected,
-            pass: wrong.is_empty(),
-            detail: wrong.join(", "),
         }
+    }
+}
+
+/// What the service and the log showed of a scenario's run.
+struct Seen {
+    /// Effects the service applied for the intent.
+    effects: usize,
+    /// Requests the service received.
+    attempts: u32,
+    /// The last probe verdict logged, if a probe ran.
+    probe: Option<ProbeMark>,
+}
+
+/// The invariants every scenario shares, whatever it expects: never `ok` without the effect, never
+/// `effect_applied: no` when it landed.
+fn shared_invariants<T>(kind: EffectKind, report: &Report<T>, effects: usize, wrong: &mut Vec<String>) {
+    if kind.has_side_effect() && report.outcome == Outcome::Ok && effects == 0 && report.items.is_empty() {
+        wrong.push("ok without the effect at the service".to_owned());
+    }
+    if kind.has_side_effect() && report.effect_applied == Applied::No && effects > 0 {
+        wrong.push("effect_applied no, but the effect landed".to_owned());
     }
 }

@@ -290,74 +290,78 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
 
     /// Run one scenario.
     pub async fn run_one(&self, scenario: Scenario) -> Verdict {
-        let side = self.kind.has_side_effect();
         let destructive = self.kind == EffectKind::Destructive;
         match scenario {
-            Scenario::KillMidCall => {
-                let service = self.service();
-                service.plan([Fault::DropReplyAfterApplying]);
-                let tap = self.tap();
-                let report = self.single.call(self.task(scenario, 1, &tap), service.clone()).await;
-                let mut expect = Expect::ok(1);
-                if self.receiver_dedupes {
-                    expect.attempts = Some(2);
-                } else if side {
-                    expect.probe = Some(ProbeMark::Landed);
-                } else {
-                    expect.attempts = Some(2);
-                    expect.effects = None;
-                }
-                expect.judge(
-                    scenario,
-                    self.kind,
-                    &report,
-                    &service,
-                    &tap,
-                    "unknown, probe finds it landed, ok",
-                )
-            }
+            Scenario::KillMidCall => self.kill_mid_call(scenario).await,
             Scenario::DuplicateDelivery => self.duplicate(scenario).await,
-            Scenario::ErrorBody => {
-                let service = self.service();
-                let body = Body::PermanentError("recipient is not allowed".to_owned());
-                service.plan([Fault::ErrorBody { status: 200, body }]);
-                let tap = self.tap();
-                let report = self.single.call(self.task(scenario, 1, &tap), service.clone()).await;
-                let expect = Expect::refused(Outcome::Permanent);
-                expect.judge(
-                    scenario,
-                    self.kind,
-                    &report,
-                    &service,
-                    &tap,
-                    "permanent by the body, nothing applied",
-                )
-            }
-            Scenario::SlowSuccess => {
-                let service = self.service();
-                let t = self.timing;
-                service.plan([Fault::Slow { apply_after: t.slow_apply, reply_after: t.slow_reply }]);
-                let tap = self.tap();
-                let report = self.single.call(self.task(scenario, 1, &tap), service.clone()).await;
-                service.settle().await;
-                let mut expect = Expect::ok(1);
-                if !side {
-                    expect.effects = None;
-                }
-                // The reply may come inside the attempt's time (no probe) or after it (a probe that
-                // finds the effect): both are right, as long as only one attempt ever ran.
-                expect.judge(
-                    scenario,
-                    self.kind,
-                    &report,
-                    &service,
-                    &tap,
-                    "one attempt, ok (directly, or after a probe finds it landed)",
-                )
-            }
+            Scenario::ErrorBody => self.error_body(scenario).await,
+            Scenario::SlowSuccess => self.slow_success(scenario).await,
             Scenario::PartialBatch => self.partial_batch(scenario, destructive).await,
             Scenario::RateLimit => self.rate_limit(scenario, destructive).await,
         }
+    }
+
+    /// One call of the single tool on `service`, as sub-run `run` of `scenario`, on a fresh tap: its
+    /// report, and the tap that saw its records.
+    async fn call_single(
+        &self,
+        scenario: Scenario,
+        run: u32,
+        service: &FakeService,
+    ) -> (Report<S::Value>, Tap) {
+        let tap = self.tap();
+        let report = self.single.call(self.task(scenario, run, &tap), service.clone()).await;
+        (report, tap)
+    }
+
+    /// The reply is lost after the effect lands: `unknown`, then a probe finds it landed, then `ok`.
+    async fn kill_mid_call(&self, scenario: Scenario) -> Verdict {
+        let service = self.service();
+        service.plan([Fault::DropReplyAfterApplying]);
+        let (report, tap) = self.call_single(scenario, 1, &service).await;
+        let mut expect = Expect::ok(1);
+        if self.receiver_dedupes {
+            expect.attempts = Some(2);
+        } else if self.kind.has_side_effect() {
+            expect.probe = Some(ProbeMark::Landed);
+        } else {
+            expect.attempts = Some(2);
+            expect.effects = None;
+        }
+        expect.judge(scenario, self.kind, &report, &service, &tap, "unknown, probe finds it landed, ok")
+    }
+
+    /// A `200` whose body refuses for good: `permanent` by the body, nothing applied.
+    async fn error_body(&self, scenario: Scenario) -> Verdict {
+        let service = self.service();
+        let body = Body::PermanentError("recipient is not allowed".to_owned());
+        service.plan([Fault::ErrorBody { status: 200, body }]);
+        let (report, tap) = self.call_single(scenario, 1, &service).await;
+        let expect = Expect::refused(Outcome::Permanent);
+        expect.judge(scenario, self.kind, &report, &service, &tap, "permanent by the body, nothing applied")
+    }
+
+    /// The effect lands just before the budget ends: one attempt, and `ok`.
+    async fn slow_success(&self, scenario: Scenario) -> Verdict {
+        let service = self.service();
+        let t = self.timing;
+        service.plan([Fault::Slow { apply_after: t.slow_apply, reply_after: t.slow_reply }]);
+        let (report, tap) = self.call_single(scenario, 1, &service).await;
+        service.settle().await;
+        let mut expect = Expect::ok(1);
+        if !self.kind.has_side_effect() {
+            expect.effects = None;
+        }
+        // The reply may come inside the attempt's time (no probe) or after it (a probe that
+        // finds the effect): both are right, as long as only one attempt ever ran.
+        expect.judge(
+            scenario,
+            self.kind,
+            &report,
+            &service,
+            &tap,
+            "one attempt, ok (directly, or after a probe finds it landed)",
+        )
     }
 
     async fn duplicate(&self, scenario: Scenario) -> Verdict {
@@ -445,10 +449,30 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
         verdict
     }
 
+    /// `429`/`503` with `Retry-After`: two waits the budget can hold, then one it cannot.
     async fn rate_limit(&self, scenario: Scenario, destructive: bool) -> Verdict {
         let t = self.timing;
         let mut verdicts = Vec::new();
         // Delta-seconds, then an HTTP-date, each within the budget; then a wait the budget cannot hold.
+        for retry_after in self.retry_afters() {
+            verdicts.push(self.retry_after_within_budget(scenario, destructive, retry_after).await);
+        }
+        verdicts.push(self.retry_after_beyond_budget(scenario).await);
+        let mut first = all_of(verdicts);
+        first.expected = if destructive {
+            format!("retryable with retry_after_s {}, never retried", t.retry_after_s)
+        } else {
+            format!(
+                "second attempt no sooner than {} s; a 3600 s wait returns retryable at once",
+                t.retry_after_s
+            )
+        };
+        first
+    }
+
+    /// The two waits within the budget: delta-seconds with a `429`, then an HTTP-date with a `503`.
+    fn retry_afters(&self) -> [RetryAfter; 2] {
+        let t = self.timing;
         let (sys0, inst0) = (tool_contract::journal::wall_clock(), tokio::time::Instant::now());
         let at = sys0 + Duration::from_secs(t.retry_after_s + 1);
         // The header's own time, on tokio's clock: HTTP-dates have one-second resolution.
@@ -457,41 +481,58 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
                 .ok()
                 .and_then(|d| d.duration_since(sys0).ok())
                 .unwrap_or_default();
-        let subruns = [
-            (1, 429, t.retry_after_s.to_string(), None),
-            (2, 503, httpdate::fmt_http_date(at), Some(at_instant)),
-        ];
-        for (run, status, header, not_before) in subruns {
-            let service = self.service();
-            service.plan([Fault::RetryAfter { status, header }]);
-            let tap = self.tap();
-            let report = self.single.call(self.task(scenario, run, &tap), service.clone()).await;
-            // A destructive call is never retried; any other waits and tries once more.
-            let mut expect = if destructive {
-                Expect::refused(Outcome::Retryable)
-            } else {
-                Expect { attempts: Some(2), ..Expect::ok(1) }
-            };
-            if !self.kind.has_side_effect() {
-                expect.effects = None;
-            }
-            let mut verdict = expect.judge(scenario, self.kind, &report, &service, &tap, "");
-            if let [first, second, ..] = service.arrivals()[..] {
-                // Delta-seconds count from the reply; an HTTP-date names its instant (50 ms of slack for
-                // the wall clock read on either side).
-                let earliest = not_before.map_or(first + Duration::from_secs(t.retry_after_s), |at| {
-                    at - Duration::from_millis(50)
-                });
-                if second < earliest {
-                    verdict.pass = false;
-                    verdict.detail.push_str(&format!(
-                        " second attempt {:?} before the Retry-After time",
-                        earliest - second
-                    ));
-                }
-            }
-            verdicts.push(verdict);
+        [
+            RetryAfter { run: 1, status: 429, header: t.retry_after_s.to_string(), not_before: None },
+            RetryAfter {
+                run: 2,
+                status: 503,
+                header: httpdate::fmt_http_date(at),
+                not_before: Some(at_instant),
+            },
+        ]
+    }
+
+    /// A `Retry-After` the budget can hold: a destructive call is refused `retryable`; any other waits
+    /// for the header's time, no less, and tries once more.
+    async fn retry_after_within_budget(
+        &self,
+        scenario: Scenario,
+        destructive: bool,
+        retry_after: RetryAfter,
+    ) -> Verdict {
+        let RetryAfter { run, status, header, not_before } = retry_after;
+        let service = self.service();
+        service.plan([Fault::RetryAfter { status, header }]);
+        let (report, tap) = self.call_single(scenario, run, &service).await;
+        // A destructive call is never retried; any other waits and tries once more.
+        let mut expect = if destructive {
+            Expect::refused(Outcome::Retryable)
+        } else {
+            Expect { attempts: Some(2), ..Expect::ok(1) }
+        };
+        if !self.kind.has_side_effect() {
+            expect.effects = None;
         }
+        let mut verdict = expect.judge(scenario, self.kind, &report, &service, &tap, "");
+        if let [first, second, ..] = service.arrivals()[..] {
+            // Delta-seconds count from the reply; an HTTP-date names its instant (50 ms of slack for
+            // the wall clock read on either side).
+            let earliest = not_before.map_or(first + Duration::from_secs(self.timing.retry_after_s), |at| {
+                at - Duration::from_millis(50)
+            });
+            if second < earliest {
+                verdict.pass = false;
+                verdict.detail.push_str(&format!(
+                    " second attempt {:?} before the Retry-After time",
+                    earliest - second
+                ));
+            }
+        }
+        verdict
+    }
+
+    /// A `Retry-After` of an hour, beyond the budget: `retryable` with `retry_after_s` at once.
+    async fn retry_after_beyond_budget(&self, scenario: Scenario) -> Verdict {
         let service = self.service();
         service.plan([Fault::RetryAfter { status: 429, header: "3600".to_owned() }]);
         let tap = self.tap();
@@ -504,21 +545,31 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
             beyond.pass = false;
             beyond.detail.push_str(&format!(" waited {:?} before giving up", start.elapsed()));
         }
-        verdicts.push(beyond);
-        let pass = verdicts.iter().all(|v| v.pass);
-        let detail: Vec<String> =
-            verdicts.iter().filter(|v| !v.detail.is_empty()).map(|v| v.detail.clone()).collect();
-        let mut first = verdicts.swap_remove(0);
-        first.pass = pass;
-        first.detail = detail.join(";");
-        first.expected = if destructive {
-            format!("retryable with retry_after_s {}, never retried", t.retry_after_s)
-        } else {
-            format!(
-                "second attempt no sooner than {} s; a 3600 s wait returns retryable at once",
-                t.retry_after_s
-            )
-        };
-        first
+        beyond
     }
+}
+
+/// One rate-limited sub-run: the `Retry-After` the service sends, and the instant it names if it is an
+/// HTTP-date.
+struct RetryAfter {
+    /// The sub-run, counted from 1.
+    run: u32,
+    /// `429` or `503`.
+    status: u16,
+    /// The header as sent.
+    header: String,
+    /// The earliest a second attempt may come, for an HTTP-date; a delta counts from the reply.
+    not_before: Option<tokio::time::Instant>,
+}
+
+/// The sub-runs of a scenario as one verdict: the first's columns, passing only if every one passed,
+/// with every sub-run's detail.
+fn all_of(mut verdicts: Vec<Verdict>) -> Verdict {
+    let pass = verdicts.iter().all(|v| v.pass);
+    let detail: Vec<String> =
+        verdicts.iter().filter(|v| !v.detail.is_empty()).map(|v| v.detail.clone()).collect();
+    let mut first = verdicts.swap_remove(0);
+    first.pass = pass;
+    first.detail = detail.join(";");
+    first
 }

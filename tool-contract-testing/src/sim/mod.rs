@@ -28,6 +28,7 @@
 //! is never stored for an owner whose claim was taken over, and whoever takes over an unfinished
 //! attempt probes it before starting another.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -40,7 +41,7 @@ use tool_contract::budget::{RetryBudget, RetryBudgets};
 use tool_contract::classify::Body;
 use tool_contract::effect::EffectKind;
 use tool_contract::journal::{Journal, MemoryJournal};
-use tool_contract::report::{Applied, Outcome};
+use tool_contract::report::{Applied, Outcome, Report};
 use tool_contract::spec::{Dedupe, ToolSpec};
 use tool_contract::task::{EscalationQueue, Task};
 
@@ -286,7 +287,7 @@ struct Seen {
     /// The invariants of the log that did not hold.
     violations: Vec<String>,
     /// The calls (by [`CALLER`]) whose claim another call took over while they ran.
-    superseded: std::collections::HashSet<usize>,
+    superseded: HashSet<usize>,
 }
 
 /// How a schedule is run, beyond what it draws.
@@ -305,12 +306,146 @@ async fn run(
     setup: Setup,
     more: impl FnOnce() -> Seen,
 ) -> Result<(), Failure> {
-    let seed = schedule.seed;
     let slack = setup.clock.slack();
+    let rig = Rig::new(&schedule, journal);
+    let start = Instant::now();
+    let task = rig.process(schedule.budget);
+    // A call that waits on a log that never answers would hang here: it may take the budget, never more.
+    let Ok((reports, finished)) =
+        tokio::time::timeout(schedule.budget + setup.clock.hang(), rig.calls(&task)).await
+    else {
+        let violations = vec!["the call hung: it never returned".to_owned()];
+        return Err(Failure { schedule, report: String::new(), violations, replay: setup.replay });
+    };
+    let elapsed = start.elapsed();
+    let decoy = rig.decoy(&task).await;
+    rig.service.settle().await;
+    let seen = more();
+    let (report, others) = last_word(&schedule, reports, &finished, &seen.superseded);
+    let ending =
+        Ending { rig: &rig, report: &report, others: &others, decoy: decoy.as_ref(), elapsed, slack };
+    let violations = ending.violations(seen.violations);
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        let report = serde_json::to_string(&report).unwrap_or_default();
+        Err(Failure { schedule, report, violations, replay: setup.replay })
+    }
+}
+
+/// What the calls of a run share: the schedule, the service and the tool they call, the processes
+/// that call it, and the budget each attempt started with.
+struct Rig<'a> {
+    /// The schedule run.
+    schedule: &'a Schedule,
+    /// The service the tool acts on.
+    service: FakeService,
+    /// The tool.
+    spec: ToolSpec,
+    /// Where every process escalates.
+    escalations: EscalationQueue,
+    /// The budget left as each attempt started.
+    started_with: Arc<Mutex<Vec<Duration>>>,
+    /// The task id of every process.
+    id: String,
+    /// The actor of every process.
+    actor: &'static str,
+    /// The retry budgets every process is given.
+    budgets: RetryBudgets,
+    /// The attempt log the processes share, if there is one.
+    journal: Option<Arc<dyn Journal>>,
+}
+
+impl<'a> Rig<'a> {
+    /// The rig of `schedule`, its processes sharing `journal`.
+    fn new(schedule: &'a Schedule, journal: Option<Arc<dyn Journal>>) -> Rig<'a> {
+        let seed = schedule.seed;
+        // With `pipes`, the task and actor hold `|`; the decoy spells the same text joined with `|`.
+        let (id, actor) =
+            if schedule.pipes { (format!("sim|{seed}"), "sim|a") } else { (format!("sim-{seed}"), "sim") };
+        Rig {
+            schedule,
+            service: service_of(schedule),
+            spec: tool_of(schedule),
+            escalations: EscalationQueue::new(),
+            started_with: Arc::new(Mutex::new(Vec::new())),
+            id,
+            actor,
+            budgets: retry_budgets_of(schedule),
+            journal,
+        }
+    }
+
+    /// A process of its own on the shared log: its own task family, the same deadline.
+    fn process(&self, budget: Duration) -> Task {
+        let task = Task::new(self.id.clone(), self.actor, budget)
+            .escalate_to(self.escalations.clone())
+            .approver(ApproveAll)
+            .retry_budgets(self.budgets.clone());
+        match &self.journal {
+            Some(journal) => task.journal(Arc::clone(journal)),
+            None => task,
+        }
+    }
+
+    /// One call of the tool on `task`'s behalf: one act, or a batch of the schedule's items.
+    async fn call(&self, task: &Task) -> Report<()> {
+        one_call(task, &self.spec, &self.service, self.schedule, &self.started_with).await
+    }
+
+    /// Every call of the intent: their reports, and the order they finished in. A first run that
+    /// finished before its crash is the only one; otherwise the calls of a restarted process follow.
+    async fn calls(&self, task: &Task) -> (Vec<Report<()>>, Vec<usize>) {
+        match self.crashed(task).await {
+            Some(report) => (vec![report], vec![0]),
+            None => self.at_once(task).await,
+        }
+    }
+
+    /// The first run of a schedule that crashes: its report, if it finished before the crash.
+    async fn crashed(&self, task: &Task) -> Option<Report<()>> {
+        let crash_at = self.schedule.crash_at?;
+        // A crash: the run stops wherever it is, its attempt dropped mid-flight.
+        tokio::time::timeout(crash_at, self.call(task)).await.ok()
+    }
+
+    /// A restarted process: same task, same deadline, same log; the intent called `callers` times at
+    /// once (a model repeating itself, a client re-sending a call). With `openers`, the callers after the
+    /// first are processes of their own.
+    async fn at_once(&self, task: &Task) -> (Vec<Report<()>>, Vec<usize>) {
+        let schedule = self.schedule;
+        let others: Vec<Task> = (1..schedule.callers)
+            .filter(|_| schedule.openers)
+            .map(|_| self.process(task.remaining()))
+            .collect();
+        let tasks = (0..schedule.callers as usize).map(|i| others.get(i.wrapping_sub(1)).unwrap_or(task));
+        let calls = tasks.enumerate().map(|(i, task)| CALLER.scope(i, self.call(task)));
+        join_all(calls).await
+    }
+
+    /// With `pipes`, the decoy intent's report: its task id and actor, joined with `|`, spell the same
+    /// text as the intent's.
+    async fn decoy(&self, task: &Task) -> Option<Report<()>> {
+        if !self.schedule.pipes {
+            return None;
+        }
+        let (seed, budget) = (self.schedule.seed, self.schedule.budget);
+        let decoy = task.new_like(format!("sim|{seed}|sim"), "a", budget);
+        Some(self.call(&decoy).await)
+    }
+}
+
+/// The fake service of `schedule`: its faults planned, its lookups failing as drawn.
+fn service_of(schedule: &Schedule) -> FakeService {
     let service = FakeService::new();
     service.dedupe_by_key(schedule.receiver_dedupes);
     service.plan(schedule.faults.iter().cloned());
     service.fail_probes(schedule.probe_failures);
+    service
+}
+
+/// The tool of `schedule`: its kind and floor, deduplicated by the receiver and settling as drawn.
+fn tool_of(schedule: &Schedule) -> ToolSpec {
     let mut spec = ToolSpec::new("act", schedule.kind).deadline_floor(schedule.floor);
     if schedule.receiver_dedupes {
         spec = spec.dedupe(Dedupe::Receiver);
@@ -319,74 +454,25 @@ async fn run(
         // The margin is not scaled: the log keeps an attempt's start in whole seconds.
         spec = spec.settle(longest_hold(&schedule.faults) + Duration::from_secs(1));
     }
-    let escalations = EscalationQueue::new();
-    // The budget left as each attempt started.
-    let started_with = Arc::new(Mutex::new(Vec::new()));
-    let start = Instant::now();
-    // With `pipes`, the task and actor hold `|`; the decoy spells the same text joined with `|`.
-    let (id, actor) =
-        if schedule.pipes { (format!("sim|{seed}"), "sim|a") } else { (format!("sim-{seed}"), "sim") };
-    let budgets = if schedule.no_retry_budget {
+    spec
+}
+
+/// The retry budgets of `schedule`: the default, or with `no_retry_budget` none with room for a retry.
+fn retry_budgets_of(schedule: &Schedule) -> RetryBudgets {
+    if schedule.no_retry_budget {
         RetryBudgets::new(RetryBudget::new(Duration::from_secs(10), 0, 0))
     } else {
         RetryBudgets::default()
-    };
-    // A process of its own on the shared log: its own task family, the same deadline.
-    let process = |budget: Duration| {
-        let task = Task::new(id.clone(), actor, budget)
-            .escalate_to(escalations.clone())
-            .approver(ApproveAll)
-            .retry_budgets(budgets.clone());
-        match &journal {
-            Some(journal) => task.journal(Arc::clone(journal)),
-            None => task,
-        }
-    };
-    let task = process(schedule.budget);
+    }
+}
 
-    // A call that waits on a log that never answers would hang here: it may take the budget, never more.
-    let runs = async {
-        let mut report = None;
-        if let Some(crash_at) = schedule.crash_at {
-            let first = one_call(&task, &spec, &service, &schedule, &started_with);
-            // A crash: the run stops wherever it is, its attempt dropped mid-flight.
-            if let Ok(done) = tokio::time::timeout(crash_at, first).await {
-                report = Some(done);
-            }
-        }
-        match report {
-            Some(report) => (vec![report], vec![0]),
-            // A restarted process: same task, same deadline, same log; the intent called `callers` times
-            // at once (a model repeating itself, a client re-sending a call).
-            None => {
-                let others: Vec<Task> = (1..schedule.callers)
-                    .filter(|_| schedule.openers)
-                    .map(|_| process(task.remaining()))
-                    .collect();
-                let tasks =
-                    (0..schedule.callers as usize).map(|i| others.get(i.wrapping_sub(1)).unwrap_or(&task));
-                let calls = tasks.enumerate().map(|(i, task)| {
-                    CALLER.scope(i, one_call(task, &spec, &service, &schedule, &started_with))
-                });
-                join_all(calls).await
-            }
-        }
-    };
-    let Ok((mut reports, finished)) = tokio::time::timeout(schedule.budget + setup.clock.hang(), runs).await
-    else {
-        let violations = vec!["the call hung: it never returned".to_owned()];
-        return Err(Failure { schedule, report: String::new(), violations, replay: setup.replay });
-    };
-    let elapsed = start.elapsed();
-    let decoy = if schedule.pipes {
-        let decoy = task.new_like(format!("sim|{seed}|sim"), "a", schedule.budget);
-        let report = one_call(&decoy, &spec, &service, &schedule, &started_with).await;
-        Some(report)
-    } else {
-        None
-    };
-    service.settle().await;
-    let seen = more();
+/// The report with the last word on the intent, taken out of `reports`, and the other calls' reports.
+fn last_word(
+    schedule: &Schedule,
+    mut reports: Vec<Report<()>>,
+    finished: &[usize],
+    superseded: &HashSet<usize>,
+) -> (Report<()>, Vec<Report<()>>) {
     let report = match schedule.store {
         // The last to finish has the last word on the intent.
         None => reports.pop().unwrap_or_else(|| unreachable!("at least one caller")),
@@ -394,69 +480,115 @@ async fn run(
         // on what it did itself: the last to finish of the others has the last word.
         Some(_) => {
             let mut order = finished.iter().rev();
-            let last = order.find(|i| !seen.superseded.contains(i)).or(finished.last());
+            let last = order.find(|i| !superseded.contains(i)).or(finished.last());
             reports.swap_remove(last.copied().unwrap_or_default())
         }
     };
+    (report, reports)
+}
 
-    let mut violations = seen.violations;
-    let side = schedule.kind.has_side_effect();
-    let effects = service.effects(report.idempotency_key);
-    let at_most_once =
+/// What a run left to check once the service has settled.
+struct Ending<'a> {
+    /// The run's schedule, service and tool.
+    rig: &'a Rig<'a>,
+    /// The report with the last word on the intent.
+    report: &'a Report<()>,
+    /// The other calls' reports.
+    others: &'a [Report<()>],
+    /// The decoy intent's report, with `pipes`.
+    decoy: Option<&'a Report<()>>,
+    /// How long the calls took.
+    elapsed: Duration,
+    /// What the clock may run beyond the schedule's figures.
+    slack: Duration,
+}
+
+impl Ending<'_> {
+    /// Every invariant that did not hold, after `seen`: those the log itself saw broken.
+    fn violations(&self, seen: Vec<String>) -> Vec<String> {
+        let (schedule, service) = (self.rig.schedule, &self.rig.service);
+        let mut violations = seen;
+        self.effects_kept(&mut violations);
+        self.floor_and_budget_kept(&mut violations);
+        if self.report.outcome == Outcome::Unknown && self.rig.escalations.is_empty() {
+            violations.push("unknown and not escalated".to_owned());
+        }
+        if schedule.budget.is_zero() && service.requests() > 0 {
+            violations.push(format!("{} request(s) sent on an empty budget", service.requests()));
+        }
+        if let Some(decoy) = self.decoy {
+            self.decoy_kept(decoy, &mut violations);
+        }
+        if !schedule.items.is_empty() {
+            items_kept(schedule, self.report, service, self.at_most_once(), &mut violations);
+        }
+        violations
+    }
+
+    /// Whether the kind allows at most one applied effect per intent: `send`, `money` and
+    /// `destructive`, and a `create` the receiver does not deduplicate.
+    fn at_most_once(&self) -> bool {
+        let schedule = self.rig.schedule;
         matches!(schedule.kind, EffectKind::Send | EffectKind::Money | EffectKind::Destructive)
-            || (schedule.kind == EffectKind::Create && !schedule.receiver_dedupes);
-    let single = schedule.items.is_empty();
-    if single && at_most_once && effects > 1 {
-        violations.push(format!("{effects} effects applied for one {} intent", schedule.kind));
+            || (schedule.kind == EffectKind::Create && !schedule.receiver_dedupes)
     }
-    if single && side && report.outcome == Outcome::Ok && effects == 0 {
-        violations.push("ok without the effect at the service".to_owned());
-    }
-    // On a store, every call's `ok` is checked, not only the last word's.
-    if schedule.store.is_some()
-        && single
-        && side
-        && effects == 0
-        && reports.iter().any(|r| r.outcome == Outcome::Ok)
-    {
-        violations.push("a call answered ok without the effect at the service".to_owned());
-    }
-    if side && report.effect_applied == Applied::No && effects > 0 {
-        violations.push(format!("effect_applied no, but {effects} effect(s) landed"));
-    }
-    for left in started_with.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        // On a real clock the budget runs on between the engine's check and the attempt, a few
-        // instructions apart but for a thread preempted between them.
-        if *left + slack / 10 < schedule.floor || (slack.is_zero() && left.is_zero()) {
-            violations
-                .push(format!("an attempt started with {left:?} left, below the {:?} floor", schedule.floor));
+
+    /// Invariants 1 to 3 for a single act: at most one effect where the kind allows one, never `ok`
+    /// without the effect (on a store, from any call), never `effect_applied: no` when it landed.
+    fn effects_kept(&self, violations: &mut Vec<String>) {
+        let (schedule, report) = (self.rig.schedule, self.report);
+        let side = schedule.kind.has_side_effect();
+        let effects = self.rig.service.effects(report.idempotency_key);
+        let single = schedule.items.is_empty();
+        if single && self.at_most_once() && effects > 1 {
+            violations.push(format!("{effects} effects applied for one {} intent", schedule.kind));
+        }
+        if single && side && report.outcome == Outcome::Ok && effects == 0 {
+            violations.push("ok without the effect at the service".to_owned());
+        }
+        // On a store, every call's `ok` is checked, not only the last word's.
+        if schedule.store.is_some()
+            && single
+            && side
+            && effects == 0
+            && self.others.iter().any(|r| r.outcome == Outcome::Ok)
+        {
+            violations.push("a call answered ok without the effect at the service".to_owned());
+        }
+        if side && report.effect_applied == Applied::No && effects > 0 {
+            violations.push(format!("effect_applied no, but {effects} effect(s) landed"));
         }
     }
-    if elapsed > schedule.budget + schedule.floor + slack {
-        violations.push(format!("returned after {elapsed:?}, past the {:?} budget", schedule.budget));
+
+    /// Invariants 4 and 5: no attempt started below the floor (nor, on tokio's clock, with nothing
+    /// left), and the call returned within the budget plus one floor.
+    fn floor_and_budget_kept(&self, violations: &mut Vec<String>) {
+        let (schedule, slack, elapsed) = (self.rig.schedule, self.slack, self.elapsed);
+        for left in self.rig.started_with.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            // On a real clock the budget runs on between the engine's check and the attempt, a few
+            // instructions apart but for a thread preempted between them.
+            if *left + slack / 10 < schedule.floor || (slack.is_zero() && left.is_zero()) {
+                violations.push(format!(
+                    "an attempt started with {left:?} left, below the {:?} floor",
+                    schedule.floor
+                ));
+            }
+        }
+        if elapsed > schedule.budget + schedule.floor + slack {
+            violations.push(format!("returned after {elapsed:?}, past the {:?} budget", schedule.budget));
+        }
     }
-    if report.outcome == Outcome::Unknown && escalations.is_empty() {
-        violations.push("unknown and not escalated".to_owned());
-    }
-    if schedule.budget.is_zero() && service.requests() > 0 {
-        violations.push(format!("{} request(s) sent on an empty budget", service.requests()));
-    }
-    if let Some(decoy) = &decoy {
-        if decoy.idempotency_key == report.idempotency_key {
+
+    /// Invariant 8: the decoy, whose fields joined with `|` spell the intent's, has a key of its own
+    /// and is sent on its own.
+    fn decoy_kept(&self, decoy: &Report<()>, violations: &mut Vec<String>) {
+        if decoy.idempotency_key == self.report.idempotency_key {
             violations.push("two intents, one key: fields holding `|` were joined as they are".to_owned());
         }
-        if side && decoy.outcome == Outcome::Ok && service.effects(decoy.idempotency_key) == 0 {
+        let side = self.rig.schedule.kind.has_side_effect();
+        if side && decoy.outcome == Outcome::Ok && self.rig.service.effects(decoy.idempotency_key) == 0 {
             violations.push("the decoy intent was answered ok without being sent".to_owned());
         }
-    }
-    if !schedule.items.is_empty() {
-        items_kept(&schedule, &report, &service, at_most_once, &mut violations);
-    }
-    if violations.is_empty() {
-        Ok(())
-    } else {
-        let report = serde_json::to_string(&report).unwrap_or_default();
-        Err(Failure { schedule, report, violations, replay: setup.replay })
     }
 }
 
