@@ -395,37 +395,10 @@ fn probe_on(
 ) -> Option<TokenStream> {
     let (_, value, span) = named_probe(tool, bulk)?;
     let local = |name: &str| Ident::new(name, Span::mixed_site().located_at(span));
-    let (key, items, this, verdict) =
-        (local(&key.to_string()), local("__items"), local("__this"), local("__verdict"));
-    let mut borrows = Vec::new();
-    let mut args = Vec::new();
-    if tool.receiver.is_some() {
-        // In the wrapper `self`; the companion has the receiver as `__this` already.
-        borrows.push(quote!(#[allow(clippy::redundant_locals)] let #this = #this_is;));
-        args.push(this);
-    }
-    for param in &tool.params {
-        if bulk.is_some_and(|bulk| bulk.index == param.index) {
-            args.push(items.clone());
-        } else {
-            let (name, borrowed) = (param.name(), local(&format!("__ref{}", param.index)));
-            borrows.push(quote!(let #borrowed = &#name;));
-            args.push(borrowed);
-        }
-    }
-    let (inputs, verdict_ty) = match bulk {
-        Some(bulk) => {
-            let ty = &bulk.arg.ty;
-            (quote!(#key: #private::IntentKey, #items: #ty), quote!(::std::vec::Vec<#private::Item>))
-        }
-        None => (quote!(#key: #private::IntentKey), quote!(#private::Probe<#value>)),
-    };
-    let name = probe_fn_name(tool);
-    let turbofish = turbofish(&tool.func.sig.generics);
-    let path = match tool.receiver {
-        Some(_) => quote!(Self::#name #turbofish),
-        None => quote!(#name #turbofish),
-    };
+    let (key, items, verdict) = (local(&key.to_string()), local("__items"), local("__verdict"));
+    let (borrows, args) = probe_args(tool, bulk, this_is, &items, local);
+    let (inputs, verdict_ty) = probe_inputs(bulk, &key, &items, value, private);
+    let path = probe_fn_path(tool);
     let call = quote!(#path(#(#args,)* #key).await);
     Some(match as_json {
         false => quote! {
@@ -451,6 +424,62 @@ fn probe_on(
     })
 }
 
+/// The probe closure's borrows (the receiver as `this_is`, each argument but the items by reference)
+/// and the arguments it passes to [`probe_fn`], in order, a bulk tool's items as `items`.
+fn probe_args(
+    tool: &Tool,
+    bulk: Option<&Param>,
+    this_is: TokenStream,
+    items: &Ident,
+    local: impl Fn(&str) -> Ident,
+) -> (Vec<TokenStream>, Vec<Ident>) {
+    let mut borrows = Vec::new();
+    let mut args = Vec::new();
+    if tool.receiver.is_some() {
+        let this = local("__this");
+        // In the wrapper `self`; the companion has the receiver as `__this` already.
+        borrows.push(quote!(#[allow(clippy::redundant_locals)] let #this = #this_is;));
+        args.push(this);
+    }
+    for param in &tool.params {
+        if bulk.is_some_and(|bulk| bulk.index == param.index) {
+            args.push(items.clone());
+        } else {
+            let (name, borrowed) = (param.name(), local(&format!("__ref{}", param.index)));
+            borrows.push(quote!(let #borrowed = &#name;));
+            args.push(borrowed);
+        }
+    }
+    (borrows, args)
+}
+
+/// The probe closure's inputs (the key, and a bulk tool's items) and the type of its verdict.
+fn probe_inputs(
+    bulk: Option<&Param>,
+    key: &Ident,
+    items: &Ident,
+    value: &Type,
+    private: &TokenStream,
+) -> (TokenStream, TokenStream) {
+    match bulk {
+        Some(bulk) => {
+            let ty = &bulk.arg.ty;
+            (quote!(#key: #private::IntentKey, #items: #ty), quote!(::std::vec::Vec<#private::Item>))
+        }
+        None => (quote!(#key: #private::IntentKey), quote!(#private::Probe<#value>)),
+    }
+}
+
+/// The path of the hidden probe function ([`probe_fn`]), through `Self` for a method.
+fn probe_fn_path(tool: &Tool) -> TokenStream {
+    let name = probe_fn_name(tool);
+    let turbofish = turbofish(&tool.func.sig.generics);
+    match tool.receiver {
+        Some(_) => quote!(Self::#name #turbofish),
+        None => quote!(#name #turbofish),
+    }
+}
+
 /// `{name}_tool()`: the tool for a `Toolbox`, its definition and its dispatch from a model's JSON
 /// arguments. Each parameter type and the value type are checked, where the author wrote them, for
 /// what a model-facing tool needs (`ModelArg`, `ModelValue`).
@@ -467,84 +496,21 @@ fn companion(tool: &Tool) -> TokenStream {
     let name = &sig.ident;
     let companion = format_ident!("{}_tool", name.unraw(), span = name.span());
     let generics = &sig.generics;
-    let bulk = tool.bulk();
+    let bulk = tool.bulk().is_some();
 
-    // The wrapper's bounds again, on the same tokens: an unmet one is still reported once.
-    let mut predicates = own_predicates(tool);
-    predicates.extend(engine_predicates(tool, bulk.is_some()));
-    let mut describe = Vec::new();
-    let mut takes = Vec::new();
-    let mut names = Vec::new();
-    let mut passes = Vec::new();
-    let mut expected = Vec::new();
-    for param in &tool.params {
-        let ty = &param.arg.ty;
-        let (owned, lent) = owned(ty);
-        let local = param.name();
-        let field = local.unraw().to_string();
-        let required = option_value(ty).is_none();
-        let docs = &param.docs;
-        let description = if docs.is_empty() {
-            quote!(::core::option::Option::None)
-        } else {
-            quote!(::core::option::Option::Some(::core::concat!(#(#docs, "\n"),*)))
-        };
-        // Every token of a bound on the author's span, so an unmet bound is reported on their type.
-        predicates.push(quote_spanned!(ty.span()=> #owned: ::tool_contract::__private::ModelArg));
-        // A decoded argument owns its data; the boxed call that holds it may outlive any borrow.
-        predicates
-            .push(quote_spanned!(ty.span()=> #owned: ::core::marker::Send + ::core::marker::Sync + 'static));
-        describe.push(quote!(<#owned as #private::ModelArg>::describe(&mut #params_ident, #field, #description, #required);));
-        takes.push(quote!(let #local = #args.take::<#owned>(#field);));
-        passes.push(match lent {
-            Lent::No => quote!(#local),
-            Lent::Ref => quote!(::core::borrow::Borrow::borrow(&#local)),
-            Lent::OptionRef => quote!(#local.as_ref().map(::core::borrow::Borrow::borrow)),
-        });
-        names.push(local);
-        expected.push(if required { field } else { format!("{field} (optional)") });
-    }
-    let output = match bulk {
-        Some(_) => quote!(()),
-        None => {
-            let value = with_static_lifetimes(value);
-            predicates.push(quote_spanned!(value.span()=> #value: ::tool_contract::__private::ModelValue));
-            quote!(#value)
-        }
-    };
-    if let Some(receiver) = tool.receiver {
-        // A toolbox keeps the receiver behind an `Arc` for as long as it lives. (No `Sync` bound here: a
-        // where-clause on `Self` would shadow the auto impl and pin its lifetimes.)
-        predicates.push(quote_spanned!(receiver.span()=> Self: 'static));
-    }
-
-    let description = match tool.args.description.as_ref().and_then(|given| given.parsed.as_ref()) {
-        Some(lit) => quote!(#lit),
-        None => {
-            let docs = tool.docs();
-            quote!(::core::concat!(#(#docs, "\n"),*))
-        }
-    };
+    let where_clause = companion_where(tool, value, bulk);
+    let ModelParams { describe, takes, names, passes, expected } =
+        model_params(tool, &private, &params_ident, &args);
+    let output = model_output(value, bulk);
+    let description = tool_description(tool);
     let turbofish = turbofish(generics);
     let (wrapper, tool_fn) = match tool.receiver {
         Some(_) => (quote!(Self::#name #turbofish), quote!(#private::ToolFn<Self>)),
         None => (quote!(#name #turbofish), quote!(#private::ToolFn)),
     };
-    let run = match bulk {
-        // A bulk tool runs through its wrapper, the engine instantiated for its items.
-        Some(_) => {
-            let this = tool.receiver.map(|_| quote!(#this,));
-            quote!(#private::into_json(#wrapper(#this #task, #(#passes),*).await))
-        }
-        None => json_run(tool, &private, &this, &task, &wrapper),
-    };
+    let run = companion_run(tool, &private, &this, &task, &wrapper, &passes);
     let spec = spec(tool, &private);
-    let doc = format!(
-        "The `{}` tool for a `Toolbox`: its definition (name, description, JSON Schemas, effect kind) and \
-         its dispatch from a model's JSON arguments.",
-        name.unraw()
-    );
-    let where_clause = if predicates.is_empty() { quote!() } else { quote!(where #(#predicates),*) };
+    let doc = companion_doc(name);
     quote! {
         #[doc = #doc]
         #[must_use]
@@ -571,6 +537,132 @@ fn companion(tool: &Tool) -> TokenStream {
             )
         }
     }
+}
+
+/// The companion's where-clause: the wrapper's bounds, then what a model-facing tool needs of each
+/// parameter type, the value type and the receiver.
+fn companion_where(tool: &Tool, value: &Type, bulk: bool) -> TokenStream {
+    // The wrapper's bounds again, on the same tokens: an unmet one is still reported once.
+    let mut predicates = own_predicates(tool);
+    predicates.extend(engine_predicates(tool, bulk));
+    for param in &tool.params {
+        let ty = &param.arg.ty;
+        let (owned, _) = owned(ty);
+        // Every token of a bound on the author's span, so an unmet bound is reported on their type.
+        predicates.push(quote_spanned!(ty.span()=> #owned: ::tool_contract::__private::ModelArg));
+        // A decoded argument owns its data; the boxed call that holds it may outlive any borrow.
+        predicates
+            .push(quote_spanned!(ty.span()=> #owned: ::core::marker::Send + ::core::marker::Sync + 'static));
+    }
+    if !bulk {
+        let value = with_static_lifetimes(value);
+        predicates.push(quote_spanned!(value.span()=> #value: ::tool_contract::__private::ModelValue));
+    }
+    if let Some(receiver) = tool.receiver {
+        // A toolbox keeps the receiver behind an `Arc` for as long as it lives. (No `Sync` bound here: a
+        // where-clause on `Self` would shadow the auto impl and pin its lifetimes.)
+        predicates.push(quote_spanned!(receiver.span()=> Self: 'static));
+    }
+    if predicates.is_empty() { quote!() } else { quote!(where #(#predicates),*) }
+}
+
+/// Each parameter's part of the companion, in the order written.
+#[derive(Default)]
+struct ModelParams {
+    /// Its entry in the definition's parameters.
+    describe: Vec<TokenStream>,
+    /// Its decoding from the model's JSON arguments.
+    takes: Vec<TokenStream>,
+    /// Its local, an `Option` until every argument is known to have decoded.
+    names: Vec<Ident>,
+    /// What the tool is handed: the decoded value, or a borrow of it.
+    passes: Vec<TokenStream>,
+    /// Its field as a refusal lists it.
+    expected: Vec<String>,
+}
+
+/// [`ModelParams`] for the tool's parameters: `params` is the definition's parameter list, `args` the
+/// model's JSON arguments.
+fn model_params(tool: &Tool, private: &TokenStream, params: &Ident, args: &Ident) -> ModelParams {
+    let mut model = ModelParams::default();
+    for param in &tool.params {
+        let ty = &param.arg.ty;
+        let (owned, lent) = owned(ty);
+        let local = param.name();
+        let field = local.unraw().to_string();
+        let required = option_value(ty).is_none();
+        let description = param_description(&param.docs);
+        model.describe.push(
+            quote!(<#owned as #private::ModelArg>::describe(&mut #params, #field, #description, #required);),
+        );
+        model.takes.push(quote!(let #local = #args.take::<#owned>(#field);));
+        model.passes.push(match lent {
+            Lent::No => quote!(#local),
+            Lent::Ref => quote!(::core::borrow::Borrow::borrow(&#local)),
+            Lent::OptionRef => quote!(#local.as_ref().map(::core::borrow::Borrow::borrow)),
+        });
+        model.names.push(local);
+        model.expected.push(if required { field } else { format!("{field} (optional)") });
+    }
+    model
+}
+
+/// A parameter's description for the model: its doc comment's lines, or `None` without one.
+fn param_description(docs: &[&syn::Expr]) -> TokenStream {
+    if docs.is_empty() {
+        quote!(::core::option::Option::None)
+    } else {
+        quote!(::core::option::Option::Some(::core::concat!(#(#docs, "\n"),*)))
+    }
+}
+
+/// The type whose schema the definition gives for the value: the tool's value, `()` for a bulk tool.
+fn model_output(value: &Type, bulk: bool) -> TokenStream {
+    if bulk {
+        quote!(())
+    } else {
+        let value = with_static_lifetimes(value);
+        quote!(#value)
+    }
+}
+
+/// The tool's description for the model: `description = "..."`, or the function's doc comment.
+fn tool_description(tool: &Tool) -> TokenStream {
+    match tool.args.description.as_ref().and_then(|given| given.parsed.as_ref()) {
+        Some(lit) => quote!(#lit),
+        None => {
+            let docs = tool.docs();
+            quote!(::core::concat!(#(#docs, "\n"),*))
+        }
+    }
+}
+
+/// What the companion's boxed future runs: the wrapper for a bulk tool, [`json_run`] for any other.
+fn companion_run(
+    tool: &Tool,
+    private: &TokenStream,
+    this: &Ident,
+    task: &Ident,
+    wrapper: &TokenStream,
+    passes: &[TokenStream],
+) -> TokenStream {
+    match tool.bulk() {
+        // A bulk tool runs through its wrapper, the engine instantiated for its items.
+        Some(_) => {
+            let this = tool.receiver.map(|_| quote!(#this,));
+            quote!(#private::into_json(#wrapper(#this #task, #(#passes),*).await))
+        }
+        None => json_run(tool, private, this, task, wrapper),
+    }
+}
+
+/// The companion's doc comment.
+fn companion_doc(name: &Ident) -> String {
+    format!(
+        "The `{}` tool for a `Toolbox`: its definition (name, description, JSON Schemas, effect kind) and \
+         its dispatch from a model's JSON arguments.",
+        name.unraw()
+    )
 }
 
 /// A tool called by name, in the companion's boxed future: the arguments as the wrapper takes them,

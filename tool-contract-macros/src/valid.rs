@@ -8,7 +8,8 @@ use crate::ast::{Output, Tool, has_impl_trait, option_value, peeled, vec_item};
 use tool_contract_effect::ProbeRule;
 
 use crate::attr::{
-    BULK, DEDUPE, DESCRIPTION, EFFECT, Given, Key, Kind, NAME, PROBE, SLOT, TARGET, name_problem, written,
+    Args, BULK, DEDUPE, DESCRIPTION, EFFECT, Given, Key, Kind, NAME, PROBE, SLOT, TARGET, name_problem,
+    written,
 };
 use crate::ctxt::Ctxt;
 
@@ -211,20 +212,30 @@ fn check_output(ctxt: &Ctxt, tool: &Tool) {
 fn check_effect(ctxt: &Ctxt, tool: &Tool) {
     let args = &tool.args;
     let Some(effect) = &args.effect else {
-        if !args.broken && !args.misspelled.contains(&EFFECT) {
-            let message = "`#[tool]` needs an effect; add `effect = \"read\"`, `\"create\"`, `\"send\"`, `\"money\"` or `\"destructive\"`";
-            if args.tokens.is_empty() {
-                ctxt.error_at(Span::call_site(), message);
-            } else {
-                ctxt.error_spanned_by(&args.tokens, message);
-            }
-        }
+        check_effect_missing(ctxt, args);
         return;
     };
     let Some(kind) = effect.parsed else {
         return;
     };
+    check_probe_rule(ctxt, args, effect, kind);
+    check_dedupe(ctxt, args, kind);
+}
 
+/// A missing `effect`, unless the parse broke off or an unknown key was a near miss of it.
+fn check_effect_missing(ctxt: &Ctxt, args: &Args) {
+    if !args.broken && !args.misspelled.contains(&EFFECT) {
+        let message = "`#[tool]` needs an effect; add `effect = \"read\"`, `\"create\"`, `\"send\"`, `\"money\"` or `\"destructive\"`";
+        if args.tokens.is_empty() {
+            ctxt.error_at(Span::call_site(), message);
+        } else {
+            ctxt.error_spanned_by(&args.tokens, message);
+        }
+    }
+}
+
+/// `probe` where the effect kind needs one, and not where it needs none.
+fn check_probe_rule(ctxt: &Ctxt, args: &Args, effect: &Given<Kind>, kind: Kind) {
     let probe_misspelled = args.misspelled.contains(&PROBE);
     // Which kinds need a probe is the policy table's (`EffectKind::policy`), as the engine reads it.
     match (&args.probe, kind.probe_rule()) {
@@ -262,7 +273,10 @@ fn check_effect(ctxt: &Ctxt, tool: &Tool) {
         }
         _ => {}
     }
+}
 
+/// `dedupe` on `effect = "create"` only.
+fn check_dedupe(ctxt: &Ctxt, args: &Args, kind: Kind) {
     let Some(dedupe) = &args.dedupe else { return };
     if kind != Kind::Create {
         let instead = match kind {

@@ -198,21 +198,7 @@ pub struct Args {
 }
 
 pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
-    let mut effect = Setting::new(EFFECT);
-    let mut probe = Setting::new(PROBE);
-    let mut deadline_floor = Setting::new(DEADLINE_FLOOR);
-    let mut target = Setting::new(TARGET);
-    let mut slot = Setting::new(SLOT);
-    let mut verb = Setting::new(VERB);
-    let mut dedupe = Setting::new(DEDUPE);
-    let mut bulk = Setting::new(BULK);
-    let mut name = Setting::new(NAME);
-    let mut description = Setting::new(DESCRIPTION);
-    let mut max_attempts = Setting::new(MAX_ATTEMPTS);
-    let mut backoff = Setting::new(BACKOFF);
-    let mut probe_reserve = Setting::new(PROBE_RESERVE);
-    let mut settle = Setting::new(SETTLE);
-    let mut service = Setting::new(SERVICE);
+    let mut settings = Settings::new();
     let mut misspelled = Vec::new();
 
     let parser = syn::meta::parser(|meta| {
@@ -232,23 +218,7 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
             return skip_value(&meta);
         }
         let value: Expr = meta.value()?.parse()?;
-        match key {
-            EFFECT => effect.set(ctxt, parse_effect(ctxt, ident, value)),
-            PROBE => probe.set(ctxt, parse_path(ctxt, key, ident, value)),
-            DEADLINE_FLOOR => deadline_floor.set(ctxt, parse_duration(ctxt, key, ident, value)),
-            PROBE_RESERVE => probe_reserve.set(ctxt, parse_duration(ctxt, key, ident, value)),
-            SETTLE => settle.set(ctxt, parse_duration(ctxt, key, ident, value)),
-            MAX_ATTEMPTS => max_attempts.set(ctxt, parse_attempts(ctxt, ident, value)),
-            BACKOFF => backoff.set(ctxt, parse_backoff(ctxt, ident, value)),
-            TARGET => target.set(ctxt, parse_param(ctxt, key, ident, value)),
-            SLOT => slot.set(ctxt, parse_param(ctxt, key, ident, value)),
-            VERB => verb.set(ctxt, parse_verb(ctxt, ident, value)),
-            SERVICE => service.set(ctxt, parse_service(ctxt, ident, value)),
-            DEDUPE => dedupe.set(ctxt, parse_dedupe(ctxt, ident, value)),
-            NAME => name.set(ctxt, parse_name(ctxt, ident, value)),
-            DESCRIPTION => description.set(ctxt, parse_description(ctxt, ident, value)),
-            _ => bulk.set(ctxt, parse_param(ctxt, key, ident, value)),
-        }
+        settings.read(ctxt, key, ident, value);
         Ok(())
     });
     let broken = match parser.parse2(args.clone()) {
@@ -258,26 +228,93 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
             true
         }
     };
+    settings.into_args(broken, misspelled, args)
+}
 
-    Args {
-        effect: effect.given,
-        probe: probe.given,
-        deadline_floor: deadline_floor.given,
-        target: target.given,
-        slot: slot.given,
-        verb: verb.given,
-        dedupe: dedupe.given,
-        bulk: bulk.given,
-        name: name.given,
-        description: description.given,
-        max_attempts: max_attempts.given,
-        backoff: backoff.given,
-        probe_reserve: probe_reserve.given,
-        settle: settle.given,
-        service: service.given,
-        broken,
-        misspelled,
-        tokens: args,
+/// Every key's [`Setting`] while the attribute is read.
+struct Settings {
+    effect: Setting<Kind>,
+    probe: Setting<Path>,
+    deadline_floor: Setting<u64>,
+    target: Setting<Ident>,
+    slot: Setting<Ident>,
+    verb: Setting<LitStr>,
+    dedupe: Setting<()>,
+    bulk: Setting<Ident>,
+    name: Setting<LitStr>,
+    description: Setting<LitStr>,
+    max_attempts: Setting<u32>,
+    backoff: Setting<(u64, u64)>,
+    probe_reserve: Setting<u64>,
+    settle: Setting<u64>,
+    service: Setting<LitStr>,
+}
+
+impl Settings {
+    /// Every key, none given yet.
+    fn new() -> Self {
+        Settings {
+            effect: Setting::new(EFFECT),
+            probe: Setting::new(PROBE),
+            deadline_floor: Setting::new(DEADLINE_FLOOR),
+            target: Setting::new(TARGET),
+            slot: Setting::new(SLOT),
+            verb: Setting::new(VERB),
+            dedupe: Setting::new(DEDUPE),
+            bulk: Setting::new(BULK),
+            name: Setting::new(NAME),
+            description: Setting::new(DESCRIPTION),
+            max_attempts: Setting::new(MAX_ATTEMPTS),
+            backoff: Setting::new(BACKOFF),
+            probe_reserve: Setting::new(PROBE_RESERVE),
+            settle: Setting::new(SETTLE),
+            service: Setting::new(SERVICE),
+        }
+    }
+
+    /// `key = value`, the value checked as `key`'s, into `key`'s setting.
+    fn read(&mut self, ctxt: &Ctxt, key: Key, ident: Ident, value: Expr) {
+        match key {
+            EFFECT => self.effect.set(ctxt, parse_effect(ctxt, ident, value)),
+            PROBE => self.probe.set(ctxt, parse_path(ctxt, key, ident, value)),
+            DEADLINE_FLOOR => self.deadline_floor.set(ctxt, parse_duration(ctxt, key, ident, value)),
+            PROBE_RESERVE => self.probe_reserve.set(ctxt, parse_duration(ctxt, key, ident, value)),
+            SETTLE => self.settle.set(ctxt, parse_duration(ctxt, key, ident, value)),
+            MAX_ATTEMPTS => self.max_attempts.set(ctxt, parse_attempts(ctxt, ident, value)),
+            BACKOFF => self.backoff.set(ctxt, parse_backoff(ctxt, ident, value)),
+            TARGET => self.target.set(ctxt, parse_param(ctxt, key, ident, value)),
+            SLOT => self.slot.set(ctxt, parse_param(ctxt, key, ident, value)),
+            VERB => self.verb.set(ctxt, parse_verb(ctxt, ident, value)),
+            SERVICE => self.service.set(ctxt, parse_service(ctxt, ident, value)),
+            DEDUPE => self.dedupe.set(ctxt, parse_dedupe(ctxt, ident, value)),
+            NAME => self.name.set(ctxt, parse_name(ctxt, ident, value)),
+            DESCRIPTION => self.description.set(ctxt, parse_description(ctxt, ident, value)),
+            _ => self.bulk.set(ctxt, parse_param(ctxt, key, ident, value)),
+        }
+    }
+
+    /// The [`Args`] the settings make, with what the parse itself found.
+    fn into_args(self, broken: bool, misspelled: Vec<Key>, tokens: TokenStream) -> Args {
+        Args {
+            effect: self.effect.given,
+            probe: self.probe.given,
+            deadline_floor: self.deadline_floor.given,
+            target: self.target.given,
+            slot: self.slot.given,
+            verb: self.verb.given,
+            dedupe: self.dedupe.given,
+            bulk: self.bulk.given,
+            name: self.name.given,
+            description: self.description.given,
+            max_attempts: self.max_attempts.given,
+            backoff: self.backoff.given,
+            probe_reserve: self.probe_reserve.given,
+            settle: self.settle.given,
+            service: self.service.given,
+            broken,
+            misspelled,
+            tokens,
+        }
     }
 }
 
