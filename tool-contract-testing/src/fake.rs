@@ -208,28 +208,16 @@ impl FakeService {
         self.state().probes
     }
 
-    /// Requests still being processed.
-    pub fn in_flight(&self) -> u32 {
-        self.state().in_flight.values().sum()
-    }
-
     /// Wait until no request is being processed (for checks after a scenario).
     pub async fn settle(&self) {
-        while self.in_flight() > 0 {
+        while !self.state().in_flight.is_empty() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
-    fn next_fault(&self) -> Fault {
-        let mut state = self.state();
-        state.requests += 1;
-        state.arrivals.push(tokio::time::Instant::now());
-        state.plan.pop_front().unwrap_or(Fault::None)
-    }
-
     /// One single-act request carrying `key`.
     pub async fn submit(&self, key: IntentKey) -> Result<Reply, Transport> {
-        let mut fault = self.next_fault();
+        let mut fault = self.state().next_fault();
         while let Fault::Delay { after, then } = fault {
             tokio::time::sleep(after).await;
             fault = *then;
@@ -244,32 +232,8 @@ impl FakeService {
                 self.apply(key);
                 Err(Transport::NoReply("connection closed after the request was processed".to_owned()))
             }
-            Fault::Slow { apply_after, reply_after } => self.slow(key, apply_after, reply_after).await,
+            Fault::Slow { apply_after, reply_after } => slow(self, key, apply_after, reply_after).await,
             Fault::None | Fault::Batch { .. } | Fault::Delay { .. } => Ok(Reply::Done(self.apply(key))),
-        }
-    }
-
-    /// Processing that outlives the caller: the server task applies and replies on its own schedule.
-    async fn slow(
-        &self,
-        key: IntentKey,
-        apply_after: Duration,
-        reply_after: Duration,
-    ) -> Result<Reply, Transport> {
-        let (tx, rx) = oneshot::channel();
-        *self.state().in_flight.entry(key).or_default() += 1;
-        let service = self.clone();
-        tokio::spawn(async move {
-            let start = tokio::time::Instant::now();
-            tokio::time::sleep(apply_after).await;
-            let id = service.apply(key);
-            service.landed(key);
-            tokio::time::sleep_until(start + reply_after).await;
-            let _ = tx.send(id);
-        });
-        match rx.await {
-            Ok(id) => Ok(Reply::Done(id)),
-            Err(_) => Err(Transport::NoReply("the server went away".to_owned())),
         }
     }
 
@@ -289,7 +253,7 @@ impl FakeService {
 
     /// One batch request carrying `key`, with these items.
     pub async fn submit_batch(&self, key: IntentKey, items: &[String]) -> Result<Reply, Transport> {
-        let mut fault = self.next_fault();
+        let mut fault = self.state().next_fault();
         while let Fault::Delay { after, then } = fault {
             tokio::time::sleep(after).await;
             fault = *then;
@@ -303,81 +267,16 @@ impl FakeService {
                 return Ok(Reply::Status { status, retry_after: Some(header), body: Body::Fine });
             }
             Fault::DropReplyAfterApplying => {
-                self.apply_items(key, items, &[], &[]);
+                self.state().apply_items(key, items, &[], &[]);
                 return Err(Transport::NoReply("connection closed after the batch was processed".to_owned()));
             }
             Fault::Slow { apply_after, reply_after } => {
-                return self.slow_batch(key, items, apply_after, reply_after).await;
+                return slow_batch(self, key, items, apply_after, reply_after).await;
             }
             Fault::Batch { reject, defer } => (reject, defer),
             Fault::None | Fault::Delay { .. } => (Vec::new(), Vec::new()),
         };
-        Ok(Reply::Items(self.apply_items(key, items, &reject, &defer)))
-    }
-
-    /// A batch processed on the server's own schedule, going on when the caller stops waiting.
-    async fn slow_batch(
-        &self,
-        key: IntentKey,
-        items: &[String],
-        apply_after: Duration,
-        reply_after: Duration,
-    ) -> Result<Reply, Transport> {
-        let (tx, rx) = oneshot::channel();
-        *self.state().in_flight.entry(key).or_default() += 1;
-        let (service, items) = (self.clone(), items.to_vec());
-        tokio::spawn(async move {
-            let start = tokio::time::Instant::now();
-            tokio::time::sleep(apply_after).await;
-            let replies = service.apply_items(key, &items, &[], &[]);
-            service.landed(key);
-            tokio::time::sleep_until(start + reply_after).await;
-            let _ = tx.send(replies);
-        });
-        match rx.await {
-            Ok(replies) => Ok(Reply::Items(replies)),
-            Err(_) => Err(Transport::NoReply("the server went away".to_owned())),
-        }
-    }
-
-    /// One request carrying `key` finished processing.
-    fn landed(&self, key: IntentKey) {
-        let mut state = self.state();
-        if let Some(n) = state.in_flight.get_mut(&key) {
-            *n -= 1;
-            if *n == 0 {
-                state.in_flight.remove(&key);
-            }
-        }
-    }
-
-    fn apply_items(
-        &self,
-        key: IntentKey,
-        items: &[String],
-        reject: &[String],
-        defer: &[String],
-    ) -> Vec<(String, ItemReply)> {
-        let mut state = self.state();
-        let dedupe = state.dedupe;
-        let applied = state.items.entry(key).or_default();
-        items
-            .iter()
-            .map(|item| {
-                let reply = if reject.contains(item) {
-                    ItemReply::Rejected(format!("{item} is invalid"))
-                } else if defer.contains(item) {
-                    ItemReply::Deferred(format!("{item} deferred: try again"))
-                } else {
-                    let n = applied.entry(item.clone()).or_default();
-                    if !(dedupe && *n > 0) {
-                        *n += 1;
-                    }
-                    ItemReply::Applied
-                };
-                (item.clone(), reply)
-            })
-            .collect()
+        Ok(Reply::Items(self.state().apply_items(key, items, &reject, &defer)))
     }
 
     /// What a probe finds for `key`.
@@ -414,15 +313,6 @@ impl FakeService {
             .iter()
             .map(|i| (i.clone(), applied.and_then(|a| a.get(i)).is_some_and(|n| *n > 0)))
             .collect())
-    }
-
-    /// What a probe that sees only what has landed finds for `key`: a request the service still holds
-    /// reads as not found, the limit a tool's settle window exists for.
-    pub fn lookup_landed(&self, key: IntentKey) -> Result<Lookup, String> {
-        match self.lookup(key)? {
-            Lookup::InFlight => Ok(Lookup::NotFound),
-            found => Ok(found),
-        }
     }
 
     /// [`FakeService::lookup_items`] by a probe that sees only what has landed: items of a batch still
@@ -466,6 +356,103 @@ impl FakeService {
                 settled => return Ok(settled),
             }
         }
+    }
+}
+
+impl State {
+    /// Count a request's arrival and take the fault planned for it.
+    fn next_fault(&mut self) -> Fault {
+        self.requests += 1;
+        self.arrivals.push(tokio::time::Instant::now());
+        self.plan.pop_front().unwrap_or(Fault::None)
+    }
+
+    /// One request carrying `key` finished processing.
+    fn landed(&mut self, key: IntentKey) {
+        if let Some(n) = self.in_flight.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                self.in_flight.remove(&key);
+            }
+        }
+    }
+
+    /// Apply the items of a batch but those rejected or deferred: what each item's reply is.
+    fn apply_items(
+        &mut self,
+        key: IntentKey,
+        items: &[String],
+        reject: &[String],
+        defer: &[String],
+    ) -> Vec<(String, ItemReply)> {
+        let dedupe = self.dedupe;
+        let applied = self.items.entry(key).or_default();
+        items
+            .iter()
+            .map(|item| {
+                let reply = if reject.contains(item) {
+                    ItemReply::Rejected(format!("{item} is invalid"))
+                } else if defer.contains(item) {
+                    ItemReply::Deferred(format!("{item} deferred: try again"))
+                } else {
+                    let n = applied.entry(item.clone()).or_default();
+                    if !(dedupe && *n > 0) {
+                        *n += 1;
+                    }
+                    ItemReply::Applied
+                };
+                (item.clone(), reply)
+            })
+            .collect()
+    }
+}
+
+/// Processing that outlives the caller: the server task applies and replies on its own schedule.
+async fn slow(
+    service: &FakeService,
+    key: IntentKey,
+    apply_after: Duration,
+    reply_after: Duration,
+) -> Result<Reply, Transport> {
+    let (tx, rx) = oneshot::channel();
+    *service.state().in_flight.entry(key).or_default() += 1;
+    let service = service.clone();
+    tokio::spawn(async move {
+        let start = tokio::time::Instant::now();
+        tokio::time::sleep(apply_after).await;
+        let id = service.apply(key);
+        service.state().landed(key);
+        tokio::time::sleep_until(start + reply_after).await;
+        let _ = tx.send(id);
+    });
+    match rx.await {
+        Ok(id) => Ok(Reply::Done(id)),
+        Err(_) => Err(Transport::NoReply("the server went away".to_owned())),
+    }
+}
+
+/// A batch processed on the server's own schedule, going on when the caller stops waiting.
+async fn slow_batch(
+    service: &FakeService,
+    key: IntentKey,
+    items: &[String],
+    apply_after: Duration,
+    reply_after: Duration,
+) -> Result<Reply, Transport> {
+    let (tx, rx) = oneshot::channel();
+    *service.state().in_flight.entry(key).or_default() += 1;
+    let (service, items) = (service.clone(), items.to_vec());
+    tokio::spawn(async move {
+        let start = tokio::time::Instant::now();
+        tokio::time::sleep(apply_after).await;
+        let replies = service.state().apply_items(key, &items, &[], &[]);
+        service.state().landed(key);
+        tokio::time::sleep_until(start + reply_after).await;
+        let _ = tx.send(replies);
+    });
+    match rx.await {
+        Ok(replies) => Ok(Reply::Items(replies)),
+        Err(_) => Err(Transport::NoReply("the server went away".to_owned())),
     }
 }
 
@@ -516,6 +503,15 @@ pub fn batch_result(kind: EffectKind, answer: Result<Reply, Transport>) -> Resul
 }
 
 impl Lookup {
+    /// What a probe that sees only what has landed finds: a request the service still holds reads as
+    /// not found, the limit a tool's settle window exists for.
+    pub fn landed_only(self) -> Lookup {
+        match self {
+            Lookup::InFlight => Lookup::NotFound,
+            found => found,
+        }
+    }
+
     /// The probe verdict this lookup gives; a request still in flight cannot be told.
     pub fn into_probe(self) -> Probe<u64> {
         match self {

@@ -82,6 +82,28 @@ pub struct Timing {
 }
 
 impl Timing {
+    /// The two waits within the budget: delta-seconds with a `429`, then an HTTP-date with a `503`.
+    fn retry_afters(self) -> [RetryAfter; 2] {
+        let t = self;
+        let (sys0, inst0) = (tool_contract::journal::wall_clock(), tokio::time::Instant::now());
+        let at = sys0 + Duration::from_secs(t.retry_after_s + 1);
+        // The header's own time, on tokio's clock: HTTP-dates have one-second resolution.
+        let at_instant = inst0
+            + httpdate::parse_http_date(&httpdate::fmt_http_date(at))
+                .ok()
+                .and_then(|d| d.duration_since(sys0).ok())
+                .unwrap_or_default();
+        [
+            RetryAfter { run: 1, status: 429, header: t.retry_after_s.to_string(), not_before: None },
+            RetryAfter {
+                run: 2,
+                status: 503,
+                header: httpdate::fmt_http_date(at),
+                not_before: Some(at_instant),
+            },
+        ]
+    }
+
     /// The figures of the story, for tokio's paused clock: a 30 s budget, the effect landing at 29 s.
     pub const PAUSED: Timing = Timing {
         budget: Duration::from_secs(30),
@@ -454,7 +476,7 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
         let t = self.timing;
         let mut verdicts = Vec::new();
         // Delta-seconds, then an HTTP-date, each within the budget; then a wait the budget cannot hold.
-        for retry_after in self.retry_afters() {
+        for retry_after in self.timing.retry_afters() {
             verdicts.push(self.retry_after_within_budget(scenario, destructive, retry_after).await);
         }
         verdicts.push(self.retry_after_beyond_budget(scenario).await);
@@ -468,28 +490,6 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
             )
         };
         first
-    }
-
-    /// The two waits within the budget: delta-seconds with a `429`, then an HTTP-date with a `503`.
-    fn retry_afters(&self) -> [RetryAfter; 2] {
-        let t = self.timing;
-        let (sys0, inst0) = (tool_contract::journal::wall_clock(), tokio::time::Instant::now());
-        let at = sys0 + Duration::from_secs(t.retry_after_s + 1);
-        // The header's own time, on tokio's clock: HTTP-dates have one-second resolution.
-        let at_instant = inst0
-            + httpdate::parse_http_date(&httpdate::fmt_http_date(at))
-                .ok()
-                .and_then(|d| d.duration_since(sys0).ok())
-                .unwrap_or_default();
-        [
-            RetryAfter { run: 1, status: 429, header: t.retry_after_s.to_string(), not_before: None },
-            RetryAfter {
-                run: 2,
-                status: 503,
-                header: httpdate::fmt_http_date(at),
-                not_before: Some(at_instant),
-            },
-        ]
     }
 
     /// A `Retry-After` the budget can hold: a destructive call is refused `retryable`; any other waits

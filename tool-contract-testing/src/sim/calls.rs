@@ -113,7 +113,11 @@ async fn single_call(
     let probe = |key| {
         let service = service.clone();
         async move {
-            let found = if held { service.lookup_landed(key) } else { service.lookup_settled(key).await };
+            let found = if held {
+                service.lookup(key).map(crate::Lookup::landed_only)
+            } else {
+                service.lookup_settled(key).await
+            };
             match found {
                 Ok(found) => found.into_probe(),
                 Err(why) => Probe::Failed(why),
