@@ -179,7 +179,7 @@ fn resume_from<W: Work>(
     run: &mut Run<'_>,
     work: &mut W,
     recall: Option<Recall>,
-) -> Result<Option<super::ResumeWait>, W::Report> {
+) -> Result<Option<Box<super::ResumeWait>>, W::Report> {
     let Some(recall) = recall else { return Ok(None) };
     let wait = run.resume(&recall);
     match work.resume(run, recall) {
@@ -193,7 +193,7 @@ fn resume_from<W: Work>(
 async fn number_read<W: Work>(
     run: &mut Run<'_>,
     work: &mut W,
-) -> Result<Option<super::ResumeWait>, W::Report> {
+) -> Result<Option<Box<super::ResumeWait>>, W::Report> {
     let task = run.task();
     let attempts = match run.log().attempts_now() {
         Ok(attempts) => attempts,
@@ -232,34 +232,44 @@ async fn attempt_loop<W: Work>(
     let side = spec.effect().has_side_effect();
     // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
     // second waits for the first, then starts from what the first left, with or without a log.
-    let (claim, recall) = if side {
-        // Boxed: a read's future does not carry room for a claim it never takes.
-        match Box::pin(take_claim(task, spec, key)).await {
-            Ok((claim, recall)) => (Some(claim), recall),
-            Err(stop) => return (work.refused(&run, stop), 0),
-        }
-    } else {
-        (None, None)
-    };
-    run.hold(claim.as_ref());
+    let claim;
     // Only side effects are recognised from the log: a read is cheap to repeat and its value goes stale,
-    // so of a read's history only the attempt count carries over.
-    // `recall` is consumed on every path here, so the call's future does not keep room for it.
-    let begun =
-        if side { resume_from(&mut run, &mut work, recall) } else { number_read(&mut run, &mut work).await };
-    let mut resume_wait = match begun {
-        Ok(wait) => wait,
-        Err(report) => return (report, 0),
+    // so of a read's history only the attempt count carries over. What the claim found is used up in
+    // this block, so the call's future keeps no room for it past its start.
+    let mut resume_wait = {
+        let (taken, recall) = if side {
+            // Boxed: a read's future does not carry room for a claim it never takes.
+            match Box::pin(take_claim(task, spec, key)).await {
+                Ok((taken, recall)) => (Some(taken), recall),
+                Err(stop) => return (work.refused(&run, stop), 0),
+            }
+        } else {
+            (None, None)
+        };
+        claim = taken;
+        run.hold(claim.as_ref());
+        let begun = if side {
+            resume_from(&mut run, &mut work, recall)
+        } else {
+            drop(recall);
+            number_read(&mut run, &mut work).await
+        };
+        match begun {
+            Ok(wait) => wait,
+            Err(report) => return (report, 0),
+        }
     };
     let mut made = 0u32;
     loop {
-        match work.next(&mut run, made).await {
-            Next::Attempt(wait) if !wait.is_zero() => {
-                observe::waiting(wait, run.now().retry_at().is_some());
-                tokio::time::sleep(wait).await;
-            }
-            Next::Attempt(_) => {}
+        // The decision is taken apart before any wait, so the call's future holds no room for it while
+        // it waits.
+        let wait = match work.next(&mut run, made).await {
+            Next::Attempt(wait) => wait,
             Next::Done(report) => return (report, made),
+        };
+        if !wait.is_zero() {
+            observe::waiting(wait, run.now().retry_at().is_some());
+            tokio::time::sleep(wait).await;
         }
         if let Some(wait) = resume_wait.take()
             && let Err(stop) = run.budget().wait_as_asked_before(wait).await
@@ -296,19 +306,22 @@ async fn attempt_once<W: Work>(
     let (task, spec) = (run.task(), run.spec());
     let started =
         if run.log().keeps_records() { crate::journal::wall_clock_at(now) } else { SystemTime::UNIX_EPOCH };
-    let before = work.before();
-    let read = if before.is_none() { run.start_read(left, started) } else { None };
-    let left = match read {
-        Some(left) => left,
-        // Boxed: only a side effect writes its start record before the call, and a read's future
-        // (boxed whole for every call by name) then keeps no room for the write.
-        None => match Box::pin(super::log::start_attempt(run, left, started, before)).await {
-            Ok(left) => left,
-            Err(stop) => {
-                observe::refused(spec, &stop.message);
-                return Some(work.stopped(run, stop));
-            }
-        },
+    // What the start record carries is used up in this block: the attempt's future keeps no room for it.
+    let left = {
+        let before = work.before();
+        let read = if before.is_none() { run.start_read(left, started) } else { None };
+        match read {
+            Some(left) => left,
+            // Boxed: only a side effect writes its start record before the call, and a read's future
+            // (boxed whole for every call by name) then keeps no room for the write.
+            None => match Box::pin(super::log::start_attempt(run, left, started, before)).await {
+                Ok(left) => left,
+                Err(stop) => {
+                    observe::refused(spec, &stop.message);
+                    return Some(work.stopped(run, stop));
+                }
+            },
+        }
     };
     let limit = run.budget().limit(left, work.has_probe());
     let call = run.call(limit, left);
@@ -330,6 +343,7 @@ async fn attempt_once<W: Work>(
 
 /// An attempt's answer, classified: the tool's error by the tool, a panic as a bug (or, for a side
 /// effect, an effect that may have landed), the time limit as no reply.
+#[inline]
 fn classified<T, E: Classify>(
     spec: &ToolSpec,
     limit: Duration,

@@ -66,7 +66,8 @@ pub(crate) async fn decide<W: Work>(
             }
             Step::Settle => {
                 // The service may still be holding the request: look again once it cannot.
-                tokio::time::sleep(run.unsettled_for()).await;
+                // Boxed: a wait most calls never make.
+                Box::pin(tokio::time::sleep(run.unsettled_for())).await;
                 facts.probe = None;
                 continue;
             }

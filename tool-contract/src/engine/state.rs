@@ -289,7 +289,7 @@ impl<'a> Run<'a> {
 
     /// Continue from what the log knows of the intent: its attempt numbers, the attempt that may have
     /// reached the service, and a wait the service asked an earlier run for.
-    pub(crate) fn resume(&mut self, recall: &Recall) -> Option<super::ResumeWait> {
+    pub(crate) fn resume(&mut self, recall: &Recall) -> Option<Box<super::ResumeWait>> {
         self.now.number = recall.attempts;
         self.now.id = recall.last.attempt_id.clone();
         // The attempt an earlier run recorded as the one that may have reached the service, by the

@@ -29,10 +29,11 @@ pub(crate) struct ResumeWait {
 }
 
 impl ResumeWait {
-    pub(crate) fn of(last: &crate::journal::Record) -> Option<ResumeWait> {
+    /// Boxed: a wait few calls carry, and the call's future keeps room for it through every attempt.
+    pub(crate) fn of(last: &crate::journal::Record) -> Option<Box<ResumeWait>> {
         let until = last.retry_at.as_deref()?;
         let left = crate::journal::parse_rfc3339(until)?.duration_since(crate::journal::wall_clock()).ok()?;
-        Some(ResumeWait { until: until.to_owned(), left })
+        Some(Box::new(ResumeWait { until: until.to_owned(), left }))
     }
 }
 
@@ -130,7 +131,7 @@ impl Budget<'_, '_> {
     }
 
     /// Honour, in a restarted process, the wait the service asked of an earlier one.
-    pub(crate) async fn wait_as_asked_before(&self, wait: ResumeWait) -> Result<(), Stop> {
+    pub(crate) async fn wait_as_asked_before(&self, wait: Box<ResumeWait>) -> Result<(), Stop> {
         let left = self.run.task().remaining();
         if wait.left.saturating_add(self.run.spec().get_deadline_floor()) > left {
             let message = format!(
