@@ -83,7 +83,7 @@ EOF
         for i in $(seq 1 "$tools"); do
             echo "    toolbox.add_method(Arc::clone(&server), Server::tool_${i}_tool())?;"
         done
-        echo "    tool_contract_mcp::McpServer::builder(toolbox).build().serve_stdio().await"
+        echo "    tool_contract_mcp::McpServer::builder(toolbox).build().expect(\"the default budget holds the tools\").serve_stdio().await"
         echo "}"
     } >"$dir/src/main.rs"
 }
