@@ -47,6 +47,26 @@ struct Plain {
     leases: Leases,
 }
 
+/// The intents to forget once a store holds `held` intents, more than `max` (its bound): of the
+/// `settled` ones (resolved, and held by no running call; each with where its last word is, the order
+/// it was written in), the oldest, down to three quarters of the bound. `None` until a quarter of the
+/// bound can go at once, so a store's rebuild is paid once per that many new intents. The one rule of
+/// both in-memory stores.
+pub(super) fn to_forget(
+    mut settled: Vec<(usize, IntentKey)>,
+    held: usize,
+    max: usize,
+) -> Option<HashSet<IntentKey>> {
+    let keep = max - max / 4;
+    let open = held - settled.len();
+    let forget = settled.len().saturating_sub(keep.saturating_sub(open));
+    if forget < (max / 4).max(1) {
+        return None;
+    }
+    settled.sort_unstable();
+    Some(settled[..forget].iter().map(|&(_, key)| key).collect())
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Kept {
     attempts: u32,
@@ -136,21 +156,13 @@ impl MemoryJournal {
         if state.index.len() <= self.max_intents {
             return;
         }
-        let keep = self.max_intents - self.max_intents / 4;
-        let mut resolved: Vec<(usize, IntentKey)> = (state.index.iter())
+        let settled = (state.index.iter())
             .filter(|(key, kept)| {
                 let last = state.last(kept);
                 !is_open(last.phase, last.outcome) && !state.leases.is_held(key)
             })
-            .map(|(key, kept)| (kept.last, *key))
-            .collect();
-        let open = state.index.len() - resolved.len();
-        let forget = resolved.len().saturating_sub(keep.saturating_sub(open));
-        if forget < (self.max_intents / 4).max(1) {
-            return;
-        }
-        resolved.sort_unstable();
-        let gone: HashSet<IntentKey> = resolved[..forget].iter().map(|&(_, key)| key).collect();
+            .map(|(key, kept)| (kept.last, *key));
+        let Some(gone) = to_forget(settled.collect(), state.index.len(), self.max_intents) else { return };
         let records = std::mem::take(&mut state.records);
         state.index.clear();
         for record in records.into_iter().filter(|r| !gone.contains(&r.intent_key)) {

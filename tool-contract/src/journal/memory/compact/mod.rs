@@ -304,23 +304,16 @@ impl CompactMemoryJournal {
         if state.index.len() <= self.max_intents {
             return;
         }
-        let keep = self.max_intents - self.max_intents / 4;
         // An intent a call holds is running: its records stay, whatever they say so far.
-        let mut resolved: Vec<(usize, IntentKey)> = (state.index.iter())
+        let settled = (state.index.iter())
             .filter(|(key, kept)| {
                 let last = &state.records[kept.last];
                 !crate::journal::is_open(last.phase, last.outcome) && !state.leases.is_held(key)
             })
-            .map(|(key, kept)| (kept.last, *key))
-            .collect();
-        let open = state.index.len() - resolved.len();
-        let forget = resolved.len().saturating_sub(keep.saturating_sub(open));
-        if forget < (self.max_intents / 4).max(1) {
+            .map(|(key, kept)| (kept.last, *key));
+        let Some(gone) = super::to_forget(settled.collect(), state.index.len(), self.max_intents) else {
             return;
-        }
-        resolved.sort_unstable();
-        let gone: std::collections::HashSet<IntentKey> =
-            resolved[..forget].iter().map(|&(_, key)| key).collect();
+        };
         let mut records = Vec::new();
         for stored in &state.records {
             if !gone.contains(&key_of(&state.keys, stored)) {
