@@ -163,6 +163,7 @@ async fn every_store_fences_start_records_by_claim_and_attempt() {
             message: None,
             retry_at: None,
             value: None,
+            settled: None,
         };
         let durable = tool_contract::Durability::Synced;
         let refused = |r: Result<(), JournalError>| matches!(r, Err(JournalError::Conflict { .. }));

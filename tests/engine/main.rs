@@ -584,6 +584,7 @@ async fn bulk_never_presents_a_partial_list_as_complete() {
 
 mod parity;
 mod resumed;
+mod settled;
 mod shapes;
 
 /// Issue 22, item 7: a report's typed reason, for every rule of the contract that can decide a call,

@@ -25,6 +25,7 @@ async fn an_unfinished_attempt_in_the_log_is_probed_before_anything_else() {
         message: None,
         retry_at: None,
         value: None,
+        settled: None,
     };
     journal.append(start.as_record_ref(), Durability::Synced).await.unwrap();
     for (verdict, calls_expected, final_attempt) in [(Probe::NotLanded, 1, 2), (Probe::Landed(7u64), 0, 1)] {
@@ -105,6 +106,7 @@ fn record(key: tool_contract::IntentKey, call: &str, attempt: u32) -> tool_contr
         message: None,
         retry_at: None,
         value: None,
+        settled: None,
     }
 }
 

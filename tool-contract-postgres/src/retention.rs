@@ -19,14 +19,14 @@ const CANDIDATES: &str = "
 WITH last AS (
     SELECT DISTINCT ON (intent) intent, phase, outcome
     FROM tool_contract.attempts
-    ORDER BY intent, attempt DESC, seq DESC
+    ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC
 ), old AS (
     SELECT intent FROM tool_contract.attempts
     GROUP BY intent
     HAVING max(written_at) < clock_timestamp() - make_interval(secs => $1)
 )
 SELECT last.intent FROM last JOIN old USING (intent)
-WHERE last.phase = 'end' AND last.outcome IS NOT NULL AND last.outcome <> 'unknown'
+WHERE last.phase IN ('end', 'settled') AND last.outcome IS NOT NULL AND last.outcome <> 'unknown'
 LIMIT $2";
 
 /// Claim the intents `$1` for retention's owner `$2`, like any worker: only those nobody holds.
@@ -44,12 +44,12 @@ WITH last AS (
     SELECT DISTINCT ON (intent) intent, phase, outcome
     FROM tool_contract.attempts
     WHERE intent = ANY($1)
-    ORDER BY intent, attempt DESC, seq DESC
+    ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC
 )
 DELETE FROM tool_contract.attempts
 WHERE intent IN (
     SELECT intent FROM last
-    WHERE phase = 'end' AND outcome IS NOT NULL AND outcome <> 'unknown'
+    WHERE phase IN ('end', 'settled') AND outcome IS NOT NULL AND outcome <> 'unknown'
 )
 RETURNING intent";
 

@@ -9,7 +9,7 @@ use tool_contract::journal::{Phase, Record, RecordRef};
 
 /// The columns a record is read from, in the order [`record_of`] reads them.
 pub(crate) const COLUMNS: &str = "intent, attempt, phase, task, tool, attempt_id, started, budget_left_s, outcome, effect_applied, \
-     probe, message, retry_at, value";
+     probe, message, retry_at, value, settled";
 
 /// A record's fields as statement parameters, copied out of the caller's record (a store that answers
 /// later must not borrow it).
@@ -31,6 +31,7 @@ pub(crate) struct Fields {
     message: Option<String>,
     retry_at: Option<String>,
     value: Option<serde_json::Value>,
+    settled: Option<serde_json::Value>,
 }
 
 impl Fields {
@@ -43,6 +44,7 @@ impl Fields {
             phase: match record.phase {
                 Phase::Start => "start",
                 Phase::End => "end",
+                Phase::Settled => "settled",
             },
             task: record.task.to_owned(),
             tool: record.call.to_owned(),
@@ -55,11 +57,12 @@ impl Fields {
             message: record.message.map(str::to_owned),
             retry_at: record.retry_at.map(str::to_owned),
             value: record.value.cloned(),
+            settled: record.settled.and_then(|settled| serde_json::to_value(settled).ok()),
         }
     }
 
-    /// The parameters `$1` to `$14`, in the order of [`COLUMNS`].
-    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 14] {
+    /// The parameters `$1` to `$15`, in the order of [`COLUMNS`].
+    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 15] {
         [
             &self.intent_param,
             &self.attempt,
@@ -75,6 +78,7 @@ impl Fields {
             &self.message,
             &self.retry_at,
             &self.value,
+            &self.settled,
         ]
     }
 }
@@ -92,9 +96,15 @@ pub(crate) fn record_of(row: &Row) -> Result<Record, String> {
     let phase = match text(2)?.as_str() {
         "start" => Phase::Start,
         "end" => Phase::End,
+        "settled" => Phase::Settled,
         other => return Err(format!("phase {other:?}")),
     };
-    Ok(Record {
+    let settled: Option<serde_json::Value> = row.try_get(14).map_err(|e| format!("settled: {e}"))?;
+    let settled = match settled {
+        Some(settled) => Some(serde_json::from_value(settled).map_err(|e| format!("settled: {e}"))?),
+        None => None,
+    };
+    let record = Record {
         phase,
         task: text(3)?,
         call: text(4)?,
@@ -109,15 +119,21 @@ pub(crate) fn record_of(row: &Row) -> Result<Record, String> {
         message: get(11)?,
         retry_at: get(12)?,
         value: row.try_get(13).map_err(|e| format!("value: {e}"))?,
-    })
+        settled,
+    };
+    // The rule the fields keep together, as deserialising a record checks it.
+    match record.problem() {
+        Some(problem) => Err(problem),
+        None => Ok(record),
+    }
 }
 
 /// A row of [`COLUMNS`] followed by its owner and write time, as [`crate::sql::records`] selects it.
 pub(crate) fn stored_of(row: &Row) -> Result<Stored, String> {
     Ok(Stored {
         record: record_of(row)?,
-        owner: row.try_get(14).map_err(|e| format!("owner: {e}"))?,
-        written_at: row.try_get(15).map_err(|e| format!("written_at: {e}"))?,
+        owner: row.try_get(15).map_err(|e| format!("owner: {e}"))?,
+        written_at: row.try_get(16).map_err(|e| format!("written_at: {e}"))?,
     })
 }
 

@@ -8,7 +8,7 @@
 use tokio_postgres::Client;
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// The advisory lock key of the migration: "tcmigr" in ASCII, so it is recognisable in `pg_locks`.
 const MIGRATION_LOCK: i64 = 0x7463_6d69_6772;
@@ -60,6 +60,17 @@ CREATE TABLE tool_contract.claims (
 );
 COMMENT ON TABLE tool_contract.claims IS
     'tool-contract claims: who may start the next attempt of an intent, until lease_until on this server''s clock';
+",
+    // 2: settlements, a person's verdict on an attempt in doubt: a record of phase 'settled' with its
+    // account (verdict, by, via, evidence, at) as JSON; the first settlement of an attempt stands.
+    "
+ALTER TABLE tool_contract.attempts DROP CONSTRAINT attempts_phase_check;
+ALTER TABLE tool_contract.attempts ADD CONSTRAINT attempts_phase_check
+    CHECK (phase IN ('start', 'end', 'settled'));
+ALTER TABLE tool_contract.attempts ADD COLUMN settled jsonb;
+ALTER TABLE tool_contract.attempts ADD CONSTRAINT attempts_settled_account
+    CHECK ((phase = 'settled') = (settled IS NOT NULL));
+CREATE UNIQUE INDEX attempts_settled ON tool_contract.attempts (intent, attempt) WHERE phase = 'settled';
 ",
 ];
 

@@ -36,10 +36,10 @@ DELETE FROM tool_contract.claims
 USING (SELECT set_config('synchronous_commit', 'off', true)) AS durability
 WHERE intent = $1 AND owner = $2";
 
-/// The parameters `$1..$14` of a record, typed as the columns of [`COLUMNS`] (the select list of an
+/// The parameters `$1..$15` of a record, typed as the columns of [`COLUMNS`] (the select list of an
 /// `INSERT .. SELECT` does not take its types from the table).
 const TYPED_VALUES: &str = "$1::bytea, $2::bigint, $3::text, $4::text, $5::text, $6::text, $7::text, \
-    $8::bigint, $9::text, $10::text, $11::text, $12::text, $13::text, $14::jsonb";
+    $8::bigint, $9::text, $10::text, $11::text, $12::text, $13::text, $14::jsonb, $15::jsonb";
 
 /// Make this statement's commit synchronous (`$n` true: the server's setting, raised to `on` if it is
 /// `off`) or asynchronous (`off`), for this transaction only: the autocommit statement it is part of.
@@ -52,17 +52,17 @@ fn durability(n: u32) -> String {
 }
 
 /// What a fenced record is checked against, in the statement that writes it: the claim row of `$1`
-/// held by `$15` with its lease running, locked so a takeover waits for the statement (`held`), and the
+/// held by `$16` with its lease running, locked so a takeover waits for the statement (`held`), and the
 /// intent's highest attempt (`highest`).
 const FENCE: &str = "WITH held AS (
     SELECT intent FROM tool_contract.claims
-    WHERE intent = $1 AND owner = $15 AND lease_until > clock_timestamp()
+    WHERE intent = $1 AND owner = $16 AND lease_until > clock_timestamp()
     FOR UPDATE
 ), highest AS (
     SELECT coalesce(max(attempt), 0) AS n FROM tool_contract.attempts WHERE intent = $1
 )";
 
-/// The fenced start: the record `$1..$14` by owner `$15` (durability `$16`), written only when `$15`
+/// The fenced start: the record `$1..$15` by owner `$16` (durability `$17`), written only when `$16`
 /// holds an unexpired claim on the intent and the attempt is the highest recorded + 1. The claim row is
 /// locked, so a takeover waits for this statement and a start after a takeover sees the new owner; the
 /// unique index `attempts_fence` refuses a second start of one attempt whatever the claims say.
@@ -71,12 +71,12 @@ pub(crate) fn start() -> String {
         "
 {FENCE}
 INSERT INTO tool_contract.attempts ({COLUMNS}, owner)
-SELECT {}, $15::text
+SELECT {}, $16::text
 FROM held, highest, {}
 WHERE highest.n + 1 = $2
 RETURNING seq",
         TYPED_VALUES,
-        durability(16)
+        durability(17)
     )
 }
 
@@ -91,41 +91,43 @@ SELECT
     EXISTS (SELECT 1 FROM tool_contract.attempts
             WHERE intent = $1 AND attempt = $2 AND phase = 'start' AND owner = $3)";
 
-/// An unfenced record `$1..$14` (durability `$15`).
+/// An unfenced record `$1..$15` (durability `$16`).
 pub(crate) fn append() -> String {
     format!(
         "
 INSERT INTO tool_contract.attempts ({COLUMNS})
 SELECT {TYPED_VALUES}
 FROM {}",
-        durability(15)
+        durability(16)
     )
 }
 
-/// The fenced end: the end record `$1..$14` (an attempt's end, or a probe's verdict) by owner `$15`
-/// (durability `$16`), written only when `$15` holds an unexpired claim on the intent and either
-/// started that attempt itself (its fenced start row is `$15`'s) or gives a probe's verdict on the
-/// highest attempt; with `$17`, the claim is given up in the same commit. The claim row is locked as
-/// the fenced start locks it, so a takeover waits for this statement and an end written after a
+/// The fenced end: the end record `$1..$15` (an attempt's end, or a probe's verdict) by owner `$16`
+/// (durability `$17`), written only when `$16` holds an unexpired claim on the intent and either
+/// started that attempt itself (its fenced start row is `$16`'s) or gives a probe's verdict on the
+/// highest attempt, or settles the highest attempt (a person's verdict, under the settler's claim;
+/// the unique index `attempts_settled` keeps the first settlement of an attempt); with `$18`, the
+/// claim is given up in the same commit. The claim row is locked as the fenced start locks it, so a takeover waits for this statement and an end written after a
 /// takeover sees the new owner: a record held back by a partition and delivered late is refused.
 pub(crate) fn end() -> String {
     format!(
         "
 {FENCE}, written AS (
     INSERT INTO tool_contract.attempts ({COLUMNS}, owner)
-    SELECT {}, $15::text
+    SELECT {}, $16::text
     FROM held, highest, {}
     WHERE EXISTS (SELECT 1 FROM tool_contract.attempts
-                  WHERE intent = $1 AND attempt = $2 AND phase = 'start' AND owner = $15)
+                  WHERE intent = $1 AND attempt = $2 AND phase = 'start' AND owner = $16)
        OR ($11::text IS NOT NULL AND highest.n = $2::bigint)
+       OR ($3::text = 'settled' AND highest.n = $2::bigint)
     RETURNING seq
 ), released AS (
     DELETE FROM tool_contract.claims
-    WHERE $17::bool AND intent = $1 AND owner = $15 AND EXISTS (SELECT 1 FROM written)
+    WHERE $18::bool AND intent = $1 AND owner = $16 AND EXISTS (SELECT 1 FROM written)
 )
 SELECT seq FROM written",
         TYPED_VALUES,
-        durability(16)
+        durability(17)
     )
 }
 
@@ -147,7 +149,7 @@ pub(crate) fn unresolved() -> String {
 SELECT {COLUMNS} FROM (
     SELECT DISTINCT ON (intent) {COLUMNS}
     FROM tool_contract.attempts
-    ORDER BY intent, attempt DESC, seq DESC
+    ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC
 ) AS last
 WHERE phase = 'start' OR outcome IS NULL OR outcome = 'unknown'"
     )

@@ -127,6 +127,7 @@ fn record(key: tool_contract::IntentKey, phase: Phase, attempt: u32) -> Record {
         message: None,
         retry_at: None,
         value: None,
+        settled: None,
     }
 }
 

@@ -18,7 +18,10 @@
 
 use std::time::Duration;
 
-use tool_contract::journal::{Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase, Record};
+use tool_contract::journal::{
+    Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase, Record, Settle, SettleError, Verdict,
+    settle,
+};
 use tool_contract::key::{Intent, IntentKey};
 use tool_contract::probe::ProbeMark;
 use tool_contract::report::{Applied, Outcome};
@@ -32,6 +35,8 @@ pub async fn all(store: &dyn Journal, scope: &str) {
     records_about_an_attempt_are_fenced(store, scope).await;
     a_late_record_of_an_old_owner_changes_nothing(store, scope).await;
     answers_as_the_reference_store(store, scope).await;
+    settlements_are_kept(store, scope).await;
+    two_settlers_one_settlement(store, scope).await;
 }
 
 /// The reading rule, against the naive reference store ([`MemoryJournal`](tool_contract::MemoryJournal),
@@ -121,6 +126,7 @@ fn record(key: IntentKey, phase: Phase, attempt: u32) -> Record {
         message: None,
         retry_at: None,
         value: None,
+        settled: None,
     }
 }
 
@@ -263,4 +269,114 @@ pub async fn a_late_record_of_an_old_owner_changes_nothing(store: &dyn Journal, 
     let recall = store.recall(&k).await.expect("the store answers").expect("the intent has records");
     assert_eq!(recall.attempts, 2, "{RULE}");
     assert_eq!(recall.last_word(), LastWord::Ok(Some(&serde_json::json!(4411))), "{RULE}: {:?}", recall.last);
+}
+
+/// An intent left unfinished by `owner`'s attempt 1, its claim given up (a worker that died).
+async fn left_unfinished(store: &dyn Journal, k: IntentKey, owner: &Owner, rule: &str) {
+    claim(store, k, owner, rule).await;
+    store.start(owner, record(k, Phase::Start, 1).as_record_ref(), Durability::Synced).await.expect(rule);
+    store.release(&k, owner);
+}
+
+/// Settlements ([`settle`]): only an intent in doubt is settled; `landed` is its last word with the
+/// settled value and it leaves the intents in doubt; no record written about the attempt after it
+/// hides it; `not_landed` opens the intent for the next attempt; an intent that ended `ok` or was
+/// never recorded is refused, naming its state.
+pub async fn settlements_are_kept(store: &dyn Journal, scope: &str) {
+    const RULE: &str = "a settlement is kept as the last word of the attempt it settles";
+    let worker = Owner::new(format!("{scope}-settle-worker"));
+    let landed = key(scope, "settled-landed");
+    left_unfinished(store, landed, &worker, RULE).await;
+    let found = Settle::new(Verdict::Landed, "alice", "transfer 4411 is on the statement").value(4411);
+    let written = settle(store, &landed, &found).await.unwrap_or_else(|e| panic!("{RULE}: {e}"));
+    assert_eq!((written.phase, written.attempt), (Phase::Settled, 1), "{RULE}");
+    let (attempts, kept) = last(store, landed).await;
+    assert_eq!((attempts, &kept), (1, &written), "{RULE}: the settlement is the last word as written");
+    let in_doubt = store.unresolved().await.expect("the store answers");
+    assert!(
+        !in_doubt.iter().any(|r| r.last.intent_key == landed),
+        "{RULE}: a settled intent is not in doubt"
+    );
+    // The attempt's own end, delivered after the settlement (unfenced, as a read's would be): the
+    // settlement stands.
+    let late = end(landed, 1, Outcome::Unknown, Applied::Unknown, "late");
+    store.append(late.as_record_ref(), Durability::Buffered).await.expect(RULE);
+    let recall = store.recall(&landed).await.expect("the store answers").expect("records");
+    assert_eq!(recall.last_word(), LastWord::Ok(Some(&serde_json::json!(4411))), "{RULE}: {:?}", recall.last);
+    // A second settlement of the same attempt is refused, naming the first.
+    match settle(store, &landed, &Settle::new(Verdict::NotLanded, "bob", "not on the statement")).await {
+        Err(e @ SettleError::AlreadySettled { .. }) => {
+            assert!(e.to_string().contains("by alice"), "{RULE}: {e}");
+        }
+        other => panic!("{RULE}: a second settlement of one attempt: {other:?}"),
+    }
+
+    let open = key(scope, "settled-not-landed");
+    claim(store, open, &worker, RULE).await;
+    store
+        .start(&worker, record(open, Phase::Start, 1).as_record_ref(), Durability::Synced)
+        .await
+        .expect(RULE);
+    let unknown = end(open, 1, Outcome::Unknown, Applied::Unknown, "probe failed");
+    store.end(&worker, unknown.as_record_ref(), Durability::Buffered).await.expect(RULE);
+    store.release(&open, &worker);
+    let missing = Settle::new(Verdict::NotLanded, "alice", "no transfer on the statement");
+    settle(store, &open, &missing).await.unwrap_or_else(|e| panic!("{RULE}: {e}"));
+    let recall = store.recall(&open).await.expect("the store answers").expect("records");
+    assert_eq!(
+        (recall.last_word(), recall.last.effect_applied),
+        (LastWord::Ended(Outcome::Retryable), Some(Applied::No)),
+        "{RULE}: not landed opens the intent"
+    );
+    // The next attempt is numbered after the highest.
+    claim(store, open, &worker, RULE).await;
+    store
+        .start(&worker, record(open, Phase::Start, 2).as_record_ref(), Durability::Synced)
+        .await
+        .expect(RULE);
+    store.release(&open, &worker);
+    assert_eq!(last(store, open).await.0, 2, "{RULE}");
+
+    let done = key(scope, "settle-done");
+    claim(store, done, &worker, RULE).await;
+    store
+        .start(&worker, record(done, Phase::Start, 1).as_record_ref(), Durability::Synced)
+        .await
+        .expect(RULE);
+    let ok = end(done, 1, Outcome::Ok, Applied::Yes, "done");
+    store.end(&worker, ok.as_record_ref(), Durability::Buffered).await.expect(RULE);
+    store.release(&done, &worker);
+    match settle(store, &done, &found).await {
+        Err(e @ SettleError::NotInDoubt { .. }) => assert!(e.to_string().contains("ended ok"), "{RULE}: {e}"),
+        other => panic!("{RULE}: an intent that ended ok was settled: {other:?}"),
+    }
+    let never = key(scope, "settle-never-recorded");
+    match settle(store, &never, &found).await {
+        Err(SettleError::NotFound { .. }) => {}
+        other => panic!("{RULE}: an intent with no record was settled: {other:?}"),
+    }
+}
+
+/// Two settlers at once on one intent in doubt: exactly one settlement is written; the other settler
+/// is told who settled it.
+pub async fn two_settlers_one_settlement(store: &dyn Journal, scope: &str) {
+    const RULE: &str = "two settlers racing: exactly one wins";
+    let k = key(scope, "settle-race");
+    left_unfinished(store, k, &Owner::new(format!("{scope}-race-worker")), RULE).await;
+    let alice = Settle::new(Verdict::Landed, "alice", "seen on the statement");
+    let bob = Settle::new(Verdict::NotLanded, "bob", "not on the ledger");
+    let (a, b) = tokio::join!(settle(store, &k, &alice), settle(store, &k, &bob));
+    let (won, lost) = match (a, b) {
+        (Ok(won), Err(lost)) | (Err(lost), Ok(won)) => (won, lost),
+        (a, b) => panic!("{RULE}: exactly one settlement must be written: {a:?}, {b:?}"),
+    };
+    let winner = won.settled.as_ref().map(|s| s.by.clone()).unwrap_or_default();
+    match &lost {
+        SettleError::AlreadySettled { record, .. } => {
+            assert_eq!(record.as_ref(), &won, "{RULE}: the loser is told of the winner's settlement")
+        }
+        other => panic!("{RULE}: the loser should be told {winner} settled it, got: {other}"),
+    }
+    assert!(lost.to_string().contains(&format!("by {winner}")), "{RULE}: {lost}");
+    assert_eq!(last(store, k).await.1, won, "{RULE}");
 }

@@ -50,6 +50,7 @@
 //! | failures and probes | [`Classify`], [`Class`], [`HttpReply`], [`RetryAfter`], [`Body`]; [`Probe`], [`Prober`], [`NoProbe`], [`BulkProber`], [`ItemId`] |
 //! | the task an agent runs | [`Task`], [`TaskTemplate`], [`TaskFactory`], [`IntentKey`], [`Intent`]; people in the loop: [`Approve`], [`Approval`], [`ApprovalRequest`], [`Escalate`], [`Escalation`], [`EscalationQueue`] |
 //! | retries across tasks | [`RetryBudgets`], [`RetryBudget`] |
+//! | settling an intent in doubt (a person's verdict) | [`settle`], [`Settle`], [`Verdict`], [`Via`], [`Settlement`], [`SettleError`] |
 //! | the attempt log and its stores | [`journal::Journal`], [`MemoryJournal`], [`FileJournal`], [`Record`], [`Durability`], [`JournalError`], [`LogValue`]; reading a log: [`journal::read_log`], [`journal::inspect`] |
 //! | calling tools by name (a model's tool call) | [`Toolbox`], [`define`] (definitions and schemas) |
 //!
@@ -84,6 +85,7 @@ pub use effect::EffectKind;
 pub use engine::run;
 pub use journal::{
     CompactMemoryJournal, Durability, FileJournal, Journal, JournalError, LogValue, MemoryJournal, Record,
+    Settle, SettleError, Settlement, Verdict, Via, settle,
 };
 pub use key::{Intent, IntentKey};
 pub use probe::{NoProbe, Probe, Prober};

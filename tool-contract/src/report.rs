@@ -189,6 +189,9 @@ pub enum Reason {
     Replayed,
     /// A probe found an earlier attempt landed: not repeated.
     Landed,
+    /// A person settled the intent as landed (a [`Settlement`](crate::Settlement) in the attempt
+    /// log): answered from it, nothing attempted and nothing probed.
+    Settled,
     /// As the tool's last attempt answered (its error, classified), with nothing more to do under
     /// the policy: a `permanent` refusal, a retryable error past which no retry was due.
     Answered,

@@ -95,6 +95,7 @@ pub fn start(key: IntentKey, attempt: u32) -> Record {
         message: None,
         retry_at: None,
         value: None,
+        settled: None,
     }
 }
 

@@ -30,6 +30,7 @@ fn record(n: usize, phase: Phase, attempt: u32) -> Record {
         message: end.then(|| format!("post_notice done on attempt {attempt}")),
         retry_at: None,
         value: end.then(|| serde_json::json!(4411)),
+        settled: None,
     }
 }
 

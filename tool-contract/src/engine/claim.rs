@@ -207,6 +207,7 @@ mod tests {
             message: None,
             retry_at: None,
             value: None,
+            settled: None,
         };
         first.remember(record.as_record_ref());
         drop(first);
@@ -238,6 +239,7 @@ mod tests {
             message: None,
             retry_at: None,
             value: None,
+            settled: None,
         };
         let keys: Vec<IntentKey> = (0..crate::task::REMEMBERED + 10)
             .map(|n| crate::Intent::new("t", "a", "post", &n.to_string()).key())

@@ -111,6 +111,38 @@ impl Reports<'_, '_> {
         self.ok(value, self.run.applied_on_ok(), message, self.run.now().id().to_owned(), Reason::Replayed)
     }
 
+    /// The report of a call a person settled as landed (`settled`, the intent's last record): the
+    /// settled value, if one was given and it is of the tool's type.
+    pub(crate) fn settled<T: LogValue>(&self, settled: &crate::journal::Record) -> Report<T> {
+        crate::observe::replayed(self.run.spec());
+        let mut message = format!(
+            "{}: attempt {} {}; not repeated",
+            self.run.spec().name(),
+            settled.attempt_id,
+            settled.message.as_deref().unwrap_or("settled landed")
+        );
+        let value = match settled.value.as_ref().map(T::from_log) {
+            Some(Ok(value)) => Some(value),
+            Some(Err(e)) => {
+                message.push_str(&format!("; the settled value is not of the tool's value type ({e})"));
+                None
+            }
+            None => None,
+        };
+        Report {
+            outcome: Outcome::Ok,
+            effect_applied: Applied::Yes,
+            attempt_id: settled.attempt_id.clone(),
+            idempotency_key: self.run.key(),
+            retry_after_s: None,
+            deadline_left_s: self.run.task().remaining().as_secs(),
+            message,
+            value,
+            items: Vec::new(),
+            reason: Reason::Settled,
+        }
+    }
+
     /// The report of a call whose probe found that the attempt that ended as `class` landed.
     pub(crate) fn landed<T>(&self, value: T, class: &Class) -> Report<T> {
         let message = format!(

@@ -93,7 +93,8 @@ fn facts(run: &Run<'_>, class: &Class, has_probe: bool, made: u32) -> Facts {
         has_approver: task.approver_ref().is_some(),
         outcome: class.outcome(),
         effect: class.effect(),
-        probe: None,
+        // A person's "not landed" is the verdict a probe would give, and the request was settled.
+        probe: run.now().is_settled_open().then_some(ProbeMark::NotLanded),
         approved: None,
         made,
         max_attempts: spec.get_max_attempts(),

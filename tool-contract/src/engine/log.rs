@@ -105,6 +105,7 @@ impl<'a> Log<'_, 'a> {
             message: None,
             retry_at: None,
             value: None,
+            settled: None,
         }
     }
 

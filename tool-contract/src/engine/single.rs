@@ -10,7 +10,7 @@ use super::log::{EndRecord, Pending};
 use super::state::{Run, Stop};
 use crate::call::Call;
 use crate::classify::{Class, Classify};
-use crate::journal::{LastWord, LogValue, Recall};
+use crate::journal::{LastWord, LogValue, Recall, Verdict};
 use crate::policy::Settle;
 use crate::probe::{Probe, ProbeMark, Prober};
 use crate::report::{Applied, Outcome, Reason, Report};
@@ -53,6 +53,16 @@ where
     }
 
     fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<T>> {
+        if let Some(settled) = recall.settlement() {
+            if settled.verdict == Verdict::Landed {
+                return Some(run.reports().settled(&recall.last));
+            }
+            // A person found it did not land: the next attempt, as after a probe's "not landed".
+            let why = recall.last.message.unwrap_or_default();
+            self.last = Some(Class::retryable(why));
+            run.now_mut().settled_not_landed();
+            return None;
+        }
         let id = run.now().id();
         let earlier = match recall.last_word() {
             LastWord::Ok(value) => match value.map(T::from_log) {

@@ -131,6 +131,8 @@ pub(crate) struct Attempt {
     retry_at: Option<String>,
     /// When the last attempt may have reached the service, for the settle window.
     reached: Option<tokio::time::Instant>,
+    /// A person settled the attempt resumed from as not landed: it stands for a probe's verdict.
+    settled_open: bool,
 }
 
 impl Attempt {
@@ -172,6 +174,18 @@ impl Attempt {
     /// Whether an earlier attempt of the call may have landed.
     pub(crate) fn maybe_landed(&self) -> bool {
         self.maybe_applied
+    }
+
+    /// The attempt resumed from was settled `not_landed` by a person: nothing may have landed, and
+    /// the settlement stands for the probe the policy asks for before the next attempt.
+    pub(crate) fn settled_not_landed(&mut self) {
+        self.maybe_applied = false;
+        self.settled_open = true;
+    }
+
+    /// Whether the attempt resumed from was settled `not_landed`.
+    pub(crate) fn is_settled_open(&self) -> bool {
+        self.settled_open
     }
 
     /// The service asked to wait `wait` before the next attempt: the records written from now on say

@@ -296,6 +296,7 @@ fn line(record: &Record) -> String {
         (Phase::End, Some(ProbeMark::NotLanded)) => "probe  not_landed ->".to_owned(),
         (Phase::End, Some(ProbeMark::Failed)) => "probe  failed ->".to_owned(),
         (Phase::End, None) => "end   ".to_owned(),
+        (Phase::Settled, _) => "settled ->".to_owned(),
     };
     let mut text = format!("a{}  {}  {what}", record.attempt, record.started);
     if let Some(outcome) = record.outcome {

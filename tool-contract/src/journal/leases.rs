@@ -94,6 +94,11 @@ impl Leases {
                 held.started = Some(attempt);
                 Ok(())
             }
+            // A person's verdict on the attempt in doubt, by the holder of the claim.
+            Phase::Settled if attempt == highest => Ok(()),
+            Phase::Settled => {
+                Err(format!("attempt {highest} is the highest recorded: only it can be settled"))
+            }
             Phase::End if held.started == Some(attempt) => Ok(()),
             Phase::End if record.probe.is_some() && attempt == highest => Ok(()),
             Phase::End => Err(format!(
@@ -125,6 +130,7 @@ mod tests {
             message: None,
             retry_at: None,
             value: None,
+            settled: None,
         }
     }
 

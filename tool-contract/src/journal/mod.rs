@@ -36,11 +36,13 @@ pub mod file;
 pub mod inspect;
 mod leases;
 mod memory;
+mod settle;
 mod stamp;
 
 pub use answer::Answer;
 pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::{CompactMemoryJournal, MemoryJournal};
+pub use settle::{MAX_EVIDENCE_BYTES, Settle, SettleError, Settlement, Verdict, Via, settle};
 pub use stamp::{parse_rfc3339, rfc3339, wall_clock};
 pub(crate) use stamp::{wall_clock_at, with_stamp};
 
@@ -52,10 +54,18 @@ pub enum Phase {
     Start,
     /// Written after the attempt (or after a probe resolved it).
     End,
+    /// A person's verdict on an attempt left in doubt ([`Settlement`]): a fact like an end record, and
+    /// one no later record of the same attempt replaces.
+    Settled,
 }
 
 /// One line of the attempt log.
+///
+/// Its fields keep one rule together, which deserialising a record checks ([`Record::problem`]): a
+/// `settled` record carries its [`Settlement`] and no other record does, and the settlement's verdict
+/// agrees with the outcome and the effect.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "wire::Record")]
 pub struct Record {
     /// `start` or `end`.
     pub phase: Phase,
@@ -85,9 +95,12 @@ pub struct Record {
     /// next attempt, RFC 3339 UTC, so a restarted process waits too. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<String>,
-    /// The tool's value as JSON, on an `ok` end record.
+    /// The tool's value as JSON, on an `ok` end record (and on a `landed` settlement that names one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<serde_json::Value>,
+    /// On a `settled` record: who settled the attempt, how, and on what evidence. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<Settlement>,
 }
 
 /// A [`Record`] by reference to its parts: what [`Journal::append`] takes.
@@ -121,6 +134,8 @@ pub struct RecordRef<'a> {
     pub retry_at: Option<&'a str>,
     /// The tool's value as JSON.
     pub value: Option<&'a serde_json::Value>,
+    /// A settlement's account, on a `settled` record.
+    pub settled: Option<&'a Settlement>,
 }
 
 impl RecordRef<'_> {
@@ -141,6 +156,7 @@ impl RecordRef<'_> {
             message: self.message.map(str::to_owned),
             retry_at: self.retry_at.map(str::to_owned),
             value: self.value.cloned(),
+            settled: self.settled.cloned(),
         }
     }
 }
@@ -163,6 +179,111 @@ impl Record {
             message: self.message.as_deref(),
             retry_at: self.retry_at.as_deref(),
             value: self.value.as_ref(),
+            settled: self.settled.as_ref(),
+        }
+    }
+
+    /// What breaks the rule the record's fields keep together, if anything: a `settled` record
+    /// carries its [`Settlement`] (and no other record does), a `landed` one says `ok` with effect
+    /// `yes`, a `not_landed` one `retryable` with effect `no` and no value, and its evidence and
+    /// settler are given ([`Settlement::problem`]). Deserialising a record checks it, and so does every
+    /// store's reader.
+    pub fn problem(&self) -> Option<String> {
+        let settled = match (self.phase, &self.settled) {
+            (Phase::Settled, Some(settled)) => settled,
+            (Phase::Settled, None) => return Some("a `settled` record needs its `settled` account".into()),
+            (_, Some(_)) => return Some("only a `settled` record carries `settled`".into()),
+            (_, None) => return None,
+        };
+        if let Some(problem) = settled.problem() {
+            return Some(problem);
+        }
+        let (outcome, effect) = match settled.verdict {
+            Verdict::Landed => (Outcome::Ok, Applied::Yes),
+            Verdict::NotLanded => (Outcome::Retryable, Applied::No),
+        };
+        if self.outcome != Some(outcome) || self.effect_applied != Some(effect) {
+            return Some(format!(
+                "a `{}` settlement says outcome `{outcome}` and effect `{effect}`",
+                settled.verdict.as_str()
+            ));
+        }
+        if settled.verdict == Verdict::NotLanded && self.value.is_some() {
+            return Some("a `not_landed` settlement has no value".into());
+        }
+        None
+    }
+}
+
+/// The form a record is read in, checked by [`Record::problem`] before it becomes a [`Record`].
+mod wire {
+    use super::*;
+
+    #[derive(Deserialize)]
+    pub(super) struct Record {
+        phase: Phase,
+        task: String,
+        call: String,
+        intent_key: IntentKey,
+        attempt: u32,
+        attempt_id: String,
+        started: String,
+        budget_left_s: u64,
+        outcome: Option<Outcome>,
+        effect_applied: Option<Applied>,
+        probe: Option<ProbeMark>,
+        message: Option<String>,
+        #[serde(default)]
+        retry_at: Option<String>,
+        #[serde(default)]
+        value: Option<serde_json::Value>,
+        #[serde(default)]
+        settled: Option<Settlement>,
+    }
+
+    impl TryFrom<Record> for super::Record {
+        type Error = String;
+
+        fn try_from(wire: Record) -> Result<Self, String> {
+            // Taken apart whole: a field added to one form and not the other does not compile.
+            let Record {
+                phase,
+                task,
+                call,
+                intent_key,
+                attempt,
+                attempt_id,
+                started,
+                budget_left_s,
+                outcome,
+                effect_applied,
+                probe,
+                message,
+                retry_at,
+                value,
+                settled,
+            } = wire;
+            let record = super::Record {
+                phase,
+                task,
+                call,
+                intent_key,
+                attempt,
+                attempt_id,
+                started,
+                budget_left_s,
+                outcome,
+                effect_applied,
+                probe,
+                message,
+                retry_at,
+                value,
+                settled,
+            };
+            match record.problem() {
+                Some(problem) => Err(problem),
+                None => Ok(record),
+            }
         }
     }
 }
@@ -211,7 +332,7 @@ impl Recall {
 
     /// Fold the intent's next record in, by the rule of [`index_record`].
     pub fn update(&mut self, record: &Record) {
-        if supersedes(record.attempt, self.attempts) {
+        if supersedes(record.attempt, self.attempts, self.last.phase) {
             self.last = record.clone();
         }
         self.attempts = self.attempts.max(record.attempt);
@@ -221,14 +342,20 @@ impl Recall {
     pub fn last_word(&self) -> LastWord<'_> {
         match (self.last.phase, self.last.outcome) {
             (Phase::Start, _) | (Phase::End, None) => LastWord::Unfinished,
-            (Phase::End, Some(Outcome::Ok)) => LastWord::Ok(self.last.value.as_ref()),
-            (Phase::End, Some(outcome)) => LastWord::Ended(outcome),
+            (Phase::End | Phase::Settled, Some(Outcome::Ok)) => LastWord::Ok(self.last.value.as_ref()),
+            (Phase::End | Phase::Settled, Some(outcome)) => LastWord::Ended(outcome),
+            (Phase::Settled, None) => LastWord::Ended(Outcome::Unknown),
         }
     }
 
     /// `true` when the intent waits on someone: unfinished, or ended `unknown`.
     pub fn is_unresolved(&self) -> bool {
         is_open(self.last.phase, self.last.outcome)
+    }
+
+    /// The settlement a person gave on the intent's last attempt, if its last word is one.
+    pub fn settlement(&self) -> Option<&Settlement> {
+        self.last.settled.as_ref().filter(|_| self.last.phase == Phase::Settled)
     }
 }
 
@@ -536,11 +663,12 @@ pub fn index_record(index: &mut HashMap<IntentKey, Recall>, record: &Record) {
 }
 
 /// The rule every index follows: a record of attempt `attempt` becomes the intent's last word when its
-/// attempt is at least the highest one seen so far (`kept`). So the last word is the last record of the
-/// highest attempt, and an end record for an older attempt (a late completion) does not hide a newer
-/// start.
-pub(crate) fn supersedes(attempt: u32, kept: u32) -> bool {
-    attempt >= kept
+/// attempt is higher than the highest one seen so far (`kept`), or the same one and the last word kept
+/// (of phase `kept_phase`) is not a settlement. So the last word is the last record of the highest
+/// attempt, an end record for an older attempt (a late completion) does not hide a newer start, and a
+/// person's settlement of an attempt stands whatever is written about that attempt after it.
+pub(crate) fn supersedes(attempt: u32, kept: u32, kept_phase: Phase) -> bool {
+    attempt > kept || attempt == kept && kept_phase != Phase::Settled
 }
 
 /// Oldest first, by start time, then task, attempt and key.
@@ -602,6 +730,7 @@ mod tests {
             message: None,
             retry_at: None,
             value: None,
+            settled: None,
         }
     }
 

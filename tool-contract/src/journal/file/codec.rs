@@ -8,6 +8,7 @@ pub(super) fn encode(out: &mut Vec<u8>, record: RecordRef<'_>) -> serde_json::Re
     out.extend_from_slice(match record.phase {
         Phase::Start => br#"{"phase":"start","task":"#,
         Phase::End => br#"{"phase":"end","task":"#,
+        Phase::Settled => br#"{"phase":"settled","task":"#,
     });
     text(out, record.task)?;
     out.extend_from_slice(br#","call":"#);
@@ -47,6 +48,10 @@ pub(super) fn encode(out: &mut Vec<u8>, record: RecordRef<'_>) -> serde_json::Re
     if let Some(value) = record.value {
         out.extend_from_slice(br#","value":"#);
         serde_json::to_writer(&mut *out, value)?;
+    }
+    if let Some(settled) = record.settled {
+        out.extend_from_slice(br#","settled":"#);
+        serde_json::to_writer(&mut *out, settled)?;
     }
     out.push(b'}');
     Ok(())

@@ -69,7 +69,7 @@ impl Entry {
 
     /// Fold the intent's next record in, by the rule of [`super::index_record`].
     pub(super) fn update(&mut self, attempt: u32, phase: Phase, outcome: Option<Outcome>, line: &[u8]) {
-        if supersedes(attempt, self.attempts) {
+        if supersedes(attempt, self.attempts, self.phase) {
             (self.phase, self.outcome) = (phase, outcome);
             self.line.clear();
             self.line.extend_from_slice(line);
@@ -101,6 +101,7 @@ impl Entry {
                 message: Some(format!("the index could not decode this intent's last record: {err}")),
                 retry_at: None,
                 value: None,
+                settled: None,
             }
         });
         Recall { attempts: self.attempts, last }
@@ -258,7 +259,7 @@ type Kept<'a> = (u32, Phase, Option<Outcome>, &'a [u8]);
 fn keep<'a>(last: &mut HashMap<IntentKey, Kept<'a>, KeyHashing>, key: IntentKey, kept: Kept<'a>) {
     last.entry(key)
         .and_modify(|was| {
-            if supersedes(kept.0, was.0) {
+            if supersedes(kept.0, was.0, was.1) {
                 *was = kept;
             }
         })

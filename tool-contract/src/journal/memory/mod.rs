@@ -77,7 +77,11 @@ impl Plain {
     fn store(&mut self, record: Record) {
         let at = self.records.len();
         let kept = self.index.entry(record.intent_key).or_insert(Kept { attempts: record.attempt, last: at });
-        if supersedes(record.attempt, kept.attempts) {
+        if supersedes(
+            record.attempt,
+            kept.attempts,
+            self.records.get(kept.last).map_or(super::Phase::Start, |r| r.phase),
+        ) {
             kept.last = at;
         }
         kept.attempts = kept.attempts.max(record.attempt);
@@ -265,6 +269,7 @@ mod tests {
             message: outcome.map(|o| o.as_str().to_owned()),
             retry_at: None,
             value: None,
+            settled: None,
         }
     }
 

@@ -135,6 +135,7 @@ fn record(target: &str, phase: Phase, attempt: u32, outcome: Option<Outcome>) ->
         message: outcome.map(|o| format!("ended {o}")),
         retry_at: None,
         value: (outcome == Some(Outcome::Ok)).then(|| serde_json::json!(4411)),
+        settled: None,
     }
 }
 

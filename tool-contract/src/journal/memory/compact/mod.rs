@@ -137,11 +137,13 @@ impl MemoryState {
     fn rare(record: &RecordRef<'_>, done_message: bool, mut kept: Option<Box<Rare>>) -> Option<Box<Rare>> {
         let attempt_id = own_attempt_id(record.attempt_id, record.task, &record.intent_key, record.attempt);
         let message = if done_message { None } else { record.message };
-        if attempt_id.is_some() || message.is_some() || record.retry_at.is_some() {
+        if attempt_id.is_some() || message.is_some() || record.retry_at.is_some() || record.settled.is_some()
+        {
             let rare = kept.get_or_insert_with(Box::default);
             rare.attempt_id = attempt_id.map(Box::from);
             rare.message = message.map(Box::from);
             rare.retry_at = record.retry_at.map(Box::from);
+            rare.settled = record.settled.cloned().map(Box::new);
         }
         kept
     }
@@ -252,7 +254,8 @@ impl MemoryState {
         match self.index.entry(key) {
             Entry::Occupied(kept) => {
                 let kept = kept.into_mut();
-                if supersedes(attempt, kept.attempts) {
+                let kept_phase = self.records.get(kept.last).map_or(Phase::Start, |last| last.phase);
+                if supersedes(attempt, kept.attempts, kept_phase) {
                     kept.last = at;
                 }
                 kept.attempts = kept.attempts.max(attempt);

@@ -25,6 +25,7 @@ fn start(target: &str, attempt: u32) -> Record {
         message: None,
         retry_at: None,
         value: None,
+        settled: None,
     }
 }
 

@@ -1,0 +1,213 @@
+//! Settlements honoured by the engine: a person's `landed` answers every later call with no attempt
+//! and no probe; `not_landed` opens the intent for exactly one next attempt, after the approver for
+//! `money`, without probing or waiting the settle window again.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tool_contract::journal::{Owner, Phase};
+use tool_contract::{
+    Applied, Approval, ApprovalRequest, Class, EffectKind, IntentKey, Journal, MemoryJournal, Outcome, Probe,
+    Reason, Settle, SettleError, Task, ToolSpec, Verdict, engine, settle,
+};
+
+/// A send whose requests may stay in flight for a minute: a probe's "not landed" is trusted only after.
+const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send).settle(Duration::from_secs(60));
+const REFUND: ToolSpec = ToolSpec::new("refund", EffectKind::Money);
+
+/// Counts of what the service saw.
+#[derive(Default)]
+struct Seen {
+    attempts: AtomicU32,
+    probes: AtomicU32,
+}
+
+/// One call of `spec` through `task`: the attempt's reply is lost while `lose` (the effect may have
+/// landed), and the probe cannot tell.
+async fn call(task: &Task, spec: &ToolSpec, seen: &Seen, lose: bool) -> tool_contract::Report<u64> {
+    let key = task.key(spec, &"thread-9", None);
+    engine::run(
+        task,
+        spec,
+        key,
+        |_| {
+            seen.attempts.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if lose {
+                    Err(Class::unknown("connection reset after the request was sent"))
+                } else {
+                    Ok(4411u64)
+                }
+            }
+        },
+        |_| {
+            seen.probes.fetch_add(1, Ordering::SeqCst);
+            async { Probe::<u64>::Failed("the thread's API is down".into()) }
+        },
+    )
+    .await
+}
+
+fn in_doubt(spec: &ToolSpec) -> (Arc<MemoryJournal>, Task, IntentKey) {
+    let log = Arc::new(MemoryJournal::new());
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(300)).journal(log.clone());
+    let key = task.key(spec, &"thread-9", None);
+    (log, task, key)
+}
+
+#[tokio::test(start_paused = true)]
+async fn landed_answers_every_later_call_with_no_attempt_and_no_probe() {
+    let (log, task, key) = in_doubt(&SEND);
+    let seen = Seen::default();
+    let first = call(&task, &SEND, &seen, true).await;
+    assert_eq!((first.outcome, first.reason), (Outcome::Unknown, Reason::ProbeFailed), "{}", first.message);
+    let (attempts, probes) = (seen.attempts.load(Ordering::SeqCst), seen.probes.load(Ordering::SeqCst));
+
+    let found = Settle::new(Verdict::Landed, "alice", "notice 4411 is in thread-9 at 05:12").value(4411);
+    settle(&*log, &key, &found).await.unwrap();
+    for _ in 0..3 {
+        let report = call(&task, &SEND, &seen, true).await;
+        assert_eq!(
+            (report.outcome, report.effect_applied, report.value, report.reason),
+            (Outcome::Ok, Applied::Yes, Some(4411), Reason::Settled),
+            "{}",
+            report.message
+        );
+        assert!(report.message.contains("settled landed by alice via operator"), "{}", report.message);
+        assert!(report.message.contains("notice 4411 is in thread-9"), "{}", report.message);
+        assert_eq!(report.attempt_id, first.attempt_id, "the report speaks for the attempt settled");
+    }
+    assert_eq!(seen.attempts.load(Ordering::SeqCst), attempts, "no attempt after the settlement");
+    assert_eq!(seen.probes.load(Ordering::SeqCst), probes, "no probe after the settlement");
+    assert!(log.unresolved().is_empty(), "a settled intent is not in doubt");
+}
+
+#[tokio::test(start_paused = true)]
+async fn landed_with_no_value_or_a_value_of_another_type_answers_ok_with_none() {
+    for (value, says) in
+        [(None, None), (Some(serde_json::json!("not a number")), Some("not of the tool's value type"))]
+    {
+        let (log, task, key) = in_doubt(&SEND);
+        let seen = Seen::default();
+        call(&task, &SEND, &seen, true).await;
+        let found = Settle::new(Verdict::Landed, "alice", "seen in the thread").json_value(value);
+        settle(&*log, &key, &found).await.unwrap();
+        let report = call(&task, &SEND, &seen, true).await;
+        assert_eq!((report.outcome, report.effect_applied, report.value), (Outcome::Ok, Applied::Yes, None));
+        if let Some(says) = says {
+            assert!(report.message.contains(says), "{}", report.message);
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn not_landed_makes_exactly_one_next_attempt_without_probe_or_settle_wait() {
+    let (log, task, key) = in_doubt(&SEND);
+    let seen = Seen::default();
+    let first = call(&task, &SEND, &seen, true).await;
+    assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
+    let (attempts, probes) = (seen.attempts.load(Ordering::SeqCst), seen.probes.load(Ordering::SeqCst));
+    assert_eq!(attempts, 1);
+
+    settle(&*log, &key, &Settle::new(Verdict::NotLanded, "alice", "not in thread-9")).await.unwrap();
+    let began = Instant::now();
+    let report = call(&task, &SEND, &seen, false).await;
+    assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(4411)), "{}", report.message);
+    assert!(report.attempt_id.ends_with("-a2"), "numbered after the highest: {}", report.attempt_id);
+    assert_eq!(seen.attempts.load(Ordering::SeqCst), attempts + 1, "exactly one new attempt");
+    assert_eq!(seen.probes.load(Ordering::SeqCst), probes, "the settlement stands for the probe");
+    assert!(began.elapsed() < Duration::from_secs(1), "no settle window waited: {:?}", began.elapsed());
+    // And the intent is done: a later call replays, with no attempt.
+    let again = call(&task, &SEND, &seen, false).await;
+    assert_eq!((again.outcome, again.reason), (Outcome::Ok, Reason::Replayed));
+    assert_eq!(seen.attempts.load(Ordering::SeqCst), attempts + 1);
+}
+
+/// An approver that answers as told and counts the requests.
+fn approver(answer: Approval, asked: Arc<AtomicU32>) -> impl tool_contract::Approve + 'static {
+    move |_request: ApprovalRequest| {
+        asked.fetch_add(1, Ordering::SeqCst);
+        let answer = answer.clone();
+        async move { answer }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn not_landed_money_still_asks_the_approver_first() {
+    for (answer, attempts_after) in [(Approval::Denied("not today".into()), 0), (Approval::Approved, 1)] {
+        let asked = Arc::new(AtomicU32::new(0));
+        let log = Arc::new(MemoryJournal::new());
+        let task = Task::new("ord-7741", "agent", Duration::from_secs(300))
+            .journal(log.clone())
+            .approver(approver(answer.clone(), asked.clone()));
+        let key = task.key(&REFUND, &"thread-9", None);
+        let seen = Seen::default();
+        let first = call(&task, &REFUND, &seen, true).await;
+        assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
+        let before = seen.attempts.load(Ordering::SeqCst);
+        let asked_before = asked.load(Ordering::SeqCst);
+        settle(&*log, &key, &Settle::new(Verdict::NotLanded, "alice", "no refund on the card"))
+            .await
+            .unwrap();
+        let report = call(&task, &REFUND, &seen, false).await;
+        assert_eq!(asked.load(Ordering::SeqCst), asked_before + 1, "{answer:?}: the approver is asked once");
+        assert_eq!(
+            seen.attempts.load(Ordering::SeqCst) - before,
+            attempts_after,
+            "{answer:?}: {}",
+            report.message
+        );
+        match answer {
+            Approval::Approved => assert_eq!(report.outcome, Outcome::Ok, "{}", report.message),
+            Approval::Denied(_) => {
+                assert_eq!(
+                    (report.reason, report.effect_applied),
+                    (Reason::Denied, Applied::No),
+                    "{}",
+                    report.message
+                )
+            }
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_intent_a_call_holds_is_not_settled() {
+    let (log, task, key) = in_doubt(&SEND);
+    call(&task, &SEND, &Seen::default(), true).await;
+    // A worker holds the intent (an attempt in flight).
+    let worker = Owner::new("worker-7");
+    log.claim(&key, &worker, Duration::from_secs(120)).await.unwrap();
+    let began = Instant::now();
+    match settle(&*log, &key, &Settle::new(Verdict::Landed, "alice", "seen")).await {
+        Err(e @ SettleError::Busy { .. }) => assert!(e.to_string().contains("worker-7"), "{e}"),
+        other => panic!("settled an intent a call holds: {other:?}"),
+    }
+    assert!(began.elapsed() <= Duration::from_secs(6), "it waits a few seconds, not the lease");
+    log.release(&key, &worker);
+    settle(&*log, &key, &Settle::new(Verdict::Landed, "alice", "seen")).await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_settlement_without_evidence_or_with_too_much_is_refused_and_nothing_is_written() {
+    let (log, task, key) = in_doubt(&SEND);
+    call(&task, &SEND, &Seen::default(), true).await;
+    let too_long = "x".repeat(tool_contract::journal::MAX_EVIDENCE_BYTES + 1);
+    let bad = [
+        (Settle::new(Verdict::Landed, "alice", "  "), "evidence"),
+        (Settle::new(Verdict::Landed, "alice", too_long), "at most 1024"),
+        (Settle::new(Verdict::Landed, "", "seen"), "who settled it"),
+        (Settle::new(Verdict::NotLanded, "alice", "not seen").value(7), "no value"),
+    ];
+    for (request, says) in bad {
+        match settle(&*log, &key, &request).await {
+            Err(e @ SettleError::Invalid(_)) => assert!(e.to_string().contains(says), "{e}"),
+            other => panic!("{request:?} was not refused: {other:?}"),
+        }
+    }
+    let recall = log.recall(&key).unwrap();
+    assert_ne!(recall.last.phase, Phase::Settled, "nothing was written");
+    assert!(recall.is_unresolved());
+}

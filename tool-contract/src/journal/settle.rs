@@ -1,0 +1,382 @@
+//! Settlement: a person's verdict on an intent the code could not resolve, kept in the attempt log.
+//!
+//! An intent is *in doubt* when its last attempt started and never ended, or ended with its effect
+//! unknown (an escalated call ends so). Only such an intent can be settled, and each attempt at most
+//! once: [`settle`] claims the intent as any call would, checks what the store holds, and writes a
+//! `settled` record under the claim. What the engine does with it:
+//!
+//! - [`Verdict::Landed`]: every later call of the intent answers `ok`, effect `yes`, with the settled
+//!   value (or none), and makes no attempt and no probe.
+//! - [`Verdict::NotLanded`]: the intent is open again; its next call makes the next attempt, after the
+//!   approver for a `money` tool, without probing or waiting the settle window again.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use tool_contract::{Class, Journal, MemoryJournal, Outcome, Settle, Task, Verdict, settle, tool};
+//!
+//! /// Post a notice; its probe cannot tell (the thread's API is down).
+//! #[tool(effect = "send", target = thread, probe = check_thread)]
+//! async fn post_notice(thread: &str) -> Result<u64, Class> {
+//!     Err(Class::unknown("connection reset after the request was sent"))
+//! }
+//! async fn check_thread(_thread: &&str, _key: tool_contract::IntentKey) -> tool_contract::Probe<u64> {
+//!     tool_contract::Probe::Failed("the thread's API is down".into())
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let log = Arc::new(MemoryJournal::new());
+//! let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+//! let first = post_notice(&task, "thread-9").await;
+//! assert_eq!(first.outcome, Outcome::Unknown);
+//!
+//! // A person looks at the thread, finds notice 4411, and says so.
+//! let found = Settle::new(Verdict::Landed, "alice", "notice 4411 is in thread-9").value(4411);
+//! settle(&*log, &first.idempotency_key, &found).await.unwrap();
+//!
+//! let again = post_notice(&task, "thread-9").await;
+//! assert_eq!((again.outcome, again.value), (Outcome::Ok, Some(4411)));
+//! assert!(again.message.contains("settled landed by alice"), "{}", again.message);
+//! # }
+//! ```
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record};
+use crate::key::IntentKey;
+use crate::report::{Applied, Outcome};
+
+/// The most evidence a settlement holds: 1 KiB of UTF-8.
+pub const MAX_EVIDENCE_BYTES: usize = 1024;
+
+/// The longest a settler's name may be, in bytes.
+const MAX_BY_BYTES: usize = 200;
+
+/// How long [`settle`] waits while another settler (or a call) holds the intent before it gives up.
+const BUSY_WAIT: Duration = Duration::from_secs(5);
+
+/// The lease a settler takes: time to check and write one record.
+const LEASE: Duration = Duration::from_secs(30);
+
+/// What a person found the attempt did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The effect is in the world: later calls answer with it and do nothing.
+    Landed,
+    /// The effect is not in the world: the intent is open again.
+    NotLanded,
+}
+
+impl Verdict {
+    /// `landed` or `not_landed`, as the log writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Landed => "landed",
+            Verdict::NotLanded => "not_landed",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Verdict::Landed => "landed",
+            Verdict::NotLanded => "not landed",
+        })
+    }
+}
+
+/// Who brought the verdict in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    /// An operator: the `tool-contract settle` command, the console, or code of one's own.
+    Operator,
+    /// The person at the MCP client, asked through it (elicitation).
+    Client,
+}
+
+impl Via {
+    /// `operator` or `client`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Operator => "operator",
+            Via::Client => "client",
+        }
+    }
+}
+
+/// A settlement record's account: the verdict, who gave it, how, on what evidence, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settlement {
+    /// What the person found.
+    pub verdict: Verdict,
+    /// Who settled it (a name, an email, the request's actor).
+    pub by: String,
+    /// How the verdict came in.
+    pub via: Via,
+    /// What the person saw, in their words: required, at most [`MAX_EVIDENCE_BYTES`].
+    pub evidence: String,
+    /// When it was settled, RFC 3339 UTC.
+    pub at: String,
+}
+
+impl Settlement {
+    /// What is wrong with the account, if anything: no settler, no evidence or too much of it.
+    pub fn problem(&self) -> Option<String> {
+        problem_of(&self.by, &self.evidence)
+    }
+}
+
+fn problem_of(by: &str, evidence: &str) -> Option<String> {
+    if by.trim().is_empty() {
+        return Some("a settlement names who settled it (`by`)".into());
+    }
+    if by.len() > MAX_BY_BYTES {
+        return Some(format!("`by` is {} bytes; at most {MAX_BY_BYTES}", by.len()));
+    }
+    if evidence.trim().is_empty() {
+        return Some("a settlement gives its evidence: what was seen, and where".into());
+    }
+    if evidence.len() > MAX_EVIDENCE_BYTES {
+        return Some(format!(
+            "the evidence is {} bytes; at most {MAX_EVIDENCE_BYTES}: say where the rest can be found",
+            evidence.len()
+        ));
+    }
+    None
+}
+
+/// A settlement to make: the verdict, who, on what evidence, and (with [`Verdict::Landed`]) the value
+/// later calls answer with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settle {
+    verdict: Verdict,
+    by: String,
+    via: Via,
+    evidence: String,
+    value: Option<serde_json::Value>,
+}
+
+impl Settle {
+    /// A settlement by an operator.
+    pub fn new(verdict: Verdict, by: impl Into<String>, evidence: impl Into<String>) -> Settle {
+        Settle { verdict, by: by.into(), via: Via::Operator, evidence: evidence.into(), value: None }
+    }
+
+    /// Brought in another way (the MCP client's person).
+    pub fn via(mut self, via: Via) -> Settle {
+        self.via = via;
+        self
+    }
+
+    /// The value later calls answer with, as the tool would have returned it (only with
+    /// [`Verdict::Landed`]; a value that does not serialise is left out).
+    pub fn value(self, value: impl Serialize) -> Settle {
+        self.json_value(serde_json::to_value(value).ok())
+    }
+
+    /// The value as JSON, or none.
+    pub fn json_value(mut self, value: Option<serde_json::Value>) -> Settle {
+        self.value = value.filter(|v| !v.is_null());
+        self
+    }
+
+    /// The verdict.
+    pub fn verdict(&self) -> Verdict {
+        self.verdict
+    }
+
+    /// The settlement record for the intent's last record `last`, stamped `at`.
+    pub fn record_for(&self, last: &Record, at: String) -> Record {
+        let (outcome, effect) = match self.verdict {
+            Verdict::Landed => (Outcome::Ok, Applied::Yes),
+            Verdict::NotLanded => (Outcome::Retryable, Applied::No),
+        };
+        let message = format!(
+            "settled {} by {} via {}: {}",
+            self.verdict,
+            self.by,
+            self.via.as_str(),
+            one_line(&self.evidence)
+        );
+        Record {
+            phase: Phase::Settled,
+            task: last.task.clone(),
+            call: last.call.clone(),
+            intent_key: last.intent_key,
+            attempt: last.attempt,
+            attempt_id: last.attempt_id.clone(),
+            started: last.started.clone(),
+            budget_left_s: last.budget_left_s,
+            outcome: Some(outcome),
+            effect_applied: Some(effect),
+            probe: None,
+            message: Some(message),
+            retry_at: None,
+            value: self.value.clone().filter(|_| self.verdict == Verdict::Landed),
+            settled: Some(Settlement {
+                verdict: self.verdict,
+                by: self.by.clone(),
+                via: self.via,
+                evidence: self.evidence.clone(),
+                at,
+            }),
+        }
+    }
+}
+
+/// Why a settlement was not recorded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettleError {
+    /// The settlement itself is not acceptable (no evidence, too much, a value with `not_landed`).
+    #[error("settlement refused: {0}")]
+    Invalid(String),
+    /// The store holds no record of the intent.
+    #[error("intent {key} has no record in the attempt log: nothing to settle (check the key)")]
+    NotFound {
+        /// The intent.
+        key: IntentKey,
+    },
+    /// The intent is not in doubt.
+    #[error(
+        "intent {key} is not in doubt: {state}; only an intent whose last attempt never ended or ended unknown can be settled"
+    )]
+    NotInDoubt {
+        /// The intent.
+        key: IntentKey,
+        /// Its state, in words (`attempt ord-7741-dc01d768-a2 ended ok`).
+        state: String,
+    },
+    /// The intent's last attempt was settled already; the first settlement stands.
+    #[error("intent {key}: {}", settled_already(.record))]
+    AlreadySettled {
+        /// The intent.
+        key: IntentKey,
+        /// The settlement that stands.
+        record: Box<Record>,
+    },
+    /// A call (or another settler) holds the intent now.
+    #[error(
+        "intent {key} is claimed by {holder} for {left:.1?} more (an attempt in flight, or another settler): settle it once that ends"
+    )]
+    Busy {
+        /// The intent.
+        key: IntentKey,
+        /// Who holds it.
+        holder: Owner,
+        /// How long its claim still runs.
+        left: Duration,
+    },
+    /// The store could not be asked, or refused the record.
+    #[error("settlement not recorded: {0}")]
+    Store(#[from] JournalError),
+}
+
+fn settled_already(record: &Record) -> String {
+    match &record.settled {
+        Some(s) => format!(
+            "attempt {} was settled {} by {} via {} at {}: {}",
+            record.attempt_id,
+            s.verdict,
+            s.by,
+            s.via.as_str(),
+            s.at,
+            s.evidence
+        ),
+        None => format!("attempt {} was settled already", record.attempt_id),
+    }
+}
+
+/// The state of an intent that cannot be settled, in words; `None` when it can be.
+pub(crate) fn not_in_doubt(recall: &Recall) -> Option<String> {
+    let last = &recall.last;
+    match (last.phase, last.outcome) {
+        (Phase::Start, _) | (Phase::End, None | Some(Outcome::Unknown)) => None,
+        (Phase::End, Some(outcome)) => Some(format!(
+            "its last attempt ({}) ended {outcome} with its effect {}",
+            last.attempt_id,
+            last.effect_applied.unwrap_or(Applied::Unknown)
+        )),
+        (Phase::Settled, _) => Some(format!("its last attempt ({}) is settled", last.attempt_id)),
+    }
+}
+
+/// Settle the intent `key` in `journal`: claim it, check that it is in doubt and not settled yet, and
+/// write the settlement (synced) under the claim. The record written, or why nothing was.
+///
+/// Two settlers racing on one intent: exactly one writes; the other is told who settled it, when and
+/// how ([`SettleError::AlreadySettled`]). An intent a call holds right now is not settled
+/// ([`SettleError::Busy`]): its attempt may yet end.
+pub async fn settle(journal: &dyn Journal, key: &IntentKey, settle: &Settle) -> Result<Record, SettleError> {
+    if let Some(problem) = problem_of(&settle.by, &settle.evidence) {
+        return Err(SettleError::Invalid(problem));
+    }
+    if settle.verdict == Verdict::NotLanded && settle.value.is_some() {
+        return Err(SettleError::Invalid("a `not_landed` settlement has no value".into()));
+    }
+    let owner = Owner::new(format!("settle:{}:{}", one_line(&settle.by), Owner::unique()));
+    let recall = claim(journal, key, &owner).await?;
+    let outcome = write(journal, key, settle, &owner, recall).await;
+    journal.release(key, &owner);
+    outcome
+}
+
+/// Claim `key` for the settler, waiting a little while someone else holds it.
+async fn claim(journal: &dyn Journal, key: &IntentKey, owner: &Owner) -> Result<Option<Recall>, SettleError> {
+    let until = tokio::time::Instant::now() + BUSY_WAIT;
+    let mut nap = Duration::from_millis(20);
+    loop {
+        match journal.claim(key, owner, LEASE).await? {
+            Claimed::Held(recall) => return Ok(recall),
+            Claimed::Busy { holder, left } => {
+                if tokio::time::Instant::now() + nap >= until {
+                    return Err(SettleError::Busy { key: *key, holder, left });
+                }
+                tokio::time::sleep(nap.min(left)).await;
+                nap = (nap * 2).min(Duration::from_millis(500));
+            }
+        }
+    }
+}
+
+/// Check what the store holds under the claim and write the settlement.
+async fn write(
+    journal: &dyn Journal,
+    key: &IntentKey,
+    settle: &Settle,
+    owner: &Owner,
+    recall: Option<Recall>,
+) -> Result<Record, SettleError> {
+    let Some(recall) = recall else { return Err(SettleError::NotFound { key: *key }) };
+    if recall.settlement().is_some() {
+        return Err(SettleError::AlreadySettled { key: *key, record: Box::new(recall.last) });
+    }
+    if let Some(state) = not_in_doubt(&recall) {
+        return Err(SettleError::NotInDoubt { key: *key, state });
+    }
+    let record = settle.record_for(&recall.last, super::rfc3339(super::wall_clock()));
+    match journal.end(owner, record.as_record_ref(), Durability::Synced).await {
+        Ok(()) => Ok(record),
+        Err(e) => {
+            // A store that keeps the first settlement of an attempt by a constraint of its own (one
+            // shared by several processes) refuses the second: say whose stands.
+            match journal.recall(key).await {
+                Ok(Some(now)) if now.settlement().is_some() => {
+                    Err(SettleError::AlreadySettled { key: *key, record: Box::new(now.last) })
+                }
+                _ => Err(SettleError::Store(e)),
+            }
+        }
+    }
+}
+
+/// `text` on one line: line breaks and other control characters as spaces.
+fn one_line(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+}
