@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use tool_contract::journal::inspect::{self, View};
+use tool_contract::journal::settle_command as command;
 use tool_contract_postgres::{PgJournal, PgOptions, redact};
 
 const USAGE: &str = "usage:
@@ -15,6 +16,11 @@ const USAGE: &str = "usage:
       --task T      only the attempts of task T
       --unresolved  only the intents whose last word is unfinished or unknown (the escalation queue)
       --json        one JSON document on one line, for machines
+  tool-contract-postgres settle [CONNINFO] --intent KEY (--landed [--value JSON] | --not-landed)
+                --evidence TEXT --by NAME [--json]
+      record what a person found of an intent in doubt, as `tool-contract settle` does; safe
+      while workers run (the settlement is written under the intent's claim)
+      exit 0: recorded; 1: refused (the intent's state is named) or not recorded; 2: bad usage
   tool-contract-postgres forget --older-than-days N [CONNINFO]
       remove the intents resolved more than N days ago (never an unfinished or unknown one, never
       one a worker holds); safe while workers run
@@ -30,6 +36,8 @@ enum Failure {
     Fatal(String),
     /// Standard output was closed (`| head`): what was wanted was read.
     Closed,
+    /// Said on standard output already; exit with this code.
+    Exit(u8),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +62,7 @@ fn main() -> ExitCode {
             eprintln!("tool-contract-postgres: {err}");
             ExitCode::FAILURE
         }
+        Err(Failure::Exit(code)) => ExitCode::from(code),
     }
 }
 
@@ -68,6 +77,7 @@ async fn run(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
     match args.first().map(String::as_str) {
         Some("log") => log(&args[1..], out).await,
         Some("forget") => forget(&args[1..], out).await,
+        Some("settle") => settle(&args[1..], out).await,
         Some("-h" | "--help" | "help") => writeln!(out, "{USAGE}").map_err(written),
         Some(other) => Err(Failure::Usage(format!("unknown command `{other}`"))),
         None => Err(Failure::Usage("missing command".to_owned())),
@@ -118,6 +128,32 @@ fn parse(args: &[String], flags: &[&str]) -> Result<Args, Failure> {
         }
     }
     Ok(parsed)
+}
+
+/// `settle`: a settlement written through the store, under the intent's claim.
+async fn settle(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
+    // The connection string may come from the environment: the command line's log is then absent.
+    let mut args = args.to_vec();
+    let given = args.iter().any(|a| is_conninfo(a));
+    if !given {
+        args.push(
+            std::env::var(CONNINFO_VAR).map_err(|_| {
+                Failure::Usage(format!("no connection string: give one, or set {CONNINFO_VAR}"))
+            })?,
+        );
+    }
+    let asked = command::parse(&args).map_err(Failure::Usage)?;
+    let (journal, _) = open(Some(asked.log.clone()), false).await?;
+    let done = tool_contract::settle(&journal, &asked.key, &asked.settle).await;
+    let (line, code) = command::outcome(done, asked.json);
+    match code {
+        0 => writeln!(out, "{line}").map_err(written),
+        _ if asked.json => {
+            writeln!(out, "{line}").map_err(written)?;
+            Err(Failure::Exit(1))
+        }
+        _ => Err(Failure::Fatal(line)),
+    }
 }
 
 /// The store named by the command line, or by [`CONNINFO_VAR`], opened to read.

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use tool_contract::journal::inspect::{self, View};
 use tool_contract::journal::read_log;
+use tool_contract::journal::settle_command as command;
 use tool_contract::{FileJournal, Intent, IntentKey};
 
 const USAGE: &str = "usage:
@@ -16,6 +17,12 @@ const USAGE: &str = "usage:
       --task T      only the attempts of task T
       --unresolved  only the intents whose last word is unfinished or unknown (the escalation queue)
       --json        one JSON document on one line, for machines
+  tool-contract settle PATH|postgres://... --intent KEY (--landed [--value JSON] | --not-landed)
+                --evidence TEXT --by NAME [--json] [--wait SECONDS]
+      record what a person found of an intent in doubt: it landed (later calls answer ok with
+      the value, nothing repeated) or it did not (the next call makes the next attempt). Works
+      while an agent holds the log: the agent picks the request up (--wait, default 10 s).
+      exit 0: recorded; 1: refused (the intent's state is named) or not recorded; 2: bad usage
   tool-contract compact PATH
       rewrite an attempt log keeping each intent's latest attempt, atomically;
       run it while no process has the log open";
@@ -60,6 +67,7 @@ pub(crate) fn run(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) ->
         }
         Some("log") => log(&args[1..], out, warn),
         Some("compact") => compact(&args[1..], out, warn),
+        Some("settle") => settle(&args[1..], out),
         Some("-h" | "--help" | "help") => writeln!(out, "{USAGE}").map_err(written),
         Some(other) => Err(Failure::Usage(format!("unknown command `{other}`"))),
         None => Err(Failure::Usage("missing command".to_owned())),
@@ -184,6 +192,28 @@ fn postgres(name: &str) -> Result<(), Failure> {
              --git <repository> tool-contract-postgres`)"
         ))),
         Err(e) => Err(Failure::Fatal(format!("cannot run `{name}`: {e}"))),
+    }
+}
+
+fn settle(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
+    let asked = command::parse(args).map_err(Failure::Usage)?;
+    if is_postgres(&asked.log) {
+        return postgres("tool-contract-postgres");
+    }
+    let done = tool_contract::journal::file::request_settlement(
+        std::path::Path::new(&asked.log),
+        &asked.key,
+        &asked.settle,
+        asked.wait,
+    );
+    let (line, code) = command::outcome(done, asked.json);
+    match code {
+        0 => writeln!(out, "{line}").map_err(written),
+        _ if asked.json => {
+            writeln!(out, "{line}").map_err(written)?;
+            Err(Failure::Exit(1))
+        }
+        _ => Err(Failure::Fatal(line)),
     }
 }
 

@@ -42,6 +42,8 @@ mod stamp;
 pub use answer::Answer;
 pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::{CompactMemoryJournal, MemoryJournal};
+#[doc(hidden)]
+pub use settle::command as settle_command;
 pub use settle::{MAX_EVIDENCE_BYTES, Settle, SettleError, Settlement, Verdict, Via, settle};
 pub use stamp::{parse_rfc3339, rfc3339, wall_clock};
 pub(crate) use stamp::{wall_clock_at, with_stamp};

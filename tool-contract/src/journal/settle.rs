@@ -153,12 +153,13 @@ fn problem_of(by: &str, evidence: &str) -> Option<String> {
 
 /// A settlement to make: the verdict, who, on what evidence, and (with [`Verdict::Landed`]) the value
 /// later calls answer with.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settle {
     verdict: Verdict,
     by: String,
     via: Via,
     evidence: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     value: Option<serde_json::Value>,
 }
 
@@ -314,6 +315,25 @@ pub(crate) fn not_in_doubt(recall: &Recall) -> Option<String> {
 /// how ([`SettleError::AlreadySettled`]). An intent a call holds right now is not settled
 /// ([`SettleError::Busy`]): its attempt may yet end.
 pub async fn settle(journal: &dyn Journal, key: &IntentKey, settle: &Settle) -> Result<Record, SettleError> {
+    settle_within(journal, key, settle, BUSY_WAIT).await
+}
+
+/// [`settle`] without waiting on a holder: an intent someone holds is [`SettleError::Busy`] at once.
+/// What a thread with no async runtime runs (the file log's holder answering a request).
+pub(crate) async fn settle_now(
+    journal: &dyn Journal,
+    key: &IntentKey,
+    settle: &Settle,
+) -> Result<Record, SettleError> {
+    settle_within(journal, key, settle, Duration::ZERO).await
+}
+
+async fn settle_within(
+    journal: &dyn Journal,
+    key: &IntentKey,
+    settle: &Settle,
+    busy_wait: Duration,
+) -> Result<Record, SettleError> {
     if let Some(problem) = problem_of(&settle.by, &settle.evidence) {
         return Err(SettleError::Invalid(problem));
     }
@@ -321,21 +341,27 @@ pub async fn settle(journal: &dyn Journal, key: &IntentKey, settle: &Settle) -> 
         return Err(SettleError::Invalid("a `not_landed` settlement has no value".into()));
     }
     let owner = Owner::new(format!("settle:{}:{}", one_line(&settle.by), Owner::unique()));
-    let recall = claim(journal, key, &owner).await?;
+    let recall = claim(journal, key, &owner, busy_wait).await?;
     let outcome = write(journal, key, settle, &owner, recall).await;
     journal.release(key, &owner);
     outcome
 }
 
 /// Claim `key` for the settler, waiting a little while someone else holds it.
-async fn claim(journal: &dyn Journal, key: &IntentKey, owner: &Owner) -> Result<Option<Recall>, SettleError> {
-    let until = tokio::time::Instant::now() + BUSY_WAIT;
+async fn claim(
+    journal: &dyn Journal,
+    key: &IntentKey,
+    owner: &Owner,
+    busy_wait: Duration,
+) -> Result<Option<Recall>, SettleError> {
+    let mut waited = Duration::ZERO;
     let mut nap = Duration::from_millis(20);
     loop {
         match journal.claim(key, owner, LEASE).await? {
             Claimed::Held(recall) => return Ok(recall),
             Claimed::Busy { holder, left } => {
-                if tokio::time::Instant::now() + nap >= until {
+                waited += nap;
+                if waited > busy_wait {
                     return Err(SettleError::Busy { key: *key, holder, left });
                 }
                 tokio::time::sleep(nap.min(left)).await;
@@ -379,4 +405,130 @@ async fn write(
 /// `text` on one line: line breaks and other control characters as spaces.
 fn one_line(text: &str) -> String {
     text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+}
+
+/// Not public API: the `settle` command line, read alike by `tool-contract settle` and
+/// `tool-contract-postgres settle`.
+#[doc(hidden)]
+pub mod command {
+    use std::time::Duration;
+
+    use super::{Settle, SettleError, Verdict};
+    use crate::journal::Record;
+    use crate::key::IntentKey;
+
+    /// What `settle` was asked.
+    pub struct Args {
+        /// The log's path or connection string.
+        pub log: String,
+        /// The intent.
+        pub key: IntentKey,
+        /// The settlement.
+        pub settle: Settle,
+        /// One JSON line out.
+        pub json: bool,
+        /// How long to wait for a process holding the log to take the request.
+        pub wait: Duration,
+    }
+
+    #[derive(Default)]
+    struct Given<'a> {
+        log: Option<&'a str>,
+        intent: Option<&'a str>,
+        verdict: Option<Verdict>,
+        value: Option<&'a str>,
+        evidence: Option<&'a str>,
+        by: Option<&'a str>,
+        json: bool,
+        wait: Option<Duration>,
+    }
+
+    /// Read the command line after `settle`.
+    pub fn parse(args: &[String]) -> Result<Args, String> {
+        let mut given = Given::default();
+        let mut it = args.iter();
+        while let Some(arg) = it.next() {
+            let mut value_of =
+                |flag: &str| it.next().map(String::as_str).ok_or_else(|| format!("`{flag}` needs a value"));
+            match arg.as_str() {
+                "--intent" => given.intent = Some(value_of("--intent")?),
+                "--landed" | "--not-landed" => {
+                    let said = if arg == "--landed" { Verdict::Landed } else { Verdict::NotLanded };
+                    if given.verdict.replace(said).is_some_and(|was| was != said) {
+                        return Err(
+                            "`--landed` and `--not-landed` exclude each other: say what was found".into()
+                        );
+                    }
+                }
+                "--value" => given.value = Some(value_of("--value")?),
+                "--evidence" => given.evidence = Some(value_of("--evidence")?),
+                "--by" => given.by = Some(value_of("--by")?),
+                "--json" => given.json = true,
+                "--wait" => given.wait = Some(wait(value_of("--wait")?)?),
+                flag if flag.starts_with("--") => return Err(format!("unknown flag `{flag}`")),
+                path => {
+                    if given.log.replace(path).is_some() {
+                        return Err(format!("one log at a time: unexpected `{path}`"));
+                    }
+                }
+            }
+        }
+        complete(given)
+    }
+
+    fn wait(secs: &str) -> Result<Duration, String> {
+        secs.parse::<f64>()
+            .ok()
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .filter(|w| *w <= Duration::from_secs(3600))
+            .ok_or_else(|| format!("`--wait {secs}`: a number of seconds from 0 to 3600"))
+    }
+
+    fn complete(given: Given<'_>) -> Result<Args, String> {
+        let log = given.log.ok_or("missing the log's path (or postgres:// URL)")?;
+        let intent = given.intent.ok_or("missing `--intent KEY` (the intent key, 32 hex characters)")?;
+        let key = IntentKey::parse(intent).map_err(|_| {
+            format!(
+                "`--intent {intent}`: an intent key is 32 hex characters (`tool-contract log` shows them)"
+            )
+        })?;
+        let verdict = given.verdict.ok_or("say what was found: `--landed` or `--not-landed`")?;
+        let evidence = given.evidence.ok_or("missing `--evidence TEXT`: what was seen, and where")?;
+        let by = given.by.ok_or("missing `--by NAME`: who settles it")?;
+        let value = match given.value {
+            Some(_) if verdict == Verdict::NotLanded => {
+                return Err(
+                    "`--value` goes with `--landed` only: nothing landed, so there is no value".into()
+                );
+            }
+            Some(text) => Some(serde_json::from_str::<serde_json::Value>(text).map_err(|e| {
+                format!("`--value {text}` is not JSON ({e}); a string is quoted: --value '\"text\"'")
+            })?),
+            None => None,
+        };
+        let settle = Settle::new(verdict, by, evidence).json_value(value);
+        Ok(Args {
+            log: log.to_owned(),
+            key,
+            settle,
+            json: given.json,
+            wait: given.wait.unwrap_or(Duration::from_secs(10)),
+        })
+    }
+
+    /// The line to print for what a settlement came to, and the exit code: 0 when it was recorded,
+    /// 1 when it was refused or not recorded.
+    pub fn outcome(done: Result<Record, SettleError>, json: bool) -> (String, u8) {
+        match (done, json) {
+            (Ok(record), true) => (serde_json::json!({ "settled": true, "record": record }).to_string(), 0),
+            (Ok(record), false) => {
+                let message = record.message.as_deref().unwrap_or_default();
+                (format!("{} attempt {}: {message}", record.intent_key, record.attempt_id), 0)
+            }
+            (Err(e), true) => {
+                (serde_json::json!({ "settled": false, "refused": e.to_string() }).to_string(), 1)
+            }
+            (Err(e), false) => (e.to_string(), 1),
+        }
+    }
 }

@@ -66,7 +66,10 @@ use crate::report::Outcome;
 mod codec;
 mod compact;
 mod recovery;
+mod requests;
 mod writer;
+
+pub use requests::{request_settlement, requests_dir};
 
 use codec::*;
 use recovery::*;
@@ -212,6 +215,8 @@ struct Shared {
     identity: Option<Identity>,
     state: Mutex<State>,
     to_syncer: Condvar,
+    /// Wakes the settlement watcher when the journal closes.
+    to_watcher: Condvar,
 }
 
 /// A file's device and inode.
@@ -339,15 +344,26 @@ impl FileJournal {
                 .map_err(|e| io_error(format!("cannot write the header of {}", path.display()), e))?;
         }
         let state = State::opened(index, &scan, fresh, created);
-        let shared =
-            Arc::new(Shared { path, identity: opened, state: Mutex::new(state), to_syncer: Condvar::new() });
-        let mut journal = FileJournal { shared, warnings: scan.warnings, threads: Vec::with_capacity(1) };
+        let shared = Arc::new(Shared {
+            path,
+            identity: opened,
+            state: Mutex::new(state),
+            to_syncer: Condvar::new(),
+            to_watcher: Condvar::new(),
+        });
+        let mut journal = FileJournal { shared, warnings: scan.warnings, threads: Vec::with_capacity(2) };
         let shared = Arc::clone(&journal.shared);
         let syncer = std::thread::Builder::new()
             .name("attempt-log-writer".to_owned())
             .spawn(move || write_loop(&shared, file))
             .map_err(|e| io_error("cannot start the attempt log's writer thread".to_owned(), e))?;
         journal.threads.push(syncer);
+        let shared = Arc::clone(&journal.shared);
+        let watcher = std::thread::Builder::new()
+            .name("attempt-log-settle".to_owned())
+            .spawn(move || watch_requests(&shared))
+            .map_err(|e| io_error("cannot start the attempt log's settlement watcher".to_owned(), e))?;
+        journal.threads.push(watcher);
         Ok(journal)
     }
 
@@ -506,13 +522,44 @@ impl fmt::Debug for FileJournal {
 }
 
 impl Drop for FileJournal {
-    /// Sync what is written, and stop the syncer.
+    /// Sync what is written, and stop the syncer and the watcher. A view (the watcher's own) stops
+    /// nothing.
     fn drop(&mut self) {
+        if self.threads.is_empty() {
+            return;
+        }
         let _ = Journal::flush(self);
         self.shared.lock().closing = true;
         self.shared.to_syncer.notify_one();
+        self.shared.to_watcher.notify_one();
         for thread in self.threads.drain(..) {
             let _ = thread.join();
+        }
+    }
+}
+
+impl FileJournal {
+    /// The journal seen from one of its own threads: the same log, and nothing stopped when dropped.
+    fn view(shared: Arc<Shared>) -> FileJournal {
+        FileJournal { shared, warnings: Vec::new(), threads: Vec::new() }
+    }
+}
+
+/// The settlement watcher: answers the requests of settlers in other processes
+/// ([`requests`](self::requests)) until the journal closes.
+fn watch_requests(shared: &Arc<Shared>) {
+    let mut first = true;
+    loop {
+        requests::answer_requests(shared, first);
+        first = false;
+        let state = shared.lock();
+        if state.closing {
+            return;
+        }
+        let (state, _) =
+            shared.to_watcher.wait_timeout(state, requests::LOOK_EVERY).unwrap_or_else(|e| e.into_inner());
+        if state.closing {
+            return;
         }
     }
 }

@@ -1,0 +1,213 @@
+//! `tool-contract settle`, run as a process: on a log no process holds (the settlement is a line of
+//! the log when it returns), on a log an agent holds (the agent picks the request up), and refused.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use tool_contract::journal::{Phase, read_log};
+use tool_contract::{Class, FileJournal, Outcome, Probe, Reason, Task, tool};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tool-contract");
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("tc-settle-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn log(&self) -> PathBuf {
+        self.0.join("attempts.log")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn cli(args: &[&str]) -> (i32, String, String) {
+    let Output { status, stdout, stderr } = Command::new(BIN).args(args).output().unwrap();
+    (status.code().unwrap_or(-1), String::from_utf8(stdout).unwrap(), String::from_utf8(stderr).unwrap())
+}
+
+static SENT: AtomicU32 = AtomicU32::new(0);
+
+/// Post a notice; the reply is lost while `lose`, and the probe cannot tell.
+#[tool(effect = "send", target = thread, probe = check_thread)]
+async fn post_notice(thread: &str, lose: bool) -> Result<u64, Class> {
+    SENT.fetch_add(1, Ordering::SeqCst);
+    if lose { Err(Class::unknown("connection reset after the request was sent")) } else { Ok(4411) }
+}
+
+async fn check_thread(_thread: &&str, _lose: &bool, _key: tool_contract::IntentKey) -> Probe<u64> {
+    Probe::Failed("the thread's API is down".into())
+}
+
+/// A log holding one `send` in doubt on `thread`, by task `task`; its key.
+async fn in_doubt(log: &Arc<FileJournal>, task: &str, thread: &str) -> String {
+    let task = Task::new(task, "agent", Duration::from_secs(30)).journal(log.clone());
+    let report = post_notice(&task, thread, true).await;
+    assert_eq!(report.outcome, Outcome::Unknown, "{}", report.message);
+    report.idempotency_key.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settles_a_log_no_process_holds_and_refuses_a_second_settlement() {
+    let dir = Scratch::new("free");
+    let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+    let key = in_doubt(&log, "ord-1", "thread-1").await;
+    drop(log);
+    let path = dir.log().display().to_string();
+    let settle = |by: &str, verdict: &str| {
+        cli(&[
+            "settle",
+            &path,
+            "--intent",
+            &key,
+            verdict,
+            "--evidence",
+            "notice 4411 in thread-1",
+            "--by",
+            by,
+        ])
+    };
+    let (code, out, err) = settle("alice", "--landed");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("settled landed by alice via operator: notice 4411 in thread-1"), "{out}");
+    // A line of the log when the command returns.
+    let last = read_log(dir.log()).unwrap().records.pop().unwrap();
+    assert_eq!((last.phase, last.settled.map(|s| s.by)), (Phase::Settled, Some("alice".to_owned())));
+    let (code, out, err) = settle("bob", "--not-landed");
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("was settled landed by alice via operator"), "{err}");
+    // The inspector shows it, and it is no longer in doubt.
+    let (_, timeline, _) = cli(&["log", &path]);
+    assert!(timeline.contains("settled -> ok, effect yes"), "{timeline}");
+    let (_, unresolved, _) = cli(&["log", &path, "--unresolved"]);
+    assert!(!unresolved.contains(&key), "{unresolved}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settles_through_the_agent_that_holds_the_log() {
+    let dir = Scratch::new("held");
+    let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+    let key = in_doubt(&log, "ord-2", "thread-2").await;
+    let path = dir.log().display().to_string();
+    let args: Vec<String> = [
+        "settle",
+        &path,
+        "--intent",
+        &key,
+        "--not-landed",
+        "--evidence",
+        "not in thread-2",
+        "--by",
+        "alice",
+        "--json",
+    ]
+    .map(String::from)
+    .to_vec();
+    let (code, out, err) = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        cli(&args)
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "{out}{err}");
+    let answer: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(answer["record"]["settled"]["verdict"], "not_landed", "{out}");
+    // The holder wrote it: the next call of the intent makes exactly one new attempt.
+    let task = Task::new("ord-2", "agent", Duration::from_secs(30)).journal(log.clone());
+    let sent = SENT.load(Ordering::SeqCst);
+    let report = post_notice(&task, "thread-2", false).await;
+    assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(4411)), "{}", report.message);
+    assert!(report.attempt_id.ends_with("-a2"), "{}", report.attempt_id);
+    assert_eq!(SENT.load(Ordering::SeqCst), sent + 1);
+    let again = post_notice(&task, "thread-2", false).await;
+    assert_eq!(again.reason, Reason::Replayed);
+    assert_eq!(fs::read_dir(tool_contract::journal::file::requests_dir(&dir.log())).unwrap().count(), 0);
+}
+
+#[test]
+fn a_holder_that_does_not_answer_leaves_nothing_settled() {
+    let dir = Scratch::new("silent");
+    let log = FileJournal::open(dir.log()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let key = rt.block_on(in_doubt(&Arc::new(log), "ord-3", "thread-3"));
+    // Another process's lock, with nobody answering.
+    let file = fs::File::open(dir.log()).unwrap();
+    file.lock().unwrap();
+    let path = dir.log().display().to_string();
+    let (code, out, err) = cli(&[
+        "settle",
+        &path,
+        "--intent",
+        &key,
+        "--landed",
+        "--evidence",
+        "seen",
+        "--by",
+        "alice",
+        "--wait",
+        "0.3",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("did not take the settlement") && err.contains("nothing was settled"), "{err}");
+    let requests = tool_contract::journal::file::requests_dir(&dir.log());
+    assert_eq!(fs::read_dir(requests).unwrap().count(), 0, "the request was withdrawn");
+    drop(file);
+    assert!(read_log(dir.log()).unwrap().records.iter().all(|r| r.phase != Phase::Settled));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuses_what_cannot_be_settled_and_bad_command_lines() {
+    let dir = Scratch::new("refused");
+    let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+    let task = Task::new("ord-4", "agent", Duration::from_secs(30)).journal(log.clone());
+    let done = post_notice(&task, "thread-4", false).await;
+    drop(task);
+    drop(log);
+    let (path, key) = (dir.log().display().to_string(), done.idempotency_key.to_string());
+    let (code, _, err) =
+        cli(&["settle", &path, "--intent", &key, "--landed", "--evidence", "seen", "--by", "al"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("not in doubt") && err.contains("ended ok"), "{err}");
+    let other = "0123456789abcdef0123456789abcdef";
+    let (code, _, err) =
+        cli(&["settle", &path, "--intent", other, "--landed", "--evidence", "seen", "--by", "al"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no record"), "{err}");
+    let bad: [(&[&str], &str); 6] = [
+        (&["--intent", &key, "--landed", "--by", "al"], "--evidence"),
+        (&["--intent", &key, "--evidence", "x", "--by", "al"], "--landed"),
+        (&["--intent", &key, "--landed", "--not-landed", "--evidence", "x", "--by", "al"], "exclude"),
+        (
+            &["--intent", &key, "--not-landed", "--value", "7", "--evidence", "x", "--by", "al"],
+            "`--landed` only",
+        ),
+        (&["--intent", &key, "--landed", "--value", "{oops", "--evidence", "x", "--by", "al"], "not JSON"),
+        (&["--intent", "xyz", "--landed", "--evidence", "x", "--by", "al"], "32 hex"),
+    ];
+    for (args, says) in bad {
+        let mut line = vec!["settle", path.as_str()];
+        line.extend_from_slice(args);
+        let (code, _, err) = cli(&line);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let missing = dir.0.join("no-such.log").display().to_string();
+    let (code, _, err) =
+        cli(&["settle", &missing, "--intent", &key, "--landed", "--evidence", "x", "--by", "al"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no attempt log at"), "{err}");
+    assert!(!dir.0.join("no-such.log").exists(), "no log is created by settling");
+}
