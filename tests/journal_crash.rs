@@ -232,3 +232,27 @@ fn killed_with_a_line_half_written_then_recovered_with_a_warning() {
     assert!(text.ends_with('\n'));
     assert_eq!(text.lines().count(), 6, "the header, the torn line and four records");
 }
+
+/// A person settles what a killed run left, and the settling process is killed right after: the
+/// settlement is on disk, and the next run honours it (no probe; an attempt only after `not_landed`).
+#[test]
+fn killed_after_a_settlement_then_the_next_run_honours_it() {
+    let dir = Scratch::new("settled-not-landed");
+    kill_at(&dir, "before-effect");
+    kill_at(&dir, "settle-not-landed");
+    assert_eq!(dir.records().last().map(|r| r.phase), Some(Phase::Settled), "synced before it returned");
+    let out = run_to_end(&dir);
+    assert_eq!(out["report"]["outcome"], "ok", "{out}");
+    assert_eq!((out["probes"].as_u64(), out["attempts"].as_u64()), (Some(0), Some(1)), "{out}");
+    assert!(out["report"]["attempt_id"].as_str().unwrap().ends_with("-a2"), "{out}");
+    assert_eq!(dir.effects(), 1, "exactly one notice");
+
+    let dir = Scratch::new("settled-landed");
+    kill_at(&dir, "after-effect");
+    kill_at(&dir, "settle-landed");
+    let out = run_to_end(&dir);
+    assert_eq!(out["report"]["outcome"], "ok", "{out}");
+    assert_eq!(out["report"]["value"], 4411, "the settled value");
+    assert_eq!((out["probes"].as_u64(), out["attempts"].as_u64()), (Some(0), Some(0)), "{out}");
+    assert_eq!(dir.effects(), 1, "never repeated");
+}

@@ -18,6 +18,9 @@
 //! - `torn-line`: no engine run; append the first half of a start record to the log without its
 //!   newline, as a `write(2)` cut short by a crash leaves it, then stop.
 //!
+//! - `settle-landed`, `settle-not-landed`: no engine run; settle the intent as a person would
+//!   (`tool_contract::settle`, landed with the value the service holds, or not landed), then stop.
+//!
 //! Stopping creates `DIR/stopped` and blocks the thread (so the engine cannot go on, nor time out)
 //! until the process is killed.
 
@@ -48,6 +51,9 @@ fn main() {
         stop_here(&dir);
     }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    if let Some(verdict) = stop.strip_prefix("settle-") {
+        runtime.block_on(settle_then_stop(&dir, verdict));
+    }
     runtime.block_on(post(&dir, stop));
 }
 
@@ -91,6 +97,22 @@ async fn post(dir: &Path, stop: &str) {
         "warnings": warnings,
     });
     println!("{out}");
+}
+
+/// Settle the intent as a person who looked at the thread, then stop: the process dies right after
+/// the settlement was recorded.
+async fn settle_then_stop(dir: &Path, verdict: &str) -> ! {
+    use tool_contract::{Settle, Verdict};
+    let log = FileJournal::open(dir.join("attempts.log")).unwrap();
+    let task = Task::new("ord-7741", "agent:support", Duration::from_secs(60));
+    let key = task.key(&POST_NOTICE, &"thread-9", None);
+    let settle = match verdict {
+        "landed" => Settle::new(Verdict::Landed, "alice", "the notice is in thread-9")
+            .json_value(service_find(dir, key).map(serde_json::Value::from)),
+        _ => Settle::new(Verdict::NotLanded, "alice", "thread-9 holds no notice"),
+    };
+    tool_contract::settle(&log, &key, &settle).await.unwrap();
+    stop_here(dir);
 }
 
 /// The service posts the notice and commits it before answering.

@@ -142,3 +142,49 @@ fn the_same_command_reads_a_file_log() {
     assert!(!missing.status.success());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settle_records_a_persons_verdict_while_workers_run() {
+    let Some((journal, conninfo)) = common::journal("command_settle").await else { return };
+    let (doubt, busy) = (common::key("cmd-settle"), common::key("cmd-settle-busy"));
+    // A worker died mid-attempt on one intent; another worker holds a second one right now.
+    let dead = Owner::new("worker-1.1");
+    journal.claim(&doubt, &dead, Duration::from_secs(30)).await.unwrap();
+    journal.start(&dead, common::start(doubt, 1).as_record_ref(), Durability::Synced).await.unwrap();
+    journal.release(&doubt, &dead);
+    let live = Owner::new("worker-2.1");
+    journal.claim(&busy, &live, Duration::from_secs(60)).await.unwrap();
+    journal.start(&live, common::start(busy, 1).as_record_ref(), Durability::Synced).await.unwrap();
+
+    let settle = |key: String, by: &'static str| {
+        let conninfo = conninfo.clone();
+        tokio::task::spawn_blocking(move || {
+            let args = [
+                "settle",
+                "--intent",
+                &key,
+                "--landed",
+                "--value",
+                "4411",
+                "--evidence",
+                "on the statement",
+                "--by",
+                by,
+            ];
+            command(&args, Some(&conninfo))
+        })
+    };
+    let done = settle(doubt.to_string(), "alice").await.unwrap();
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
+    assert!(text(&done.stdout).contains("settled landed by alice via operator: on the statement"));
+    let recall = journal.recall(&doubt).await.unwrap().unwrap();
+    assert_eq!(recall.last_word(), tool_contract::journal::LastWord::Ok(Some(&serde_json::json!(4411))));
+    let again = settle(doubt.to_string(), "bob").await.unwrap();
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again.stderr));
+    assert!(text(&again.stderr).contains("was settled landed by alice"), "{}", text(&again.stderr));
+    // The intent a worker holds is not settled under it.
+    let held = settle(busy.to_string(), "alice").await.unwrap();
+    assert_eq!(held.status.code(), Some(1), "{}", text(&held.stderr));
+    assert!(text(&held.stderr).contains("worker-2.1"), "{}", text(&held.stderr));
+    assert_eq!(command(&["settle", "--intent", "nope"], Some(&conninfo)).status.code(), Some(2));
+}

@@ -57,8 +57,10 @@ const MAX_BY_BYTES: usize = 200;
 /// How long [`settle`] waits while another settler (or a call) holds the intent before it gives up.
 const BUSY_WAIT: Duration = Duration::from_secs(5);
 
-/// The lease a settler takes: time to check and write one record.
-const LEASE: Duration = Duration::from_secs(30);
+/// The lease a settler takes: time to check and write one record. Short, so a settler that stops
+/// before its release reaches a store across the network blocks the intent only that long; a write
+/// that comes after it is refused by the fence, and nothing is settled.
+const LEASE: Duration = Duration::from_secs(5);
 
 /// What a person found the attempt did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -343,7 +345,9 @@ async fn settle_within(
     let owner = Owner::new(format!("settle:{}:{}", one_line(&settle.by), Owner::unique()));
     let recall = claim(journal, key, &owner, busy_wait).await?;
     let outcome = write(journal, key, settle, &owner, recall).await;
-    journal.release(key, &owner);
+    if outcome.is_err() {
+        journal.release(key, &owner);
+    }
     outcome
 }
 
@@ -387,7 +391,8 @@ async fn write(
         return Err(SettleError::NotInDoubt { key: *key, state });
     }
     let record = settle.record_for(&recall.last, super::rfc3339(super::wall_clock()));
-    match journal.end(owner, record.as_record_ref(), Durability::Synced).await {
+    // The record and the release together: a settler that exits at once leaves no claim behind.
+    match journal.finish(owner, record.as_record_ref(), Durability::Synced).await {
         Ok(()) => Ok(record),
         Err(e) => {
             // A store that keeps the first settlement of an attempt by a constraint of its own (one

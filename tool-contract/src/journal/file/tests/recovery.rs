@@ -526,11 +526,20 @@ fn streamed_in_small_chunks_the_index_warnings_and_line_numbers_are_the_same() {
 /// record). PostgreSQL's row decoder has the same test in its crate (`tests/store.rs`).
 #[test]
 fn every_reader_judges_a_mutated_field_as_the_schema_does() {
-    let good = Record {
+    let end = Record {
         retry_at: Some("2026-11-30T05:12:30Z".into()),
         value: Some(serde_json::json!({ "id": 7 })),
         ..record("a", Phase::End, 2, Some(Outcome::Retryable))
     };
+    let settled = crate::journal::Settle::new(crate::journal::Verdict::Landed, "alice", "seen")
+        .value(7)
+        .record_for(&record("a", Phase::Start, 2, None), "2026-11-30T05:13:00Z".into());
+    for good in [end, settled] {
+        judge_mutations(good);
+    }
+}
+
+fn judge_mutations(good: Record) {
     let good: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(&serde_json::to_string(&good).unwrap()).unwrap();
     let fields: Vec<String> = good.keys().cloned().collect();
