@@ -4,13 +4,19 @@ usage: python .ci/mcp_client.py PATH-TO-support_desk [HTTP-URL TOKEN]
 
 Runs the same checks over stdio in both protocol modes, `legacy` (the initialize handshake) and
 `2026-07-28`, and, given the URL of a support_desk serving HTTP with a bearer token, over HTTP too
-(where a request without the token must be refused). Prints one line per check, then
+(where a request without the token must be refused). Then, in both modes, a refund left in doubt
+(`--fault lost-refund`, its log in a file) is settled by a person with `tool-contract settle` (the
+command in `target/debug`, or `$TOOL_CONTRACT_BIN`) while the server holds the log, and the next call
+answers from the settlement: one refund at the desk. Prints one line per check, then
 `N passed, N failed`. Exits 1 on any failure.
 """
 
 import asyncio
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import traceback
 
 import httpx2
@@ -44,7 +50,8 @@ def report_of(result):
 async def run(server, mode):
     async with Client(server, mode=mode) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        check(f"{mode}: three tools", sorted(tools) == ["delete_notice", "list_notices", "post_notice"], sorted(tools))
+        expected = ["delete_notice", "list_notices", "list_refunds", "post_notice", "refund"]
+        check(f"{mode}: five tools", sorted(tools) == expected, sorted(tools))
         hints = {name: field(tool, "annotations") for name, tool in tools.items()}
         read_only = {name: field(h, "read_only_hint", "readOnlyHint") for name, h in hints.items()}
         destructive = {name: field(h, "destructive_hint", "destructiveHint") for name, h in hints.items()}
@@ -90,6 +97,33 @@ async def run(server, mode):
             check(f"{mode}: an unknown tool is an error", "no_such_tool" in str(error), error)
 
 
+async def lost_refund(binary, mode):
+    """A refund whose reply is lost and whose probe fails, settled by a person while the server runs."""
+    settle_bin = os.environ.get("TOOL_CONTRACT_BIN", "target/debug/tool-contract")
+    with tempfile.TemporaryDirectory() as scratch:
+        log = os.path.join(scratch, "attempts.log")
+        args = ["--budget-s", "20", "--log", log, "--fault", "lost-refund"]
+        async with Client(StdioServerParameters(command=binary, args=args), mode=mode) as client:
+            meta = {TASK: f"refund-{mode}"}
+            order = {"order": "ord-7741", "cents": 1299}
+            first = report_of(await client.call_tool("refund", order, meta=meta))
+            check(f"{mode}: a lost refund is unknown", first["outcome"] == "unknown" and first["effect_applied"] == "unknown", first)
+            settled = subprocess.run(
+                [settle_bin, "settle", log, "--intent", first["idempotency_key"], "--landed", "--value", json.dumps(order),
+                 "--evidence", "refund of 12.99 on the card statement", "--by", "ci-operator"],
+                capture_output=True, text=True, timeout=60)
+            check(f"{mode}: settled while the server holds the log", settled.returncode == 0, settled.stderr)
+            again = report_of(await client.call_tool("refund", order, meta=meta))
+            check(f"{mode}: the next call answers from the settlement", again["outcome"] == "ok" and again["effect_applied"] == "yes"
+                  and again.get("value") == order and "settled landed by ci-operator" in again["message"], again)
+            listed = report_of(await client.call_tool("list_refunds", {"order": "ord-7741"}, meta=meta))
+            check(f"{mode}: one refund at the desk", listed["outcome"] == "ok" and len(listed["value"]) == 1, listed)
+            twice = subprocess.run(
+                [settle_bin, "settle", log, "--intent", first["idempotency_key"], "--not-landed",
+                 "--evidence", "second look", "--by", "someone-else"], capture_output=True, text=True, timeout=60)
+            check(f"{mode}: a second settlement is refused, naming the first", twice.returncode == 1 and "ci-operator" in twice.stderr, twice.stderr)
+
+
 async def refused_without_token(url):
     async with httpx2.AsyncClient() as http:
         reply = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
@@ -115,6 +149,12 @@ async def main():
             except Exception as error:
                 traceback.print_exc()
                 check(f"{transport} {mode}: the session ran", False, error)
+    for mode in ["legacy", "2026-07-28"]:
+        try:
+            await lost_refund(binary, mode)
+        except Exception as error:
+            traceback.print_exc()
+            check(f"{mode}: the lost refund ran", False, error)
     if len(sys.argv) == 4:
         await refused_without_token(sys.argv[2])
     passed, failed = results.count(True), results.count(False)

@@ -1,8 +1,9 @@
-//! An MCP stdio server over an in-memory support desk with three tools: `list_notices` (read),
-//! `post_notice` (send, probed) and `delete_notice` (destructive, probed).
+//! An MCP stdio server over an in-memory support desk with five tools: `list_notices` (read),
+//! `post_notice` (send, probed), `delete_notice` (destructive, probed), `refund` (money, probed) and
+//! `list_refunds` (read).
 //!
 //! ```text
-//! cargo run -p tool-contract-mcp --example support_desk -- [--log PATH] [--budget-s N] [--instance-id ID]
+//! cargo run -p tool-contract-mcp --example support_desk -- [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund]
 //! cargo run -p tool-contract-mcp --features http --example support_desk -- --http 127.0.0.1:8000 [--token T] [--allow-origin O]
 //! ```
 //!
@@ -12,7 +13,9 @@
 //! `--instance-id ID` names it; with `--log`, a stable id makes keys survive a restart. With the `http`
 //! feature, `--http ADDR` serves streamable HTTP at `/mcp` instead of stdio; `--token T` requires
 //! `Authorization: Bearer T` (needed for an address other than loopback), `--allow-origin O` lets a
-//! browser page from `O` call it.
+//! browser page from `O` call it. `--fault lost-refund` loses the reply of each refund's first attempt
+//! after applying it and makes the refund's probe fail: the refund ends `unknown`, in doubt, for a
+//! person to settle (`tool-contract settle LOG --intent KEY --landed ...`, with `--log`).
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -33,11 +36,24 @@ pub struct Notice {
     pub text: String,
 }
 
-/// The desk: each thread's notices, with the intent key each was posted under.
+/// A refund paid to an order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Refund {
+    /// The order refunded.
+    pub order: String,
+    /// How much, in cents.
+    pub cents: u64,
+}
+
+/// The desk: each thread's notices, with the intent key each was posted under, and the refunds paid.
 #[derive(Default)]
 pub struct Desk {
     threads: Mutex<BTreeMap<String, Vec<(Notice, IntentKey)>>>,
     next: Mutex<u64>,
+    refunds: Mutex<Vec<(Refund, IntentKey)>>,
+    /// `--fault lost-refund`: a refund's first attempt is applied and its reply lost, and the probe
+    /// that would find it fails, so the refund is left in doubt for a person to settle.
+    lost_refund: bool,
 }
 
 impl Desk {
@@ -110,6 +126,53 @@ impl Desk {
         Ok(notice)
     }
 
+    /// Refund an order. Money leaves the desk: a second attempt needs the probe's "not landed" and an
+    /// approver's yes, and a refund nobody can tell about waits for a person to settle it.
+    #[tool(effect = "money", probe = Self::refunded, target = order)]
+    pub async fn refund(
+        &self,
+        call: &Call,
+        /// The order, like `ord-7741`.
+        order: String,
+        /// How much, in cents, more than 0.
+        cents: u64,
+    ) -> Result<Refund, Class> {
+        if cents == 0 {
+            return Err(Class::permanent("a refund is of at least 1 cent"));
+        }
+        let refund = Refund { order, cents };
+        let mut refunds = self.refunds.lock().map_err(|_| Class::retryable("the desk is unavailable"))?;
+        refunds.push((refund.clone(), call.key()));
+        if self.lost_refund && call.attempt() == 1 {
+            return Err(Class::unknown("the connection dropped after the refund was sent"));
+        }
+        Ok(refund)
+    }
+
+    /// Finds the refund paid under `key`; with `--fault lost-refund`, the ledger cannot be read.
+    #[allow(clippy::ptr_arg)]
+    async fn refunded(&self, _order: &String, _cents: &u64, key: IntentKey) -> Probe<Refund> {
+        if self.lost_refund {
+            return Probe::Failed("the ledger is unavailable".into());
+        }
+        let Ok(refunds) = self.refunds.lock() else { return Probe::Failed("the desk is unavailable".into()) };
+        match refunds.iter().find(|(_, k)| *k == key) {
+            Some((refund, _)) => Probe::Landed(refund.clone()),
+            None => Probe::NotLanded,
+        }
+    }
+
+    /// List the refunds paid to an order, oldest first.
+    #[tool(effect = "read", target = order)]
+    pub async fn list_refunds(
+        &self,
+        /// The order, like `ord-7741`.
+        order: String,
+    ) -> Result<Vec<Refund>, Class> {
+        let refunds = self.refunds.lock().map_err(|_| Class::retryable("the desk is unavailable"))?;
+        Ok(refunds.iter().filter(|(r, _)| r.order == order).map(|(r, _)| r.clone()).collect())
+    }
+
     /// Whether the notice is gone from the thread.
     #[allow(clippy::ptr_arg)]
     async fn gone(&self, thread: &String, notice: &u64, _key: IntentKey) -> Probe<u64> {
@@ -119,21 +182,24 @@ impl Desk {
     }
 }
 
-/// The desk's three tools in one toolbox.
+/// The desk's tools in one toolbox.
 pub fn toolbox(desk: Arc<Desk>) -> Result<Toolbox, tool_contract::toolbox::DuplicateTool> {
     let mut toolbox = Toolbox::new();
     toolbox.add_method(Arc::clone(&desk), Desk::list_notices_tool())?;
     toolbox.add_method(Arc::clone(&desk), Desk::post_notice_tool())?;
-    toolbox.add_method(desk, Desk::delete_notice_tool())?;
+    toolbox.add_method(Arc::clone(&desk), Desk::delete_notice_tool())?;
+    toolbox.add_method(Arc::clone(&desk), Desk::refund_tool())?;
+    toolbox.add_method(desk, Desk::list_refunds_tool())?;
     Ok(toolbox)
 }
 
-const USAGE: &str = "usage: support_desk [--log PATH] [--budget-s N] [--instance-id ID] [--http ADDR [--token T] [--allow-origin O]]";
+const USAGE: &str = "usage: support_desk [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund] [--http ADDR [--token T] [--allow-origin O]]";
 
 /// What `--help` says after the usage line.
 const HELP: &str = "
 An MCP server (stdio, or streamable HTTP with --http) over an in-memory support desk:
-list_notices (read), post_notice (send, probed) and delete_notice (destructive, probed).
+list_notices (read), post_notice (send, probed), delete_notice (destructive, probed),
+refund (money, probed) and list_refunds (read).
 
   --log PATH          keep the attempt log in a file (default: in memory)
   --budget-s N        each call's budget in seconds, 1 to a year (default 60)
@@ -142,6 +208,8 @@ list_notices (read), post_notice (send, probed) and delete_notice (destructive, 
   --http ADDR         serve streamable HTTP at /mcp (feature `http`)
   --token T           require `Authorization: Bearer T` (with --http)
   --allow-origin O    let a browser page from O (http(s)://host[:port]) call it (with --http)
+  --fault lost-refund lose the reply of each refund's first attempt after applying it, and make
+                      the refund's probe fail: the refund is left in doubt for a person to settle
 ";
 
 /// The longest budget a call may be given: a year.
@@ -173,8 +241,17 @@ struct Setup {
 
 fn server(args: &[String]) -> Result<Setup, Asked> {
     let (mut http, mut token, mut origins) = (None, None, Vec::new());
-    let mut builder = McpServer::builder(toolbox(Arc::default()).map_err(|e| e.to_string())?)
-        .server_info("support_desk", "0.1.0");
+    let lost_refund = match args.iter().position(|a| a == "--fault").map(|at| args.get(at + 1)) {
+        None => false,
+        Some(Some(fault)) if fault == "lost-refund" => true,
+        Some(other) => {
+            let other = other.map_or("nothing", String::as_str);
+            return Err(format!("--fault takes `lost-refund`, not {other}\n{USAGE}").into());
+        }
+    };
+    let desk = Arc::new(Desk { lost_refund, ..Desk::default() });
+    let mut builder =
+        McpServer::builder(toolbox(desk).map_err(|e| e.to_string())?).server_info("support_desk", "0.1.0");
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
@@ -206,6 +283,9 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
                     .into());
                 }
                 builder = builder.instance_id(id.clone());
+            }
+            "--fault" => {
+                value()?;
             }
             "--http" => http = Some(value()?.clone()),
             "--token" => token = Some(value()?.clone()),
