@@ -211,3 +211,106 @@ async fn a_settlement_without_evidence_or_with_too_much_is_refused_and_nothing_i
     assert_ne!(recall.last.phase, Phase::Settled, "nothing was written");
     assert!(recall.is_unresolved());
 }
+
+/// A person who answers as scripted: settles an intent in doubt, and approves.
+struct Person {
+    found: Option<Result<Verdict, String>>,
+    approves: bool,
+    asked: AtomicU32,
+    approvals: AtomicU32,
+}
+
+impl Person {
+    fn new(found: Option<Result<Verdict, String>>, approves: bool) -> Person {
+        Person { found, approves, asked: AtomicU32::new(0), approvals: AtomicU32::new(0) }
+    }
+}
+
+/// The task's approver: the person, shared with the test.
+struct Asks(Arc<Person>);
+
+impl tool_contract::Approve for Asks {
+    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> tool_contract::task::BoxFuture<'a, Approval> {
+        self.0.approvals.fetch_add(1, Ordering::SeqCst);
+        let answer = if self.0.approves { Approval::Approved } else { Approval::Denied("no".into()) };
+        Box::pin(async move { answer })
+    }
+
+    fn settle<'a>(
+        &'a self,
+        question: &'a tool_contract::InDoubt,
+    ) -> tool_contract::task::BoxFuture<'a, Option<Result<Settle, String>>> {
+        self.0.asked.fetch_add(1, Ordering::SeqCst);
+        let answer = self.0.found.clone().map(|found| {
+            found.map(|verdict| {
+                let settle = Settle::new(verdict, &question.actor, format!("looked at {}", question.call))
+                    .via(tool_contract::Via::Client);
+                if verdict == Verdict::Landed { settle.value(4411) } else { settle }
+            })
+        });
+        Box::pin(async move { answer })
+    }
+}
+
+/// A call that left `spec`'s intent in doubt (the person is not asked then: the call made an attempt),
+/// then the next call, whose probe still fails: its report and what the person and the service saw.
+async fn next_call_asks(
+    spec: &ToolSpec,
+    person: Person,
+) -> (tool_contract::Report<u64>, Arc<Person>, Arc<MemoryJournal>, u32) {
+    let person = Arc::new(person);
+    let log = Arc::new(MemoryJournal::new());
+    let task = Task::new("ord-7741", "agent:desk", Duration::from_secs(300))
+        .journal(log.clone())
+        .approver(Asks(person.clone()));
+    let seen = Seen::default();
+    let first = call(&task, spec, &seen, true).await;
+    assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
+    assert_eq!(person.asked.load(Ordering::SeqCst), 0, "the call that made the attempt does not ask");
+    let before = seen.attempts.load(Ordering::SeqCst);
+    let report = call(&task, spec, &seen, false).await;
+    (report, person, log, seen.attempts.load(Ordering::SeqCst) - before)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_next_call_asks_the_person_and_honours_landed() {
+    let (report, person, log, attempts) =
+        next_call_asks(&SEND, Person::new(Some(Ok(Verdict::Landed)), true)).await;
+    assert_eq!(
+        (report.outcome, report.value, report.reason),
+        (Outcome::Ok, Some(4411), Reason::Settled),
+        "{}",
+        report.message
+    );
+    assert_eq!((person.asked.load(Ordering::SeqCst), attempts), (1, 0));
+    assert!(report.message.contains("settled landed by agent:desk via client"), "{}", report.message);
+    let recall = log.recall(&report.idempotency_key).unwrap();
+    assert_eq!(recall.settlement().map(|s| s.via), Some(tool_contract::Via::Client));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_next_call_asks_the_person_and_after_not_landed_makes_one_attempt() {
+    let (report, person, _, attempts) =
+        next_call_asks(&SEND, Person::new(Some(Ok(Verdict::NotLanded)), true)).await;
+    assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(4411)), "{}", report.message);
+    assert_eq!((person.asked.load(Ordering::SeqCst), attempts), (1, 1));
+    assert!(report.attempt_id.ends_with("-a2"), "{}", report.attempt_id);
+    // Money: the approver still says yes or no first.
+    for (approves, expected) in [(true, 1), (false, 0)] {
+        let (report, person, _, attempts) =
+            next_call_asks(&REFUND, Person::new(Some(Ok(Verdict::NotLanded)), approves)).await;
+        assert_eq!((person.approvals.load(Ordering::SeqCst), attempts), (1, expected), "{}", report.message);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_person_who_cannot_tell_leaves_it_unknown_and_says_so() {
+    let (report, person, log, attempts) =
+        next_call_asks(&SEND, Person::new(Some(Err("the thread is not loading".into())), true)).await;
+    assert_eq!((report.outcome, attempts, person.asked.load(Ordering::SeqCst)), (Outcome::Unknown, 0, 1));
+    assert!(report.message.contains("could not tell: the thread is not loading"), "{}", report.message);
+    assert!(log.recall(&report.idempotency_key).unwrap().is_unresolved());
+    // An approver that asks nobody (the default) changes nothing.
+    let (report, _, _, attempts) = next_call_asks(&SEND, Person::new(None, true)).await;
+    assert_eq!((report.outcome, report.reason, attempts), (Outcome::Unknown, Reason::ProbeFailed, 0));
+}

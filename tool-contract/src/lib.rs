@@ -48,7 +48,7 @@
 //! | what a tool is | [`ToolSpec`] (with [`Backoff`], [`Jitter`], [`Dedupe`]), [`EffectKind`] and its [`EffectKind::policy`] table |
 //! | writing a tool | [`tool`] (the attribute), or by hand: [`engine::run`], [`engine::run_bulk`], [`engine::run_pages`] with a [`Call`] per attempt |
 //! | failures and probes | [`Classify`], [`Class`], [`HttpReply`], [`RetryAfter`], [`Body`]; [`Probe`], [`Prober`], [`NoProbe`], [`BulkProber`], [`ItemId`] |
-//! | the task an agent runs | [`Task`], [`TaskTemplate`], [`TaskFactory`], [`IntentKey`], [`Intent`]; people in the loop: [`Approve`], [`Approval`], [`ApprovalRequest`], [`Escalate`], [`Escalation`], [`EscalationQueue`] |
+//! | the task an agent runs | [`Task`], [`TaskTemplate`], [`TaskFactory`], [`IntentKey`], [`Intent`]; people in the loop: [`Approve`], [`Approval`], [`ApprovalRequest`], [`InDoubt`], [`Escalate`], [`Escalation`], [`EscalationQueue`] |
 //! | retries across tasks | [`RetryBudgets`], [`RetryBudget`] |
 //! | settling an intent in doubt (a person's verdict) | [`settle`], [`Settle`], [`Verdict`], [`Via`], [`Settlement`], [`SettleError`] |
 //! | the attempt log and its stores | [`journal::Journal`], [`MemoryJournal`], [`FileJournal`], [`Record`], [`Durability`], [`JournalError`], [`LogValue`]; reading a log: [`journal::read_log`], [`journal::inspect`] |
@@ -92,7 +92,7 @@ pub use probe::{NoProbe, Probe, Prober};
 pub use report::{Applied, Item, Outcome, Reason, Report};
 pub use spec::{Backoff, Dedupe, Jitter, ToolSpec};
 pub use task::{
-    Approval, ApprovalRequest, Approve, Escalate, Escalation, EscalationQueue, Task, TaskFactory,
+    Approval, ApprovalRequest, Approve, Escalate, Escalation, EscalationQueue, InDoubt, Task, TaskFactory,
     TaskTemplate,
 };
 pub use tool_contract_macros::tool;

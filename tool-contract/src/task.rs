@@ -450,6 +450,24 @@ pub struct ApprovalRequest {
     pub history: String,
 }
 
+/// What a person is asked when a call resumes an intent left in doubt and its probe still cannot tell
+/// whether the attempt landed ([`Approve::settle`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InDoubt {
+    /// The task's id.
+    pub task: String,
+    /// Who the task acts for: the settlement's `by` when the asker has no better name.
+    pub actor: String,
+    /// The tool's name.
+    pub call: String,
+    /// The intent in doubt.
+    pub key: IntentKey,
+    /// The attempt in doubt.
+    pub attempt_id: String,
+    /// What the log and the probe said, in one line.
+    pub history: String,
+}
+
 /// An approver's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {
@@ -475,6 +493,16 @@ pub enum Approval {
 pub trait Approve: Send + Sync {
     /// Decide on one request.
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
+
+    /// Asked when a call resumes an intent left in doubt and its probe still cannot tell: what a
+    /// person found, as a settlement the engine records under the call's claim and honours at once
+    /// (`landed`: the call answers `ok` from it; `not_landed`: the next attempt, after
+    /// [`Approve::approve`] for `money`). `Some(Err(why))` when the person could not tell or could not
+    /// be asked; `None`, the default, when this approver asks nobody.
+    fn settle<'a>(&'a self, question: &'a InDoubt) -> BoxFuture<'a, Option<Result<crate::Settle, String>>> {
+        let _ = question;
+        Box::pin(std::future::ready(None))
+    }
 }
 
 impl<F, Fut> Approve for F

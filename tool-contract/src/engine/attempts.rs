@@ -91,6 +91,12 @@ pub(crate) trait Work {
     /// The report of a call the policy ends.
     fn close(&mut self, run: &Run<'_>, class: &Class, close: Close) -> Self::Report;
 
+    /// Whether a person may settle the call's intent when it resumes in doubt and its probe cannot
+    /// tell ([`crate::Approve::settle`]); a shape whose report can say `Close::Settled`.
+    fn asks_person(&self) -> bool {
+        false
+    }
+
     /// What the attempt's start record carries, for a restart to resume from.
     fn before(&self) -> Option<serde_json::Value> {
         None

@@ -412,6 +412,14 @@ where
             // The items carry the attempt's own outcome.
             Close::AsIs => summarise(run, items, self.words, "", Some(Reason::Answered)),
             Close::Stop(stop) => self.stopped(run, stop),
+            // Never asked for (`asks_person` is false): a batch's items are settled one by one.
+            Close::Settled(_) => {
+                let why = "a batch is not settled as a whole";
+                self.stopped(
+                    run,
+                    Stop::said(Outcome::Unknown, Applied::Unknown, _class, why, None, Reason::InDoubt),
+                )
+            }
         }
     }
 

@@ -24,6 +24,8 @@ pub(crate) enum Close {
     AsIs,
     /// The call stops for the reason the stop gives.
     Stop(Stop),
+    /// A person settled the attempt as landed (this record, written under the call's claim).
+    Settled(Box<crate::journal::Record>),
 }
 
 /// Carry out the policy after an attempt that ended as `class` (or, with `made == 0`, after an earlier
@@ -36,6 +38,8 @@ pub(crate) async fn decide<W: Work>(
 ) -> Next<W::Report> {
     let mut facts = facts(run, &class, work.has_probe(), made);
     let (mut unsure, mut denied) = (String::new(), None);
+    // A person is asked at most once a call, and only by a call that resumed the intent in doubt.
+    let mut may_ask = made == 0 && work.asks_person();
     loop {
         let (room, wait) = run.budget().room(&class, made);
         facts.room = room;
@@ -75,6 +79,26 @@ pub(crate) async fn decide<W: Work>(
                 Ok(()) => return Next::Attempt(wait),
                 Err(stop) => Close::Stop(stop),
             },
+            Step::Stop(End::ProbeFailed)
+                if may_ask && run.now().after_failed_probe(&class).1 != Applied::No =>
+            {
+                may_ask = false;
+                // Boxed: only a call resuming an intent in doubt asks.
+                match Box::pin(ask_person(run, &class, &unsure)).await {
+                    Person::Landed(record) => Close::Settled(record),
+                    Person::NotLanded(message) => {
+                        class = Class::retryable(message);
+                        run.now_mut().settled_not_landed();
+                        (facts.outcome, facts.effect) = (class.outcome(), class.effect());
+                        facts.probe = Some(ProbeMark::NotLanded);
+                        continue;
+                    }
+                    Person::CannotTell(why) => {
+                        unsure = why;
+                        continue;
+                    }
+                }
+            }
             Step::Stop(End::Landed) => Close::Landed,
             Step::Stop(End::AsIs) => Close::AsIs,
             Step::Stop(end) => Close::Stop(stop_for(run, end, &class, made, wait, &unsure, denied.take())),
@@ -227,6 +251,43 @@ async fn approve(run: &Run<'_>, class: &Class) -> Result<(), Stop> {
             let why = format!("the approver refused a second attempt: {why}");
             Err(Stop::said(Outcome::Permanent, Applied::No, class, &why, None, Reason::Denied))
         }
+    }
+}
+
+/// What the person asked about an intent in doubt found.
+enum Person {
+    /// It landed: the settlement written.
+    Landed(Box<crate::journal::Record>),
+    /// It did not: the settlement's message.
+    NotLanded(String),
+    /// Nobody could tell (or be asked, or the settlement was not written): why, with the probe's words.
+    CannotTell(String),
+}
+
+/// Ask the task's approver whether the attempt in doubt landed, and record its answer as a settlement
+/// under the call's claim.
+async fn ask_person(run: &Run<'_>, class: &Class, unsure: &str) -> Person {
+    let task = run.task();
+    let Some(approver) = task.approver_ref() else { return Person::CannotTell(unsure.to_owned()) };
+    let question = crate::task::InDoubt {
+        task: task.id().to_owned(),
+        actor: task.actor().to_owned(),
+        call: run.spec().name().to_owned(),
+        key: run.key(),
+        attempt_id: run.now().id().to_owned(),
+        history: format!("{}; the probe could not tell ({unsure})", class.message()),
+    };
+    let settle = match approver.settle(&question).await {
+        None => return Person::CannotTell(unsure.to_owned()),
+        Some(Err(why)) => {
+            return Person::CannotTell(format!("{unsure}; the person asked could not tell: {why}"));
+        }
+        Some(Ok(settle)) => settle,
+    };
+    match run.log().settled(&settle).await {
+        Ok(record) if settle.verdict() == crate::Verdict::Landed => Person::Landed(Box::new(record)),
+        Ok(record) => Person::NotLanded(record.message.unwrap_or_default()),
+        Err(why) => Person::CannotTell(format!("{unsure}; the person's settlement was not recorded: {why}")),
     }
 }
 

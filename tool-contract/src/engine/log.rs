@@ -66,6 +66,42 @@ impl<'a> Log<'_, 'a> {
         self.run.task().journal_ref().is_some() || self.run.claim().is_some()
     }
 
+    /// Record a person's settlement of the attempt in doubt, under the call's claim, synced: the record
+    /// written, or why it was not.
+    pub(crate) async fn settled(&self, settle: &crate::Settle) -> Result<crate::journal::Record, String> {
+        let key = self.run.key();
+        let claim = self.run.claim();
+        let last = match self.run.task().journal_ref() {
+            Some(journal) => journal.recall(&key).await.map_err(|e| e.to_string())?,
+            None => claim.and_then(Claim::word),
+        };
+        let last = last.ok_or("the log holds no record of the intent")?.last;
+        let record = settle.record_for(&last, crate::journal::rfc3339(crate::journal::wall_clock()));
+        if let Some(problem) = record.problem() {
+            return Err(problem);
+        }
+        match (self.run.task().journal_ref(), claim.and_then(Claim::owner)) {
+            (Some(journal), Some(owner)) => {
+                journal
+                    .end(owner, record.as_record_ref(), Durability::Synced)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            (Some(journal), None) => {
+                journal
+                    .append(record.as_record_ref(), Durability::Synced)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            (None, _) => {
+                if let Some(claim) = claim {
+                    claim.remember(record.as_record_ref());
+                }
+            }
+        }
+        Ok(record)
+    }
+
     /// Hand a read's held start record to the log once the read has to wait: a hung read is visible.
     pub(crate) fn flush(&self) {
         if let Some(journal) = self.run.task().journal_ref() {

@@ -132,7 +132,12 @@ where
                 )
             }
             Close::Stop(stop) => reports.stopped(stop),
+            Close::Settled(record) => reports.settled(&record),
         }
+    }
+
+    fn asks_person(&self) -> bool {
+        true
     }
 
     fn attempt(&mut self, call: Call) -> impl Future<Output = Result<T, E>> {
