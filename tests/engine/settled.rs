@@ -314,3 +314,37 @@ async fn a_person_who_cannot_tell_leaves_it_unknown_and_says_so() {
     let (report, _, _, attempts) = next_call_asks(&SEND, Person::new(None, true)).await;
     assert_eq!((report.outcome, report.reason, attempts), (Outcome::Unknown, Reason::ProbeFailed, 0));
 }
+
+#[tokio::test(start_paused = true)]
+async fn money_asks_the_approver_before_a_second_attempt_in_a_later_call_too() {
+    let asked = Arc::new(AtomicU32::new(0));
+    let log = Arc::new(MemoryJournal::new());
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(300))
+        .journal(log.clone())
+        .approver(approver(Approval::Denied("ask me tomorrow".into()), asked.clone()));
+    let key = task.key(&REFUND, &"thread-9", None);
+    let attempts = AtomicU32::new(0);
+    let refund = || {
+        engine::run(
+            &task,
+            &REFUND,
+            key,
+            |_| {
+                attempts.fetch_add(1, Ordering::SeqCst);
+                async { Err::<u64, _>(Class::retryable("503 from the bank")) }
+            },
+            |_| async { Probe::<u64>::NotLanded },
+        )
+    };
+    let first = refund().await;
+    assert_eq!(
+        (first.reason, attempts.load(Ordering::SeqCst), asked.load(Ordering::SeqCst)),
+        (Reason::Denied, 1, 1)
+    );
+    // The next call of the intent: attempt 2 would be a second attempt, so the approver is asked again.
+    let second = refund().await;
+    assert_eq!(
+        (second.reason, attempts.load(Ordering::SeqCst), asked.load(Ordering::SeqCst)),
+        (Reason::Denied, 1, 2)
+    );
+}

@@ -88,7 +88,7 @@ pub(crate) async fn decide<W: Work>(
                     Person::Landed(record) => Close::Settled(record),
                     Person::NotLanded(message) => {
                         class = Class::retryable(message);
-                        run.now_mut().settled_not_landed();
+                        run.now_mut().known_not_landed();
                         (facts.outcome, facts.effect) = (class.outcome(), class.effect());
                         facts.probe = Some(ProbeMark::NotLanded);
                         continue;
@@ -118,7 +118,7 @@ fn facts(run: &Run<'_>, class: &Class, has_probe: bool, made: u32) -> Facts {
         outcome: class.outcome(),
         effect: class.effect(),
         // A person's "not landed" is the verdict a probe would give, and the request was settled.
-        probe: run.now().is_settled_open().then_some(ProbeMark::NotLanded),
+        probe: run.now().is_known_not_landed().then_some(ProbeMark::NotLanded),
         approved: None,
         made,
         max_attempts: spec.get_max_attempts(),

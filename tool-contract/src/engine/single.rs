@@ -60,7 +60,7 @@ where
             // A person found it did not land: the next attempt, as after a probe's "not landed".
             let why = recall.last.message.unwrap_or_default();
             self.last = Some(Class::retryable(why));
-            run.now_mut().settled_not_landed();
+            run.now_mut().known_not_landed();
             return None;
         }
         let id = run.now().id();
@@ -73,8 +73,16 @@ where
                 "attempt {id} started in an earlier call of this intent and never finished (the call was \
                  dropped or its process stopped)"
             )),
-            // An end that applied nothing for sure leaves nothing to resolve.
-            LastWord::Ended(_) if recall.last.effect_applied == Some(Applied::No) => None,
+            // An end that applied nothing for sure leaves nothing to resolve; but money's next attempt is
+            // a second attempt, which the approver says yes to first, in whichever call it comes.
+            LastWord::Ended(outcome) if recall.last.effect_applied == Some(Applied::No) => {
+                if run.spec().effect() == crate::EffectKind::Money {
+                    let why = format!("attempt {id} ended {outcome} with its effect no in an earlier call");
+                    self.last = Some(Class::retryable(why));
+                    run.now_mut().known_not_landed();
+                }
+                return None;
+            }
             LastWord::Ended(outcome) => Some(format!(
                 "attempt {id} ended {outcome} in an earlier run with its effect {}",
                 recall.last.effect_applied.unwrap_or(Applied::Unknown)

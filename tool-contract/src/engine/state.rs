@@ -131,8 +131,9 @@ pub(crate) struct Attempt {
     retry_at: Option<String>,
     /// When the last attempt may have reached the service, for the settle window.
     reached: Option<tokio::time::Instant>,
-    /// A person settled the attempt resumed from as not landed: it stands for a probe's verdict.
-    settled_open: bool,
+    /// The attempt resumed from is known not to have landed (a person settled it so, or its own end
+    /// said so): that stands for the probe's verdict.
+    known_not_landed: bool,
 }
 
 impl Attempt {
@@ -176,16 +177,17 @@ impl Attempt {
         self.maybe_applied
     }
 
-    /// The attempt resumed from was settled `not_landed` by a person: nothing may have landed, and
-    /// the settlement stands for the probe the policy asks for before the next attempt.
-    pub(crate) fn settled_not_landed(&mut self) {
+    /// The attempt resumed from is known not to have landed (settled `not_landed` by a person, or its
+    /// own end said effect `no`): nothing may have landed, and that stands for the probe the policy
+    /// asks for before the next attempt.
+    pub(crate) fn known_not_landed(&mut self) {
         self.maybe_applied = false;
-        self.settled_open = true;
+        self.known_not_landed = true;
     }
 
-    /// Whether the attempt resumed from was settled `not_landed`.
-    pub(crate) fn is_settled_open(&self) -> bool {
-        self.settled_open
+    /// Whether the attempt resumed from is known not to have landed.
+    pub(crate) fn is_known_not_landed(&self) -> bool {
+        self.known_not_landed
     }
 
     /// The service asked to wait `wait` before the next attempt: the records written from now on say
