@@ -7,8 +7,12 @@ Runs the same checks over stdio in both protocol modes, `legacy` (the initialize
 (where a request without the token must be refused). Then, in both modes, a refund left in doubt
 (`--fault lost-refund`, its log in a file) is settled by a person with `tool-contract settle` (the
 command in `target/debug`, or `$TOOL_CONTRACT_BIN`) while the server holds the log, and the next call
-answers from the settlement: one refund at the desk. Prints one line per check, then
-`N passed, N failed`. Exits 1 on any failure.
+answers from the settlement: one refund at the desk. Then the person at the client, played by a
+scripted elicitation callback in both modes: approving a second refund attempt (`--fault
+busy-refund`) with the right confirm, declining, cancelling, accepting the defaults, a wrong confirm,
+garbage, no callback at all; in 2026-07-28, a replayed and a tampered request state; and settling a
+lost refund on the next call. The desk counts refunds: never more than one per order, exactly one
+after an approval. Prints one line per check, then `N passed, N failed`. Exits 1 on any failure.
 """
 
 import asyncio
@@ -20,6 +24,7 @@ import tempfile
 import traceback
 
 import httpx2
+import mcp.types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -124,6 +129,93 @@ async def lost_refund(binary, mode):
             check(f"{mode}: a second settlement is refused, naming the first", twice.returncode == 1 and "ci-operator" in twice.stderr, twice.stderr)
 
 
+def person(answer, asked):
+    """An elicitation callback playing the person: `answer` says what they do with each form."""
+    async def on_elicit(ctx, params):
+        message = params.message
+        asked.append(message)
+        key = message.split("ntent key ")[1][:32] if "ntent key " in message else ""
+        end = key[26:32]
+        if answer == "approve":
+            return types.ElicitResult(action="accept", content={"approve": True, "confirm": end})
+        if answer == "wrong-confirm":
+            return types.ElicitResult(action="accept", content={"approve": True, "confirm": "abcdef"})
+        if answer == "defaults":
+            return types.ElicitResult(action="accept", content={"approve": True})
+        if answer == "garbage":
+            return types.ElicitResult(action="accept", content={"approve": "yes", "confirm": 42})
+        if answer in ("decline", "cancel"):
+            return types.ElicitResult(action=answer)
+        if answer == "landed":
+            return types.ElicitResult(action="accept", content={"verdict": "landed", "evidence": "refund 12.99 on the statement"})
+        raise RuntimeError(f"no script for {answer}")
+    return on_elicit
+
+
+async def approvals(binary, mode):
+    """A refund's first attempt refused (busy): the second needs the person's typed yes."""
+    cases = [("approve", "ok", None, 1), ("decline", "permanent", "declined", 0), ("cancel", "permanent", "cancelled", 0),
+             ("defaults", "permanent", "not typed", 0), ("wrong-confirm", "permanent", "does not match", 0),
+             ("garbage", "permanent", "not an answer", 0), (None, "permanent", "no person could be asked", 0)]
+    server = StdioServerParameters(command=binary, args=["--budget-s", "20", "--fault", "busy-refund"])
+    for answer, outcome, says, refunds in cases:
+        asked = []
+        callback = {"elicitation_callback": person(answer, asked)} if answer else {}
+        async with Client(server, mode=mode, **callback) as client:
+            order = f"ord-{answer}"
+            meta = {TASK: f"approvals-{mode}", "dev.tool-contract/actor": "ci@desk"}
+            report = report_of(await client.call_tool("refund", {"order": order, "cents": 1299}, meta=meta))
+            fine = report["outcome"] == outcome and (says is None or says in report["message"])
+            check(f"{mode}: approval, {answer}: {outcome}", fine, report)
+            if answer:
+                check(f"{mode}: approval, {answer}: one form showing the key", len(asked) == 1 and report["idempotency_key"] in asked[0], asked)
+            listed = report_of(await client.call_tool("list_refunds", {"order": order}, meta=meta))
+            check(f"{mode}: approval, {answer}: {refunds} refund(s) at the desk", len(listed["value"]) == refunds, listed)
+
+
+async def request_states(binary):
+    """2026-07-28 by hand: a replayed and a tampered request state approve nothing."""
+    server = StdioServerParameters(command=binary, args=["--budget-s", "20", "--fault", "busy-refund"])
+    async with Client(server, mode="2026-07-28", elicitation_callback=person("approve", [])) as client:
+        s = client.session
+        meta = {TASK: "states", "dev.tool-contract/actor": "ci@desk"}
+        order = {"order": "ord-states", "cents": 1299}
+        first = await s.call_tool("refund", order, meta=meta, allow_input_required=True)
+        check("2026-07-28: the approval comes back as input required", isinstance(first, types.InputRequiredResult), first)
+        state = first.request_state
+        key = first.input_requests["approve"].params.message.split("ntent key ")[1][:32]
+        yes = {"approve": types.ElicitResult(action="accept", content={"approve": True, "confirm": key[26:32]})}
+        i = len(state) // 2
+        tampered = state[:i] + ("A" if state[i] != "A" else "B") + state[i + 1:]
+        try:
+            bad = await s.call_tool("refund", order, meta=meta, input_responses=yes, request_state=tampered, allow_input_required=True)
+            check("2026-07-28: a tampered request state is refused", False, bad)
+        except Exception as error:
+            check("2026-07-28: a tampered request state is refused", "request state" in str(error), error)
+        done = await s.call_tool("refund", order, meta=meta, input_responses=yes, request_state=state, allow_input_required=True)
+        check("2026-07-28: the answered state makes the refund", report_of(done)["outcome"] == "ok", done)
+        again = await s.call_tool("refund", order, meta=meta, input_responses=yes, request_state=state, allow_input_required=True)
+        check("2026-07-28: a replayed state repeats nothing", report_of(again)["outcome"] == "ok", again)
+        listed = report_of(await client.call_tool("list_refunds", {"order": "ord-states"}, meta=meta))
+        check("2026-07-28: exactly one refund", len(listed["value"]) == 1, listed)
+
+
+async def settled_by_the_client(binary, mode):
+    """A lost refund: the next call asks the person whether it landed, and honours the answer."""
+    asked = []
+    server = StdioServerParameters(command=binary, args=["--budget-s", "20", "--fault", "lost-refund"])
+    async with Client(server, mode=mode, elicitation_callback=person("landed", asked)) as client:
+        meta = {TASK: f"settle-{mode}", "dev.tool-contract/actor": "ci@desk"}
+        order = {"order": "ord-lost", "cents": 1299}
+        first = report_of(await client.call_tool("refund", order, meta=meta))
+        check(f"{mode}: a lost refund is unknown, nobody asked yet", first["outcome"] == "unknown" and not asked, first)
+        second = report_of(await client.call_tool("refund", order, meta=meta))
+        check(f"{mode}: the next call asks and answers from the person's settlement", second["outcome"] == "ok" and len(asked) == 1
+              and "settled landed by ci@desk via client" in second["message"], second)
+        listed = report_of(await client.call_tool("list_refunds", {"order": "ord-lost"}, meta=meta))
+        check(f"{mode}: one refund after the settlement", len(listed["value"]) == 1, listed)
+
+
 async def refused_without_token(url):
     async with httpx2.AsyncClient() as http:
         reply = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
@@ -150,11 +242,17 @@ async def main():
                 traceback.print_exc()
                 check(f"{transport} {mode}: the session ran", False, error)
     for mode in ["legacy", "2026-07-28"]:
-        try:
-            await lost_refund(binary, mode)
-        except Exception as error:
-            traceback.print_exc()
-            check(f"{mode}: the lost refund ran", False, error)
+        for name, case in [("the lost refund", lost_refund), ("approvals", approvals), ("settling", settled_by_the_client)]:
+            try:
+                await case(binary, mode)
+            except Exception as error:
+                traceback.print_exc()
+                check(f"{mode}: {name} ran", False, error)
+    try:
+        await request_states(binary)
+    except Exception as error:
+        traceback.print_exc()
+        check("2026-07-28: the request states ran", False, error)
     if len(sys.argv) == 4:
         await refused_without_token(sys.argv[2])
     passed, failed = results.count(True), results.count(False)

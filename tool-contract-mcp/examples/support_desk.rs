@@ -3,7 +3,7 @@
 //! `list_refunds` (read).
 //!
 //! ```text
-//! cargo run -p tool-contract-mcp --example support_desk -- [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund]
+//! cargo run -p tool-contract-mcp --example support_desk -- [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund]
 //! cargo run -p tool-contract-mcp --features http --example support_desk -- --http 127.0.0.1:8000 [--token T] [--allow-origin O]
 //! ```
 //!
@@ -15,7 +15,9 @@
 //! `Authorization: Bearer T` (needed for an address other than loopback), `--allow-origin O` lets a
 //! browser page from `O` call it. `--fault lost-refund` loses the reply of each refund's first attempt
 //! after applying it and makes the refund's probe fail: the refund ends `unknown`, in doubt, for a
-//! person to settle (`tool-contract settle LOG --intent KEY --landed ...`, with `--log`).
+//! person to settle (`tool-contract settle LOG --intent KEY --landed ...`, with `--log`, or the person
+//! at a client that declared elicitation, asked on the next call). `--fault busy-refund` refuses each
+//! refund's first attempt (nothing refunded): the second needs the person at the client's approval.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -54,6 +56,9 @@ pub struct Desk {
     /// `--fault lost-refund`: a refund's first attempt is applied and its reply lost, and the probe
     /// that would find it fails, so the refund is left in doubt for a person to settle.
     lost_refund: bool,
+    /// `--fault busy-refund`: a refund's first attempt is refused (`503`, nothing applied), so the
+    /// second needs the person's approval.
+    busy_refund: bool,
 }
 
 impl Desk {
@@ -140,6 +145,9 @@ impl Desk {
         if cents == 0 {
             return Err(Class::permanent("a refund is of at least 1 cent"));
         }
+        if self.busy_refund && call.attempt() == 1 {
+            return Err(Class::retryable("503: the bank is busy; nothing was refunded"));
+        }
         let refund = Refund { order, cents };
         let mut refunds = self.refunds.lock().map_err(|_| Class::retryable("the desk is unavailable"))?;
         refunds.push((refund.clone(), call.key()));
@@ -193,7 +201,7 @@ pub fn toolbox(desk: Arc<Desk>) -> Result<Toolbox, tool_contract::toolbox::Dupli
     Ok(toolbox)
 }
 
-const USAGE: &str = "usage: support_desk [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund] [--http ADDR [--token T] [--allow-origin O]]";
+const USAGE: &str = "usage: support_desk [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund] [--http ADDR [--token T] [--allow-origin O]]";
 
 /// What `--help` says after the usage line.
 const HELP: &str = "
@@ -210,6 +218,8 @@ refund (money, probed) and list_refunds (read).
   --allow-origin O    let a browser page from O (http(s)://host[:port]) call it (with --http)
   --fault lost-refund lose the reply of each refund's first attempt after applying it, and make
                       the refund's probe fail: the refund is left in doubt for a person to settle
+  --fault busy-refund refuse each refund's first attempt (503, nothing refunded): the second
+                      attempt needs the approval of the person at the client
 ";
 
 /// The longest budget a call may be given: a year.
@@ -241,15 +251,17 @@ struct Setup {
 
 fn server(args: &[String]) -> Result<Setup, Asked> {
     let (mut http, mut token, mut origins) = (None, None, Vec::new());
-    let lost_refund = match args.iter().position(|a| a == "--fault").map(|at| args.get(at + 1)) {
-        None => false,
-        Some(Some(fault)) if fault == "lost-refund" => true,
+    let (lost_refund, busy_refund) = match args.iter().position(|a| a == "--fault").map(|at| args.get(at + 1))
+    {
+        None => (false, false),
+        Some(Some(fault)) if fault == "lost-refund" => (true, false),
+        Some(Some(fault)) if fault == "busy-refund" => (false, true),
         Some(other) => {
             let other = other.map_or("nothing", String::as_str);
-            return Err(format!("--fault takes `lost-refund`, not {other}\n{USAGE}").into());
+            return Err(format!("--fault takes `lost-refund` or `busy-refund`, not {other}\n{USAGE}").into());
         }
     };
-    let desk = Arc::new(Desk { lost_refund, ..Desk::default() });
+    let desk = Arc::new(Desk { lost_refund, busy_refund, ..Desk::default() });
     let mut builder =
         McpServer::builder(toolbox(desk).map_err(|e| e.to_string())?).server_info("support_desk", "0.1.0");
     let mut args = args.iter();

@@ -13,12 +13,38 @@
 //! - The task and actor of a call come from the request's `_meta`, under [`TASK_META_KEY`] and
 //!   [`ACTOR_META_KEY`]. Without a task the server's instance id scopes the keys: random per process
 //!   start unless [`Builder::instance_id`] sets it, which is what makes keys survive a restart.
+//! - The person at the client is asked (below, "The person at the client") before a second attempt
+//!   of a `money` tool, and when a call resumes an intent in doubt whose probe still cannot tell,
+//!   unless the server has an approver of its own ([`Builder::approver`]).
 //! - A client's cancellation drops the call's attempt: a side effect then reads `unknown` in the log,
 //!   and the next call of the intent probes first.
 //! - Feature `tracing`: each `tools/call` runs in a `tools/call {tool}` server span around the tool's
 //!   `execute_tool` span; feature `otel` continues the client's trace from the request's `_meta`
 //!   `traceparent` ([`trace`]). The model's id for the call, under [`TOOL_CALL_ID_META_KEY`], becomes
 //!   `gen_ai.tool.call.id`.
+//!
+//! # The person at the client
+//!
+//! How the person is reached depends on the protocol the client speaks:
+//!
+//! - **2025-06-18, 2025-11-25**, a client that declared elicitation: the server sends
+//!   `elicitation/create` during the call and waits for the answer, at most [`ASK_WITHIN`]
+//!   ([`Builder::ask_within`]), shorter than a client's own request timeout.
+//! - **2026-07-28**: a server sends no request of its own. The call answers *input required*: the
+//!   form, and a request state sealed with the server's key ([`Builder::request_state_key`]; HMAC,
+//!   expiring after 15 minutes) naming the tool, the task, the intent and the attempt it answers for.
+//!   The client retries the call with the answer and the state. A state that does not open (another
+//!   server's, a changed byte, expired) is refused with nothing attempted; an answer for another
+//!   intent, or for an attempt already made, approves nothing.
+//! - A client that declared no elicitation: nobody can be asked, and a person who cannot be asked has
+//!   not approved.
+//!
+//! The approval form asks for `approve` (yes or no) and `confirm`, the last 6 hex characters of the
+//! intent key its message shows: a client that accepts a form's defaults approves nothing. A decline,
+//! a cancel, no answer in time, a value of the wrong type or a wrong `confirm` is a no, and the report
+//! says which. When a call resumes an intent in doubt and its probe still cannot tell, the person is
+//! asked "landed / not landed / can't tell" with evidence; an answer is recorded as a settlement
+//! (`via` client, `by` the request's actor) and honoured at once.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -48,7 +74,13 @@
 #[cfg(feature = "http")]
 pub mod http;
 mod lines;
+mod person;
 pub mod trace;
+
+/// How long the server waits for the person at the client to answer `elicitation/create` by default:
+/// 50 s, shorter than a client's own request timeout (60 s in the reference SDKs), so the call still
+/// answers.
+pub const ASK_WITHIN: Duration = Duration::from_secs(50);
 
 pub use lines::MAX_LINE_BYTES;
 
@@ -58,8 +90,8 @@ use std::time::{Duration, SystemTime};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
-    ErrorData, Implementation, ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool,
+    ErrorData, Implementation, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
+    RequestStateCodec, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
@@ -104,6 +136,11 @@ struct Inner {
     default_actor: Arc<str>,
     name: String,
     version: String,
+    /// Ask the person at the client (no approver of the server's own).
+    ask_client: bool,
+    ask_within: Duration,
+    /// Seals the state of an input-required round.
+    codec: RequestStateCodec,
 }
 
 /// The options of an [`McpServer`]: the same a library user gives a `Task`.
@@ -114,6 +151,9 @@ pub struct Builder {
     instance: Option<String>,
     name: String,
     version: String,
+    own_approver: bool,
+    ask_within: Duration,
+    state_key: Option<[u8; 32]>,
 }
 
 impl Builder {
@@ -124,9 +164,12 @@ impl Builder {
     }
 
     /// Every call shares `task`'s attempt log, approver and escalation sink, as a library user's calls
-    /// of that task would (what the other options set is applied on top).
+    /// of that task would (what the other options set is applied on top). An approver of the task's
+    /// answers instead of the person at the client.
     pub fn like(mut self, task: &Task) -> Builder {
         self.template = self.template.like(task);
+        // The task's approver, if it has one, answers instead of the person at the client.
+        self.own_approver |= tool_contract::task::has_approver(task);
         self
     }
 
@@ -137,9 +180,26 @@ impl Builder {
         self
     }
 
-    /// Who says yes or no before a second attempt of a `money` tool.
+    /// Who says yes or no before a second attempt of a `money` tool, instead of the person at the
+    /// client (asked through it by default: see the crate docs).
     pub fn approver(mut self, approver: impl Approve + 'static) -> Builder {
         self.template = self.template.approver(approver);
+        self.own_approver = true;
+        self
+    }
+
+    /// How long to wait for the person at the client to answer a form sent with
+    /// `elicitation/create` (default [`ASK_WITHIN`]); no answer by then is a no.
+    pub fn ask_within(mut self, within: Duration) -> Builder {
+        self.ask_within = within;
+        self
+    }
+
+    /// The key that seals the state of an input-required round (2026-07-28 clients): the same on every
+    /// instance behind one address, so a retried call may reach another one. Default: a random key per
+    /// process, so a round is answered by the process that asked.
+    pub fn request_state_key(mut self, key: [u8; 32]) -> Builder {
+        self.state_key = Some(key);
         self
     }
 
@@ -186,6 +246,9 @@ impl Builder {
                 default_actor: DEFAULT_ACTOR.into(),
                 name: self.name,
                 version: self.version,
+                ask_client: !self.own_approver,
+                ask_within: self.ask_within,
+                codec: RequestStateCodec::new_unchecked(self.state_key.unwrap_or_else(random_key).to_vec()),
             }),
         })
     }
@@ -200,6 +263,17 @@ fn tool(definition: &tool_contract::define::Definition) -> Tool {
             Arc::new(definition.input_schema().clone()),
         )
     })
+}
+
+/// 32 bytes from the operating system's randomness (which seeds every `RandomState`).
+fn random_key() -> [u8; 32] {
+    let mut key = [0u8; 32];
+    for (i, chunk) in key.chunks_mut(8).enumerate() {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_usize(i);
+        chunk.copy_from_slice(&hasher.finish().to_le_bytes());
+    }
+    key
 }
 
 /// `mcp-` and 16 hex digits, different at every process start.
@@ -221,6 +295,9 @@ impl McpServer {
             instance: None,
             name: "tool-contract-mcp".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
+            own_approver: false,
+            ask_within: ASK_WITHIN,
+            state_key: None,
         }
     }
 
@@ -285,7 +362,21 @@ impl McpServer {
         arguments: Option<Map<String, Value>>,
         meta: &Map<String, Value>,
     ) -> Result<CallToolResult, ErrorData> {
-        let task = self.task(meta)?;
+        self.call_as(name, arguments, meta, None).await
+    }
+
+    /// [`McpServer::call`] with the person at the client as the task's approver.
+    async fn call_as(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        meta: &Map<String, Value>,
+        person: Option<person::Person>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let mut task = self.task(meta)?;
+        if let Some(person) = person {
+            task = task.approver(person);
+        }
         let arguments = arguments.map(Value::Object).unwrap_or(Value::Null);
         let report = self
             .inner
@@ -390,6 +481,55 @@ fn meta_text<'m>(meta: &'m Map<String, Value>, key: &str) -> Result<Option<&'m s
     }
 }
 
+impl McpServer {
+    /// The person at this call's client, as the call's approver: how they are reached, and the answer
+    /// the call carries from an earlier round. `Err` for a request state this server cannot open.
+    fn person(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        bound: &str,
+    ) -> Result<Option<person::Person>, ErrorData> {
+        if !self.inner.ask_client {
+            return Ok(None);
+        }
+        let rounds = context.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let elicits = context
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        let reach = match (elicits, rounds) {
+            (false, _) => {
+                person::Reach::Nobody("no person could be asked: the client declared no elicitation")
+            }
+            (true, true) => person::Reach::Rounds,
+            (true, false) => person::Reach::Elicit(context.peer.clone(), self.inner.ask_within),
+        };
+        let carried = match (&reach, request.request_state.as_deref()) {
+            (person::Reach::Rounds, Some(state)) => {
+                let sealed: person::Sealed =
+                    self.inner.codec.open_json_with(state, bound.as_bytes()).map_err(|_| {
+                        ErrorData::invalid_params(
+                            "the request state is not one this server issued for this call (changed, moved or                              expired): nothing was attempted; call again without it",
+                            None,
+                        )
+                    })?;
+                let answer =
+                    request.input_responses.as_ref().and_then(|answers| answers.get(sealed.kind()).cloned());
+                Some((sealed, answer))
+            }
+            _ => None,
+        };
+        Ok(Some(person::Person::new(reach, carried)))
+    }
+
+    /// What a request state is bound to: the tool and the task it was issued for.
+    fn bound(&self, name: &str, meta: &Map<String, Value>) -> Result<String, ErrorData> {
+        let task = meta_text(meta, TASK_META_KEY)?.unwrap_or(&self.inner.instance);
+        Ok(format!("tools/call\n{name}\n{task}"))
+    }
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -415,7 +555,9 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         #[cfg(feature = "tracing")]
         let span = trace::server_span(&request.name, Some(&context.id.to_string()), &context.meta);
-        let call = self.call(&request.name, request.arguments, &context.meta);
+        let bound = self.bound(&request.name, &context.meta)?;
+        let person = self.person(&request, &context, &bound)?;
+        let call = self.call_as(&request.name, request.arguments, &context.meta, person.clone());
         #[cfg(feature = "tracing")]
         let call = tracing::Instrument::instrument(call, span.clone());
         let result = tokio::select! {
@@ -434,6 +576,13 @@ impl ServerHandler for McpServer {
             Err(error) => {
                 span.record("error.type", tracing::field::display(error.code.0));
             }
+        }
+        // Over rounds (2026-07-28), a question the engine asked goes to the client as input required,
+        // in place of the report of the call that could not go on without the answer.
+        if let (Ok(_), Some(person)) = (&result, &person)
+            && let Some(input) = person.input_required(&self.inner.codec, &bound)
+        {
+            return input.map(Into::into).map_err(|why| ErrorData::internal_error(why, None));
         }
         result.map(Into::into)
     }

@@ -57,6 +57,12 @@ fn deadline_after(now: Instant, budget: Duration) -> Instant {
 /// The longest task id or actor that comes from outside the process, in characters.
 pub const MAX_NAME_CHARS: usize = 256;
 
+/// Whether `task` has an approver of its own ([`Task::approver`]): a host that asks a person some other
+/// way (an MCP server asking the person at its client) leaves such a task's approver in charge.
+pub fn has_approver(task: &Task) -> bool {
+    task.approver_ref().is_some()
+}
+
 /// Whether `text` may name a task or an actor when it comes from outside the process (an MCP
 /// request's `_meta`, a rig context value, a command line): 1 to [`MAX_NAME_CHARS`] characters, none a
 /// control character (it goes into attempt ids and log lines as it is).

@@ -1,0 +1,354 @@
+//! The person at the client, asked through rmcp's own client over an in-memory pipe, in both protocol
+//! eras: `elicitation/create` during the call (2025-06-18, 2025-11-25), and input-required rounds with
+//! a sealed request state (2026-07-28). A fake bank counts refunds: never more than one per intent,
+//! exactly one after an approval.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, Implementation, ProtocolVersion,
+    RequestMetaObject,
+};
+use rmcp::service::{RequestContext, RoleClient, RunningService};
+use rmcp::{ClientHandler, ClientServiceExt, ServiceExt};
+use serde_json::{Map, Value, json};
+use tool_contract::{Call, Class, IntentKey, MemoryJournal, Probe, Toolbox, tool};
+use tool_contract_mcp::{ACTOR_META_KEY, McpServer, TASK_META_KEY};
+
+/// A bank that refunds; how its first attempt of each refund fails, if it does.
+#[derive(Default)]
+struct Bank {
+    refunds: Mutex<Vec<IntentKey>>,
+    /// Attempts answered `503` (nothing applied) before one goes through.
+    busy_for: u32,
+    /// The first attempt is applied and its reply lost; the probe cannot read the ledger.
+    lost: bool,
+    attempts: AtomicU32,
+}
+
+impl Bank {
+    /// Refund an order.
+    #[tool(effect = "money", probe = Self::refunded, target = order)]
+    async fn refund(&self, call: &Call, order: String, cents: u64) -> Result<u64, Class> {
+        let _ = order;
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        if call.attempt() <= self.busy_for {
+            return Err(Class::retryable("503: the bank is busy"));
+        }
+        self.refunds.lock().unwrap().push(call.key());
+        if self.lost && call.attempt() == 1 {
+            return Err(Class::unknown("the connection dropped after the refund was sent"));
+        }
+        Ok(cents)
+    }
+
+    #[allow(clippy::ptr_arg)]
+    async fn refunded(&self, _order: &String, cents: &u64, key: IntentKey) -> Probe<u64> {
+        if self.lost {
+            return Probe::Failed("the ledger is unavailable".into());
+        }
+        if self.refunds.lock().unwrap().contains(&key) { Probe::Landed(*cents) } else { Probe::NotLanded }
+    }
+
+    fn count(&self) -> usize {
+        self.refunds.lock().unwrap().len()
+    }
+}
+
+/// What the scripted person does with a form.
+#[derive(Clone, Debug)]
+enum Answer {
+    /// Approve, typing the key's end as read from the form's message.
+    Approve,
+    /// Approve, typing something else.
+    WrongConfirm,
+    /// Accept the form's defaults: `approve` only.
+    Defaults,
+    /// Values of the wrong type.
+    Garbage,
+    Decline,
+    Cancel,
+    /// Never answer.
+    Hang,
+    /// Settle: the verdict word and the evidence.
+    Settle(&'static str, &'static str),
+}
+
+/// The client: declares elicitation (or not) and answers as scripted, counting the forms.
+#[derive(Clone)]
+struct Person {
+    answer: Answer,
+    elicits: bool,
+    version: ProtocolVersion,
+    forms: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Person {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = if self.elicits {
+            ClientCapabilities::builder().enable_elicitation().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(capabilities, Implementation::new("person-test", "0.0.0"))
+            .with_protocol_version(self.version.clone())
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let message = match &request {
+            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
+            _ => String::new(),
+        };
+        self.forms.lock().unwrap().push(message.clone());
+        // The key's end, as the person reads it in the message.
+        let key = message.split("Intent key ").nth(1).or_else(|| message.split("intent key ").nth(1));
+        let end = key.map(|k| k[26..32].to_owned()).unwrap_or_default();
+        let accept = |content: Value| Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content));
+        match &self.answer {
+            Answer::Approve => accept(json!({ "approve": true, "confirm": end })),
+            Answer::WrongConfirm => accept(json!({ "approve": true, "confirm": "abcdef" })),
+            Answer::Defaults => accept(json!({ "approve": true })),
+            Answer::Garbage => accept(json!({ "approve": "yes", "confirm": 42 })),
+            Answer::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
+            Answer::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            Answer::Hang => std::future::pending().await,
+            Answer::Settle(verdict, evidence) => accept(json!({ "verdict": verdict, "evidence": evidence })),
+        }
+    }
+}
+
+struct Setup {
+    client: RunningService<RoleClient, Person>,
+    bank: Arc<Bank>,
+    forms: Arc<Mutex<Vec<String>>>,
+    log: Arc<MemoryJournal>,
+}
+
+async fn connect(
+    bank: Bank,
+    person: Answer,
+    elicits: bool,
+    version: ProtocolVersion,
+    within: Duration,
+) -> Setup {
+    let bank = Arc::new(bank);
+    let mut toolbox = Toolbox::new();
+    toolbox.add_method(Arc::clone(&bank), Bank::refund_tool()).unwrap();
+    let log = Arc::new(MemoryJournal::new());
+    let server = McpServer::builder(toolbox)
+        .budget(Duration::from_secs(30))
+        .journal(log.clone())
+        .ask_within(within)
+        .build()
+        .unwrap();
+    let (server_side, client_side) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_side).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let forms = Arc::default();
+    let person = Person { answer: person, elicits, version: version.clone(), forms: Arc::clone(&forms) };
+    let client = if version >= ProtocolVersion::V_2026_07_28 {
+        let mode = rmcp::service::ClientLifecycleMode::Discover { preferred_versions: vec![version] };
+        person.serve_with_lifecycle(client_side, mode).await.expect("the client connects")
+    } else {
+        person.serve(client_side).await.expect("the client connects")
+    };
+    Setup { client, bank, forms, log }
+}
+
+fn refund(order: &str) -> CallToolRequestParams {
+    let Value::Object(arguments) = json!({ "order": order, "cents": 1299 }) else { unreachable!() };
+    let mut meta = Map::new();
+    meta.insert(TASK_META_KEY.to_owned(), json!("ticket-7"));
+    meta.insert(ACTOR_META_KEY.to_owned(), json!("alice@desk"));
+    let mut params = CallToolRequestParams::new("refund").with_arguments(arguments);
+    params.meta = Some(RequestMetaObject::from(meta));
+    params
+}
+
+fn report(result: &CallToolResult) -> Value {
+    result.structured_content.clone().expect("the report")
+}
+
+const ERAS: [ProtocolVersion; 3] =
+    [ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28];
+
+/// A refund whose first attempt the bank refused as busy: the second needs the person's yes.
+async fn busy_refund(answer: Answer, elicits: bool, version: ProtocolVersion) -> (Value, Setup) {
+    let bank = Bank { busy_for: 1, ..Bank::default() };
+    let setup = connect(bank, answer, elicits, version, Duration::from_secs(5)).await;
+    let result = setup.client.call_tool(refund("ord-1")).await.expect("the call answers");
+    (report(&result), setup)
+}
+
+#[tokio::test]
+async fn an_approval_with_the_keys_end_makes_exactly_one_refund_in_every_era() {
+    for version in ERAS {
+        let (report, setup) = busy_refund(Answer::Approve, true, version.clone()).await;
+        assert_eq!(report["outcome"], "ok", "{version:?}: {report}");
+        assert_eq!(setup.bank.count(), 1, "{version:?}: exactly one refund after an approval");
+        assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 2, "{version:?}");
+        let forms = setup.forms.lock().unwrap();
+        assert_eq!(forms.len(), 1, "{version:?}: one form");
+        assert!(
+            forms[0].contains(report["idempotency_key"].as_str().unwrap()),
+            "the form shows the key: {}",
+            forms[0]
+        );
+        assert!(forms[0].contains("503: the bank is busy"), "and what the first attempt left: {}", forms[0]);
+    }
+}
+
+#[tokio::test]
+async fn anything_but_a_typed_yes_is_a_no_and_nothing_is_attempted() {
+    let cases = [
+        (Answer::Decline, true, "declined"),
+        (Answer::Cancel, true, "cancelled"),
+        (Answer::Defaults, true, "`confirm` was not typed"),
+        (Answer::WrongConfirm, true, "does not match"),
+        (Answer::Garbage, true, "not an answer"),
+        (Answer::Approve, false, "no person could be asked"),
+    ];
+    for version in ERAS {
+        for (answer, elicits, says) in cases.clone() {
+            let (report, setup) = busy_refund(answer.clone(), elicits, version.clone()).await;
+            let context = format!("{version:?} {answer:?}: {report}");
+            assert_eq!(
+                (report["outcome"].as_str(), report["effect_applied"].as_str()),
+                (Some("permanent"), Some("no")),
+                "{context}"
+            );
+            assert!(report["message"].as_str().unwrap().contains(says), "{context}");
+            assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 1, "{context}: no second attempt");
+            assert_eq!(setup.bank.count(), 0, "{context}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_person_who_does_not_answer_in_time_has_not_approved() {
+    let bank = Bank { busy_for: 1, ..Bank::default() };
+    let setup =
+        connect(bank, Answer::Hang, true, ProtocolVersion::V_2025_11_25, Duration::from_millis(300)).await;
+    let report = report(&setup.client.call_tool(refund("ord-1")).await.unwrap());
+    assert!(report["message"].as_str().unwrap().contains("did not answer within"), "{report}");
+    assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 1);
+}
+
+/// One round by hand: the input-required answer to a call of `order`.
+async fn round(setup: &Setup, order: &str) -> rmcp::model::InputRequiredResult {
+    match setup.client.call_tool_once(refund(order)).await.unwrap() {
+        CallToolResponse::InputRequired(input) => input,
+        other => panic!("input required, got {other:?}"),
+    }
+}
+
+fn answered(order: &str, state: &str, answer: Value) -> CallToolRequestParams {
+    let mut responses = rmcp::model::InputResponses::new();
+    responses.insert("approve".to_owned(), answer);
+    refund(order).with_input_responses(responses).with_request_state(state)
+}
+
+#[tokio::test]
+async fn a_request_state_approves_one_attempt_of_one_intent_and_a_changed_byte_nothing() {
+    // The bank is busy for the first two attempts: the approved attempt 2 fails too.
+    let bank = Bank { busy_for: 2, ..Bank::default() };
+    let setup =
+        connect(bank, Answer::Approve, true, ProtocolVersion::V_2026_07_28, Duration::from_secs(5)).await;
+    let input = round(&setup, "ord-1").await;
+    let state = input.request_state.clone().expect("a sealed state");
+    let key = setup
+        .log
+        .unresolved()
+        .first()
+        .map(|r| r.last.intent_key)
+        .unwrap_or_else(|| tool_contract::Intent::new("ticket-7", "alice@desk", "refund", "ord-1").key());
+    let end = key.to_string()[26..].to_owned();
+    let yes = json!({ "action": "accept", "content": { "approve": true, "confirm": end } });
+
+    // A changed byte: refused, nothing attempted.
+    let mut tampered = state.clone().into_bytes();
+    let at = tampered.len() / 2;
+    tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    let refused = setup.client.call_tool_once(answered("ord-1", &tampered, yes.clone())).await;
+    assert!(refused.is_err(), "a changed byte is refused: {refused:?}");
+    assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 1);
+
+    // The answer: attempt 2 is made (and the bank is busy again).
+    let done = setup.client.call_tool_once(answered("ord-1", &state, yes.clone())).await.unwrap();
+    let CallToolResponse::Complete(done) = done else { panic!("a report, got {done:?}") };
+    assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 2, "{}", report(&done));
+    // Replayed: the approval was for attempt 2, which is made; attempt 3 is not approved by it.
+    let replayed = setup.client.call_tool_once(answered("ord-1", &state, yes.clone())).await.unwrap();
+    let CallToolResponse::Complete(replayed) = replayed else { panic!("a report, got {replayed:?}") };
+    assert!(report(&replayed)["message"].as_str().unwrap().contains("used once"), "{}", report(&replayed));
+    assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 2, "nothing attempted on a replay");
+
+    // Moved to another intent (another order of the same task and tool, at its own approval).
+    let other = round(&setup, "ord-2").await;
+    assert!(other.request_state.is_some());
+    let attempts = setup.bank.attempts.load(Ordering::SeqCst);
+    let moved = setup.client.call_tool_once(answered("ord-2", &state, yes)).await.unwrap();
+    let CallToolResponse::Complete(moved) = moved else { panic!("a report, got {moved:?}") };
+    assert!(report(&moved)["message"].as_str().unwrap().contains("another intent"), "{}", report(&moved));
+    assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), attempts, "nothing attempted with a moved state");
+    assert_eq!(setup.bank.count(), 0);
+}
+
+#[tokio::test]
+async fn the_next_call_of_a_lost_refund_asks_the_person_whether_it_landed() {
+    for version in ERAS {
+        let bank = Bank { lost: true, ..Bank::default() };
+        let found = Answer::Settle("landed", "refund of 12.99 on the card statement");
+        let setup = connect(bank, found, true, version.clone(), Duration::from_secs(5)).await;
+        let first = report(&setup.client.call_tool(refund("ord-1")).await.unwrap());
+        assert_eq!(first["outcome"], "unknown", "{version:?}: {first}");
+        assert!(
+            setup.forms.lock().unwrap().is_empty(),
+            "{version:?}: the call that made the attempt asks nobody"
+        );
+        let second = report(&setup.client.call_tool(refund("ord-1")).await.unwrap());
+        assert_eq!(
+            (second["outcome"].as_str(), second["effect_applied"].as_str()),
+            (Some("ok"), Some("yes")),
+            "{version:?}: {second}"
+        );
+        assert!(
+            second["message"].as_str().unwrap().contains("settled landed by alice@desk via client"),
+            "{second}"
+        );
+        assert_eq!(setup.bank.count(), 1, "{version:?}: never a second refund");
+        assert_eq!(setup.forms.lock().unwrap().len(), 1);
+        let key: IntentKey = serde_json::from_value(second["idempotency_key"].clone()).unwrap();
+        let settled = setup.log.recall(&key).unwrap();
+        let settlement = settled.settlement().expect("a settlement in the log").clone();
+        assert_eq!((settlement.by.as_str(), settlement.via), ("alice@desk", tool_contract::Via::Client));
+        // And a later call answers from it, asking nobody.
+        let third = report(&setup.client.call_tool(refund("ord-1")).await.unwrap());
+        assert_eq!(third["outcome"], "ok");
+        assert_eq!(setup.forms.lock().unwrap().len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn a_person_who_cannot_tell_leaves_the_refund_in_doubt() {
+    let bank = Bank { lost: true, ..Bank::default() };
+    let answer = Answer::Settle("cant_tell", "the statement is not out yet");
+    let setup = connect(bank, answer, true, ProtocolVersion::V_2025_11_25, Duration::from_secs(5)).await;
+    setup.client.call_tool(refund("ord-1")).await.unwrap();
+    let second = report(&setup.client.call_tool(refund("ord-1")).await.unwrap());
+    assert_eq!(second["outcome"], "unknown", "{second}");
+    assert!(second["message"].as_str().unwrap().contains("the statement is not out yet"), "{second}");
+    assert_eq!(setup.bank.count(), 1);
+    assert_eq!(setup.log.unresolved().len(), 1, "still in doubt");
+}
