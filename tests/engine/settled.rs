@@ -159,15 +159,28 @@ async fn not_landed_money_still_asks_the_approver_first() {
             "{answer:?}: {}",
             report.message
         );
+        // The approval is journaled with the one attempt it allows: on that attempt's start record.
+        let approved: Vec<_> = log
+            .records()
+            .into_iter()
+            .filter(|r| {
+                r.phase == Phase::Start && r.message.as_deref().is_some_and(|m| m.starts_with("approved by"))
+            })
+            .map(|r| (r.attempt, r.message.unwrap_or_default()))
+            .collect();
         match answer {
-            Approval::Approved => assert_eq!(report.outcome, Outcome::Ok, "{}", report.message),
+            Approval::Approved => {
+                assert_eq!(report.outcome, Outcome::Ok, "{}", report.message);
+                assert_eq!(approved, [(2, "approved by the task's approver before attempt 2".to_owned())]);
+            }
             Approval::Denied(_) => {
                 assert_eq!(
                     (report.reason, report.effect_applied),
                     (Reason::Denied, Applied::No),
                     "{}",
                     report.message
-                )
+                );
+                assert!(approved.is_empty(), "{approved:?}");
             }
         }
     }

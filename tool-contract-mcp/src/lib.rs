@@ -520,7 +520,8 @@ impl McpServer {
             }
             _ => None,
         };
-        Ok(Some(person::Person::new(reach, carried)))
+        let actor = meta_text(&context.meta, ACTOR_META_KEY)?.unwrap_or(DEFAULT_ACTOR).to_owned();
+        Ok(Some(person::Person::new(reach, actor, carried)))
     }
 
     /// What a request state is bound to: the tool and the task it was issued for.

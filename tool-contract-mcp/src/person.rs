@@ -84,6 +84,8 @@ pub(crate) struct Person {
 
 struct Inner {
     reach: Reach,
+    /// Who the client's person acts for: the request's actor.
+    actor: String,
     /// What the retried call carries: the opened state and the answer given.
     carried: Option<(Sealed, Option<Value>)>,
     /// What the engine asked that must go to the client as input required.
@@ -91,8 +93,8 @@ struct Inner {
 }
 
 impl Person {
-    pub(crate) fn new(reach: Reach, carried: Option<(Sealed, Option<Value>)>) -> Person {
-        Person { inner: Arc::new(Inner { reach, carried, asked: Mutex::new(None) }) }
+    pub(crate) fn new(reach: Reach, actor: String, carried: Option<(Sealed, Option<Value>)>) -> Person {
+        Person { inner: Arc::new(Inner { reach, actor, carried, asked: Mutex::new(None) }) }
     }
 
     /// The input-required answer for the question the engine asked this round, if it asked one and
@@ -194,6 +196,10 @@ impl Approve for Person {
             };
             judge_approval(&answer, &request.key)
         })
+    }
+
+    fn who(&self) -> String {
+        format!("{} (the person at the MCP client)", self.inner.actor)
     }
 
     fn settle<'a>(&'a self, question: &'a InDoubt) -> BoxFuture<'a, Option<Result<Settle, String>>> {

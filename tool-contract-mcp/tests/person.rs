@@ -196,6 +196,15 @@ async fn an_approval_with_the_keys_end_makes_exactly_one_refund_in_every_era() {
         let (report, setup) = busy_refund(Answer::Approve, true, version.clone()).await;
         assert_eq!(report["outcome"], "ok", "{version:?}: {report}");
         assert_eq!(setup.bank.count(), 1, "{version:?}: exactly one refund after an approval");
+        // Journaled with the attempt it allowed.
+        let starts: Vec<_> =
+            setup.log.records().into_iter().filter(|r| r.attempt == 2 && r.message.is_some()).collect();
+        let journaled = starts.iter().filter_map(|r| r.message.as_deref()).collect::<Vec<_>>();
+        assert_eq!(
+            journaled.first().copied(),
+            Some("approved by alice@desk (the person at the MCP client) before attempt 2"),
+            "{version:?}: {journaled:?}"
+        );
         assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 2, "{version:?}");
         let forms = setup.forms.lock().unwrap();
         assert_eq!(forms.len(), 1, "{version:?}: one form");

@@ -509,6 +509,11 @@ pub trait Approve: Send + Sync {
         let _ = question;
         Box::pin(std::future::ready(None))
     }
+
+    /// Who says yes, as the start record of an approved attempt names them (`approved by ...`).
+    fn who(&self) -> String {
+        "the task's approver".to_owned()
+    }
 }
 
 impl<F, Fut> Approve for F

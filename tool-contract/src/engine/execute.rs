@@ -63,7 +63,10 @@ pub(crate) async fn decide<W: Work>(
             Step::Approve => {
                 // Boxed: only a `money` tool asks.
                 match Box::pin(approve(run, &class)).await {
-                    Ok(()) => facts.approved = Some(true),
+                    Ok(()) => {
+                        facts.approved = Some(true);
+                        run.now_mut().approved();
+                    }
                     Err(stop) => (facts.approved, denied) = (Some(false), Some(stop)),
                 }
                 continue;

@@ -145,6 +145,13 @@ impl<'a> Log<'_, 'a> {
         }
     }
 
+    /// What the start record of an approved attempt says: who approved it.
+    fn approval(&self) -> Option<String> {
+        let now = self.run.now();
+        let approver = self.run.task().approver_ref().filter(|_| now.is_approved())?;
+        Some(format!("approved by {} before attempt {}", approver.who(), now.number()))
+    }
+
     /// Write the start record ahead of the attempt; `value` carries what a bulk call knew of its items.
     /// A side effect's start is fenced by its claim and on stable storage before this returns.
     pub(crate) async fn start(
@@ -163,6 +170,9 @@ impl<'a> Log<'_, 'a> {
         let appended = with_stamp(started, |stamp| {
             let mut record = self.record(Phase::Start, left, stamp);
             record.value = value;
+            // The approval this attempt consumes, journaled with it.
+            let approval = self.approval();
+            record.message = approval.as_deref();
             let Some(journal) = self.run.task().journal_ref() else {
                 if let Some(claim) = claim {
                     claim.remember(record);
@@ -275,7 +285,10 @@ pub(crate) async fn start_attempt(
     value: Option<serde_json::Value>,
 ) -> Result<Duration, Stop> {
     let side = run.spec().effect().has_side_effect();
-    let stop = match run.log().start(left, started, value.as_ref()).await {
+    let started_record = run.log().start(left, started, value.as_ref()).await;
+    // The approval, if any, was for this attempt: used, whatever the store said.
+    run.now_mut().approval_used();
+    let stop = match started_record {
         Err(err) if side => {
             let stop = unstarted(run, &err);
             let (task, key) = (run.task(), run.key());

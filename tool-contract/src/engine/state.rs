@@ -134,6 +134,9 @@ pub(crate) struct Attempt {
     /// The attempt resumed from is known not to have landed (a person settled it so, or its own end
     /// said so): that stands for the probe's verdict.
     known_not_landed: bool,
+    /// The approver said yes to the next attempt (a `money` call's second or later): its start record
+    /// names who.
+    approved: bool,
 }
 
 impl Attempt {
@@ -183,6 +186,21 @@ impl Attempt {
     pub(crate) fn known_not_landed(&mut self) {
         self.maybe_applied = false;
         self.known_not_landed = true;
+    }
+
+    /// The approver said yes to the next attempt: its start record names who.
+    pub(crate) fn approved(&mut self) {
+        self.approved = true;
+    }
+
+    /// Whether the attempt about to start was approved.
+    pub(crate) fn is_approved(&self) -> bool {
+        self.approved
+    }
+
+    /// The approval is used: the attempt it was for has started.
+    pub(crate) fn approval_used(&mut self) {
+        self.approved = false;
     }
 
     /// Whether the attempt resumed from is known not to have landed.
