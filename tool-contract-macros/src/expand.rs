@@ -704,12 +704,20 @@ fn json_run(
             quote!(#private::run_json(#task, &__SPEC, #key, &__attempt, ::core::option::Option::None, &__unwritten).await)
         }
     };
+    // The tool's value type, so a value a person names when settling is checked against it.
+    let unwritten = match &tool.output {
+        crate::ast::Output::Result { value, .. } => {
+            let value = with_anonymous_lifetimes(value);
+            quote!(#private::Unwritten::checking::<#value>())
+        }
+        _ => quote!(#private::Unwritten::default()),
+    };
     quote! {
         // The wrapper is this tool's direct call: used, as far as the compiler's lint is concerned.
         let _ = #wrapper;
         #(#lends)*
         let #key = #private::Task::key(#task, &__SPEC, #target, #slot);
-        let __unwritten = #private::Unwritten::default();
+        let __unwritten = #unwritten;
         let __attempt = |#call: #private::Call| {
             #(#copies)*
             let __unwritten = &__unwritten;

@@ -279,6 +279,11 @@ fn settle_form(question: &InDoubt) -> ElicitRequestParams {
                 "title": "Evidence",
                 "description": "what you saw, and where (at most 1 KiB)",
                 "maxLength": 1024
+            },
+            "value": {
+                "type": "string",
+                "title": "What it returned (optional)",
+                "description": "if it landed and you know its result: the tool's value, as JSON"
             }
         },
         "required": ["verdict", "evidence"]
@@ -353,7 +358,17 @@ fn judge_settlement(answer: &Value, actor: &str) -> Result<Settle, String> {
         Some("cant_tell") => return Err(format!("the person at the client cannot tell either: {evidence}")),
         _ => return Err("`verdict` was not landed, not_landed or cant_tell: not an answer".into()),
     };
-    Ok(Settle::new(verdict, actor, evidence).via(Via::Client))
+    let value = match content.get("value") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) if text.trim().is_empty() => None,
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(value) if verdict == Verdict::Landed => Some(value),
+            Ok(_) => return Err("a value goes with `landed` only: nothing landed".into()),
+            Err(e) => return Err(format!("`value` is not JSON ({e}): not an answer")),
+        },
+        Some(_) => return Err("`value` was not text: not an answer".into()),
+    };
+    Ok(Settle::new(verdict, actor, evidence).via(Via::Client).json_value(value))
 }
 
 #[cfg(test)]

@@ -75,6 +75,8 @@ enum Answer {
     Hang,
     /// Settle: the verdict word and the evidence.
     Settle(&'static str, &'static str),
+    /// Settle landed, naming the value as JSON text.
+    SettleWith(&'static str),
 }
 
 /// The client: declares elicitation (or not) and answers as scripted, counting the forms.
@@ -120,6 +122,9 @@ impl ClientHandler for Person {
             Answer::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
             Answer::Hang => std::future::pending().await,
             Answer::Settle(verdict, evidence) => accept(json!({ "verdict": verdict, "evidence": evidence })),
+            Answer::SettleWith(value) => {
+                accept(json!({ "verdict": "landed", "evidence": "on the statement", "value": value }))
+            }
         }
     }
 }
@@ -360,4 +365,30 @@ async fn a_person_who_cannot_tell_leaves_the_refund_in_doubt() {
     assert!(second["message"].as_str().unwrap().contains("the statement is not out yet"), "{second}");
     assert_eq!(setup.bank.count(), 1);
     assert_eq!(setup.log.unresolved().len(), 1, "still in doubt");
+}
+
+#[tokio::test]
+async fn a_value_the_person_gives_is_checked_against_the_tools_type() {
+    for (value, outcome, says) in
+        [("1299", "ok", "settled landed"), ("\"lots\"", "unknown", "not a value of refund")]
+    {
+        let bank = Bank { lost: true, ..Bank::default() };
+        let setup = connect(
+            bank,
+            Answer::SettleWith(value),
+            true,
+            ProtocolVersion::V_2025_11_25,
+            Duration::from_secs(5),
+        )
+        .await;
+        setup.client.call_tool(refund("ord-1")).await.unwrap();
+        let second = report(&setup.client.call_tool(refund("ord-1")).await.unwrap());
+        assert_eq!(second["outcome"], outcome, "{value}: {second}");
+        assert!(second["message"].as_str().unwrap().contains(says), "{value}: {second}");
+        if outcome == "ok" {
+            assert_eq!(second["value"], 1299, "the settled value: {second}");
+        } else {
+            assert_eq!(setup.log.unresolved().len(), 1, "nothing recorded: still in doubt");
+        }
+    }
 }

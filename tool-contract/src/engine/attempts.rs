@@ -97,6 +97,12 @@ pub(crate) trait Work {
         false
     }
 
+    /// Why `value` is not a value of the tool (a person's settlement names one), if it is not.
+    fn misfit(&self, value: &serde_json::Value) -> Option<String> {
+        let _ = value;
+        None
+    }
+
     /// What the attempt's start record carries, for a restart to resume from.
     fn before(&self) -> Option<serde_json::Value> {
         None

@@ -87,7 +87,7 @@ pub(crate) async fn decide<W: Work>(
             {
                 may_ask = false;
                 // Boxed: only a call resuming an intent in doubt asks.
-                match Box::pin(ask_person(run, &class, &unsure)).await {
+                match Box::pin(ask_person(run, &class, &unsure, |value| work.misfit(value))).await {
                     Person::Landed(record) => Close::Settled(record),
                     Person::NotLanded(message) => {
                         class = Class::retryable(message);
@@ -269,7 +269,12 @@ enum Person {
 
 /// Ask the task's approver whether the attempt in doubt landed, and record its answer as a settlement
 /// under the call's claim.
-async fn ask_person(run: &Run<'_>, class: &Class, unsure: &str) -> Person {
+async fn ask_person(
+    run: &Run<'_>,
+    class: &Class,
+    unsure: &str,
+    misfit: impl Fn(&serde_json::Value) -> Option<String>,
+) -> Person {
     let task = run.task();
     let Some(approver) = task.approver_ref() else { return Person::CannotTell(unsure.to_owned()) };
     let question = crate::task::InDoubt {
@@ -287,6 +292,13 @@ async fn ask_person(run: &Run<'_>, class: &Class, unsure: &str) -> Person {
         }
         Some(Ok(settle)) => settle,
     };
+    // The tool is known here: a value that is not one of its values is not recorded.
+    if let Some(why) = settle.value_given().and_then(&misfit) {
+        let name = run.spec().name();
+        return Person::CannotTell(format!(
+            "{unsure}; the value the person gave is not a value of {name} ({why})"
+        ));
+    }
     match run.log().settled(&settle).await {
         Ok(record) if settle.verdict() == crate::Verdict::Landed => Person::Landed(Box::new(record)),
         Ok(record) => Person::NotLanded(record.message.unwrap_or_default()),

@@ -23,12 +23,20 @@ pub(crate) struct One<T, A, P> {
     last: Option<Class>,
     /// The value the probe found landed, until the call reports it.
     landed: Option<T>,
+    /// Checks a value against the tool's own type when `T` stands for it (a call by name, as JSON).
+    check: Option<fn(&serde_json::Value) -> Option<String>>,
     value: PhantomData<fn() -> T>,
 }
 
 impl<T, A, P> One<T, A, P> {
     pub(crate) fn new(attempt: A, probe: P) -> Self {
-        One { attempt, probe, last: None, landed: None, value: PhantomData }
+        One { attempt, probe, last: None, landed: None, check: None, value: PhantomData }
+    }
+
+    /// Check a value a person names against the tool's own type with `check`.
+    pub(crate) fn checking(mut self, check: Option<fn(&serde_json::Value) -> Option<String>>) -> Self {
+        self.check = check;
+        self
     }
 }
 
@@ -146,6 +154,13 @@ where
 
     fn asks_person(&self) -> bool {
         true
+    }
+
+    fn misfit(&self, value: &serde_json::Value) -> Option<String> {
+        match self.check {
+            Some(check) => check(value),
+            None => T::from_log(value).err().map(|e| e.to_string()),
+        }
     }
 
     fn attempt(&mut self, call: Call) -> impl Future<Output = Result<T, E>> {

@@ -194,6 +194,11 @@ impl Settle {
         self.verdict
     }
 
+    /// The value given, if any.
+    pub fn value_given(&self) -> Option<&serde_json::Value> {
+        self.value.as_ref()
+    }
+
     /// The settlement record for the intent's last record `last`, stamped `at`.
     pub fn record_for(&self, last: &Record, at: String) -> Record {
         let (outcome, effect) = match self.verdict {

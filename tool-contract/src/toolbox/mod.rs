@@ -442,7 +442,14 @@ pub type JsonProbe<'a> = dyn Fn(IntentKey) -> BoxFuture<'a, Probe<Value>> + Sync
 /// such value is kept, the report then has no value and says why.
 #[derive(Debug, Default)]
 #[doc(hidden)]
-pub struct Unwritten(std::sync::OnceLock<String>);
+pub struct Unwritten(std::sync::OnceLock<String>, Option<fn(&Value) -> Option<String>>);
+
+impl Unwritten {
+    /// For a tool whose value is a `T`: a value a person names when settling is checked against it.
+    pub fn checking<T: LogValue>() -> Unwritten {
+        Unwritten(std::sync::OnceLock::new(), Some(|value| T::from_log(value).err().map(|e| e.to_string())))
+    }
+}
 
 /// The engine for a tool called by name: [`crate::engine::run`] with the value as JSON and the attempt
 /// and probe behind references, so every tool a [`Toolbox`] dispatches runs one instantiation of the
@@ -461,10 +468,11 @@ pub fn run_json<'a>(
     unwritten: &'a Unwritten,
 ) -> BoxFuture<'a, Report<Value>> {
     Box::pin(async move {
+        let check = unwritten.1;
         let mut report = match probe {
             // The engine's `run`, its attempt loop in an allocation of its own (the future is boxed anyway).
-            Some(probe) => drive_in_parts(task, spec, key, One::new(attempt, probe)).await,
-            None => drive_in_parts(task, spec, key, One::new(attempt, crate::NoProbe)).await,
+            Some(probe) => drive_in_parts(task, spec, key, One::new(attempt, probe).checking(check)).await,
+            None => drive_in_parts(task, spec, key, One::new(attempt, crate::NoProbe).checking(check)).await,
         };
         if let Some(why) = unwritten.0.get()
             && report.value == Some(Value::Null)
