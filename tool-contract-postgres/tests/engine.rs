@@ -166,3 +166,50 @@ async fn the_six_conformance_scenarios_pass_on_postgres() {
     let open = journal.try_unresolved().await.unwrap();
     assert!(open.is_empty(), "{:?}", open.iter().map(|r| &r.last.task).collect::<Vec<_>>());
 }
+
+/// A send left in doubt (its reply lost, its probe failing), settled by a person: `landed` makes no
+/// further attempt; `not_landed` exactly one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settlement_on_postgres_is_honoured_by_the_next_call() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use tool_contract::{Class, Settle, Verdict};
+    let Some((journal, _)) = common::journal("engine_settle").await else { return };
+    let journal = Arc::new(journal);
+    let spec = spec(EffectKind::Send);
+    for (target, verdict, attempts_after) in
+        [("thread-l", Verdict::Landed, 0), ("thread-n", Verdict::NotLanded, 1)]
+    {
+        let task = || Task::new("ord-settle", "agent", Duration::from_secs(10)).journal(journal.clone());
+        let key = task().key(&spec, &target, None);
+        let attempts = AtomicU32::new(0);
+        let call = |lose: bool| {
+            let task = task();
+            let attempts = &attempts;
+            let spec = &spec;
+            async move {
+                engine::run(
+                    &task,
+                    spec,
+                    key,
+                    |_| {
+                        attempts.fetch_add(1, Ordering::SeqCst);
+                        async move { if lose { Err(Class::unknown("reset after sending")) } else { Ok(7u64) } }
+                    },
+                    |_| async { Probe::<u64>::Failed("the thread's API is down".into()) },
+                )
+                .await
+            }
+        };
+        assert_eq!(call(true).await.outcome, Outcome::Unknown);
+        let before = attempts.load(Ordering::SeqCst);
+        let settle = Settle::new(verdict, "alice", "looked at the thread");
+        let settle = if verdict == Verdict::Landed { settle.value(7u64) } else { settle };
+        tool_contract::settle(&*journal, &key, &settle).await.unwrap();
+        let report = call(false).await;
+        assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(7)), "{verdict:?}: {}", report.message);
+        assert_eq!(attempts.load(Ordering::SeqCst) - before, attempts_after, "{verdict:?}");
+        let again = call(false).await;
+        assert_eq!(again.outcome, Outcome::Ok);
+        assert_eq!(attempts.load(Ordering::SeqCst) - before, attempts_after, "{verdict:?}: nothing more");
+    }
+}
