@@ -361,3 +361,59 @@ async fn money_asks_the_approver_before_a_second_attempt_in_a_later_call_too() {
         (Reason::Denied, 1, 2)
     );
 }
+
+/// A batch sent whole whose answer was lost (`lose`), or answered item by item; the probe cannot tell.
+async fn batch(task: &Task, attempts: &AtomicU32, lose: bool) -> tool_contract::Report<()> {
+    const WRITE: ToolSpec = ToolSpec::new("write_rows", EffectKind::Send);
+    let key = task.key(&WRITE, &"sheet-1", None);
+    let rows = vec!["row-1".to_owned(), "row-2".to_owned()];
+    engine::run_bulk(
+        task,
+        &WRITE,
+        key,
+        rows,
+        |_, rows: Vec<String>| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if lose {
+                    Err(Class::unknown("connection reset after the batch was sent"))
+                } else {
+                    Ok(rows.into_iter().map(tool_contract::Item::ok).collect())
+                }
+            }
+        },
+        |_, rows: Vec<String>| async move {
+            rows.into_iter().map(|r| tool_contract::Item::unknown(r, "the sheet is not loading")).collect()
+        },
+    )
+    .await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_settled_batch_is_done_whole_or_open_whole() {
+    for (verdict, attempts_after) in [(Verdict::Landed, 0), (Verdict::NotLanded, 1)] {
+        let log = Arc::new(MemoryJournal::new());
+        let task = Task::new("ord-7741", "agent", Duration::from_secs(300)).journal(log.clone());
+        let attempts = AtomicU32::new(0);
+        let first = batch(&task, &attempts, true).await;
+        assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
+        let before = attempts.load(Ordering::SeqCst);
+        settle(&*log, &first.idempotency_key, &Settle::new(verdict, "alice", "both rows are in the sheet"))
+            .await
+            .unwrap();
+        let report = batch(&task, &attempts, false).await;
+        assert_eq!(report.outcome, Outcome::Ok, "{verdict:?}: {}", report.message);
+        assert_eq!(report.items.len(), 2, "{verdict:?}");
+        assert!(report.items.iter().all(|i| i.outcome == Outcome::Ok), "{verdict:?}: {:?}", report.items);
+        assert_eq!(
+            attempts.load(Ordering::SeqCst) - before,
+            attempts_after,
+            "{verdict:?}: {}",
+            report.message
+        );
+        if verdict == Verdict::Landed {
+            assert_eq!(report.reason, Reason::Settled, "{}", report.message);
+            assert!(report.message.contains("settled landed by alice"), "{}", report.message);
+        }
+    }
+}

@@ -314,6 +314,18 @@ where
     fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<()>> {
         let recorded =
             recall.last.value.as_ref().and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
+        if let Some(settled) = recall.settlement() {
+            // A person settled the batch: landed, every item (or the items the settlement names) is
+            // done and nothing is sent again; not landed, every item is open again.
+            if settled.verdict != crate::Verdict::Landed {
+                return None;
+            }
+            crate::observe::replayed(run.spec());
+            let items = recorded.unwrap_or_else(|| self.ids.iter().map(Item::ok).collect());
+            let said = recall.last.message.as_deref().unwrap_or("settled landed");
+            let why = format!("attempt {} {said}; not repeated", recall.last.attempt_id);
+            return Some(summarise(run, items, self.words, &why, Some(Reason::Settled)));
+        }
         let (ids, results, maybe, to_probe) =
             (&self.ids, &mut self.results, &mut self.maybe, &mut self.to_probe);
         match (recall.last_word(), recorded) {
