@@ -23,6 +23,9 @@ const USAGE: &str = "usage:
       the value, nothing repeated) or it did not (the next call makes the next attempt). Works
       while an agent holds the log: the agent picks the request up (--wait, default 10 s).
       exit 0: recorded; 1: refused (the intent's state is named) or not recorded; 2: bad usage
+  tool-contract console PATH [--listen 127.0.0.1:PORT] [--read-only] [--by NAME]
+      a local page over the attempt log (while an agent holds it): the intents in doubt, their
+      timelines, settling them; run by the `tool-contract-console` command (its --help says more)
   tool-contract compact PATH
       rewrite an attempt log keeping each intent's latest attempt, atomically;
       run it while no process has the log open";
@@ -68,6 +71,7 @@ pub(crate) fn run(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) ->
         Some("log") => log(&args[1..], out, warn),
         Some("compact") => compact(&args[1..], out, warn),
         Some("settle") => settle(&args[1..], out),
+        Some("console") => helper("tool-contract-console", "the console", "tool-contract-console"),
         Some("-h" | "--help" | "help") => writeln!(out, "{USAGE}").map_err(written),
         Some(other) => Err(Failure::Usage(format!("unknown command `{other}`"))),
         None => Err(Failure::Usage("missing command".to_owned())),
@@ -179,6 +183,12 @@ fn is_postgres(log: &str) -> bool {
 /// A log in PostgreSQL is read by `tool-contract-postgres`, the command of the store's crate (this
 /// crate does not depend on it): run it with the same arguments, found beside this command or on `PATH`.
 fn postgres(name: &str) -> Result<(), Failure> {
+    helper(name, "the log given is a PostgreSQL database: reading it", "tool-contract-postgres")
+}
+
+/// Run the command `name` of another crate of this project (`what` needs it; it is installed from
+/// `package`) with this command's arguments, found beside this command or on `PATH`.
+fn helper(name: &str, what: &str, package: &str) -> Result<(), Failure> {
     let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|dir| dir.join(name)));
     let program = beside.filter(|p| p.is_file()).map_or_else(|| name.into(), std::ffi::OsString::from);
     // Its own arguments, as given: the connection string is passed on, never printed.
@@ -187,9 +197,8 @@ fn postgres(name: &str) -> Result<(), Failure> {
         Ok(status) => Err(Failure::Exit(status.code().unwrap_or(1))),
         // The connection string is not echoed: it may hold a password.
         Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Failure::Fatal(format!(
-            "the log given is a PostgreSQL database: reading it needs the `{name}` command, which is not \
-             installed (`cargo install --path tool-contract-postgres` in the repository, or `cargo install \
-             --git <repository> tool-contract-postgres`)"
+            "{what} needs the `{name}` command, which is not installed (`cargo install --path {package}` in \
+             the repository, or `cargo install --git <repository> {package}`)"
         ))),
         Err(e) => Err(Failure::Fatal(format!("cannot run `{name}`: {e}"))),
     }

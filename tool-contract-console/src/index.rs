@@ -1,0 +1,232 @@
+//! What the console knows of a file log: an index built once and kept up to date by reading only what
+//! was appended since (the log is append-only), so a page is answered from memory, never by reading
+//! the whole file again.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tool_contract::journal::{Phase, Recall, Record, parse_rfc3339};
+use tool_contract::{IntentKey, Outcome};
+
+/// How much of the log is read at a time.
+const CHUNK: usize = 1 << 20;
+
+/// One intent: what the log's reading rule makes of it, and where its lines are.
+#[derive(Debug)]
+pub struct Intent {
+    /// The intent's attempt count and last word.
+    pub recall: Recall,
+    /// Each of its records' place in the file: offset and length.
+    lines: Vec<(u64, u32)>,
+}
+
+/// Calls ended per minute, by tool and outcome.
+type Minute = BTreeMap<(String, &'static str), u32>;
+
+/// The index of one file log.
+#[derive(Debug)]
+pub struct Index {
+    path: PathBuf,
+    /// How far the file has been read (the start of the first line not yet complete).
+    offset: u64,
+    intents: HashMap<IntentKey, Intent>,
+    /// Each task's intents, in the order first seen.
+    tasks: HashMap<String, Vec<IntentKey>>,
+    /// Ends per minute since the epoch.
+    minutes: BTreeMap<u64, Minute>,
+    /// Lines that are not records (skipped, as every reader skips them).
+    pub unreadable: u64,
+    /// Records read.
+    pub records: u64,
+}
+
+impl Index {
+    /// An index of the log at `path`, read whole.
+    pub fn open(path: &Path) -> io::Result<Index> {
+        let mut index = Index {
+            path: path.to_path_buf(),
+            offset: 0,
+            intents: HashMap::new(),
+            tasks: HashMap::new(),
+            minutes: BTreeMap::new(),
+            unreadable: 0,
+            records: 0,
+        };
+        index.refresh()?;
+        Ok(index)
+    }
+
+    /// Read what was appended since the last look. A file shorter than what was read (compacted,
+    /// replaced) is read again from the start.
+    pub fn refresh(&mut self) -> io::Result<()> {
+        let mut file = File::open(&self.path)?;
+        let length = file.metadata()?.len();
+        if length < self.offset {
+            *self = Index { path: std::mem::take(&mut self.path), ..Index::empty() };
+        }
+        if length == self.offset {
+            return Ok(());
+        }
+        file.seek(SeekFrom::Start(self.offset))?;
+        let mut buf = vec![0u8; CHUNK];
+        let mut carried = Vec::new();
+        let mut at = self.offset;
+        loop {
+            let n = file.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            carried.extend_from_slice(&buf[..n]);
+            let mut start = 0;
+            while let Some(end) = carried[start..].iter().position(|&b| b == b'\n') {
+                let line = &carried[start..start + end];
+                self.line(line, at + start as u64);
+                start += end + 1;
+            }
+            at += start as u64;
+            carried.drain(..start);
+        }
+        // A line without its newline yet is read whole next time.
+        self.offset = at;
+        Ok(())
+    }
+
+    fn empty() -> Index {
+        Index {
+            path: PathBuf::new(),
+            offset: 0,
+            intents: HashMap::new(),
+            tasks: HashMap::new(),
+            minutes: BTreeMap::new(),
+            unreadable: 0,
+            records: 0,
+        }
+    }
+
+    /// Fold one line, found at `offset`.
+    fn line(&mut self, line: &[u8], offset: u64) {
+        if line.is_empty() || line.starts_with(br#"{"tool_contract""#) {
+            return;
+        }
+        let Ok(record) = serde_json::from_slice::<Record>(line) else {
+            self.unreadable += 1;
+            return;
+        };
+        self.records += 1;
+        if record.phase != Phase::Start
+            && let Some(outcome) = record.outcome
+            && let Some(at) = parse_rfc3339(&record.started)
+        {
+            let minute = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() / 60);
+            *self
+                .minutes
+                .entry(minute)
+                .or_default()
+                .entry((record.call.clone(), outcome.as_str()))
+                .or_default() += 1;
+        }
+        let place = (offset, u32::try_from(line.len()).unwrap_or(u32::MAX));
+        match self.intents.get_mut(&record.intent_key) {
+            Some(intent) => {
+                intent.recall.update(&record);
+                intent.lines.push(place);
+            }
+            None => {
+                self.tasks.entry(record.task.clone()).or_default().push(record.intent_key);
+                let key = record.intent_key;
+                self.intents.insert(key, Intent { recall: Recall::from_record(record), lines: vec![place] });
+            }
+        }
+    }
+
+    /// The intents in doubt, oldest first.
+    pub fn in_doubt(&self) -> Vec<&Recall> {
+        let mut open: Vec<&Recall> =
+            self.intents.values().map(|i| &i.recall).filter(|r| r.is_unresolved()).collect();
+        open.sort_by(|a, b| (&a.last.started, a.last.intent_key).cmp(&(&b.last.started, b.last.intent_key)));
+        open
+    }
+
+    /// How many intents the log holds.
+    pub fn intents(&self) -> usize {
+        self.intents.len()
+    }
+
+    /// One intent's last word.
+    pub fn intent(&self, key: &IntentKey) -> Option<&Recall> {
+        self.intents.get(key).map(|i| &i.recall)
+    }
+
+    /// Every record of one intent, in log order, read from the file.
+    pub fn records(&self, key: &IntentKey) -> io::Result<Vec<Record>> {
+        let Some(intent) = self.intents.get(key) else { return Ok(Vec::new()) };
+        let mut file = File::open(&self.path)?;
+        let mut out = Vec::with_capacity(intent.lines.len());
+        for &(offset, len) in &intent.lines {
+            let mut line = vec![0u8; len as usize];
+            file.seek(SeekFrom::Start(offset))?;
+            file.read_exact(&mut line)?;
+            if let Ok(record) = serde_json::from_slice::<Record>(&line) {
+                out.push(record);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A task's intents, in the order first seen.
+    pub fn task(&self, task: &str) -> Vec<&Recall> {
+        let keys = self.tasks.get(task).map(Vec::as_slice).unwrap_or_default();
+        keys.iter().filter_map(|key| self.intent(key)).collect()
+    }
+
+    /// The intents whose key starts with `prefix` (hex), at most `limit`.
+    pub fn by_prefix(&self, prefix: &str, limit: usize) -> Vec<&Recall> {
+        let mut found: Vec<&Recall> = self
+            .intents
+            .iter()
+            .filter(|(key, _)| key.to_string().starts_with(prefix))
+            .map(|(_, i)| &i.recall)
+            .take(limit)
+            .collect();
+        found.sort_by(|a, b| a.last.started.cmp(&b.last.started));
+        found
+    }
+
+    /// Calls ended in the last `minutes` before `now`, by (tool, outcome).
+    pub fn counts(&self, now: SystemTime, minutes: u64) -> BTreeMap<(String, &'static str), u32> {
+        let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() / 60);
+        let mut total = BTreeMap::new();
+        for (_, minute) in self.minutes.range(now.saturating_sub(minutes.saturating_sub(1))..=now) {
+            for (what, n) in minute {
+                *total.entry(what.clone()).or_default() += n;
+            }
+        }
+        total
+    }
+
+    /// Ends per minute over the last `minutes`, oldest first, by outcome: for the chart.
+    pub fn per_minute(&self, now: SystemTime, minutes: u64) -> Vec<[u32; 4]> {
+        let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() / 60);
+        let from = now.saturating_sub(minutes.saturating_sub(1));
+        let mut out = vec![[0u32; 4]; usize::try_from(minutes).unwrap_or(0)];
+        for (minute, counts) in self.minutes.range(from..=now) {
+            let slot = &mut out[(minute - from) as usize];
+            for ((_, outcome), n) in counts {
+                let i = match *outcome {
+                    "ok" => 0,
+                    "retryable" => 1,
+                    "permanent" => 2,
+                    _ => 3,
+                };
+                slot[i] += n;
+            }
+        }
+        out
+    }
+}
+
+/// The outcome words, in the chart's order.
+pub const OUTCOMES: [Outcome; 4] = [Outcome::Ok, Outcome::Retryable, Outcome::Permanent, Outcome::Unknown];

@@ -1,0 +1,322 @@
+//! The console's pages, rendered on the server: every text from the log (task ids, messages, a
+//! settlement's evidence) is escaped by construction (maud escapes every `(expr)`), so a page shows
+//! what an operator typed as text, never as markup. No JavaScript: every action is a form.
+
+use std::time::SystemTime;
+
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+use tool_contract::journal::{LastWord, Phase, Recall, Record, parse_rfc3339};
+
+use crate::index::Index;
+
+const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;max-width:72em;color:#1b1b1b}\
+a{color:#0b57d0}table{border-collapse:collapse;margin:.5em 0 1em}td,th{border-bottom:1px solid #ddd;\
+padding:.25em .6em;text-align:left;vertical-align:top}th{background:#f4f4f4}.doubt{color:#b3261e;font-weight:600}\
+.ok{color:#146c2e}.muted{color:#666}form.settle{border:1px solid #ccc;padding:.8em;margin:1em 0;max-width:40em}\
+textarea{width:100%;min-height:4em}.notice{background:#fff4e5;border:1px solid #f0c36d;padding:.5em .8em}\
+code{font-size:12px}";
+
+/// A whole page around `body`.
+fn page(title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="referrer" content="no-referrer";
+                title { (title) " · tool-contract console" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                nav { a href="/" { "Overview" } }
+                (body)
+            }
+        }
+    }
+}
+
+/// The page asking for the token, for a browser without the console's cookie.
+pub fn token_prompt() -> Markup {
+    page(
+        "Token",
+        html! {
+            h1 { "This console needs its token" }
+            p { "Open the address the console printed when it started, or paste its token here." }
+            form method="get" action="/login" {
+                label { "Token " input type="password" name="token" autocomplete="off"; }
+                " " button type="submit" { "Open" }
+            }
+        },
+    )
+}
+
+/// A plain page saying what went wrong.
+pub fn problem(title: &str, why: &str) -> Markup {
+    page(title, html! { h1 { (title) } p { (why) } })
+}
+
+fn age(started: &str, now: SystemTime) -> String {
+    let Some(at) = parse_rfc3339(started) else { return "?".into() };
+    let secs = now.duration_since(at).map_or(0, |d| d.as_secs());
+    match secs {
+        0..=119 => format!("{secs}s"),
+        120..=7199 => format!("{}m", secs / 60),
+        7200..=172_799 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86_400),
+    }
+}
+
+fn word(recall: &Recall) -> String {
+    match recall.last_word() {
+        LastWord::Unfinished => "unfinished".into(),
+        LastWord::Ok(_) if recall.settlement().is_some() => "settled landed".into(),
+        LastWord::Ok(_) => "ok".into(),
+        LastWord::Ended(outcome) if recall.settlement().is_some() => {
+            format!("settled not landed ({outcome})")
+        }
+        LastWord::Ended(outcome) => outcome.as_str().into(),
+    }
+}
+
+fn intents_table(recalls: &[&Recall], now: SystemTime) -> Markup {
+    html! {
+        table {
+            tr { th { "age" } th { "tool" } th { "task" } th { "intent" } th { "attempts" } th { "last word" } th { "message" } }
+            @for recall in recalls {
+                @let last = &recall.last;
+                tr {
+                    td { (age(&last.started, now)) }
+                    td { (last.call) }
+                    td { a href={ "/task/" (encode(&last.task)) } { (last.task) } }
+                    td { a href={ "/intent/" (last.intent_key) } { code { (last.intent_key) } } }
+                    td { (recall.attempts) }
+                    td class=(if recall.is_unresolved() { "doubt" } else { "ok" }) { (word(recall)) }
+                    td { (last.message.as_deref().unwrap_or("")) }
+                }
+            }
+        }
+    }
+}
+
+/// The overview: the intents in doubt first, then what ended lately, and search.
+pub fn overview(index: &Index, now: SystemTime, found: Option<(&str, Vec<&Recall>)>) -> Markup {
+    let doubt = index.in_doubt();
+    let hour = index.counts(now, 60);
+    let day = index.counts(now, 24 * 60);
+    page(
+        "Overview",
+        html! {
+            h1 { "Attempt log" }
+            form method="get" action="/" {
+                label { "Task id or key prefix " input type="search" name="q" value=(found.as_ref().map_or("", |f| f.0)); }
+                " " button type="submit" { "Find" }
+            }
+            @if let Some((q, recalls)) = &found {
+                h2 { "Found for " code { (q) } }
+                @if recalls.is_empty() { p.muted { "Nothing." } } @else { (intents_table(recalls, now)) }
+            }
+            h2 class="doubt" { "In doubt: " (doubt.len()) }
+            @if doubt.is_empty() {
+                p.muted { "No intent is in doubt." }
+            } @else {
+                p { "Oldest first. An intent is in doubt when its last attempt never ended, or ended with its effect unknown: open it to see its timeline and settle it." }
+                (intents_table(&doubt, now))
+            }
+            h2 { "Calls ended, last 24 hours" }
+            (chart(&index.per_minute(now, 24 * 60)))
+            div style="display:flex;gap:3em" {
+                div { h3 { "Last hour" } (counts_table(&hour)) }
+                div { h3 { "Last day" } (counts_table(&day)) }
+            }
+            p.muted { (index.intents()) " intents, " (index.records) " records" @if index.unreadable > 0 { ", " (index.unreadable) " unreadable lines skipped" } "." }
+        },
+    )
+}
+
+fn counts_table(counts: &std::collections::BTreeMap<(String, &'static str), u32>) -> Markup {
+    let mut tools: Vec<&str> = counts.keys().map(|(tool, _)| tool.as_str()).collect();
+    tools.dedup();
+    html! {
+        @if counts.is_empty() { p.muted { "None." } } @else {
+            table {
+                tr { th { "tool" } @for outcome in crate::index::OUTCOMES { th { (outcome.as_str()) } } }
+                @for tool in &tools {
+                    tr {
+                        td { (tool) }
+                        @for outcome in crate::index::OUTCOMES {
+                            td { (counts.get(&((*tool).to_owned(), outcome.as_str())).copied().unwrap_or(0)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Stacked bars per hour of the last day, by outcome.
+fn chart(per_minute: &[[u32; 4]]) -> Markup {
+    const COLORS: [&str; 4] = ["#2e7d32", "#f9a825", "#6d4c41", "#c62828"];
+    let hours: Vec<[u32; 4]> = per_minute
+        .chunks(60)
+        .map(|hour| {
+            hour.iter().fold([0u32; 4], |mut sum, m| {
+                for i in 0..4 {
+                    sum[i] += m[i];
+                }
+                sum
+            })
+        })
+        .collect();
+    let top = hours.iter().map(|h| h.iter().sum::<u32>()).max().unwrap_or(0).max(1);
+    let (width, height, bar) = (24 * 22, 120u32, 18u32);
+    // Each bar's pieces, stacked from the bottom: x, y, height, outcome, count.
+    let mut pieces = Vec::new();
+    for (i, hour) in hours.iter().enumerate() {
+        let x = 30 + i as u32 * 22;
+        let mut y = height;
+        for (k, &n) in hour.iter().enumerate() {
+            let h = (u64::from(n) * u64::from(height - 10) / u64::from(top)) as u32;
+            if h > 0 {
+                pieces.push((x, y - h, h, k, n));
+                y -= h;
+            }
+        }
+    }
+    html! {
+        svg xmlns="http://www.w3.org/2000/svg" width=(width + 40) height=(height + 30) role="img" aria-label="calls ended per hour, by outcome" {
+            @for (x, y, h, k, n) in &pieces {
+                rect x=(x) y=(y) width=(bar) height=(h) fill=(COLORS[*k]) { title { (n) " " (crate::index::OUTCOMES[*k].as_str()) } }
+            }
+            text x="0" y="12" font-size="10" { (top) }
+            text x="0" y=(height) font-size="10" { "0" }
+            text x="30" y=(height + 20) font-size="10" { "24h ago" }
+            text x=(width - 10) y=(height + 20) font-size="10" { "now" }
+            @for (k, outcome) in crate::index::OUTCOMES.iter().enumerate() {
+                rect x=(width - 250 + k as u32 * 62) y="0" width="10" height="10" fill=(COLORS[k]);
+                text x=(width - 236 + k as u32 * 62) y="9" font-size="10" { (outcome.as_str()) }
+            }
+        }
+    }
+}
+
+/// A task's intents, in order.
+pub fn task(index: &Index, task: &str, now: SystemTime) -> Markup {
+    let recalls = index.task(task);
+    page(
+        task,
+        html! {
+            h1 { "Task " code { (task) } }
+            @if recalls.is_empty() { p.muted { "The log holds nothing of this task." } } @else { (intents_table(&recalls, now)) }
+        },
+    )
+}
+
+/// What a settle form may do on this page.
+pub struct Settling<'a> {
+    /// The console is read-only: no form.
+    pub read_only: bool,
+    /// Who settles, as the console was started.
+    pub by: &'a str,
+    /// What the last action said, shown at the top.
+    pub said: Option<&'a str>,
+}
+
+/// An intent's page: its timeline, drawn, then each record, and the settle form when it is in doubt.
+pub fn intent(recall: &Recall, records: &[Record], settling: &Settling<'_>) -> Markup {
+    let last = &recall.last;
+    page(
+        &last.call,
+        html! {
+            h1 { (last.call) " " code { (last.intent_key) } }
+            p { "Task " a href={ "/task/" (encode(&last.task)) } { (last.task) } ", " (recall.attempts) " attempt(s), last word: "
+                span class=(if recall.is_unresolved() { "doubt" } else { "ok" }) { (word(recall)) } }
+            @if let Some(said) = settling.said { p.notice { (said) } }
+            (timeline(records))
+            table {
+                tr { th { "attempt" } th { "record" } th { "started" } th { "budget left" } th { "outcome" } th { "effect" } th { "message" } }
+                @for record in records {
+                    tr {
+                        td { "a" (record.attempt) }
+                        td { (kind(record)) }
+                        td { (record.started) }
+                        td { (record.budget_left_s) "s" }
+                        td { (record.outcome.map_or("", |o| o.as_str())) }
+                        td { (record.effect_applied.map_or("", |a| a.as_str())) }
+                        td {
+                            (record.message.as_deref().unwrap_or(""))
+                            @if let Some(at) = &record.retry_at { br; span.muted { "retry at " (at) } }
+                            @if let Some(s) = &record.settled { br; span.muted { "evidence: " (s.evidence) } }
+                        }
+                    }
+                }
+            }
+            p.muted { "The log never holds a call's arguments." }
+            @if recall.is_unresolved() {
+                @if settling.read_only {
+                    p.muted { "This console is read-only." }
+                } @else {
+                    form.settle method="post" action={ "/intent/" (last.intent_key) "/settle" } {
+                        h2 { "Settle attempt " (last.attempt_id) }
+                        p { "Say what you found in the world. Landed: later calls answer ok from it and nothing is repeated. Not landed: the next call makes the next attempt." }
+                        p {
+                            label { input type="radio" name="verdict" value="landed" required; " landed" } " "
+                            label { input type="radio" name="verdict" value="not_landed"; " not landed" }
+                        }
+                        p { label { "Evidence (what you saw, and where; required, at most 1 KiB)" br; textarea name="evidence" required maxlength="1024" {} } }
+                        p { "Settled by " strong { (settling.by) } " via operator." }
+                        button type="submit" { "Settle" }
+                    }
+                }
+            }
+        },
+    )
+}
+
+fn kind(record: &Record) -> String {
+    match (record.phase, record.probe) {
+        (Phase::Start, _) => "start".into(),
+        (Phase::Settled, _) => "settled".into(),
+        (Phase::End, Some(mark)) => format!("probe: {}", mark.as_str()),
+        (Phase::End, None) => "end".into(),
+    }
+}
+
+/// The records drawn on a line, one mark each, in log order: starts hollow, ends filled by outcome,
+/// probes as diamonds, a settlement as a square.
+fn timeline(records: &[Record]) -> Markup {
+    let step = 90u32;
+    let width = 40 + step * records.len().max(1) as u32;
+    html! {
+        svg xmlns="http://www.w3.org/2000/svg" width=(width) height="110" role="img" aria-label="the intent's timeline" {
+            line x1="20" y1="40" x2=(width - 20) y2="40" stroke="#999" stroke-width="2";
+            @for (i, record) in records.iter().enumerate() {
+                @let x = 40 + i as u32 * step;
+                @let color = match record.outcome.map(|o| o.as_str()) {
+                    Some("ok") => "#2e7d32", Some("retryable") => "#f9a825", Some("permanent") => "#6d4c41",
+                    Some(_) => "#c62828", None => "#fff",
+                };
+                @match (record.phase, record.probe) {
+                    (Phase::Start, _) => { circle cx=(x) cy="40" r="8" fill="#fff" stroke="#333" stroke-width="2" {} }
+                    (Phase::Settled, _) => { rect x=(x - 9) y="31" width="18" height="18" fill=(color) stroke="#000" stroke-width="2" {} }
+                    (Phase::End, Some(_)) => { polygon points={ (x) ",29 " (x + 11) ",40 " (x) ",51 " (x - 11) ",40" } fill=(color) stroke="#333" {} }
+                    (Phase::End, None) => { circle cx=(x) cy="40" r="8" fill=(color) stroke="#333" {} }
+                }
+                text x=(x) y="70" font-size="11" text-anchor="middle" { "a" (record.attempt) " " (kind(record)) }
+                text x=(x) y="86" font-size="10" text-anchor="middle" fill="#666" { (record.started.get(11..19).unwrap_or("")) }
+            }
+        }
+    }
+}
+
+/// `text` for a URL path segment.
+pub fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
