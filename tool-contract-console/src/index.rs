@@ -23,9 +23,6 @@ pub struct Intent {
     lines: Vec<(u64, u32)>,
 }
 
-/// Calls ended per minute, by tool and outcome.
-type Minute = BTreeMap<(String, &'static str), u32>;
-
 /// The index of one file log.
 #[derive(Debug)]
 pub struct Index {
@@ -35,8 +32,6 @@ pub struct Index {
     intents: HashMap<IntentKey, Intent>,
     /// Each task's intents, in the order first seen.
     tasks: HashMap<String, Vec<IntentKey>>,
-    /// Ends per minute since the epoch.
-    minutes: BTreeMap<u64, Minute>,
     /// Lines that are not records (skipped, as every reader skips them).
     pub unreadable: u64,
     /// Records read.
@@ -51,7 +46,6 @@ impl Index {
             offset: 0,
             intents: HashMap::new(),
             tasks: HashMap::new(),
-            minutes: BTreeMap::new(),
             unreadable: 0,
             records: 0,
         };
@@ -100,7 +94,6 @@ impl Index {
             offset: 0,
             intents: HashMap::new(),
             tasks: HashMap::new(),
-            minutes: BTreeMap::new(),
             unreadable: 0,
             records: 0,
         }
@@ -116,18 +109,6 @@ impl Index {
             return;
         };
         self.records += 1;
-        if record.phase != Phase::Start
-            && let Some(outcome) = record.outcome
-            && let Some(at) = parse_rfc3339(&record.started)
-        {
-            let minute = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() / 60);
-            *self
-                .minutes
-                .entry(minute)
-                .or_default()
-                .entry((record.call.clone(), outcome.as_str()))
-                .or_default() += 1;
-        }
         let place = (offset, u32::try_from(line.len()).unwrap_or(u32::MAX));
         match self.intents.get_mut(&record.intent_key) {
             Some(intent) => {
@@ -195,38 +176,54 @@ impl Index {
         found
     }
 
-    /// Calls ended in the last `minutes` before `now`, by (tool, outcome).
-    pub fn counts(&self, now: SystemTime, minutes: u64) -> BTreeMap<(String, &'static str), u32> {
-        let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() / 60);
-        let mut total = BTreeMap::new();
-        for (_, minute) in self.minutes.range(now.saturating_sub(minutes.saturating_sub(1))..=now) {
-            for (what, n) in minute {
-                *total.entry(what.clone()).or_default() += n;
+    /// The intents whose last attempt started in the last day before `now`: by (tool, last word) for
+    /// the last hour and for the day, and by hour of the day (oldest first) and last word, for the chart.
+    pub fn recent(&self, now: SystemTime) -> Recent {
+        let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let mut recent =
+            Recent { hour: BTreeMap::new(), day: BTreeMap::new(), hours: vec![[0; WORDS.len()]; 24] };
+        for intent in self.intents.values() {
+            let last = &intent.recall.last;
+            let Some(at) = parse_rfc3339(&last.started) else { continue };
+            let at = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let ago = now.saturating_sub(at);
+            if ago >= 24 * 3600 {
+                continue;
+            }
+            let word = last_word(&intent.recall);
+            let slot = WORDS.iter().position(|w| *w == word).unwrap_or(0);
+            recent.hours[23 - (ago / 3600) as usize][slot] += 1;
+            *recent.day.entry((last.call.clone(), word)).or_default() += 1;
+            if ago < 3600 {
+                *recent.hour.entry((last.call.clone(), word)).or_default() += 1;
             }
         }
-        total
-    }
-
-    /// Ends per minute over the last `minutes`, oldest first, by outcome: for the chart.
-    pub fn per_minute(&self, now: SystemTime, minutes: u64) -> Vec<[u32; 4]> {
-        let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() / 60);
-        let from = now.saturating_sub(minutes.saturating_sub(1));
-        let mut out = vec![[0u32; 4]; usize::try_from(minutes).unwrap_or(0)];
-        for (minute, counts) in self.minutes.range(from..=now) {
-            let slot = &mut out[(minute - from) as usize];
-            for ((_, outcome), n) in counts {
-                let i = match *outcome {
-                    "ok" => 0,
-                    "retryable" => 1,
-                    "permanent" => 2,
-                    _ => 3,
-                };
-                slot[i] += n;
-            }
-        }
-        out
+        recent
     }
 }
 
-/// The outcome words, in the chart's order.
-pub const OUTCOMES: [Outcome; 4] = [Outcome::Ok, Outcome::Retryable, Outcome::Permanent, Outcome::Unknown];
+/// What ended lately: see [`Index::recent`].
+#[derive(Debug)]
+pub struct Recent {
+    /// Intents by (tool, last word), last hour.
+    pub hour: BTreeMap<(String, &'static str), u32>,
+    /// Intents by (tool, last word), last day.
+    pub day: BTreeMap<(String, &'static str), u32>,
+    /// Intents per hour of the last day, oldest first, by last word (in the order of [`WORDS`]).
+    pub hours: Vec<[u32; WORDS.len()]>,
+}
+
+/// An intent's last word, as the overview counts it.
+pub fn last_word(recall: &Recall) -> &'static str {
+    match (recall.last.phase, recall.last.outcome) {
+        (Phase::Settled, _) => "settled",
+        (Phase::Start, _) | (_, None) => "unfinished",
+        (_, Some(Outcome::Ok)) => "ok",
+        (_, Some(Outcome::Retryable)) => "retryable",
+        (_, Some(Outcome::Permanent)) => "permanent",
+        (_, Some(Outcome::Unknown)) => "unknown",
+    }
+}
+
+/// The last words the overview counts, in the chart's order.
+pub const WORDS: [&str; 6] = ["ok", "retryable", "permanent", "unknown", "unfinished", "settled"];

@@ -328,9 +328,10 @@ impl Console {
     }
 
     /// A `POST` from this console's own pages: `Origin` is its own, or `Sec-Fetch-Site` says
-    /// same-origin; one of them must be there.
+    /// same-origin; one of them must be there, and neither may say otherwise. (`Origin: null`, which a
+    /// browser sends when a page's referrer policy withholds it, says nothing.)
     fn same_origin<B>(&self, request: &Request<B>) -> bool {
-        let origin = request.headers().get(ORIGIN).and_then(|v| v.to_str().ok());
+        let origin = request.headers().get(ORIGIN).and_then(|v| v.to_str().ok()).filter(|o| *o != "null");
         let site = request.headers().get("sec-fetch-site").and_then(|v| v.to_str().ok());
         let origin_ok = origin.map(|o| o.eq_ignore_ascii_case(&self.inner.origin) || self.own_host_origin(o));
         let site_ok = site.map(|s| s == "same-origin");

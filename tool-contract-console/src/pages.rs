@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use tool_contract::journal::{LastWord, Phase, Recall, Record, parse_rfc3339};
 
-use crate::index::Index;
+use crate::index::{Index, WORDS};
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;max-width:72em;color:#1b1b1b}\
 a{color:#0b57d0}table{border-collapse:collapse;margin:.5em 0 1em}td,th{border-bottom:1px solid #ddd;\
@@ -23,7 +23,7 @@ fn page(title: &str, body: Markup) -> Markup {
         html lang="en" {
             head {
                 meta charset="utf-8";
-                meta name="referrer" content="no-referrer";
+                meta name="referrer" content="same-origin";
                 title { (title) " · tool-contract console" }
                 style { (PreEscaped(STYLE)) }
             }
@@ -101,8 +101,7 @@ fn intents_table(recalls: &[&Recall], now: SystemTime) -> Markup {
 /// The overview: the intents in doubt first, then what ended lately, and search.
 pub fn overview(index: &Index, now: SystemTime, found: Option<(&str, Vec<&Recall>)>) -> Markup {
     let doubt = index.in_doubt();
-    let hour = index.counts(now, 60);
-    let day = index.counts(now, 24 * 60);
+    let recent = index.recent(now);
     page(
         "Overview",
         html! {
@@ -122,11 +121,12 @@ pub fn overview(index: &Index, now: SystemTime, found: Option<(&str, Vec<&Recall
                 p { "Oldest first. An intent is in doubt when its last attempt never ended, or ended with its effect unknown: open it to see its timeline and settle it." }
                 (intents_table(&doubt, now))
             }
-            h2 { "Calls ended, last 24 hours" }
-            (chart(&index.per_minute(now, 24 * 60)))
+            h2 { "Intents by their last word, last 24 hours" }
+            p.muted { "Each intent counted once, in the hour its last attempt started." }
+            (chart(&recent.hours))
             div style="display:flex;gap:3em" {
-                div { h3 { "Last hour" } (counts_table(&hour)) }
-                div { h3 { "Last day" } (counts_table(&day)) }
+                div { h3 { "Last hour" } (counts_table(&recent.hour)) }
+                div { h3 { "Last day" } (counts_table(&recent.day)) }
             }
             p.muted { (index.intents()) " intents, " (index.records) " records" @if index.unreadable > 0 { ", " (index.unreadable) " unreadable lines skipped" } "." }
         },
@@ -139,12 +139,12 @@ fn counts_table(counts: &std::collections::BTreeMap<(String, &'static str), u32>
     html! {
         @if counts.is_empty() { p.muted { "None." } } @else {
             table {
-                tr { th { "tool" } @for outcome in crate::index::OUTCOMES { th { (outcome.as_str()) } } }
+                tr { th { "tool" } @for word in WORDS { th { (word) } } }
                 @for tool in &tools {
                     tr {
                         td { (tool) }
-                        @for outcome in crate::index::OUTCOMES {
-                            td { (counts.get(&((*tool).to_owned(), outcome.as_str())).copied().unwrap_or(0)) }
+                        @for word in WORDS {
+                            td { (counts.get(&((*tool).to_owned(), word)).copied().unwrap_or(0)) }
                         }
                     }
                 }
@@ -153,20 +153,9 @@ fn counts_table(counts: &std::collections::BTreeMap<(String, &'static str), u32>
     }
 }
 
-/// Stacked bars per hour of the last day, by outcome.
-fn chart(per_minute: &[[u32; 4]]) -> Markup {
-    const COLORS: [&str; 4] = ["#2e7d32", "#f9a825", "#6d4c41", "#c62828"];
-    let hours: Vec<[u32; 4]> = per_minute
-        .chunks(60)
-        .map(|hour| {
-            hour.iter().fold([0u32; 4], |mut sum, m| {
-                for i in 0..4 {
-                    sum[i] += m[i];
-                }
-                sum
-            })
-        })
-        .collect();
+/// Stacked bars per hour of the last day, by last word.
+fn chart(hours: &[[u32; WORDS.len()]]) -> Markup {
+    const COLORS: [&str; WORDS.len()] = ["#2e7d32", "#f9a825", "#6d4c41", "#c62828", "#8e24aa", "#1565c0"];
     let top = hours.iter().map(|h| h.iter().sum::<u32>()).max().unwrap_or(0).max(1);
     let (width, height, bar) = (24 * 22, 120u32, 18u32);
     // Each bar's pieces, stacked from the bottom: x, y, height, outcome, count.
@@ -185,15 +174,15 @@ fn chart(per_minute: &[[u32; 4]]) -> Markup {
     html! {
         svg xmlns="http://www.w3.org/2000/svg" width=(width + 40) height=(height + 30) role="img" aria-label="calls ended per hour, by outcome" {
             @for (x, y, h, k, n) in &pieces {
-                rect x=(x) y=(y) width=(bar) height=(h) fill=(COLORS[*k]) { title { (n) " " (crate::index::OUTCOMES[*k].as_str()) } }
+                rect x=(x) y=(y) width=(bar) height=(h) fill=(COLORS[*k]) { title { (n) " " (WORDS[*k]) } }
             }
-            text x="0" y="12" font-size="10" { (top) }
+            text x="0" y="24" font-size="10" { (top) }
             text x="0" y=(height) font-size="10" { "0" }
             text x="30" y=(height + 20) font-size="10" { "24h ago" }
             text x=(width - 10) y=(height + 20) font-size="10" { "now" }
-            @for (k, outcome) in crate::index::OUTCOMES.iter().enumerate() {
-                rect x=(width - 250 + k as u32 * 62) y="0" width="10" height="10" fill=(COLORS[k]);
-                text x=(width - 236 + k as u32 * 62) y="9" font-size="10" { (outcome.as_str()) }
+            @for (k, word) in WORDS.iter().enumerate() {
+                rect x=(70 + k as u32 * 78) y="0" width="10" height="10" fill=(COLORS[k]) {}
+                text x=(84 + k as u32 * 78) y="9" font-size="10" { (word) }
             }
         }
     }
@@ -288,7 +277,8 @@ fn timeline(records: &[Record]) -> Markup {
     let width = 40 + step * records.len().max(1) as u32;
     html! {
         svg xmlns="http://www.w3.org/2000/svg" width=(width) height="110" role="img" aria-label="the intent's timeline" {
-            line x1="20" y1="40" x2=(width - 20) y2="40" stroke="#999" stroke-width="2";
+            // SVG elements are closed explicitly: inside `svg`, an HTML parser takes `<line>` for an open element.
+            line x1="20" y1="40" x2=(width - 20) y2="40" stroke="#999" stroke-width="2" {}
             @for (i, record) in records.iter().enumerate() {
                 @let x = 40 + i as u32 * step;
                 @let color = match record.outcome.map(|o| o.as_str()) {

@@ -3,7 +3,7 @@
 //! `list_refunds` (read).
 //!
 //! ```text
-//! cargo run -p tool-contract-mcp --example support_desk -- [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund]
+//! cargo run -p tool-contract-mcp --example support_desk -- [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund|lost-notice]
 //! cargo run -p tool-contract-mcp --features http --example support_desk -- --http 127.0.0.1:8000 [--token T] [--allow-origin O]
 //! ```
 //!
@@ -59,6 +59,9 @@ pub struct Desk {
     /// `--fault busy-refund`: a refund's first attempt is refused (`503`, nothing applied), so the
     /// second needs the person's approval.
     busy_refund: bool,
+    /// `--fault lost-notice`: a notice's first attempt is lost on the way (nothing posted, no answer),
+    /// and the probe cannot read the thread: the notice is left in doubt for an operator to settle.
+    lost_notice: bool,
 }
 
 impl Desk {
@@ -90,6 +93,9 @@ impl Desk {
         if text.trim().is_empty() {
             return Err(Class::permanent("a notice needs text"));
         }
+        if self.lost_notice && call.attempt() == 1 {
+            return Err(Class::unknown("the connection dropped before the desk answered"));
+        }
         let id = {
             let mut next = self.next.lock().map_err(|_| Class::retryable("the desk is unavailable"))?;
             *next += 1;
@@ -104,6 +110,9 @@ impl Desk {
     /// Finds the notice posted under `key`.
     #[allow(clippy::ptr_arg)]
     async fn posted(&self, thread: &String, _text: &String, key: IntentKey) -> Probe<Notice> {
+        if self.lost_notice {
+            return Probe::Failed("the thread list is unavailable".into());
+        }
         let Ok(threads) = self.threads.lock() else { return Probe::Failed("the desk is unavailable".into()) };
         match threads.get(thread).and_then(|notices| notices.iter().find(|(_, k)| *k == key)) {
             Some((notice, _)) => Probe::Landed(notice.clone()),
@@ -201,7 +210,7 @@ pub fn toolbox(desk: Arc<Desk>) -> Result<Toolbox, tool_contract::toolbox::Dupli
     Ok(toolbox)
 }
 
-const USAGE: &str = "usage: support_desk [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund] [--http ADDR [--token T] [--allow-origin O]]";
+const USAGE: &str = "usage: support_desk [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund|lost-notice] [--http ADDR [--token T] [--allow-origin O]]";
 
 /// What `--help` says after the usage line.
 const HELP: &str = "
@@ -220,6 +229,8 @@ refund (money, probed) and list_refunds (read).
                       the refund's probe fail: the refund is left in doubt for a person to settle
   --fault busy-refund refuse each refund's first attempt (503, nothing refunded): the second
                       attempt needs the approval of the person at the client
+  --fault lost-notice lose each notice's first attempt on the way (nothing posted, no answer) and
+                      make the notice's probe fail: the notice is left in doubt for an operator
 ";
 
 /// The longest budget a call may be given: a year.
@@ -251,17 +262,19 @@ struct Setup {
 
 fn server(args: &[String]) -> Result<Setup, Asked> {
     let (mut http, mut token, mut origins) = (None, None, Vec::new());
-    let (lost_refund, busy_refund) = match args.iter().position(|a| a == "--fault").map(|at| args.get(at + 1))
-    {
-        None => (false, false),
-        Some(Some(fault)) if fault == "lost-refund" => (true, false),
-        Some(Some(fault)) if fault == "busy-refund" => (false, true),
+    let fault =
+        args.iter().position(|a| a == "--fault").map(|at| args.get(at + 1).map_or("", String::as_str));
+    let desk = match fault {
+        None => Desk::default(),
+        Some("lost-refund") => Desk { lost_refund: true, ..Desk::default() },
+        Some("busy-refund") => Desk { busy_refund: true, ..Desk::default() },
+        Some("lost-notice") => Desk { lost_notice: true, ..Desk::default() },
         Some(other) => {
-            let other = other.map_or("nothing", String::as_str);
-            return Err(format!("--fault takes `lost-refund` or `busy-refund`, not {other}\n{USAGE}").into());
+            let faults = "`lost-refund`, `busy-refund` or `lost-notice`";
+            return Err(format!("--fault takes {faults}, not `{other}`\n{USAGE}").into());
         }
     };
-    let desk = Arc::new(Desk { lost_refund, busy_refund, ..Desk::default() });
+    let desk = Arc::new(desk);
     let mut builder =
         McpServer::builder(toolbox(desk).map_err(|e| e.to_string())?).server_info("support_desk", "0.1.0");
     let mut args = args.iter();

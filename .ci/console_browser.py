@@ -1,0 +1,177 @@
+"""The operator console in a real browser: Debian's headless Chromium driven by selenium.
+
+usage: python .ci/console_browser.py PATH-TO-support_desk PATH-TO-tool-contract
+
+An agent (support_desk over stdio, `--fault lost-notice`, its log in a file) leaves a notice in doubt.
+A scripted operator opens the address `tool-contract console` printed, finds the notice among the
+intents in doubt, opens its timeline, and settles it `not_landed` with evidence holding `<script>`;
+the agent's next call of that intent posts exactly once (the desk counts). Also: a form posted from a
+page on another 127.0.0.1 port is refused (403), a wrong `Host` is refused, no cookie gets the token
+prompt, a `--read-only` console shows no form and refuses a POST. Screenshots of the overview and of
+the intent's page are written to target/. Prints one line per check, then `N passed, N failed`.
+"""
+
+import asyncio
+import http.server
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.error
+import urllib.request
+
+from mcp import Client, StdioServerParameters
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+TASK = "dev.tool-contract/task"
+results = []
+
+
+def check(name, condition, detail=""):
+    results.append(bool(condition))
+    print(f"{'ok  ' if condition else 'FAIL'} {name}{'' if condition else ': ' + str(detail)[:2000]}")
+
+
+def report_of(result):
+    structured = getattr(result, "structured_content", None)
+    return structured if structured is not None else json.loads(result.content[0].text)
+
+
+def console(binary, log, *flags):
+    """Start `tool-contract console`; the process and the address it printed."""
+    proc = subprocess.Popen([binary, "console", log, "--by", "ci-operator", *flags],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if "open " not in line:
+        raise RuntimeError(f"the console did not start: {line} {proc.stderr.read()}")
+    return proc, line.rsplit("open ", 1)[1].strip()
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"]:
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def raw(url, headers=None, data=None):
+    """A request outside the browser: status and body (no redirect followed)."""
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+    opener = urllib.request.build_opener(NoRedirect)
+    request = urllib.request.Request(url, data=data, headers=headers or {}, method="POST" if data else "GET")
+    try:
+        with opener.open(request, timeout=10) as reply:
+            return reply.status, reply.read().decode(), dict(reply.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(), dict(error.headers)
+
+
+def foreign_page(target):
+    """Serve, on another 127.0.0.1 port, a page whose form posts to `target` by itself."""
+    page = f"""<html><body><form id="f" method="post" action="{target}">
+<input name="verdict" value="landed"><input name="evidence" value="cross-site"></form>
+<script>document.getElementById('f').submit()</script></body></html>""".encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+async def main():
+    desk, tool_contract = sys.argv[1], sys.argv[2]
+    os.makedirs("target", exist_ok=True)
+    scratch = tempfile.mkdtemp()
+    log = os.path.join(scratch, "attempts.log")
+    agent = StdioServerParameters(command=desk, args=["--budget-s", "20", "--log", log, "--fault", "lost-notice"])
+    async with Client(agent, mode="legacy") as client:
+        meta = {TASK: "ticket-9", "dev.tool-contract/actor": "agent:desk"}
+        notice = {"thread": "thread-9", "text": "Your refund was sent."}
+        first = report_of(await client.call_tool("post_notice", notice, meta=meta))
+        check("the agent's notice is in doubt", first["outcome"] == "unknown", first)
+        key = first["idempotency_key"]
+
+        proc, url = console(tool_contract, log)
+        base = url.split("/login")[0]
+        driver = browser()
+        try:
+            driver.get(url)
+            body = driver.find_element(By.TAG_NAME, "body").text
+            check("the overview lists the notice in doubt", "In doubt: 1" in body and key in body, body)
+            driver.save_screenshot("target/console-overview.png")
+            driver.find_element(By.LINK_TEXT, key).click()
+            check("the intent's page draws its timeline", driver.find_elements(By.CSS_SELECTOR, "svg circle"), driver.page_source)
+            driver.save_screenshot("target/console-intent.png")
+            driver.find_element(By.CSS_SELECTOR, "input[value=not_landed]").click()
+            driver.find_element(By.NAME, "evidence").send_keys("<script>alert(1)</script> thread-9 holds no notice")
+            driver.find_element(By.CSS_SELECTOR, "form.settle button").click()
+            body = driver.find_element(By.TAG_NAME, "body").text
+            check("settled through the agent holding the log", "Settled: settled not landed by ci-operator" in body, body)
+            check("evidence holding <script> is shown as text", "<script>alert(1)</script> thread-9" in body
+                  and "&lt;script&gt;" in driver.page_source, driver.page_source)
+            driver.save_screenshot("target/console-settled.png")
+
+            second = report_of(await client.call_tool("post_notice", notice, meta=meta))
+            check("the agent's next call posts", second["outcome"] == "ok", second)
+            listed = report_of(await client.call_tool("list_notices", {"thread": "thread-9"}, meta=meta))
+            check("exactly one notice at the desk", len(listed["value"]) == 1, listed)
+
+            server, foreign = foreign_page(f"{base}/intent/{key}/settle")
+            driver.get(foreign)
+            time.sleep(1)
+            check("a form posted from another 127.0.0.1 port is refused", "another origin is refused" in driver.page_source, driver.page_source)
+            server.shutdown()
+        finally:
+            driver.quit()
+            proc.terminate()
+
+        status, body, _ = raw(f"{base}/", headers={"Host": "evil.example"})
+        check("a wrong Host is refused", status == 403, (status, body))
+        status, body, _ = raw(f"{base}/")
+        check("no cookie gets the token prompt", status == 401 and "needs its token" in body, (status, body))
+
+        proc, url = console(tool_contract, log, "--read-only")
+        base = url.split("/login")[0]
+        driver = browser()
+        try:
+            driver.get(url)
+            driver.get(f"{base}/intent/{key}")
+            check("a read-only console shows no form", not driver.find_elements(By.CSS_SELECTOR, "form.settle"), driver.page_source)
+        finally:
+            driver.quit()
+        status, _, headers = raw(url)
+        cookie = {k.lower(): v for k, v in headers.items()}.get("set-cookie", "").split(";")[0]
+        status, body, _ = raw(f"{base}/intent/{key}/settle", data=b"verdict=landed&evidence=x",
+                              headers={"Cookie": cookie, "Origin": base, "Content-Type": "application/x-www-form-urlencoded"})
+        check("a read-only console refuses a POST", status == 403 and "read-only" in body, (status, body))
+        proc.terminate()
+
+    passed, failed = results.count(True), results.count(False)
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed or not passed else 0)
+
+
+try:
+    asyncio.run(main())
+except Exception:
+    traceback.print_exc()
+    print(f"{results.count(True)} passed, {results.count(False) + 1} failed")
+    sys.exit(1)
