@@ -9,6 +9,9 @@ use tool_contract::journal::{LastWord, Phase, Recall, Record, parse_rfc3339};
 
 use crate::index::{Index, WORDS};
 
+/// The most intents a list shows on one page.
+const MAX_ROWS: usize = 500;
+
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;max-width:72em;color:#1b1b1b}\
 a{color:#0b57d0}table{border-collapse:collapse;margin:.5em 0 1em}td,th{border-bottom:1px solid #ddd;\
 padding:.25em .6em;text-align:left;vertical-align:top}th{background:#f4f4f4}.doubt{color:#b3261e;font-weight:600}\
@@ -112,14 +115,17 @@ pub fn overview(index: &Index, now: SystemTime, found: Option<(&str, Vec<&Recall
             }
             @if let Some((q, recalls)) = &found {
                 h2 { "Found for " code { (q) } }
-                @if recalls.is_empty() { p.muted { "Nothing." } } @else { (intents_table(recalls, now)) }
+                @if recalls.is_empty() { p.muted { "Nothing." } } @else { (intents_table(&recalls[..recalls.len().min(MAX_ROWS)], now)) }
             }
             h2 class="doubt" { "In doubt: " (doubt.len()) }
             @if doubt.is_empty() {
                 p.muted { "No intent is in doubt." }
             } @else {
                 p { "Oldest first. An intent is in doubt when its last attempt never ended, or ended with its effect unknown: open it to see its timeline and settle it." }
-                (intents_table(&doubt, now))
+                (intents_table(&doubt[..doubt.len().min(MAX_ROWS)], now))
+                @if doubt.len() > MAX_ROWS {
+                    p.muted { "and " (doubt.len() - MAX_ROWS) " more; settle the oldest first, or search by task." }
+                }
             }
             h2 { "Intents by their last word, last 24 hours" }
             p.muted { "Each intent counted once, in the hour its last attempt started." }
