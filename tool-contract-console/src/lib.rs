@@ -102,6 +102,8 @@ struct Inner {
     hosts: Vec<String>,
     /// Its own origin, as a browser sends it.
     origin: String,
+    /// The path it is mounted at (`""`: the root).
+    base: String,
 }
 
 /// 32 hex characters from the operating system's randomness (which seeds every `RandomState`).
@@ -141,6 +143,45 @@ impl Console {
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let (console, url) = Console::with_index(log, index, options, addr, "");
+        Ok(Running { addr, url, listener, console })
+    }
+
+    /// A console for a host that serves it under the path `at` (`/console`) on its own listener at
+    /// `addr` (an MCP server's HTTP mode, an agent's own server): the console and the address to open,
+    /// with its token. The host hands every request under `at` to [`Console::answer`].
+    pub fn mounted(
+        log: &Path,
+        options: Options,
+        addr: SocketAddr,
+        at: &str,
+    ) -> Result<(Console, String), String> {
+        let remote_allowed = options.allow_remote && options.token.is_some();
+        if !addr.ip().is_loopback() && !remote_allowed {
+            return Err(format!(
+                "{addr} is not a loopback address: a console there needs allow_remote and a token of one's own"
+            ));
+        }
+        let at = at.trim_end_matches('/');
+        if !at.starts_with('/') || at.contains(['?', '#', ' ']) {
+            return Err(format!("a console is mounted at a path like /console, not {at:?}"));
+        }
+        let index = Index::open(log).map_err(|e| format!("cannot read {}: {e}", log.display()))?;
+        Ok(Console::with_index(log, index, options, addr, at))
+    }
+
+    /// The path the console is mounted at (`""`: the root).
+    pub fn base(&self) -> &str {
+        &self.inner.base
+    }
+
+    fn with_index(
+        log: &Path,
+        index: Index,
+        options: Options,
+        addr: SocketAddr,
+        base: &str,
+    ) -> (Console, String) {
         let token = options.token.clone().unwrap_or_else(random_hex);
         let port = addr.port();
         let mut hosts = vec![addr.to_string()];
@@ -148,7 +189,7 @@ impl Console {
             hosts.extend([format!("localhost:{port}"), format!("127.0.0.1:{port}"), format!("[::1]:{port}")]);
         }
         let origin = format!("http://{addr}");
-        let url = format!("{origin}/login?token={token}");
+        let url = format!("{origin}{base}/login?token={token}");
         let console = Console {
             inner: Arc::new(Inner {
                 log: log.to_path_buf(),
@@ -159,9 +200,10 @@ impl Console {
                 by: options.by,
                 hosts,
                 origin,
+                base: base.to_owned(),
             }),
         };
-        Ok(Running { addr, url, listener, console })
+        (console, url)
     }
 
     /// Answer one request: what a host of its own mounts (its path as this console's, from `/`).
@@ -174,13 +216,19 @@ impl Console {
         if !self.inner.hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(host)) {
             return text(StatusCode::FORBIDDEN, "this console answers only to its own address (Host)");
         }
-        let path = request.uri().path().to_owned();
+        let base = self.inner.base.as_str();
+        let Some(path) = request.uri().path().strip_prefix(base).map(str::to_owned) else {
+            return text(StatusCode::NOT_FOUND, "not the console's path");
+        };
+        if path.is_empty() {
+            return redirect(&format!("{base}/"));
+        }
         let query = request.uri().query().unwrap_or("").to_owned();
         if request.method() == Method::GET && path == "/login" {
             return self.login(&query);
         }
         if !self.has_session(&request) {
-            return html(StatusCode::UNAUTHORIZED, pages::token_prompt());
+            return html(StatusCode::UNAUTHORIZED, pages::token_prompt(&self.inner.base));
         }
         match *request.method() {
             Method::GET => self.get(&path, &query),
@@ -192,12 +240,11 @@ impl Console {
     fn login(&self, query: &str) -> Response<Full<Bytes>> {
         let given = form_value(query, "token").unwrap_or_default();
         if !constant_time_eq(given.as_bytes(), self.inner.token.as_bytes()) {
-            return html(StatusCode::UNAUTHORIZED, pages::token_prompt());
+            return html(StatusCode::UNAUTHORIZED, pages::token_prompt(&self.inner.base));
         }
-        let cookie = format!("{COOKIE_NAME}={}; HttpOnly; SameSite=Strict; Path=/", self.inner.session);
-        let mut response = Response::new(Full::new(Bytes::new()));
-        *response.status_mut() = StatusCode::SEE_OTHER;
-        response.headers_mut().insert(LOCATION, "/".parse().expect("a path"));
+        let base = &self.inner.base;
+        let cookie = format!("{COOKIE_NAME}={}; HttpOnly; SameSite=Strict; Path={base}/", self.inner.session);
+        let mut response = redirect(&format!("{base}/"));
         if let Ok(cookie) = cookie.parse() {
             response.headers_mut().insert(SET_COOKIE, cookie);
         }
@@ -217,7 +264,7 @@ impl Console {
         if let Err(e) = index.refresh() {
             return html(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                pages::problem("The log cannot be read", &e.to_string()),
+                pages::problem("The log cannot be read", &e.to_string(), &self.inner.base),
             );
         }
         let now = SystemTime::now();
@@ -236,24 +283,24 @@ impl Console {
             });
             return html(
                 StatusCode::OK,
-                pages::overview(&index, now, found.as_ref().map(|(q, f)| (*q, f.clone()))),
+                pages::overview(&index, now, found.as_ref().map(|(q, f)| (*q, f.clone())), &self.inner.base),
             );
         }
         if let Some(task) = path.strip_prefix("/task/") {
             let task = decode(task);
-            return html(StatusCode::OK, pages::task(&index, &task, now));
+            return html(StatusCode::OK, pages::task(&index, &task, now, &self.inner.base));
         }
         if let Some(key) = path.strip_prefix("/intent/") {
             let Ok(key) = IntentKey::parse(key) else {
                 return html(
                     StatusCode::NOT_FOUND,
-                    pages::problem("No such intent", "an intent key is 32 hex characters"),
+                    pages::problem("No such intent", "an intent key is 32 hex characters", &self.inner.base),
                 );
             };
             let Some(recall) = index.intent(&key).cloned() else {
                 return html(
                     StatusCode::NOT_FOUND,
-                    pages::problem("No such intent", "the log holds nothing of it"),
+                    pages::problem("No such intent", "the log holds nothing of it", &self.inner.base),
                 );
             };
             let records = match index.records(&key) {
@@ -261,7 +308,7 @@ impl Console {
                 Err(e) => {
                     return html(
                         StatusCode::INTERNAL_SERVER_ERROR,
-                        pages::problem("The log cannot be read", &e.to_string()),
+                        pages::problem("The log cannot be read", &e.to_string(), &self.inner.base),
                     );
                 }
             };
@@ -270,10 +317,11 @@ impl Console {
                 read_only: self.inner.read_only,
                 by: &self.inner.by,
                 said: said.as_deref(),
+                base: &self.inner.base,
             };
             return html(StatusCode::OK, pages::intent(&recall, &records, &settling));
         }
-        html(StatusCode::NOT_FOUND, pages::problem("Not found", "no such page"))
+        html(StatusCode::NOT_FOUND, pages::problem("Not found", "no such page", &self.inner.base))
     }
 
     async fn post<B>(&self, request: Request<B>, path: &str) -> Response<Full<Bytes>>
@@ -318,13 +366,7 @@ impl Console {
 
     /// Back to the intent's page, saying `said`.
     fn back(&self, key: &IntentKey, said: &str) -> Response<Full<Bytes>> {
-        let mut response = Response::new(Full::new(Bytes::new()));
-        *response.status_mut() = StatusCode::SEE_OTHER;
-        let location = format!("/intent/{key}?said={}", pages::encode(said));
-        if let Ok(location) = location.parse() {
-            response.headers_mut().insert(LOCATION, location);
-        }
-        response
+        redirect(&format!("{}/intent/{key}?said={}", self.inner.base, pages::encode(said)))
     }
 
     /// A `POST` from this console's own pages: `Origin` is its own, or `Sec-Fetch-Site` says
@@ -385,6 +427,16 @@ fn html(status: StatusCode, markup: Markup) -> Response<Full<Bytes>> {
     headers.insert("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'".parse().expect("a policy"));
     headers.insert("x-content-type-options", "nosniff".parse().expect("a value"));
     headers.insert("cache-control", "no-store".parse().expect("a value"));
+    response
+}
+
+/// `303 See Other` to `location`.
+fn redirect(location: &str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::new()));
+    *response.status_mut() = StatusCode::SEE_OTHER;
+    if let Ok(location) = location.parse() {
+        response.headers_mut().insert(LOCATION, location);
+    }
     response
 }
 

@@ -20,7 +20,7 @@ textarea{width:100%;min-height:4em}.notice{background:#fff4e5;border:1px solid #
 code{font-size:12px}";
 
 /// A whole page around `body`.
-fn page(title: &str, body: Markup) -> Markup {
+fn page(title: &str, base: &str, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -31,7 +31,7 @@ fn page(title: &str, body: Markup) -> Markup {
                 style { (PreEscaped(STYLE)) }
             }
             body {
-                nav { a href="/" { "Overview" } }
+                nav { a href={ (base) "/" } { "Overview" } }
                 (body)
             }
         }
@@ -39,13 +39,14 @@ fn page(title: &str, body: Markup) -> Markup {
 }
 
 /// The page asking for the token, for a browser without the console's cookie.
-pub fn token_prompt() -> Markup {
+pub fn token_prompt(base: &str) -> Markup {
     page(
         "Token",
+        base,
         html! {
             h1 { "This console needs its token" }
             p { "Open the address the console printed when it started, or paste its token here." }
-            form method="get" action="/login" {
+            form method="get" action={ (base) "/login" } {
                 label { "Token " input type="password" name="token" autocomplete="off"; }
                 " " button type="submit" { "Open" }
             }
@@ -54,8 +55,8 @@ pub fn token_prompt() -> Markup {
 }
 
 /// A plain page saying what went wrong.
-pub fn problem(title: &str, why: &str) -> Markup {
-    page(title, html! { h1 { (title) } p { (why) } })
+pub fn problem(title: &str, why: &str, base: &str) -> Markup {
+    page(title, base, html! { h1 { (title) } p { (why) } })
 }
 
 fn age(started: &str, now: SystemTime) -> String {
@@ -81,7 +82,7 @@ fn word(recall: &Recall) -> String {
     }
 }
 
-fn intents_table(recalls: &[&Recall], now: SystemTime) -> Markup {
+fn intents_table(recalls: &[&Recall], now: SystemTime, base: &str) -> Markup {
     html! {
         table {
             tr { th { "age" } th { "tool" } th { "task" } th { "intent" } th { "attempts" } th { "last word" } th { "message" } }
@@ -90,8 +91,8 @@ fn intents_table(recalls: &[&Recall], now: SystemTime) -> Markup {
                 tr {
                     td { (age(&last.started, now)) }
                     td { (last.call) }
-                    td { a href={ "/task/" (encode(&last.task)) } { (last.task) } }
-                    td { a href={ "/intent/" (last.intent_key) } { code { (last.intent_key) } } }
+                    td { a href={ (base) "/task/" (encode(&last.task)) } { (last.task) } }
+                    td { a href={ (base) "/intent/" (last.intent_key) } { code { (last.intent_key) } } }
                     td { (recall.attempts) }
                     td class=(if recall.is_unresolved() { "doubt" } else { "ok" }) { (word(recall)) }
                     td { (last.message.as_deref().unwrap_or("")) }
@@ -102,27 +103,28 @@ fn intents_table(recalls: &[&Recall], now: SystemTime) -> Markup {
 }
 
 /// The overview: the intents in doubt first, then what ended lately, and search.
-pub fn overview(index: &Index, now: SystemTime, found: Option<(&str, Vec<&Recall>)>) -> Markup {
+pub fn overview(index: &Index, now: SystemTime, found: Option<(&str, Vec<&Recall>)>, base: &str) -> Markup {
     let doubt = index.in_doubt();
     let recent = index.recent(now);
     page(
         "Overview",
+        base,
         html! {
             h1 { "Attempt log" }
-            form method="get" action="/" {
+            form method="get" action={ (base) "/" } {
                 label { "Task id or key prefix " input type="search" name="q" value=(found.as_ref().map_or("", |f| f.0)); }
                 " " button type="submit" { "Find" }
             }
             @if let Some((q, recalls)) = &found {
                 h2 { "Found for " code { (q) } }
-                @if recalls.is_empty() { p.muted { "Nothing." } } @else { (intents_table(&recalls[..recalls.len().min(MAX_ROWS)], now)) }
+                @if recalls.is_empty() { p.muted { "Nothing." } } @else { (intents_table(&recalls[..recalls.len().min(MAX_ROWS)], now, base)) }
             }
             h2 class="doubt" { "In doubt: " (doubt.len()) }
             @if doubt.is_empty() {
                 p.muted { "No intent is in doubt." }
             } @else {
                 p { "Oldest first. An intent is in doubt when its last attempt never ended, or ended with its effect unknown: open it to see its timeline and settle it." }
-                (intents_table(&doubt[..doubt.len().min(MAX_ROWS)], now))
+                (intents_table(&doubt[..doubt.len().min(MAX_ROWS)], now, base))
                 @if doubt.len() > MAX_ROWS {
                     p.muted { "and " (doubt.len() - MAX_ROWS) " more; settle the oldest first, or search by task." }
                 }
@@ -195,13 +197,14 @@ fn chart(hours: &[[u32; WORDS.len()]]) -> Markup {
 }
 
 /// A task's intents, in order.
-pub fn task(index: &Index, task: &str, now: SystemTime) -> Markup {
+pub fn task(index: &Index, task: &str, now: SystemTime, base: &str) -> Markup {
     let recalls = index.task(task);
     page(
         task,
+        base,
         html! {
             h1 { "Task " code { (task) } }
-            @if recalls.is_empty() { p.muted { "The log holds nothing of this task." } } @else { (intents_table(&recalls, now)) }
+            @if recalls.is_empty() { p.muted { "The log holds nothing of this task." } } @else { (intents_table(&recalls, now, base)) }
         },
     )
 }
@@ -214,16 +217,20 @@ pub struct Settling<'a> {
     pub by: &'a str,
     /// What the last action said, shown at the top.
     pub said: Option<&'a str>,
+    /// Where the console is mounted (`""` at the root).
+    pub base: &'a str,
 }
 
 /// An intent's page: its timeline, drawn, then each record, and the settle form when it is in doubt.
 pub fn intent(recall: &Recall, records: &[Record], settling: &Settling<'_>) -> Markup {
     let last = &recall.last;
+    let base = settling.base;
     page(
         &last.call,
+        base,
         html! {
             h1 { (last.call) " " code { (last.intent_key) } }
-            p { "Task " a href={ "/task/" (encode(&last.task)) } { (last.task) } ", " (recall.attempts) " attempt(s), last word: "
+            p { "Task " a href={ (base) "/task/" (encode(&last.task)) } { (last.task) } ", " (recall.attempts) " attempt(s), last word: "
                 span class=(if recall.is_unresolved() { "doubt" } else { "ok" }) { (word(recall)) } }
             @if let Some(said) = settling.said { p.notice { (said) } }
             (timeline(records))
@@ -250,7 +257,7 @@ pub fn intent(recall: &Recall, records: &[Record], settling: &Settling<'_>) -> M
                 @if settling.read_only {
                     p.muted { "This console is read-only." }
                 } @else {
-                    form.settle method="post" action={ "/intent/" (last.intent_key) "/settle" } {
+                    form.settle method="post" action={ (base) "/intent/" (last.intent_key) "/settle" } {
                         h2 { "Settle attempt " (last.attempt_id) }
                         p { "Say what you found in the world. Landed: later calls answer ok from it and nothing is repeated. Not landed: the next call makes the next attempt." }
                         p {

@@ -210,7 +210,7 @@ pub fn toolbox(desk: Arc<Desk>) -> Result<Toolbox, tool_contract::toolbox::Dupli
     Ok(toolbox)
 }
 
-const USAGE: &str = "usage: support_desk [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund|lost-notice] [--http ADDR [--token T] [--allow-origin O]]";
+const USAGE: &str = "usage: support_desk [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund|lost-notice] [--http ADDR [--token T] [--allow-origin O] [--console]]";
 
 /// What `--help` says after the usage line.
 const HELP: &str = "
@@ -225,6 +225,8 @@ refund (money, probed) and list_refunds (read).
   --http ADDR         serve streamable HTTP at /mcp (feature `http`)
   --token T           require `Authorization: Bearer T` (with --http)
   --allow-origin O    let a browser page from O (http(s)://host[:port]) call it (with --http)
+  --console           serve the operator console over the --log file at /console (with --http;
+                      feature `console`)
   --fault lost-refund lose the reply of each refund's first attempt after applying it, and make
                       the refund's probe fail: the refund is left in doubt for a person to settle
   --fault busy-refund refuse each refund's first attempt (503, nothing refunded): the second
@@ -258,10 +260,14 @@ struct Setup {
     http: Option<String>,
     token: Option<String>,
     origins: Vec<String>,
+    /// `--console`: the operator console over the `--log` file, at `/console`.
+    #[cfg_attr(not(feature = "console"), allow(dead_code))]
+    console: Option<String>,
 }
 
 fn server(args: &[String]) -> Result<Setup, Asked> {
     let (mut http, mut token, mut origins) = (None, None, Vec::new());
+    let (mut log_path, mut console) = (None, false);
     let fault =
         args.iter().position(|a| a == "--fault").map(|at| args.get(at + 1).map_or("", String::as_str));
     let desk = match fault {
@@ -283,6 +289,7 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
         match arg.as_str() {
             "--log" => {
                 let path = value()?;
+                log_path = Some(path.clone());
                 let log = FileJournal::open(path).map_err(|error| format!("{path}: {error}"))?;
                 builder = builder.journal(Arc::new(log));
             }
@@ -313,6 +320,7 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
                 value()?;
             }
             "--http" => http = Some(value()?.clone()),
+            "--console" => console = true,
             "--token" => token = Some(value()?.clone()),
             "--allow-origin" => origins.push(value()?.clone()),
             "--help" | "-h" => return Err(Asked::Help),
@@ -331,7 +339,15 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
         return Err(format!("--http needs the `http` feature: {build}").into());
     }
     let server = builder.build().map_err(|e| e.to_string())?;
-    Ok(Setup { server, http, token, origins })
+    if console && (http.is_none() || log_path.is_none() || !cfg!(feature = "console")) {
+        let build = "cargo run -p tool-contract-mcp --features console --example support_desk";
+        return Err(format!(
+            "--console goes with --http ADDR and --log PATH, and needs the `console` feature: {build}"
+        )
+        .into());
+    }
+    let console = if console { log_path } else { None };
+    Ok(Setup { server, http, token, origins, console })
 }
 
 #[cfg(feature = "http")]
@@ -346,7 +362,13 @@ async fn serve(setup: Setup) -> Result<(), String> {
     for origin in setup.origins {
         options = options.allow_origin(origin);
     }
-    let server = setup.server.bind_http(options).await.map_err(|e| e.to_string())?;
+    #[allow(unused_mut)]
+    let mut server = setup.server.bind_http(options).await.map_err(|e| e.to_string())?;
+    #[cfg(feature = "console")]
+    if let Some(log) = &setup.console {
+        let url = server.console(std::path::Path::new(log), tool_contract_console::Options::default())?;
+        eprintln!("support_desk: the operator console: open {url}");
+    }
     eprintln!(
         "support_desk: MCP over HTTP at http://{}/mcp",
         server.local_addr().map_err(|e| e.to_string())?

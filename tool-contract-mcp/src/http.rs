@@ -104,6 +104,9 @@ struct Gate {
     /// The largest request body read, as rmcp's service reads it.
     max_body: usize,
     service: StreamableHttpService<McpServer, LocalSessionManager>,
+    /// The operator console, at its own path (feature `console`).
+    #[cfg(feature = "console")]
+    console: Option<tool_contract_console::Console>,
 }
 
 impl McpServer {
@@ -154,12 +157,31 @@ impl McpServer {
             header_timeout: options.header_timeout,
             max_body,
             service,
+            #[cfg(feature = "console")]
+            console: None,
         };
         Ok(HttpServer { listener, gate: Arc::new(gate) })
     }
 }
 
 impl HttpServer {
+    /// Serve the operator console over the file log at `log` at `/console`, beside the MCP endpoint
+    /// (feature `console`): the address to open, with the console's token. The console keeps its own
+    /// guards (its token and cookie, its `Host` allow-list, same-origin forms); the MCP endpoint's
+    /// bearer token and origins are not asked of it.
+    #[cfg(feature = "console")]
+    pub fn console(
+        &mut self,
+        log: &std::path::Path,
+        options: tool_contract_console::Options,
+    ) -> Result<String, String> {
+        let addr = self.local_addr().map_err(|e| e.to_string())?;
+        let (console, url) = tool_contract_console::Console::mounted(log, options, addr, "/console")?;
+        let gate = Arc::get_mut(&mut self.gate).ok_or("the server is serving already")?;
+        gate.console = Some(console);
+        Ok(url)
+    }
+
     /// The address it listens on.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.listener.local_addr()
@@ -208,6 +230,16 @@ impl HttpServer {
 
 impl Gate {
     async fn answer(&self, request: Request<Incoming>) -> Response<BoxBody<Bytes, Infallible>> {
+        #[cfg(feature = "console")]
+        if let Some(console) = &self.console {
+            let path = request.uri().path();
+            let below = path
+                .strip_prefix(console.base())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+            if below {
+                return console.answer(request).await.map(|body| body.boxed());
+            }
+        }
         if request.uri().path() != self.path {
             return refuse(StatusCode::NOT_FOUND, format!("the MCP endpoint is {}", self.path));
         }
