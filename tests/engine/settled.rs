@@ -417,3 +417,27 @@ async fn a_settled_batch_is_done_whole_or_open_whole() {
         }
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_approver_that_does_not_answer_within_the_budget_has_not_approved() {
+    let log = Arc::new(MemoryJournal::new());
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(20))
+        .journal(log.clone())
+        .approver(|_request: ApprovalRequest| std::future::pending::<Approval>());
+    let seen = Seen::default();
+    let began = Instant::now();
+    let first = call(&task, &REFUND, &seen, true).await;
+    assert_eq!(first.outcome, Outcome::Unknown);
+    // The next call: the settlement stands for the probe, and the approver never answers.
+    let key = task.key(&REFUND, &"thread-9", None);
+    settle(&*log, &key, &Settle::new(Verdict::NotLanded, "alice", "no refund on the card")).await.unwrap();
+    let report = call(&task, &REFUND, &seen, false).await;
+    assert_eq!(
+        (report.reason, seen.attempts.load(Ordering::SeqCst)),
+        (Reason::Denied, 1),
+        "{}",
+        report.message
+    );
+    assert!(report.message.contains("no answer within"), "{}", report.message);
+    assert!(began.elapsed() <= Duration::from_secs(21), "bounded by the budget: {:?}", began.elapsed());
+}

@@ -89,6 +89,11 @@ async fn settles_a_log_no_process_holds_and_refuses_a_second_settlement() {
     let (code, out, err) = settle("bob", "--not-landed");
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("was settled landed by alice via operator"), "{err}");
+    // Compaction keeps it: it is of the intent's latest attempt.
+    let (code, out, err) = cli(&["compact", &path]);
+    assert_eq!(code, 0, "{out}{err}");
+    let kept = read_log(dir.log()).unwrap().records;
+    assert!(kept.iter().any(|r| r.phase == Phase::Settled), "{kept:?}");
     // The inspector shows it, and it is no longer in doubt.
     let (_, timeline, _) = cli(&["log", &path]);
     assert!(timeline.contains("settled -> ok, effect yes"), "{timeline}");

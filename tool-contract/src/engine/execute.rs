@@ -246,7 +246,12 @@ async fn approve(run: &Run<'_>, class: &Class) -> Result<(), Stop> {
         history: class.message().to_owned(),
     };
     crate::observe::approval_asked(request.next_attempt);
-    let answer = approver.approve(&request).await;
+    // A person's answer is waited for within the budget left: the call's claim runs out with it.
+    let left = task.remaining();
+    let answer = match tokio::time::timeout(left, approver.approve(&request)).await {
+        Ok(answer) => answer,
+        Err(_) => Approval::Denied(format!("no answer within the {} the budget had left", secs(left))),
+    };
     crate::observe::approval_answered(answer == Approval::Approved);
     match answer {
         Approval::Approved => Ok(()),
@@ -285,13 +290,16 @@ async fn ask_person(
         attempt_id: run.now().id().to_owned(),
         history: format!("{}; the probe could not tell ({unsure})", class.message()),
     };
-    let settle = match approver.settle(&question).await {
-        None => return Person::CannotTell(unsure.to_owned()),
-        Some(Err(why)) => {
-            return Person::CannotTell(format!("{unsure}; the person asked could not tell: {why}"));
-        }
-        Some(Ok(settle)) => settle,
-    };
+    let left = task.remaining();
+    let asked = tokio::time::timeout(left, approver.settle(&question)).await;
+    let settle =
+        match asked.unwrap_or_else(|_| Some(Err(format!("no answer within the {} left", secs(left))))) {
+            None => return Person::CannotTell(unsure.to_owned()),
+            Some(Err(why)) => {
+                return Person::CannotTell(format!("{unsure}; the person asked could not tell: {why}"));
+            }
+            Some(Ok(settle)) => settle,
+        };
     // The tool is known here: a value that is not one of its values is not recorded.
     if let Some(why) = settle.value_given().and_then(&misfit) {
         let name = run.spec().name();
