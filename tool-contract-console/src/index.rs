@@ -176,30 +176,37 @@ impl Index {
         found
     }
 
-    /// The intents whose last attempt started in the last day before `now`: by (tool, last word) for
-    /// the last hour and for the day, and by hour of the day (oldest first) and last word, for the chart.
+    /// The intents whose last attempt started in the last day before `now`, counted by tool and last
+    /// word for the last hour and day, and per hour for the chart.
     pub fn recent(&self, now: SystemTime) -> Recent {
-        let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let mut recent =
-            Recent { hour: BTreeMap::new(), day: BTreeMap::new(), hours: vec![[0; WORDS.len()]; 24] };
-        for intent in self.intents.values() {
-            let last = &intent.recall.last;
-            let Some(at) = parse_rfc3339(&last.started) else { continue };
-            let at = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            let ago = now.saturating_sub(at);
-            if ago >= 24 * 3600 {
-                continue;
-            }
-            let word = last_word(&intent.recall);
-            let slot = WORDS.iter().position(|w| *w == word).unwrap_or(0);
-            recent.hours[23 - (ago / 3600) as usize][slot] += 1;
-            *recent.day.entry((last.call.clone(), word)).or_default() += 1;
-            if ago < 3600 {
-                *recent.hour.entry((last.call.clone(), word)).or_default() += 1;
-            }
-        }
-        recent
+        recent_of(self.intents.values().map(|i| &i.recall), now)
     }
+}
+
+/// The intents among `recalls` whose last attempt started in the last day before `now`: by (tool, last
+/// word) for the last hour and for the day, and by hour of the day (oldest first) and last word, for
+/// the chart.
+pub fn recent_of<'a>(recalls: impl Iterator<Item = &'a Recall>, now: SystemTime) -> Recent {
+    let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let mut recent =
+        Recent { hour: BTreeMap::new(), day: BTreeMap::new(), hours: vec![[0; WORDS.len()]; 24] };
+    for recall in recalls {
+        let last = &recall.last;
+        let Some(at) = parse_rfc3339(&last.started) else { continue };
+        let at = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let ago = now.saturating_sub(at);
+        if ago >= 24 * 3600 {
+            continue;
+        }
+        let word = last_word(recall);
+        let slot = WORDS.iter().position(|w| *w == word).unwrap_or(0);
+        recent.hours[23 - (ago / 3600) as usize][slot] += 1;
+        *recent.day.entry((last.call.clone(), word)).or_default() += 1;
+        if ago < 3600 {
+            *recent.hour.entry((last.call.clone(), word)).or_default() += 1;
+        }
+    }
+    recent
 }
 
 /// What ended lately: see [`Index::recent`].

@@ -30,7 +30,7 @@ use std::collections::hash_map::RandomState;
 use std::convert::Infallible;
 use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -46,17 +46,15 @@ use tool_contract::{IntentKey, Settle, Verdict};
 
 mod index;
 mod pages;
+mod source;
 
-pub use index::Index;
+pub use index::{Index, Recent, WORDS};
 
 /// The session cookie's name.
 const COOKIE_NAME: &str = "tc_console";
 
 /// The largest form a `POST` may carry.
 const MAX_FORM: usize = 16 * 1024;
-
-/// How long a settlement waits for the agent holding the log to take it.
-const SETTLE_WAIT: Duration = Duration::from_secs(10);
 
 /// How a console is started.
 #[derive(Debug, Clone)]
@@ -92,8 +90,7 @@ pub struct Console {
 }
 
 struct Inner {
-    log: PathBuf,
-    index: Mutex<Index>,
+    source: source::Source,
     token: String,
     session: String,
     read_only: bool,
@@ -104,6 +101,10 @@ struct Inner {
     origin: String,
     /// The path it is mounted at (`""`: the root).
     base: String,
+}
+
+fn file_source(log: &Path, index: Index) -> source::Source {
+    source::Source::File { log: log.to_path_buf(), index: Mutex::new(index) }
 }
 
 /// 32 hex characters from the operating system's randomness (which seeds every `RandomState`).
@@ -143,7 +144,7 @@ impl Console {
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let (console, url) = Console::with_index(log, index, options, addr, "");
+        let (console, url) = Console::with_source(file_source(log, index), options, addr, "");
         Ok(Running { addr, url, listener, console })
     }
 
@@ -167,7 +168,29 @@ impl Console {
             return Err(format!("a console is mounted at a path like /console, not {at:?}"));
         }
         let index = Index::open(log).map_err(|e| format!("cannot read {}: {e}", log.display()))?;
-        Ok(Console::with_index(log, index, options, addr, at))
+        Ok(Console::with_source(file_source(log, index), options, addr, at))
+    }
+
+    /// Bind a console over a fleet's store in PostgreSQL (feature `postgres`): every page is a few
+    /// queries; settling takes the intent's claim as a worker would, while the fleet runs.
+    #[cfg(feature = "postgres")]
+    pub async fn bind_postgres(
+        journal: tool_contract_postgres::PgJournal,
+        options: Options,
+    ) -> Result<Running, String> {
+        let remote_allowed = options.allow_remote && options.token.is_some();
+        if !options.listen.ip().is_loopback() && !remote_allowed {
+            return Err(format!(
+                "{} is not a loopback address: it needs --allow-remote and --token-file FILE",
+                options.listen
+            ));
+        }
+        let listener = TcpListener::bind(options.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let (console, url) = Console::with_source(source::Source::Postgres(journal), options, addr, "");
+        Ok(Running { addr, url, listener, console })
     }
 
     /// The path the console is mounted at (`""`: the root).
@@ -175,9 +198,8 @@ impl Console {
         &self.inner.base
     }
 
-    fn with_index(
-        log: &Path,
-        index: Index,
+    fn with_source(
+        source: source::Source,
         options: Options,
         addr: SocketAddr,
         base: &str,
@@ -192,8 +214,7 @@ impl Console {
         let url = format!("{origin}{base}/login?token={token}");
         let console = Console {
             inner: Arc::new(Inner {
-                log: log.to_path_buf(),
-                index: Mutex::new(index),
+                source,
                 token,
                 session: random_hex(),
                 read_only: options.read_only,
@@ -231,7 +252,7 @@ impl Console {
             return html(StatusCode::UNAUTHORIZED, pages::token_prompt(&self.inner.base));
         }
         match *request.method() {
-            Method::GET => self.get(&path, &query),
+            Method::GET => self.get(&path, &query).await,
             Method::POST => self.post(request, &path).await,
             _ => text(StatusCode::METHOD_NOT_ALLOWED, "GET or POST"),
         }
@@ -259,69 +280,63 @@ impl Console {
         })
     }
 
-    fn get(&self, path: &str, query: &str) -> Response<Full<Bytes>> {
-        let mut index = self.inner.index.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = index.refresh() {
-            return html(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                pages::problem("The log cannot be read", &e.to_string(), &self.inner.base),
-            );
-        }
+    async fn get(&self, path: &str, query: &str) -> Response<Full<Bytes>> {
+        let base = self.inner.base.as_str();
+        let failed = |why: String| {
+            html(StatusCode::INTERNAL_SERVER_ERROR, pages::problem("The store cannot be read", &why, base))
+        };
         let now = SystemTime::now();
+        let source = &self.inner.source;
         if path == "/" {
-            let q = form_value(query, "q").filter(|q| !q.trim().is_empty());
-            let found = q.as_deref().map(|q| {
-                let q = q.trim();
-                let by_task = index.task(q);
-                let found = if by_task.is_empty() && q.len() >= 4 && q.bytes().all(|b| b.is_ascii_hexdigit())
-                {
-                    index.by_prefix(&q.to_ascii_lowercase(), 100)
-                } else {
-                    by_task
-                };
-                (q, found)
-            });
-            return html(
-                StatusCode::OK,
-                pages::overview(&index, now, found.as_ref().map(|(q, f)| (*q, f.clone())), &self.inner.base),
-            );
+            let q = form_value(query, "q").map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());
+            let found = match &q {
+                Some(q) => match source.search(q).await {
+                    Ok(found) => Some(found),
+                    Err(why) => return failed(why),
+                },
+                None => None,
+            };
+            let view = match source.overview(now).await {
+                Ok(view) => view,
+                Err(why) => return failed(why),
+            };
+            let found = q.as_deref().zip(found.as_ref()).map(|(q, f)| (q, f.iter().collect()));
+            return html(StatusCode::OK, pages::overview(&view, now, found, base));
         }
         if let Some(task) = path.strip_prefix("/task/") {
             let task = decode(task);
-            return html(StatusCode::OK, pages::task(&index, &task, now, &self.inner.base));
+            return match source.task(&task).await {
+                Ok(recalls) => html(StatusCode::OK, pages::task(&recalls, &task, now, base)),
+                Err(why) => failed(why),
+            };
         }
         if let Some(key) = path.strip_prefix("/intent/") {
             let Ok(key) = IntentKey::parse(key) else {
                 return html(
                     StatusCode::NOT_FOUND,
-                    pages::problem("No such intent", "an intent key is 32 hex characters", &self.inner.base),
+                    pages::problem("No such intent", "an intent key is 32 hex characters", base),
                 );
             };
-            let Some(recall) = index.intent(&key).cloned() else {
-                return html(
-                    StatusCode::NOT_FOUND,
-                    pages::problem("No such intent", "the log holds nothing of it", &self.inner.base),
-                );
-            };
-            let records = match index.records(&key) {
-                Ok(records) => records,
-                Err(e) => {
+            let (recall, records) = match source.intent(&key).await {
+                Ok(Some(found)) => found,
+                Ok(None) => {
                     return html(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        pages::problem("The log cannot be read", &e.to_string(), &self.inner.base),
+                        StatusCode::NOT_FOUND,
+                        pages::problem("No such intent", "the log holds nothing of it", base),
                     );
                 }
+                Err(why) => return failed(why),
             };
             let said = form_value(query, "said");
             let settling = pages::Settling {
                 read_only: self.inner.read_only,
                 by: &self.inner.by,
                 said: said.as_deref(),
-                base: &self.inner.base,
+                base,
             };
             return html(StatusCode::OK, pages::intent(&recall, &records, &settling));
         }
-        html(StatusCode::NOT_FOUND, pages::problem("Not found", "no such page", &self.inner.base))
+        html(StatusCode::NOT_FOUND, pages::problem("Not found", "no such page", base))
     }
 
     async fn post<B>(&self, request: Request<B>, path: &str) -> Response<Full<Bytes>>
@@ -351,14 +366,8 @@ impl Console {
         };
         let evidence = form_value(&form, "evidence").unwrap_or_default();
         let settle = Settle::new(verdict, self.inner.by.clone(), evidence);
-        let log = self.inner.log.clone();
-        let done = tokio::task::spawn_blocking(move || {
-            tool_contract::journal::file::request_settlement(&log, &key, &settle, SETTLE_WAIT)
-        })
-        .await;
-        let said = match done {
-            Ok(Ok(record)) => format!("Settled: {}", record.message.unwrap_or_default()),
-            Ok(Err(e)) => format!("Not settled: {e}"),
+        let said = match self.inner.source.settle(key, settle).await {
+            Ok(record) => format!("Settled: {}", record.message.unwrap_or_default()),
             Err(e) => format!("Not settled: {e}"),
         };
         self.back(&key, &said)

@@ -7,10 +7,10 @@ use std::time::SystemTime;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use tool_contract::journal::{LastWord, Phase, Recall, Record, parse_rfc3339};
 
-use crate::index::{Index, WORDS};
+use crate::index::WORDS;
 
 /// The most intents a list shows on one page.
-const MAX_ROWS: usize = 500;
+pub const MAX_ROWS: usize = 500;
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;max-width:72em;color:#1b1b1b}\
 a{color:#0b57d0}table{border-collapse:collapse;margin:.5em 0 1em}td,th{border-bottom:1px solid #ddd;\
@@ -102,10 +102,22 @@ fn intents_table(recalls: &[&Recall], now: SystemTime, base: &str) -> Markup {
     }
 }
 
+/// What the overview shows, from whichever store.
+pub struct Overview {
+    /// The oldest intents in doubt (at most a page of them).
+    pub doubt: Vec<Recall>,
+    /// How many intents are in doubt in all.
+    pub doubt_total: usize,
+    /// What ended lately.
+    pub recent: crate::index::Recent,
+    /// A line on the store: how many intents and records, what was skipped.
+    pub totals: String,
+}
+
 /// The overview: the intents in doubt first, then what ended lately, and search.
-pub fn overview(index: &Index, now: SystemTime, found: Option<(&str, Vec<&Recall>)>, base: &str) -> Markup {
-    let doubt = index.in_doubt();
-    let recent = index.recent(now);
+pub fn overview(view: &Overview, now: SystemTime, found: Option<(&str, Vec<&Recall>)>, base: &str) -> Markup {
+    let doubt: Vec<&Recall> = view.doubt.iter().take(MAX_ROWS).collect();
+    let recent = &view.recent;
     page(
         "Overview",
         base,
@@ -119,14 +131,14 @@ pub fn overview(index: &Index, now: SystemTime, found: Option<(&str, Vec<&Recall
                 h2 { "Found for " code { (q) } }
                 @if recalls.is_empty() { p.muted { "Nothing." } } @else { (intents_table(&recalls[..recalls.len().min(MAX_ROWS)], now, base)) }
             }
-            h2 class="doubt" { "In doubt: " (doubt.len()) }
+            h2 class="doubt" { "In doubt: " (view.doubt_total) }
             @if doubt.is_empty() {
                 p.muted { "No intent is in doubt." }
             } @else {
                 p { "Oldest first. An intent is in doubt when its last attempt never ended, or ended with its effect unknown: open it to see its timeline and settle it." }
-                (intents_table(&doubt[..doubt.len().min(MAX_ROWS)], now, base))
-                @if doubt.len() > MAX_ROWS {
-                    p.muted { "and " (doubt.len() - MAX_ROWS) " more; settle the oldest first, or search by task." }
+                (intents_table(&doubt, now, base))
+                @if view.doubt_total > doubt.len() {
+                    p.muted { "and " (view.doubt_total - doubt.len()) " more; settle the oldest first, or search by task." }
                 }
             }
             h2 { "Intents by their last word, last 24 hours" }
@@ -136,7 +148,7 @@ pub fn overview(index: &Index, now: SystemTime, found: Option<(&str, Vec<&Recall
                 div { h3 { "Last hour" } (counts_table(&recent.hour)) }
                 div { h3 { "Last day" } (counts_table(&recent.day)) }
             }
-            p.muted { (index.intents()) " intents, " (index.records) " records" @if index.unreadable > 0 { ", " (index.unreadable) " unreadable lines skipped" } "." }
+            p.muted { (view.totals) }
         },
     )
 }
@@ -197,8 +209,8 @@ fn chart(hours: &[[u32; WORDS.len()]]) -> Markup {
 }
 
 /// A task's intents, in order.
-pub fn task(index: &Index, task: &str, now: SystemTime, base: &str) -> Markup {
-    let recalls = index.task(task);
+pub fn task(recalls: &[Recall], task: &str, now: SystemTime, base: &str) -> Markup {
+    let recalls: Vec<&Recall> = recalls.iter().take(MAX_ROWS).collect();
     page(
         task,
         base,

@@ -165,3 +165,36 @@ pub(crate) fn records(of_task: bool) -> String {
         format!("SELECT {COLUMNS}, {WRITTEN} FROM tool_contract.attempts ORDER BY seq")
     }
 }
+
+/// Every record of intent `$1`, in the order stored, with its owner and write time (as [`records`]).
+pub(crate) fn records_of_intent_stored() -> String {
+    format!(
+        r#"SELECT {COLUMNS}, owner, to_char(written_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+FROM tool_contract.attempts WHERE intent = $1 ORDER BY seq"#
+    )
+}
+
+/// The last word of every intent written to in the last `$1` seconds (of the server's clock), as the
+/// reading rule makes it: what an overview of recent work counts.
+pub(crate) fn recent() -> String {
+    format!(
+        "
+SELECT DISTINCT ON (intent) {COLUMNS}
+FROM tool_contract.attempts
+WHERE intent IN (SELECT intent FROM tool_contract.attempts
+                 WHERE written_at > clock_timestamp() - make_interval(secs => $1))
+ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC"
+    )
+}
+
+/// The last word of at most `$2` intents whose key, in hex, starts with `$1`.
+pub(crate) fn by_prefix() -> String {
+    format!(
+        "
+SELECT DISTINCT ON (intent) {COLUMNS}
+FROM tool_contract.attempts
+WHERE intent IN (SELECT DISTINCT intent FROM tool_contract.attempts
+                 WHERE encode(intent, 'hex') LIKE $1 || '%' LIMIT $2)
+ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC"
+    )
+}

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use tool_contract_console::{Console, Options};
 
 const USAGE: &str = "usage:
-  tool-contract console LOG [--listen 127.0.0.1:PORT] [--read-only] [--by NAME]
+  tool-contract console LOG|postgres://... [--listen 127.0.0.1:PORT] [--read-only] [--by NAME]
                             [--allow-remote --token-file FILE]
       serve a local page over the attempt log LOG: the intents in doubt, their timelines, settling
       them. Prints the address to open (with its token) on standard output.
@@ -79,12 +79,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if log.starts_with("postgres://") || log.starts_with("postgresql://") {
-        eprintln!(
-            "tool-contract console: a PostgreSQL log is not served by this version of the console yet; give a file log"
-        );
-        return ExitCode::from(2);
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -93,14 +87,25 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(async move {
-        let running = match Console::bind(std::path::Path::new(&log), options).await {
+        let postgres = log.starts_with("postgres://") || log.starts_with("postgresql://");
+        let bound = if postgres {
+            match tool_contract_postgres::PgJournal::connect(&log).await {
+                Ok(journal) => Console::bind_postgres(journal, options).await,
+                Err(e) => Err(e.to_string()),
+            }
+        } else {
+            Console::bind(std::path::Path::new(&log), options).await
+        };
+        // A connection string may hold a password: it is named without it.
+        let name = if postgres { tool_contract_postgres::redact(&log) } else { log.clone() };
+        let running = match bound {
             Ok(running) => running,
             Err(why) => {
                 eprintln!("tool-contract console: {why}");
                 return ExitCode::FAILURE;
             }
         };
-        println!("console for {log}: open {}", running.url);
+        println!("console for {name}: open {}", running.url);
         running.serve().await;
         ExitCode::SUCCESS
     })

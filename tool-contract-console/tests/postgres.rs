@@ -1,0 +1,110 @@
+//! The console over a fleet's store in PostgreSQL (a throwaway server from the system's binaries): the
+//! intent in doubt listed and drawn, settled while another worker holds another intent, and the next
+//! call sends exactly once.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tool_contract::journal::Owner;
+use tool_contract::{Class, Journal, Outcome, Probe, Task, tool};
+use tool_contract_console::{Console, Options};
+use tool_contract_postgres::PgJournal;
+use tool_contract_postgres::testing::{PgServer, ServerError};
+
+static SENT: AtomicU32 = AtomicU32::new(0);
+
+/// Post a notice; the reply is lost while `lose`, and the probe cannot tell.
+#[tool(effect = "send", target = thread, probe = check)]
+async fn post_notice(thread: &str, lose: bool) -> Result<u64, Class> {
+    SENT.fetch_add(1, Ordering::SeqCst);
+    if lose { Err(Class::unknown("connection reset after the request was sent")) } else { Ok(4411) }
+}
+
+async fn check(_thread: &&str, _lose: &bool, _key: tool_contract::IntentKey) -> Probe<u64> {
+    Probe::Failed("the thread's API is down".into())
+}
+
+async fn send(addr: std::net::SocketAddr, raw: String) -> (u16, String, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(raw.as_bytes()).await.unwrap();
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).await.unwrap();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, head.to_owned(), body.to_owned())
+}
+
+/// The server; `None` (loudly) when PostgreSQL is not installed and this is not CI.
+fn server() -> Option<&'static PgServer> {
+    match PgServer::shared() {
+        Ok(server) => Some(server),
+        Err(e @ ServerError::NotInstalled { .. }) if std::env::var("CI").as_deref() != Ok("true") => {
+            eprintln!("!!! SKIPPED: this PostgreSQL test did not run: {e} (with CI=true this is a failure)");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_settles_an_intent_of_a_fleets_store() {
+    let Some(server) = server() else { return };
+    let conninfo = server.database("console_settle").await.unwrap();
+    let journal = PgJournal::connect(&conninfo).await.unwrap();
+    let shared = Arc::new(journal.clone());
+    let task = Task::new("ticket-pg", "agent", Duration::from_secs(30)).journal(shared.clone());
+    let first = post_notice(&task, "thread-9", true).await;
+    assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
+    let key = first.idempotency_key.to_string();
+    // Another worker of the fleet holds another intent meanwhile.
+    let other = tool_contract::Intent::new("ticket-other", "agent", "post_notice", "x").key();
+    shared.claim(&other, &Owner::new("worker-2.1"), Duration::from_secs(60)).await.unwrap();
+
+    let running = Console::bind_postgres(journal, Options { by: "pg-operator".into(), ..Options::default() })
+        .await
+        .unwrap();
+    let (addr, url) = (running.addr, running.url.clone());
+    tokio::spawn(running.serve());
+    let host = addr.to_string();
+    let login = url.split_once(&host).unwrap().1.to_owned();
+    let (_, head, _) =
+        send(addr, format!("GET {login} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")).await;
+    let cookie = head.lines().find(|l| l.starts_with("set-cookie:")).unwrap()[12..]
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let get = |path: String| {
+        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n")
+    };
+
+    let (status, _, body) = send(addr, get("/".into())).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("In doubt: 1") && body.contains(&key), "{body}");
+    let (_, _, body) = send(addr, get(format!("/intent/{key}"))).await;
+    assert!(body.contains("<svg") && body.contains("probe: failed"), "{body}");
+    let (_, _, body) = send(addr, get("/task/ticket-pg".into())).await;
+    assert!(body.contains(&key), "{body}");
+    let (_, _, body) = send(addr, get(format!("/?q={}", &key[..6]))).await;
+    assert!(body.contains("Found for") && body.matches(&key).count() >= 2, "{body}");
+
+    let form = "verdict=not_landed&evidence=nothing+in+thread-9";
+    let post = format!(
+        "POST /intent/{key}/settle HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nOrigin: http://{host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
+        form.len()
+    );
+    let (status, head, _) = send(addr, post).await;
+    assert_eq!(status, 303, "{head}");
+    let recall = shared.recall(&first.idempotency_key).await.unwrap().unwrap();
+    let settled = recall.settlement().expect("settled").clone();
+    assert_eq!((settled.by.as_str(), settled.evidence.as_str()), ("pg-operator", "nothing in thread-9"));
+
+    let sent = SENT.load(Ordering::SeqCst);
+    let report = post_notice(&task, "thread-9", false).await;
+    assert_eq!((report.outcome, SENT.load(Ordering::SeqCst) - sent), (Outcome::Ok, 1), "{}", report.message);
+    let (_, _, body) = send(addr, get("/".into())).await;
+    assert!(body.contains("In doubt: 0"), "{body}");
+}
