@@ -36,6 +36,20 @@ pub struct Index {
     pub unreadable: u64,
     /// Records read.
     pub records: u64,
+    /// The file read (device and inode): another file at the path (a compaction's rename, a restore)
+    /// is read from the start.
+    identity: Option<(u64, u64)>,
+}
+
+#[cfg(unix)]
+fn identity(metadata: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((metadata.dev(), metadata.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
 }
 
 impl Index {
@@ -48,6 +62,7 @@ impl Index {
             tasks: HashMap::new(),
             unreadable: 0,
             records: 0,
+            identity: None,
         };
         index.refresh()?;
         Ok(index)
@@ -57,9 +72,10 @@ impl Index {
     /// replaced) is read again from the start.
     pub fn refresh(&mut self) -> io::Result<()> {
         let mut file = File::open(&self.path)?;
-        let length = file.metadata()?.len();
-        if length < self.offset {
-            *self = Index { path: std::mem::take(&mut self.path), ..Index::empty() };
+        let metadata = file.metadata()?;
+        let (length, identity) = (metadata.len(), identity(&metadata));
+        if length < self.offset || identity != self.identity {
+            *self = Index { path: std::mem::take(&mut self.path), identity, ..Index::empty() };
         }
         if length == self.offset {
             return Ok(());
@@ -96,6 +112,7 @@ impl Index {
             tasks: HashMap::new(),
             unreadable: 0,
             records: 0,
+            identity: None,
         }
     }
 
@@ -234,3 +251,67 @@ pub fn last_word(recall: &Recall) -> &'static str {
 
 /// The last words the overview counts, in the chart's order.
 pub const WORDS: [&str; 6] = ["ok", "retryable", "permanent", "unknown", "unfinished", "settled"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tool_contract::journal::HEADER;
+
+    fn line(task: &str, attempt: u32, phase: Phase, outcome: Option<Outcome>) -> String {
+        let key = tool_contract::Intent::new(task, "agent", "post_notice", "thread-9").key();
+        let record = Record {
+            phase,
+            task: task.into(),
+            call: "post_notice".into(),
+            intent_key: key,
+            attempt,
+            attempt_id: format!("{task}-a{attempt}"),
+            started: "2026-12-01T05:12:04Z".into(),
+            budget_left_s: 30,
+            outcome,
+            effect_applied: outcome.map(|_| tool_contract::Applied::Unknown),
+            probe: None,
+            message: outcome.map(|o| format!("ended {o}")),
+            retry_at: None,
+            value: None,
+            settled: None,
+        };
+        serde_json::to_string(&record).unwrap() + "\n"
+    }
+
+    #[test]
+    fn the_index_reads_what_was_appended_a_torn_line_later_and_another_file_again() {
+        let dir = std::env::temp_dir().join(format!("tc-console-index-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("attempts.log");
+        std::fs::write(&path, format!("{HEADER}\n{}", line("a", 1, Phase::Start, None))).unwrap();
+        let mut index = Index::open(&path).unwrap();
+        assert_eq!((index.intents(), index.in_doubt().len()), (1, 1));
+        // An end record, then half a line: the half is read once it is whole.
+        let end = line("a", 1, Phase::End, Some(Outcome::Ok));
+        let half = line("b", 1, Phase::Start, None);
+        let (first, rest) = half.split_at(half.len() / 2);
+        let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        std::io::Write::write_all(&mut file, format!("{end}{first}").as_bytes()).unwrap();
+        index.refresh().unwrap();
+        assert_eq!((index.intents(), index.in_doubt().len(), index.unreadable), (1, 0, 0));
+        std::io::Write::write_all(&mut file, rest.as_bytes()).unwrap();
+        index.refresh().unwrap();
+        assert_eq!((index.intents(), index.in_doubt().len(), index.unreadable), (2, 1, 0));
+        // Another file renamed over it, longer than what was read: read again from the start.
+        let other = dir.join("other.log");
+        let text = format!(
+            "{HEADER}\n{}{}{}",
+            line("c", 1, Phase::Start, None),
+            end,
+            line("d", 1, Phase::Start, None)
+        );
+        std::fs::write(&other, text).unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        index.refresh().unwrap();
+        assert_eq!(index.intents(), 3, "c, a and d: b is gone with the old file");
+        assert!(index.task("b").is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
