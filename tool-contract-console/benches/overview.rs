@@ -136,5 +136,80 @@ fn row11(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, row11);
+/// The same overview of a PostgreSQL store holding 1,000,000 attempts (the same shape of records,
+/// inserted by the server itself), when a PostgreSQL server is installed.
+fn row11_postgres(c: &mut Criterion) {
+    let Ok(server) = tool_contract_postgres::testing::PgServer::shared() else {
+        eprintln!("row11_console_overview/postgres: PostgreSQL is not installed; skipped");
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let console = rt.block_on(async {
+        let conninfo = server.database("console_bench").await.expect("a database");
+        let journal = tool_contract_postgres::PgJournal::connect(&conninfo).await.expect("a store");
+        let (client, connection) =
+            tokio_postgres::connect(&conninfo, tokio_postgres::NoTls).await.expect("a client");
+        tokio::spawn(connection);
+        client.batch_execute(FILL).await.expect("filled");
+        let running = Console::bind_postgres(journal, Options::default()).await.expect("a console");
+        logged_in(running).await
+    });
+    let mut group = c.benchmark_group("row11_console_overview");
+    group.sample_size(10);
+    group.bench_function("1m_attempts_postgres", |b| {
+        b.iter(|| {
+            let reply = rt.block_on(console.0.answer(console.1()));
+            assert_eq!(reply.status(), 200);
+            reply
+        })
+    });
+    group.finish();
+}
+
+/// 500,000 intents of two attempts each, as the file log of the other group holds them.
+const FILL: &str = r#"
+INSERT INTO tool_contract.attempts (intent, attempt, phase, task, tool, attempt_id, started, budget_left_s,
+    outcome, effect_applied, probe, message)
+SELECT decode(md5(i::text), 'hex'), a.attempt, p.phase, 'task-' || (i / 4), 'post_notice',
+    'task-' || (i / 4) || '-a' || a.attempt,
+    to_char((now() - make_interval(secs => i * 0.172)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), 30,
+    CASE WHEN p.phase = 'start' THEN NULL WHEN a.attempt = 1 THEN 'retryable'
+         WHEN i % 100 = 1 THEN 'unknown' ELSE 'ok' END,
+    CASE WHEN p.phase = 'start' THEN NULL WHEN a.attempt = 1 THEN 'no'
+         WHEN i % 100 = 1 THEN 'unknown' ELSE 'yes' END,
+    NULL, CASE WHEN p.phase = 'end' THEN 'ended' END
+FROM generate_series(0, 499999) AS i,
+     (VALUES (1), (2)) AS a(attempt),
+     (VALUES ('start'), ('end')) AS p(phase)
+WHERE NOT (a.attempt = 2 AND p.phase = 'end' AND i % 100 = 0)
+ORDER BY i, a.attempt, p.phase DESC;
+ANALYZE tool_contract.attempts;"#;
+
+/// A console logged in: it, and a maker of its overview request.
+async fn logged_in(
+    running: tool_contract_console::Running,
+) -> (Console, Box<dyn Fn() -> Request<Full<Bytes>> + Send>) {
+    let console = running.console().clone();
+    let host = running.addr.to_string();
+    let login = running.url.split_once(&host).expect("the address").1.to_owned();
+    let request = Request::get(login).header("host", &host).body(Full::new(Bytes::new())).expect("a request");
+    let reply = console.answer(request).await;
+    let cookie =
+        reply.headers()["set-cookie"].to_str().expect("text").split(';').next().expect("a cookie").to_owned();
+    tokio::spawn(running.serve());
+    let make = move || {
+        Request::get("/")
+            .header("host", &host)
+            .header("cookie", &cookie)
+            .body(Full::new(Bytes::new()))
+            .expect("a request")
+    };
+    (console, Box::new(make))
+}
+
+criterion_group!(benches, row11, row11_postgres);
 criterion_main!(benches);
