@@ -125,17 +125,37 @@ impl Index {
             self.unreadable += 1;
             return;
         };
-        self.records += 1;
         let place = (offset, u32::try_from(line.len()).unwrap_or(u32::MAX));
+        self.fold(record, Some(place));
+    }
+
+    /// An index of records from a store that keeps them elsewhere (PostgreSQL): fed with
+    /// [`Index::fold`], its intents' records read from the store.
+    pub fn of_store() -> Index {
+        Index::empty()
+    }
+
+    /// Fold one record in, by the log's reading rule. `place` is where it is stored (its line's offset
+    /// and length in a file; its row's number in PostgreSQL), growing with each record of an intent: a
+    /// record at or before its intent's last place was folded already, and is skipped, so reading a
+    /// stretch of the store again changes nothing.
+    pub fn fold(&mut self, record: Record, place: Option<(u64, u32)>) {
+        if let (Some(place), Some(intent)) = (place, self.intents.get(&record.intent_key))
+            && intent.lines.last().is_some_and(|last| last.0 >= place.0)
+        {
+            return;
+        }
+        self.records += 1;
         match self.intents.get_mut(&record.intent_key) {
             Some(intent) => {
                 intent.recall.update(&record);
-                intent.lines.push(place);
+                intent.lines.extend(place);
             }
             None => {
                 self.tasks.entry(record.task.clone()).or_default().push(record.intent_key);
                 let key = record.intent_key;
-                self.intents.insert(key, Intent { recall: Recall::from_record(record), lines: vec![place] });
+                let lines = place.into_iter().collect();
+                self.intents.insert(key, Intent { recall: Recall::from_record(record), lines });
             }
         }
     }

@@ -189,7 +189,7 @@ impl Console {
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let (console, url) = Console::with_source(source::Source::Postgres(journal), options, addr, "");
+        let (console, url) = Console::with_source(source::Source::postgres(journal), options, addr, "");
         Ok(Running { addr, url, listener, console })
     }
 

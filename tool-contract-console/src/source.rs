@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use tool_contract::journal::{Recall, Record};
 use tool_contract::{IntentKey, Settle, SettleError};
 
-use crate::index::{Index, recent_of};
+use crate::index::Index;
 use crate::pages::{MAX_ROWS, Overview};
 
 /// How long a settlement waits for the agent holding a file log to take it.
@@ -18,12 +18,50 @@ const SETTLE_WAIT: Duration = Duration::from_secs(10);
 pub(crate) enum Source {
     /// A file log, indexed; `log` is its path.
     File { log: PathBuf, index: Mutex<Index> },
-    /// A PostgreSQL store, queried per page.
+    /// A PostgreSQL store, and an index of its intents' last words kept by reading the rows stored
+    /// since the last look (and the `seq` read up to).
     #[cfg(feature = "postgres")]
-    Postgres(tool_contract_postgres::PgJournal),
+    Postgres { journal: tool_contract_postgres::PgJournal, index: tokio::sync::Mutex<(Index, i64)> },
 }
 
+/// Rows read from PostgreSQL at a time, while the index catches up.
+#[cfg(feature = "postgres")]
+const BATCH: usize = 50_000;
+
+/// How far back each look reads again: a row numbered before the last one read may commit after it
+/// (numbers are taken in one order, commits land in another); reading it again is harmless.
+#[cfg(feature = "postgres")]
+const LAG: i64 = 2_000;
+
 impl Source {
+    /// A source over a PostgreSQL store: its index is built on the first page.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(journal: tool_contract_postgres::PgJournal) -> Source {
+        Source::Postgres { journal, index: tokio::sync::Mutex::new((Index::of_store(), 0)) }
+    }
+
+    /// The PostgreSQL store's index, brought up to date with the rows stored since the last look.
+    #[cfg(feature = "postgres")]
+    async fn pg_index<'a>(
+        journal: &tool_contract_postgres::PgJournal,
+        index: &'a tokio::sync::Mutex<(Index, i64)>,
+    ) -> Result<tokio::sync::MutexGuard<'a, (Index, i64)>, String> {
+        let mut held = index.lock().await;
+        let mut after = held.1.saturating_sub(LAG).max(0);
+        loop {
+            let rows = journal.records_after(after, BATCH).await.map_err(|e| e.to_string())?;
+            let more = rows.len() == BATCH;
+            for (seq, record) in rows {
+                after = seq;
+                held.1 = held.1.max(seq);
+                held.0.fold(record, Some((u64::try_from(seq).unwrap_or(0), 0)));
+            }
+            if !more {
+                return Ok(held);
+            }
+        }
+    }
+
     /// The file log's index, brought up to date.
     fn index(index: &Mutex<Index>) -> Result<std::sync::MutexGuard<'_, Index>, String> {
         let mut index = index.lock().unwrap_or_else(|e| e.into_inner());
@@ -33,33 +71,10 @@ impl Source {
 
     pub(crate) async fn overview(&self, now: SystemTime) -> Result<Overview, String> {
         match self {
-            Source::File { index, .. } => {
-                let index = Source::index(index)?;
-                let doubt = index.in_doubt();
-                let mut totals = format!("{} intents, {} records", index.intents(), index.records);
-                if index.unreadable > 0 {
-                    totals.push_str(&format!(", {} unreadable lines skipped", index.unreadable));
-                }
-                Ok(Overview {
-                    doubt_total: doubt.len(),
-                    doubt: doubt.into_iter().take(MAX_ROWS).cloned().collect(),
-                    recent: index.recent(now),
-                    totals: totals + ".",
-                })
-            }
+            Source::File { index, .. } => Ok(overview_of(&*Source::index(index)?, now)),
             #[cfg(feature = "postgres")]
-            Source::Postgres(journal) => {
-                use tool_contract::Journal;
-                let doubt = journal.unresolved().await.map_err(|e| e.to_string())?;
-                let recent =
-                    journal.recent(Duration::from_secs(24 * 3600)).await.map_err(|e| e.to_string())?;
-                let totals = format!("{} intents written to in the last day.", recent.len());
-                Ok(Overview {
-                    doubt_total: doubt.len(),
-                    doubt: doubt.into_iter().take(MAX_ROWS).collect(),
-                    recent: recent_of(recent.iter(), now),
-                    totals,
-                })
+            Source::Postgres { journal, index } => {
+                Ok(overview_of(&Source::pg_index(journal, index).await?.0, now))
             }
         }
     }
@@ -77,8 +92,9 @@ impl Source {
                 Ok(Source::index(index)?.by_prefix(&prefix, MAX_ROWS).into_iter().cloned().collect())
             }
             #[cfg(feature = "postgres")]
-            Source::Postgres(journal) => {
-                journal.by_prefix(&prefix, MAX_ROWS).await.map_err(|e| e.to_string())
+            Source::Postgres { journal, index } => {
+                let held = Source::pg_index(journal, index).await?;
+                Ok(held.0.by_prefix(&prefix, MAX_ROWS).into_iter().cloned().collect())
             }
         }
     }
@@ -88,22 +104,8 @@ impl Source {
         match self {
             Source::File { index, .. } => Ok(Source::index(index)?.task(task).into_iter().cloned().collect()),
             #[cfg(feature = "postgres")]
-            Source::Postgres(journal) => {
-                let stored = journal.records(Some(task)).await.map_err(|e| e.to_string())?;
-                let mut order: Vec<IntentKey> = Vec::new();
-                let mut recalls: std::collections::HashMap<IntentKey, Recall> =
-                    std::collections::HashMap::new();
-                for entry in stored {
-                    let record = entry.record;
-                    match recalls.get_mut(&record.intent_key) {
-                        Some(recall) => recall.update(&record),
-                        None => {
-                            order.push(record.intent_key);
-                            recalls.insert(record.intent_key, Recall::from_record(record));
-                        }
-                    }
-                }
-                Ok(order.iter().filter_map(|key| recalls.remove(key)).collect())
+            Source::Postgres { journal, index } => {
+                Ok(Source::pg_index(journal, index).await?.0.task(task).into_iter().cloned().collect())
             }
         }
     }
@@ -118,7 +120,7 @@ impl Source {
                 Ok(Some((recall, records)))
             }
             #[cfg(feature = "postgres")]
-            Source::Postgres(journal) => {
+            Source::Postgres { journal, .. } => {
                 use tool_contract::Journal;
                 let Some(recall) = journal.recall(key).await.map_err(|e| e.to_string())? else {
                     return Ok(None);
@@ -141,7 +143,22 @@ impl Source {
                 .unwrap_or_else(|e| Err(SettleError::Invalid(format!("the settlement stopped: {e}"))))
             }
             #[cfg(feature = "postgres")]
-            Source::Postgres(journal) => tool_contract::settle(journal, &key, &settle).await,
+            Source::Postgres { journal, .. } => tool_contract::settle(journal, &key, &settle).await,
         }
+    }
+}
+
+/// The overview of an index: the oldest intents in doubt, what ended lately, the totals.
+fn overview_of(index: &Index, now: SystemTime) -> Overview {
+    let doubt = index.in_doubt();
+    let mut totals = format!("{} intents, {} records", index.intents(), index.records);
+    if index.unreadable > 0 {
+        totals.push_str(&format!(", {} unreadable lines skipped", index.unreadable));
+    }
+    Overview {
+        doubt_total: doubt.len(),
+        doubt: doubt.into_iter().take(MAX_ROWS).cloned().collect(),
+        recent: index.recent(now),
+        totals: totals + ".",
     }
 }

@@ -174,27 +174,8 @@ FROM tool_contract.attempts WHERE intent = $1 ORDER BY seq"#
     )
 }
 
-/// The last word of every intent written to in the last `$1` seconds (of the server's clock), as the
-/// reading rule makes it: what an overview of recent work counts.
-pub(crate) fn recent() -> String {
-    format!(
-        "
-SELECT DISTINCT ON (intent) {COLUMNS}
-FROM tool_contract.attempts
-WHERE intent IN (SELECT intent FROM tool_contract.attempts
-                 WHERE written_at > clock_timestamp() - make_interval(secs => $1))
-ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC"
-    )
-}
-
-/// The last word of at most `$2` intents whose key, in hex, starts with `$1`.
-pub(crate) fn by_prefix() -> String {
-    format!(
-        "
-SELECT DISTINCT ON (intent) {COLUMNS}
-FROM tool_contract.attempts
-WHERE intent IN (SELECT DISTINCT intent FROM tool_contract.attempts
-                 WHERE encode(intent, 'hex') LIKE $1 || '%' LIMIT $2)
-ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC"
-    )
+/// At most `$2` records stored after `$1` (a `seq`), in the order stored, each with its `seq`: what a
+/// reader following the log reads next.
+pub(crate) fn records_after() -> String {
+    format!("SELECT {COLUMNS}, seq FROM tool_contract.attempts WHERE seq > $1 ORDER BY seq LIMIT $2")
 }

@@ -236,44 +236,28 @@ impl PgJournal {
             .await
     }
 
-    /// The last word of every intent written to within `within` (on the server's clock): what an
-    /// overview of recent work counts. Each recall's attempt count is its last record's attempt.
-    pub async fn recent(&self, within: Duration) -> Result<Vec<Recall>, JournalError> {
-        self.last_words(
-            "cannot read the recent intents",
-            crate::sql::recent(),
-            Param::Secs(within.as_secs_f64()),
-        )
-        .await
-    }
-
-    /// The last word of at most `limit` intents whose key, in hex, starts with `prefix`.
-    pub async fn by_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<Recall>, JournalError> {
-        let prefix: String =
-            prefix.chars().filter(char::is_ascii_hexdigit).map(|c| c.to_ascii_lowercase()).collect();
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.last_words("cannot search the intents", crate::sql::by_prefix(), Param::Prefix(prefix, limit))
-            .await
-    }
-
-    async fn last_words(
+    /// At most `limit` records stored after the one numbered `after` (0: from the first), in the order
+    /// stored, each with its number: how a reader follows the log (the operator console keeps its
+    /// index of last words this way, reading only what is new).
+    pub async fn records_after(
         &self,
-        what: &'static str,
-        sql: String,
-        param: Param,
-    ) -> Result<Vec<Recall>, JournalError> {
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, tool_contract::journal::Record)>, JournalError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.inner
-            .run(what, |conn| {
-                let (sql, param) = (sql.clone(), param.clone());
+            .run("cannot read the records", |conn| {
                 Box::pin(async move {
-                    let rows = match &param {
-                        Param::Secs(secs) => conn.client.query(&sql, &[secs]).await,
-                        Param::Prefix(prefix, limit) => conn.client.query(&sql, &[prefix, limit]).await,
-                    }
-                    .map_err(|e| Fault::statement(&e))?;
+                    let rows = conn
+                        .client
+                        .query(&crate::sql::records_after(), &[&after, &limit])
+                        .await
+                        .map_err(|e| Fault::statement(&e))?;
                     rows.iter()
                         .map(|row| {
-                            crate::row::record_of(row).map(Recall::from_record).map_err(Fault::corrupt)
+                            let seq: i64 =
+                                row.try_get(15).map_err(|e| Fault::corrupt(format!("seq: {e}")))?;
+                            crate::row::record_of(row).map(|record| (seq, record)).map_err(Fault::corrupt)
                         })
                         .collect()
                 })
@@ -746,11 +730,4 @@ impl std::fmt::Debug for PgJournal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgJournal").field("store", &self.inner.label).finish_non_exhaustive()
     }
-}
-
-/// The parameter of a query of last words.
-#[derive(Clone)]
-enum Param {
-    Secs(f64),
-    Prefix(String, i64),
 }
