@@ -441,3 +441,36 @@ async fn an_approver_that_does_not_answer_within_the_budget_has_not_approved() {
     assert!(report.message.contains("no answer within"), "{}", report.message);
     assert!(began.elapsed() <= Duration::from_secs(21), "bounded by the budget: {:?}", began.elapsed());
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_intent_whose_last_end_left_its_effect_unknown_can_be_settled() {
+    use tool_contract::journal::{Durability, Record};
+    let log = MemoryJournal::new();
+    let key = tool_contract::Intent::new("ord-7741", "agent", "refund", "ord-1").key();
+    let owner = Owner::new("worker-1.1");
+    let record = |phase, outcome: Option<Outcome>, effect: Option<Applied>| Record {
+        phase,
+        task: "ord-7741".into(),
+        call: "refund".into(),
+        intent_key: key,
+        attempt: 1,
+        attempt_id: "ord-7741-a1".into(),
+        started: "2026-12-02T01:00:00Z".into(),
+        budget_left_s: 30,
+        outcome,
+        effect_applied: effect,
+        probe: None,
+        message: outcome.map(|o| format!("ended {o}")),
+        retry_at: None,
+        value: None,
+        settled: None,
+    };
+    log.claim(&key, &owner, Duration::from_secs(30)).await.unwrap();
+    log.start(&owner, record(Phase::Start, None, None).as_record_ref(), Durability::Synced).await.unwrap();
+    // Refused after it may have landed: retryable, the call's effect unknown.
+    let end = record(Phase::End, Some(Outcome::Retryable), Some(Applied::Unknown));
+    log.end(&owner, end.as_record_ref(), Durability::Buffered).await.unwrap();
+    log.release(&key, &owner);
+    let written = settle(&log, &key, &Settle::new(Verdict::Landed, "alice", "on the statement")).await;
+    assert!(written.is_ok(), "{written:?}");
+}

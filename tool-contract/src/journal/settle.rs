@@ -306,6 +306,8 @@ pub(crate) fn not_in_doubt(recall: &Recall) -> Option<String> {
     let last = &recall.last;
     match (last.phase, last.outcome) {
         (Phase::Start, _) | (Phase::End, None | Some(Outcome::Unknown)) => None,
+        // An end whose effect is unknown (a refusal after an attempt that may have landed).
+        (Phase::End, _) if last.effect_applied == Some(Applied::Unknown) => None,
         (Phase::End, Some(outcome)) => Some(format!(
             "its last attempt ({}) ended {outcome} with its effect {}",
             last.attempt_id,
