@@ -17,7 +17,7 @@ const HOLD: f64 = 60.0;
 /// Resolved intents whose records are all older than `$1` seconds, at most `$2` of them.
 const CANDIDATES: &str = "
 WITH last AS (
-    SELECT DISTINCT ON (intent) intent, phase, outcome
+    SELECT DISTINCT ON (intent) intent, phase, outcome, effect_applied
     FROM tool_contract.attempts
     ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC
 ), old AS (
@@ -26,7 +26,9 @@ WITH last AS (
     HAVING max(written_at) < clock_timestamp() - make_interval(secs => $1)
 )
 SELECT last.intent FROM last JOIN old USING (intent)
-WHERE last.phase IN ('end', 'settled') AND last.outcome IS NOT NULL AND last.outcome <> 'unknown'
+WHERE last.phase = 'settled'
+   OR last.phase = 'end' AND last.outcome IS NOT NULL AND last.outcome <> 'unknown'
+      AND last.effect_applied IS DISTINCT FROM 'unknown'
 LIMIT $2";
 
 /// Claim the intents `$1` for retention's owner `$2`, like any worker: only those nobody holds.
@@ -41,7 +43,7 @@ RETURNING intent";
 /// Remove the records of the intents `$1` whose last word is, looked at again now, still resolved.
 const REMOVE: &str = "
 WITH last AS (
-    SELECT DISTINCT ON (intent) intent, phase, outcome
+    SELECT DISTINCT ON (intent) intent, phase, outcome, effect_applied
     FROM tool_contract.attempts
     WHERE intent = ANY($1)
     ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC
@@ -49,7 +51,8 @@ WITH last AS (
 DELETE FROM tool_contract.attempts
 WHERE intent IN (
     SELECT intent FROM last
-    WHERE phase IN ('end', 'settled') AND outcome IS NOT NULL AND outcome <> 'unknown'
+    WHERE phase = 'settled'
+       OR phase = 'end' AND outcome IS NOT NULL AND outcome <> 'unknown' AND effect_applied IS DISTINCT FROM 'unknown'
 )
 RETURNING intent";
 

@@ -151,7 +151,8 @@ SELECT {COLUMNS} FROM (
     FROM tool_contract.attempts
     ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC
 ) AS last
-WHERE phase = 'start' OR outcome IS NULL OR outcome = 'unknown'"
+WHERE phase = 'start'
+   OR phase = 'end' AND (outcome IS NULL OR outcome = 'unknown' OR effect_applied = 'unknown')"
     )
 }
 

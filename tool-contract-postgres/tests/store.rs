@@ -120,6 +120,13 @@ async fn retention_removes_only_resolved_unclaimed_old_intents() {
     }
     journal.append(start(unfinished, 1).as_record_ref(), Durability::Buffered).await.unwrap();
     journal.append(end(unknown, 1, Outcome::Unknown).as_record_ref(), Durability::Buffered).await.unwrap();
+    // Refused after an attempt that may have landed: retryable, its effect unknown; the next call probes it.
+    let doubtful = key("doubtful");
+    let refused = Record {
+        effect_applied: Some(tool_contract::Applied::Unknown),
+        ..end(doubtful, 1, Outcome::Retryable)
+    };
+    journal.append(refused.as_record_ref(), Durability::Buffered).await.unwrap();
     // A worker is running the intent again (a repeated call being answered).
     journal.claim(&claimed, &owner, Duration::from_secs(60)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
@@ -128,9 +135,13 @@ async fn retention_removes_only_resolved_unclaimed_old_intents() {
     let removed = journal.remove_resolved_older_than(Duration::from_millis(500)).await.unwrap();
     assert_eq!(removed, 1);
     assert_eq!(journal.try_recall(&done).await.unwrap(), None);
-    for (name, k) in
-        [("unfinished", unfinished), ("unknown", unknown), ("claimed", claimed), ("recent", recent)]
-    {
+    for (name, k) in [
+        ("unfinished", unfinished),
+        ("unknown", unknown),
+        ("doubtful", doubtful),
+        ("claimed", claimed),
+        ("recent", recent),
+    ] {
         assert!(journal.try_recall(&k).await.unwrap().is_some(), "{name} was removed");
     }
     // The worker's claim is untouched, and retention left no claim of its own.

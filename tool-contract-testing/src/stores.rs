@@ -47,7 +47,14 @@ pub async fn all(store: &dyn Journal, scope: &str) {
 pub async fn answers_as_the_reference_store(store: &dyn Journal, scope: &str) {
     const RULE: &str = "the store answers as the reference store does";
     let reference = tool_contract::MemoryJournal::new();
-    let names = ["read-twice", "sent-then-landed", "left-unfinished", "ended-unknown", "late-old-end"];
+    let names = [
+        "read-twice",
+        "sent-then-landed",
+        "left-unfinished",
+        "ended-unknown",
+        "late-old-end",
+        "refused-in-doubt",
+    ];
     let keys: Vec<IntentKey> = names.iter().map(|name| key(scope, name)).collect();
     let owner = Owner::new(format!("{scope}-ref"));
     let landed = Record {
@@ -73,8 +80,12 @@ pub async fn answers_as_the_reference_store(store: &dyn Journal, scope: &str) {
         (false, end(keys[4], 2, Outcome::Ok, Applied::No, "read")),
         // The end of attempt 1 arrives last: it does not hide attempt 2.
         (false, end(keys[4], 1, Outcome::Unknown, Applied::Unknown, "late")),
+        // Refused after an attempt that may have landed: retryable, the call's effect unknown. In doubt.
+        (true, record(keys[5], Phase::Start, 1)),
+        (true, end(keys[5], 1, Outcome::Retryable, Applied::Unknown, "503 after a reset")),
     ];
-    for key in &keys[1..4] {
+    let fenced = [keys[1], keys[2], keys[3], keys[5]];
+    for key in &fenced {
         claim(store, *key, &owner, RULE).await;
         claim(&reference, *key, &owner, RULE).await;
     }
@@ -92,7 +103,7 @@ pub async fn answers_as_the_reference_store(store: &dyn Journal, scope: &str) {
             });
         }
     }
-    for key in &keys[1..4] {
+    for key in &fenced {
         store.release(key, &owner);
     }
     for (name, key) in names.iter().zip(&keys) {

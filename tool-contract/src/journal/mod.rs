@@ -350,9 +350,10 @@ impl Recall {
         }
     }
 
-    /// `true` when the intent waits on someone: unfinished, or ended `unknown`.
+    /// `true` when the intent waits on someone: unfinished, ended `unknown`, or ended with its effect
+    /// unknown.
     pub fn is_unresolved(&self) -> bool {
-        is_open(self.last.phase, self.last.outcome)
+        is_open(self.last.phase, self.last.outcome, self.last.effect_applied)
     }
 
     /// The settlement a person gave on the intent's last attempt, if its last word is one.
@@ -361,9 +362,15 @@ impl Recall {
     }
 }
 
-/// [`Recall::is_unresolved`] of a last record with this phase and outcome.
-pub(crate) fn is_open(phase: Phase, outcome: Option<Outcome>) -> bool {
-    matches!((phase, outcome), (Phase::Start, _) | (Phase::End, None | Some(Outcome::Unknown)))
+/// [`Recall::is_unresolved`] of a last record with this phase, outcome and effect: a start, an end
+/// `unknown` (or with no outcome), or an end whose effect is unknown (a refusal after an attempt that
+/// may have landed: the next call probes it first). A settlement never is.
+pub(crate) fn is_open(phase: Phase, outcome: Option<Outcome>, effect: Option<Applied>) -> bool {
+    match phase {
+        Phase::Start => true,
+        Phase::End => matches!(outcome, None | Some(Outcome::Unknown)) || effect == Some(Applied::Unknown),
+        Phase::Settled => false,
+    }
 }
 
 /// An error of the attempt log's storage.

@@ -88,8 +88,9 @@ fn word(out: &mut Vec<u8>, name: Option<&str>) {
 /// Every record of a log serialises to a line starting with this.
 pub(super) const RECORD_HEAD: &[u8] = br#"{"phase":"#;
 
-/// What indexing needs of a line: its intent key, attempt, phase and outcome.
-pub(super) type Checked = (IntentKey, u32, Phase, Option<Outcome>);
+/// What indexing needs of a line: its intent key, attempt, phase, and whether it leaves the intent in
+/// doubt ([`crate::journal::is_open`]).
+pub(super) type Checked = (IntentKey, u32, Phase, bool);
 
 /// The fast path of recovery: a line in the form this crate writes (the fields of [`Record`] in order, no
 /// whitespace, no `\u` escape), checked and read in one pass without serde. `None` when the line is in
@@ -129,7 +130,10 @@ pub(super) fn quick_check(line: &[u8]) -> Option<Checked> {
         _ => Some(Outcome::Unknown),
     };
     at.expect(br#","effect_applied":"#)?;
-    at.word(&["null", "yes", "no", "unknown", "partial"])?;
+    let effect = match at.word(&["null", "yes", "no", "unknown", "partial"])? {
+        3 => Some(crate::report::Applied::Unknown),
+        _ => None,
+    };
     at.expect(br#","probe":"#)?;
     at.word(&["null", "landed", "not_landed", "failed"])?;
     at.expect(br#","message":"#)?;
@@ -143,7 +147,8 @@ pub(super) fn quick_check(line: &[u8]) -> Option<Checked> {
         at.value(0)?;
     }
     at.expect(b"}")?;
-    (at.at == line.len()).then_some((key, attempt, phase, outcome))
+    let open = crate::journal::is_open(phase, outcome, effect);
+    (at.at == line.len()).then_some((key, attempt, phase, open))
 }
 
 /// A position in a line, for [`quick_check`]: each step consumes what it accepts or says `None`.

@@ -259,7 +259,8 @@ struct State {
 struct Entry {
     attempts: u32,
     phase: Phase,
-    outcome: Option<Outcome>,
+    /// Its last word leaves the intent in doubt.
+    open: bool,
     /// Reused as later records of the intent replace it, so an append rarely allocates here.
     line: Vec<u8>,
 }

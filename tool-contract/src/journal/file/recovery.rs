@@ -63,14 +63,14 @@ pub(super) fn beginning(bytes: &[u8]) -> Result<Beginning, String> {
 }
 
 impl Entry {
-    pub(super) fn new(attempt: u32, phase: Phase, outcome: Option<Outcome>, line: &[u8]) -> Entry {
-        Entry { attempts: attempt, phase, outcome, line: line.to_vec() }
+    pub(super) fn new(attempt: u32, phase: Phase, open: bool, line: &[u8]) -> Entry {
+        Entry { attempts: attempt, phase, open, line: line.to_vec() }
     }
 
     /// Fold the intent's next record in, by the rule of [`super::index_record`].
-    pub(super) fn update(&mut self, attempt: u32, phase: Phase, outcome: Option<Outcome>, line: &[u8]) {
+    pub(super) fn update(&mut self, attempt: u32, phase: Phase, open: bool, line: &[u8]) {
         if supersedes(attempt, self.attempts, self.phase) {
-            (self.phase, self.outcome) = (phase, outcome);
+            (self.phase, self.open) = (phase, open);
             self.line.clear();
             self.line.extend_from_slice(line);
         }
@@ -79,7 +79,7 @@ impl Entry {
 
     /// [`Recall::is_unresolved`], without decoding the record.
     pub(super) fn is_unresolved(&self) -> bool {
-        self.phase == Phase::Start || matches!(self.outcome, None | Some(Outcome::Unknown))
+        self.open
     }
 
     pub(super) fn recall(&self, key: IntentKey) -> Recall {
@@ -253,8 +253,8 @@ pub(super) fn parse_all(bytes: &[u8]) -> Result<(Vec<Record>, Scan), String> {
 }
 
 /// What the index keeps of an intent while a piece of the log is read: its highest attempt, and the
-/// phase, outcome and line of that attempt's last record.
-type Kept<'a> = (u32, Phase, Option<Outcome>, &'a [u8]);
+/// phase, whether it leaves the intent in doubt, and the line of that attempt's last record.
+type Kept<'a> = (u32, Phase, bool, &'a [u8]);
 
 fn keep<'a>(last: &mut HashMap<IntentKey, Kept<'a>, KeyHashing>, key: IntentKey, kept: Kept<'a>) {
     last.entry(key)
@@ -273,15 +273,16 @@ fn fold_lines(
     header: bool,
 ) -> Result<(HashMap<IntentKey, Kept<'_>, KeyHashing>, Scan), String> {
     let (pieces, scan) = scan_from(bytes, first_line, header, HashMap::default, |last, line| {
-        let (key, attempt, phase, outcome) = match quick_check(line) {
+        let (key, attempt, phase, open) = match quick_check(line) {
             Some(checked) => checked,
             None => {
                 // Any other form: the schema itself reads it (allocating, as only such lines do).
                 let record = serde_json::from_slice::<Record>(line)?;
-                (record.intent_key, record.attempt, record.phase, record.outcome)
+                let open = crate::journal::is_open(record.phase, record.outcome, record.effect_applied);
+                (record.intent_key, record.attempt, record.phase, open)
             }
         };
-        keep(last, key, (attempt, phase, outcome, line));
+        keep(last, key, (attempt, phase, open, line));
         Ok(())
     })?;
     let mut pieces = pieces.into_iter();
@@ -296,13 +297,13 @@ fn fold_lines(
 
 /// Fold one piece's intents into the index, copying the lines kept.
 fn merge(index: &mut HashMap<IntentKey, Entry, KeyHashing>, piece: HashMap<IntentKey, Kept<'_>, KeyHashing>) {
-    for (key, (attempt, phase, outcome, line)) in piece {
+    for (key, (attempt, phase, open, line)) in piece {
         match index.entry(key) {
             std::collections::hash_map::Entry::Occupied(entry) => {
-                entry.into_mut().update(attempt, phase, outcome, line);
+                entry.into_mut().update(attempt, phase, open, line);
             }
             std::collections::hash_map::Entry::Vacant(entry) => {
-                entry.insert(Entry::new(attempt, phase, outcome, line));
+                entry.insert(Entry::new(attempt, phase, open, line));
             }
         }
     }

@@ -70,13 +70,14 @@ impl State {
     /// Fold the record just queued (its line at `at` in `pending`) into the index.
     fn index_line(&mut self, record: &RecordRef<'_>, at: std::ops::Range<usize>) {
         let line = &self.pending[at];
-        let (attempt, phase, outcome) = (record.attempt, record.phase, record.outcome);
+        let (attempt, phase) = (record.attempt, record.phase);
+        let open = crate::journal::is_open(phase, record.outcome, record.effect_applied);
         match self.index.entry(record.intent_key) {
             std::collections::hash_map::Entry::Occupied(kept) => {
-                kept.into_mut().update(attempt, phase, outcome, line);
+                kept.into_mut().update(attempt, phase, open, line);
             }
             std::collections::hash_map::Entry::Vacant(new) => {
-                new.insert(Entry::new(attempt, phase, outcome, line));
+                new.insert(Entry::new(attempt, phase, open, line));
             }
         }
     }

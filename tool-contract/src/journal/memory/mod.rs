@@ -142,7 +142,7 @@ impl MemoryJournal {
         let state = self.lock();
         let open = state.index.values().filter(|kept| {
             let last = state.last(kept);
-            is_open(last.phase, last.outcome)
+            is_open(last.phase, last.outcome, last.effect_applied)
         });
         sort_unresolved(open.map(|&kept| state.recall(kept)).collect())
     }
@@ -163,7 +163,7 @@ impl MemoryJournal {
         let settled = (state.index.iter())
             .filter(|(key, kept)| {
                 let last = state.last(kept);
-                !is_open(last.phase, last.outcome) && !state.leases.is_held(key)
+                !is_open(last.phase, last.outcome, last.effect_applied) && !state.leases.is_held(key)
             })
             .map(|(key, kept)| (kept.last, *key));
         let Some(gone) = to_forget(settled.collect(), state.index.len(), self.max_intents) else { return };

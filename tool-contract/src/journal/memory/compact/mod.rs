@@ -311,7 +311,8 @@ impl CompactMemoryJournal {
         let settled = (state.index.iter())
             .filter(|(key, kept)| {
                 let last = &state.records[kept.last];
-                !crate::journal::is_open(last.phase, last.outcome) && !state.leases.is_held(key)
+                !crate::journal::is_open(last.phase, last.outcome, last.effect_applied)
+                    && !state.leases.is_held(key)
             })
             .map(|(key, kept)| (kept.last, *key));
         let Some(gone) = super::to_forget(settled.collect(), state.index.len(), self.max_intents) else {
@@ -368,7 +369,7 @@ impl CompactMemoryJournal {
         let state = self.lock();
         let open = state.index.values().filter(|kept| {
             let last = &state.records[kept.last];
-            crate::journal::is_open(last.phase, last.outcome)
+            crate::journal::is_open(last.phase, last.outcome, last.effect_applied)
         });
         sort_unresolved(open.map(|&kept| state.recall(kept)).collect())
     }
