@@ -289,7 +289,10 @@ mod tests {
             started: "2026-12-01T05:12:04Z".into(),
             budget_left_s: 30,
             outcome,
-            effect_applied: outcome.map(|_| tool_contract::Applied::Unknown),
+            effect_applied: outcome.map(|o| match o {
+                Outcome::Ok => tool_contract::Applied::Yes,
+                _ => tool_contract::Applied::Unknown,
+            }),
             probe: None,
             message: outcome.map(|o| format!("ended {o}")),
             retry_at: None,
