@@ -61,6 +61,22 @@ def browser():
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
 
 
+def page_text(driver, needle, seconds=20):
+    """The page's text once it holds `needle` (a form's answer arrives after a navigation), or as it is
+    when `seconds` have passed."""
+    text = ""
+    until = time.time() + seconds
+    while time.time() < until:
+        try:
+            text = driver.find_element(By.TAG_NAME, "body").text
+            if needle in text:
+                return text
+        except Exception:  # mid-navigation: no body yet
+            pass
+        time.sleep(0.1)
+    return text
+
+
 def raw(url, headers=None, data=None):
     """A request outside the browser: status and body (no redirect followed)."""
     class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -114,16 +130,17 @@ async def main():
         driver = browser()
         try:
             driver.get(url)
-            body = driver.find_element(By.TAG_NAME, "body").text
+            body = page_text(driver, "In doubt")
             check("the overview lists the notice in doubt", "In doubt: 1" in body and key in body, body)
             driver.save_screenshot("target/console-overview.png")
             driver.find_element(By.LINK_TEXT, key).click()
+            page_text(driver, "Settle attempt")
             check("the intent's page draws its timeline", driver.find_elements(By.CSS_SELECTOR, "svg circle"), driver.page_source)
             driver.save_screenshot("target/console-intent.png")
             driver.find_element(By.CSS_SELECTOR, "input[value=not_landed]").click()
             driver.find_element(By.NAME, "evidence").send_keys("<script>alert(1)</script> thread-9 holds no notice")
             driver.find_element(By.CSS_SELECTOR, "form.settle button").click()
-            body = driver.find_element(By.TAG_NAME, "body").text
+            body = page_text(driver, "ettled: ")
             check("settled through the agent holding the log", "Settled: settled not landed by ci-operator" in body, body)
             check("evidence holding <script> is shown as text", "<script>alert(1)</script> thread-9" in body
                   and "&lt;script&gt;" in driver.page_source, driver.page_source)
@@ -136,8 +153,8 @@ async def main():
 
             server, foreign = foreign_page(f"{base}/intent/{key}/settle")
             driver.get(foreign)
-            time.sleep(1)
-            check("a form posted from another 127.0.0.1 port is refused", "another origin is refused" in driver.page_source, driver.page_source)
+            body = page_text(driver, "another origin is refused")
+            check("a form posted from another 127.0.0.1 port is refused", "another origin is refused" in body, driver.page_source)
             server.shutdown()
         finally:
             driver.quit()
