@@ -67,7 +67,7 @@ impl PgJournal {
     /// Remove every intent whose last word is resolved (an end record that is not `unknown`) and whose
     /// records are all older than `age`, on the server's clock; the number of intents removed.
     ///
-    /// Safe while workers run: an intent whose last word is unfinished or `unknown` is never removed,
+    /// Safe while workers run: an intent whose last word is unfinished, `unknown` or with its effect unknown is never removed,
     /// nor one under a live claim. Retention claims each intent it removes, as a worker would, so no
     /// worker can start an attempt of it meanwhile, and it looks at the last word again under that
     /// claim before removing anything. Claims that expired longer than `age` ago go too.

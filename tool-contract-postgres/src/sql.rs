@@ -139,7 +139,7 @@ pub(crate) fn records_of_intent() -> String {
 /// The highest attempt of `$1`, if it has any record.
 pub(crate) const HIGHEST: &str = "SELECT max(attempt) FROM tool_contract.attempts WHERE intent = $1";
 
-/// The last word of every intent whose last word is unfinished or `unknown`. The last word is the last
+/// The last word of every intent whose last word is unfinished, `unknown` or with its effect unknown. The last word is the last
 /// record of the intent's highest attempt, which is what folding its records in order with
 /// `Recall::update` keeps: a record becomes the last word when its attempt is at least the highest
 /// seen before it.

@@ -177,7 +177,7 @@ impl PgJournal {
             .await
     }
 
-    /// Every intent whose last word is unfinished or `unknown`, oldest first, or why they could not be
+    /// Every intent whose last word is unfinished, `unknown` or with its effect unknown, oldest first, or why they could not be
     /// read: [`Journal::unresolved`], without the trait in scope.
     pub async fn try_unresolved(&self) -> Result<Vec<Recall>, JournalError> {
         self.inner

@@ -14,7 +14,7 @@ const USAGE: &str = "usage:
       print each task's attempts as a timeline, as `tool-contract log` does; a PATH (anything
       but a connection string) is read as a file log, so this one command reads both
       --task T      only the attempts of task T
-      --unresolved  only the intents whose last word is unfinished or unknown (the escalation queue)
+      --unresolved  only the intents in doubt: unfinished, unknown, or their effect unknown (the escalation queue)
       --json        one JSON document on one line, for machines
   tool-contract-postgres settle [CONNINFO] --intent KEY (--landed [--value JSON] | --not-landed)
                 --evidence TEXT --by NAME [--json]
@@ -22,7 +22,7 @@ const USAGE: &str = "usage:
       while workers run (the settlement is written under the intent's claim)
       exit 0: recorded; 1: refused (the intent's state is named) or not recorded; 2: bad usage
   tool-contract-postgres forget --older-than-days N [CONNINFO]
-      remove the intents resolved more than N days ago (never an unfinished or unknown one, never
+      remove the intents resolved more than N days ago (never one in doubt, never
       one a worker holds); safe while workers run
 CONNINFO is a connection string (postgres://user@host/db or host=... dbname=...); without it, the
 environment variable TOOL_CONTRACT_PG, which keeps a password out of the process list. The log is

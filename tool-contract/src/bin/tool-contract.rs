@@ -15,7 +15,7 @@ const USAGE: &str = "usage:
       print each task's attempts in an attempt log as a timeline (a log in PostgreSQL is
       read by the `tool-contract-postgres` command, with the same arguments)
       --task T      only the attempts of task T
-      --unresolved  only the intents whose last word is unfinished or unknown (the escalation queue)
+      --unresolved  only the intents in doubt: unfinished, unknown, or their effect unknown (the escalation queue)
       --json        one JSON document on one line, for machines
   tool-contract settle PATH|postgres://... --intent KEY (--landed [--value JSON] | --not-landed)
                 --evidence TEXT --by NAME [--json] [--wait SECONDS]

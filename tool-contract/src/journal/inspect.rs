@@ -16,7 +16,7 @@ use crate::probe::ProbeMark;
 pub struct View<'a> {
     /// Only the records of this task.
     pub task: Option<&'a str>,
-    /// Only the intents whose last word is unfinished or `unknown` (the escalation queue), oldest
+    /// Only the intents whose last word is unfinished, `unknown` or with its effect unknown (the escalation queue), oldest
     /// first, instead of the timeline.
     pub unresolved: bool,
     /// One JSON document on one line instead of text.
