@@ -1,14 +1,14 @@
 //! The `#[tool]` attribute's compile-time contract, as living documentation.
 //!
-//! `ui/pass/*.rs` each compile one feature; `ui/fail/*.rs` each make one mistake, and the `.stderr` beside
-//! it is the exact message the author sees. Regenerate with `TRYBUILD=overwrite cargo test -p
-//! tool-contract-tests --test ui`, then read every changed line.
+//! `pass/*.rs` each compile one feature; `fail/*.rs` each make one mistake, and the `.stderr` beside it
+//! is the exact message the author sees. Regenerate with `TRYBUILD=overwrite cargo test -p
+//! tool-contract-ui --test ui`, then read every changed line.
 
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
-    t.pass("ui/pass/*.rs");
-    t.compile_fail("ui/fail/*.rs");
+    t.pass("pass/*.rs");
+    t.compile_fail("fail/*.rs");
 }
 
 /// Issue 23, items 12 and 13: in a real `cargo` build (trybuild's `--verbose` lets rustc fold identical
@@ -16,7 +16,7 @@ fn ui() {
 /// type and a tool in a trait impl are one error each, on the user's tokens.
 #[test]
 fn each_mistake_is_one_error_in_a_users_build() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let fixture = root.join("tests/fixtures/probe_errors");
     // The workspace's lock, so the fixture builds offline with the versions already fetched.
     std::fs::copy(root.join("Cargo.lock"), fixture.join("Cargo.lock")).unwrap();
