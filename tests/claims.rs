@@ -164,6 +164,7 @@ async fn every_store_fences_start_records_by_claim_and_attempt() {
             retry_at: None,
             value: None,
             settled: None,
+            approval: None,
         };
         let durable = tool_contract::Durability::Synced;
         let refused = |r: Result<(), JournalError>| matches!(r, Err(JournalError::Conflict { .. }));

@@ -151,6 +151,7 @@ fn tear_a_line(dir: &Path) {
         retry_at: None,
         value: None,
         settled: None,
+        approval: None,
     };
     let line = serde_json::to_string(&record).unwrap();
     let mut file = OpenOptions::new().append(true).open(dir.join("attempts.log")).unwrap();

@@ -582,6 +582,7 @@ async fn bulk_never_presents_a_partial_list_as_complete() {
     );
 }
 
+mod approvals;
 mod parity;
 mod resumed;
 mod settled;

@@ -26,6 +26,7 @@ async fn an_unfinished_attempt_in_the_log_is_probed_before_anything_else() {
         retry_at: None,
         value: None,
         settled: None,
+        approval: None,
     };
     journal.append(start.as_record_ref(), Durability::Synced).await.unwrap();
     for (verdict, calls_expected, final_attempt) in [(Probe::NotLanded, 1, 2), (Probe::Landed(7u64), 0, 1)] {
@@ -107,6 +108,7 @@ fn record(key: tool_contract::IntentKey, call: &str, attempt: u32) -> tool_contr
         retry_at: None,
         value: None,
         settled: None,
+        approval: None,
     }
 }
 

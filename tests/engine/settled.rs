@@ -464,6 +464,7 @@ async fn an_intent_whose_last_end_left_its_effect_unknown_can_be_settled() {
         retry_at: None,
         value: None,
         settled: None,
+        approval: None,
     };
     log.claim(&key, &owner, Duration::from_secs(30)).await.unwrap();
     log.start(&owner, record(Phase::Start, None, None).as_record_ref(), Durability::Synced).await.unwrap();

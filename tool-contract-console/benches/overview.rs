@@ -43,6 +43,7 @@ fn record(i: u64, attempt: u32, phase: Phase, end: Option<(Outcome, Applied)>, n
         retry_at: None,
         value: None,
         settled: None,
+        approval: None,
     }
 }
 

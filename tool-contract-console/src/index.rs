@@ -8,7 +8,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tool_contract::journal::{Phase, Recall, Record, parse_rfc3339};
+use tool_contract::journal::{ApprovalStep, Phase, Recall, Record, parse_rfc3339};
 use tool_contract::{IntentKey, Outcome};
 
 /// How much of the log is read at a time.
@@ -32,6 +32,8 @@ pub struct Index {
     intents: HashMap<IntentKey, Intent>,
     /// Each task's intents, in the order first seen.
     tasks: HashMap<String, Vec<IntentKey>>,
+    /// The questions asked before a next `money` attempt and not answered yet, by intent.
+    asked: HashMap<IntentKey, Record>,
     /// Lines that are not records (skipped, as every reader skips them).
     pub unreadable: u64,
     /// Records read.
@@ -60,6 +62,7 @@ impl Index {
             offset: 0,
             intents: HashMap::new(),
             tasks: HashMap::new(),
+            asked: HashMap::new(),
             unreadable: 0,
             records: 0,
             identity: None,
@@ -110,6 +113,7 @@ impl Index {
             offset: 0,
             intents: HashMap::new(),
             tasks: HashMap::new(),
+            asked: HashMap::new(),
             unreadable: 0,
             records: 0,
             identity: None,
@@ -146,6 +150,16 @@ impl Index {
             return;
         }
         self.records += 1;
+        if let Some(note) = &record.approval {
+            match note.step {
+                ApprovalStep::Asked => {
+                    self.asked.insert(record.intent_key, record.clone());
+                }
+                _ => {
+                    self.asked.remove(&record.intent_key);
+                }
+            }
+        }
         match self.intents.get_mut(&record.intent_key) {
             Some(intent) => {
                 intent.recall.update(&record);
@@ -166,6 +180,26 @@ impl Index {
             self.intents.values().map(|i| &i.recall).filter(|r| r.is_unresolved()).collect();
         open.sort_by(|a, b| (&a.last.started, a.last.intent_key).cmp(&(&b.last.started, b.last.intent_key)));
         open
+    }
+
+    /// The questions waiting for an answer at `now` (asked, unanswered, not past their `until`, and
+    /// about the attempt after the intent's highest), oldest first.
+    pub fn pending(&self, now: SystemTime) -> Vec<&Record> {
+        let now = tool_contract::journal::rfc3339(now);
+        let mut pending: Vec<&Record> = self
+            .asked
+            .values()
+            .filter(|asked| {
+                let note = asked.approval.as_ref();
+                note.and_then(|n| n.until.as_deref()).is_some_and(|until| until >= now.as_str())
+                    && self.intent(&asked.intent_key).is_some_and(|r| r.attempts == asked.attempt)
+            })
+            .collect();
+        pending.sort_by(|a, b| {
+            let at = |r: &Record| r.approval.as_ref().map(|n| n.at.clone()).unwrap_or_default();
+            (at(a), a.intent_key).cmp(&(at(b), b.intent_key))
+        });
+        pending
     }
 
     /// How many intents the log holds.
@@ -298,6 +332,7 @@ mod tests {
             retry_at: None,
             value: None,
             settled: None,
+            approval: None,
         };
         serde_json::to_string(&record).unwrap() + "\n"
     }

@@ -42,7 +42,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use maud::Markup;
 use tokio::net::TcpListener;
-use tool_contract::{IntentKey, Settle, Verdict};
+use tool_contract::{Decision, IntentKey, Settle, Verdict};
 
 mod index;
 mod pages;
@@ -301,7 +301,14 @@ impl Console {
                 Err(why) => return failed(why),
             };
             let found = q.as_deref().zip(found.as_ref()).map(|(q, f)| (q, f.iter().collect()));
-            return html(StatusCode::OK, pages::overview(&view, now, found, base));
+            let said = form_value(query, "said");
+            let settling = pages::Settling {
+                read_only: self.inner.read_only,
+                by: &self.inner.by,
+                said: said.as_deref(),
+                base,
+            };
+            return html(StatusCode::OK, pages::overview(&view, now, found, &settling));
         }
         if let Some(task) = path.strip_prefix("/task/") {
             let task = decode(task);
@@ -334,7 +341,7 @@ impl Console {
                 said: said.as_deref(),
                 base,
             };
-            return html(StatusCode::OK, pages::intent(&recall, &records, &settling));
+            return html(StatusCode::OK, pages::intent(&recall, &records, &settling, now));
         }
         html(StatusCode::NOT_FOUND, pages::problem("Not found", "no such page", base))
     }
@@ -350,15 +357,21 @@ impl Console {
         if !self.same_origin(&request) {
             return text(StatusCode::FORBIDDEN, "a form of another origin is refused");
         }
-        let Some(key) = path.strip_prefix("/intent/").and_then(|p| p.strip_suffix("/settle")) else {
+        let Some((key, action)) = path.strip_prefix("/intent/").and_then(|p| p.split_once('/')) else {
             return text(StatusCode::NOT_FOUND, "no such action");
         };
+        if action != "settle" && action != "approval" {
+            return text(StatusCode::NOT_FOUND, "no such action");
+        }
         let Ok(key) = IntentKey::parse(key) else { return text(StatusCode::NOT_FOUND, "no such intent") };
         let body = match Limited::new(request.into_body(), MAX_FORM).collect().await {
             Ok(body) => body.to_bytes(),
             Err(_) => return text(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large"),
         };
         let form = String::from_utf8_lossy(&body).into_owned();
+        if action == "approval" {
+            return self.approval(&key, &form).await;
+        }
         let verdict = match form_value(&form, "verdict").as_deref() {
             Some("landed") => Verdict::Landed,
             Some("not_landed") => Verdict::NotLanded,
@@ -371,6 +384,23 @@ impl Console {
             Err(e) => format!("Not settled: {e}"),
         };
         self.back(&key, &said)
+    }
+
+    /// Answer a question from the approval form: yes or no to the attempt it names, with why.
+    async fn approval(&self, key: &IntentKey, form: &str) -> Response<Full<Bytes>> {
+        let attempt = form_value(form, "attempt").and_then(|a| a.parse::<u32>().ok());
+        let why = form_value(form, "why").unwrap_or_default();
+        let by = self.inner.by.clone();
+        let decision = match (form_value(form, "decision").as_deref(), attempt) {
+            (Some("approve"), Some(_)) => Decision::approve(by, why),
+            (Some("deny"), Some(_)) => Decision::deny(by, why),
+            _ => return self.back(key, "Nothing answered: approve or deny the attempt the form names."),
+        };
+        let said = match self.inner.source.answer(*key, attempt.unwrap_or(0), decision).await {
+            Ok(record) => format!("Answered: {}", record.message.unwrap_or_default()),
+            Err(e) => format!("Not answered: {e}"),
+        };
+        self.back(key, &said)
     }
 
     /// Back to the intent's page, saying `said`.

@@ -5,7 +5,7 @@
 use std::time::SystemTime;
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
-use tool_contract::journal::{LastWord, Phase, Recall, Record, parse_rfc3339};
+use tool_contract::journal::{ApprovalStep, LastWord, Phase, Recall, Record, parse_rfc3339};
 
 use crate::index::WORDS;
 
@@ -108,14 +108,23 @@ pub struct Overview {
     pub doubt: Vec<Recall>,
     /// How many intents are in doubt in all.
     pub doubt_total: usize,
+    /// The questions waiting for a person's answer before a next `money` attempt, oldest first.
+    pub pending: Vec<Record>,
     /// What ended lately.
     pub recent: crate::index::Recent,
     /// A line on the store: how many intents and records, what was skipped.
     pub totals: String,
 }
 
-/// The overview: the intents in doubt first, then what ended lately, and search.
-pub fn overview(view: &Overview, now: SystemTime, found: Option<(&str, Vec<&Recall>)>, base: &str) -> Markup {
+/// The overview: the questions waiting for an answer and the intents in doubt first, then what ended
+/// lately, and search. `answering` says whether the approval forms are shown.
+pub fn overview(
+    view: &Overview,
+    now: SystemTime,
+    found: Option<(&str, Vec<&Recall>)>,
+    settling: &Settling<'_>,
+) -> Markup {
+    let base = settling.base;
     let doubt: Vec<&Recall> = view.doubt.iter().take(MAX_ROWS).collect();
     let recent = &view.recent;
     page(
@@ -130,6 +139,29 @@ pub fn overview(view: &Overview, now: SystemTime, found: Option<(&str, Vec<&Reca
             @if let Some((q, recalls)) = &found {
                 h2 { "Found for " code { (q) } }
                 @if recalls.is_empty() { p.muted { "Nothing." } } @else { (intents_table(&recalls[..recalls.len().min(MAX_ROWS)], now, base)) }
+            }
+            @if let Some(said) = settling.said { p.notice { (said) } }
+            h2 class="doubt" { "Waiting for approval: " (view.pending.len()) }
+            @if view.pending.is_empty() {
+                p.muted { "No call waits for a person's approval." }
+            } @else {
+                p { "A call of a " code { "money" } " tool waits for a yes or a no before its next attempt. Oldest first." }
+                table {
+                    tr { th { "asked" } th { "tool" } th { "task" } th { "intent" } th { "attempt" } th { "so far" } th { "waits until" } th { "answer" } }
+                    @for asked in &view.pending {
+                        @let note = asked.approval.as_ref();
+                        tr {
+                            td { (age(note.map_or("", |n| n.at.as_str()), now)) }
+                            td { (asked.call) }
+                            td { a href={ (base) "/task/" (encode(&asked.task)) } { (asked.task) } }
+                            td { a href={ (base) "/intent/" (asked.intent_key) } { code { (asked.intent_key) } } }
+                            td { (asked.attempt + 1) }
+                            td { (note.map_or("", |n| n.why.as_str())) }
+                            td { (note.and_then(|n| n.until.as_deref()).unwrap_or("")) }
+                            td { (answer_form(asked, settling)) }
+                        }
+                    }
+                }
             }
             h2 class="doubt" { "In doubt: " (view.doubt_total) }
             @if doubt.is_empty() {
@@ -208,6 +240,37 @@ fn chart(hours: &[[u32; WORDS.len()]]) -> Markup {
     }
 }
 
+/// The approve and deny form for the question `asked`, or a note on a read-only console.
+fn answer_form(asked: &Record, settling: &Settling<'_>) -> Markup {
+    html! {
+        @if settling.read_only {
+            span.muted { "read-only" }
+        } @else {
+            form.approval method="post" action={ (settling.base) "/intent/" (asked.intent_key) "/approval" } {
+                input type="hidden" name="attempt" value=(asked.attempt + 1);
+                label { "Why (required) " input type="text" name="why" required maxlength="1024" size="28"; }
+                " "
+                button type="submit" name="decision" value="approve" { "Approve attempt " (asked.attempt + 1) }
+                " "
+                button type="submit" name="decision" value="deny" { "Deny" }
+                br; span.muted { "answered by " (settling.by) }
+            }
+        }
+    }
+}
+
+/// The question among `records` still waiting at `now` (the last approval record, a question about the
+/// attempt after the intent's highest, not past its `until`).
+fn waiting<'a>(recall: &Recall, records: &'a [Record], now: SystemTime) -> Option<&'a Record> {
+    let last = records.iter().rev().find(|r| r.phase == Phase::Approval)?;
+    let note = last.approval.as_ref()?;
+    let now = tool_contract::journal::rfc3339(now);
+    (note.step == ApprovalStep::Asked
+        && recall.attempts == last.attempt
+        && note.until.as_deref().is_some_and(|until| until >= now.as_str()))
+    .then_some(last)
+}
+
 /// A task's intents, in order.
 pub fn task(recalls: &[Recall], task: &str, now: SystemTime, base: &str) -> Markup {
     let recalls: Vec<&Recall> = recalls.iter().take(MAX_ROWS).collect();
@@ -233,8 +296,9 @@ pub struct Settling<'a> {
     pub base: &'a str,
 }
 
-/// An intent's page: its timeline, drawn, then each record, and the settle form when it is in doubt.
-pub fn intent(recall: &Recall, records: &[Record], settling: &Settling<'_>) -> Markup {
+/// An intent's page: its timeline, drawn, then each record, the approval form when a call waits for
+/// one, and the settle form when it is in doubt.
+pub fn intent(recall: &Recall, records: &[Record], settling: &Settling<'_>, now: SystemTime) -> Markup {
     let last = &recall.last;
     let base = settling.base;
     page(
@@ -260,11 +324,19 @@ pub fn intent(recall: &Recall, records: &[Record], settling: &Settling<'_>) -> M
                             (record.message.as_deref().unwrap_or(""))
                             @if let Some(at) = &record.retry_at { br; span.muted { "retry at " (at) } }
                             @if let Some(s) = &record.settled { br; span.muted { "evidence: " (s.evidence) } }
+                            @if let Some(n) = &record.approval { br; span.muted { (n.step.as_str()) " by " (n.by) " at " (n.at) ": " (n.why) } }
                         }
                     }
                 }
             }
             p.muted { "The log never holds a call's arguments." }
+            @if let Some(asked) = waiting(recall, records, now) {
+                div.settle {
+                    h2 { "A call waits for approval of attempt " (asked.attempt + 1) }
+                    p { (asked.approval.as_ref().map_or("", |n| n.why.as_str())) }
+                    (answer_form(asked, settling))
+                }
+            }
             @if recall.is_unresolved() {
                 @if settling.read_only {
                     p.muted { "This console is read-only." }
@@ -290,6 +362,10 @@ fn kind(record: &Record) -> String {
     match (record.phase, record.probe) {
         (Phase::Start, _) => "start".into(),
         (Phase::Settled, _) => "settled".into(),
+        (Phase::Approval, _) => match &record.approval {
+            Some(note) => format!("approval: {}", note.step.as_str()),
+            None => "approval".into(),
+        },
         (Phase::End, Some(mark)) => format!("probe: {}", mark.as_str()),
         (Phase::End, None) => "end".into(),
     }
@@ -313,13 +389,29 @@ fn timeline(records: &[Record]) -> Markup {
                 @match (record.phase, record.probe) {
                     (Phase::Start, _) => { circle cx=(x) cy="40" r="8" fill="#fff" stroke="#333" stroke-width="2" {} }
                     (Phase::Settled, _) => { rect x=(x - 9) y="31" width="18" height="18" fill=(color) stroke="#000" stroke-width="2" {} }
+                    (Phase::Approval, _) => {
+                        @let fill = match record.approval.as_ref().map(|n| n.step) {
+                            Some(ApprovalStep::Approved) => "#2e7d32", Some(ApprovalStep::Denied) => "#c62828", _ => "#fff",
+                        };
+                        polygon points={ (x - 9) ",49 " (x) ",31 " (x + 9) ",49" } fill=(fill) stroke="#333" stroke-width="2" {}
+                    }
                     (Phase::End, Some(_)) => { polygon points={ (x) ",29 " (x + 11) ",40 " (x) ",51 " (x - 11) ",40" } fill=(color) stroke="#333" {} }
                     (Phase::End, None) => { circle cx=(x) cy="40" r="8" fill=(color) stroke="#333" {} }
                 }
                 text x=(x) y="70" font-size="11" text-anchor="middle" { "a" (record.attempt) " " (kind(record)) }
-                text x=(x) y="86" font-size="10" text-anchor="middle" fill="#666" { (record.started.get(11..19).unwrap_or("")) }
+                text x=(x) y="86" font-size="10" text-anchor="middle" fill="#666" { (when(record).get(11..19).unwrap_or("")) }
             }
         }
+    }
+}
+
+/// When a record was written, as far as it says: a person's record its own time, an attempt's
+/// record the attempt's start.
+fn when(record: &Record) -> &str {
+    match (&record.approval, &record.settled) {
+        (Some(note), _) => &note.at,
+        (None, Some(settled)) => &settled.at,
+        (None, None) => &record.started,
     }
 }
 

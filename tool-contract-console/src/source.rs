@@ -6,7 +6,8 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use tool_contract::journal::{Recall, Record};
-use tool_contract::{IntentKey, Settle, SettleError};
+use tool_contract::journal::ApprovalError;
+use tool_contract::{Decision, IntentKey, Settle, SettleError};
 
 use crate::index::Index;
 use crate::pages::{MAX_ROWS, Overview};
@@ -131,6 +132,30 @@ impl Source {
         }
     }
 
+    /// Answer the question about attempt `attempt` of `key`: through the agent holding a file log
+    /// (the one waiting for it), or in PostgreSQL, where the worker waiting looks for it.
+    pub(crate) async fn answer(
+        &self,
+        key: IntentKey,
+        attempt: u32,
+        decision: Decision,
+    ) -> Result<Record, ApprovalError> {
+        match self {
+            Source::File { log, .. } => {
+                let log = log.clone();
+                tokio::task::spawn_blocking(move || {
+                    tool_contract::journal::file::request_approval(&log, &key, attempt, &decision, SETTLE_WAIT)
+                })
+                .await
+                .unwrap_or_else(|e| Err(ApprovalError::Invalid(format!("the answer stopped: {e}"))))
+            }
+            #[cfg(feature = "postgres")]
+            Source::Postgres { journal, .. } => {
+                tool_contract::answer_approval(journal, &key, attempt, &decision).await
+            }
+        }
+    }
+
     /// Settle `key`: through the agent holding a file log, or under a claim in PostgreSQL.
     pub(crate) async fn settle(&self, key: IntentKey, settle: Settle) -> Result<Record, SettleError> {
         match self {
@@ -156,6 +181,7 @@ fn overview_of(index: &Index, now: SystemTime) -> Overview {
         totals.push_str(&format!(", {} unreadable lines skipped", index.unreadable));
     }
     Overview {
+        pending: index.pending(now).into_iter().take(MAX_ROWS).cloned().collect(),
         doubt_total: doubt.len(),
         doubt: doubt.into_iter().take(MAX_ROWS).cloned().collect(),
         recent: index.recent(now),

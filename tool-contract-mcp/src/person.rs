@@ -387,6 +387,7 @@ mod tests {
             key: key(),
             next_attempt: 2,
             history: "h".into(),
+            left: Duration::from_secs(30),
         };
         let ElicitRequestParams::FormElicitationParams { requested_schema, message, .. } =
             approval_form(&request)

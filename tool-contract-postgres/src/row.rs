@@ -7,9 +7,17 @@ use tool_contract::IntentKey;
 use tool_contract::journal::inspect::Stored;
 use tool_contract::journal::{Phase, Record, RecordRef};
 
-/// The columns a record is read from, in the order [`record_of`] reads them.
-pub(crate) const COLUMNS: &str = "intent, attempt, phase, task, tool, attempt_id, started, budget_left_s, outcome, effect_applied, \
+/// The columns a record is written to by the parameters `$1..$15` ([`Fields::params`]).
+pub(crate) const WRITTEN: &str = "intent, attempt, phase, task, tool, attempt_id, started, budget_left_s, outcome, effect_applied, \
      probe, message, retry_at, value, settled";
+
+/// The columns a record is read from, in the order [`record_of`] reads them: [`WRITTEN`] and the
+/// approval account, which only an unfenced record carries ([`Fields::approval`]).
+pub(crate) const COLUMNS: &str = "intent, attempt, phase, task, tool, attempt_id, started, budget_left_s, outcome, effect_applied, \
+     probe, message, retry_at, value, settled, approval";
+
+/// How many columns [`COLUMNS`] names: what a query selects after them starts here.
+pub(crate) const AFTER_COLUMNS: usize = 16;
 
 /// A record's fields as statement parameters, copied out of the caller's record (a store that answers
 /// later must not borrow it).
@@ -32,6 +40,8 @@ pub(crate) struct Fields {
     retry_at: Option<String>,
     value: Option<serde_json::Value>,
     settled: Option<serde_json::Value>,
+    /// An approval record's account, written by [`crate::sql::append`]'s `$17` only.
+    pub(crate) approval: Option<serde_json::Value>,
 }
 
 impl Fields {
@@ -45,6 +55,7 @@ impl Fields {
                 Phase::Start => "start",
                 Phase::End => "end",
                 Phase::Settled => "settled",
+                Phase::Approval => "approval",
             },
             task: record.task.to_owned(),
             tool: record.call.to_owned(),
@@ -58,6 +69,7 @@ impl Fields {
             retry_at: record.retry_at.map(str::to_owned),
             value: record.value.cloned(),
             settled: record.settled.and_then(|settled| serde_json::to_value(settled).ok()),
+            approval: record.approval.and_then(|approval| serde_json::to_value(approval).ok()),
         }
     }
 
@@ -97,7 +109,13 @@ pub(crate) fn record_of(row: &Row) -> Result<Record, String> {
         "start" => Phase::Start,
         "end" => Phase::End,
         "settled" => Phase::Settled,
+        "approval" => Phase::Approval,
         other => return Err(format!("phase {other:?}")),
+    };
+    let approval: Option<serde_json::Value> = row.try_get(15).map_err(|e| format!("approval: {e}"))?;
+    let approval = match approval {
+        Some(approval) => Some(serde_json::from_value(approval).map_err(|e| format!("approval: {e}"))?),
+        None => None,
     };
     let settled: Option<serde_json::Value> = row.try_get(14).map_err(|e| format!("settled: {e}"))?;
     let settled = match settled {
@@ -120,6 +138,7 @@ pub(crate) fn record_of(row: &Row) -> Result<Record, String> {
         retry_at: get(12)?,
         value: row.try_get(13).map_err(|e| format!("value: {e}"))?,
         settled,
+        approval,
     };
     // The rule the fields keep together, as deserialising a record checks it.
     match record.problem() {
@@ -132,8 +151,8 @@ pub(crate) fn record_of(row: &Row) -> Result<Record, String> {
 pub(crate) fn stored_of(row: &Row) -> Result<Stored, String> {
     Ok(Stored {
         record: record_of(row)?,
-        owner: row.try_get(15).map_err(|e| format!("owner: {e}"))?,
-        written_at: row.try_get(16).map_err(|e| format!("written_at: {e}"))?,
+        owner: row.try_get(AFTER_COLUMNS).map_err(|e| format!("owner: {e}"))?,
+        written_at: row.try_get(AFTER_COLUMNS + 1).map_err(|e| format!("written_at: {e}"))?,
     })
 }
 

@@ -8,7 +8,7 @@
 use tokio_postgres::Client;
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// The advisory lock key of the migration: "tcmigr" in ASCII, so it is recognisable in `pg_locks`.
 const MIGRATION_LOCK: i64 = 0x7463_6d69_6772;
@@ -71,6 +71,17 @@ ALTER TABLE tool_contract.attempts ADD COLUMN settled jsonb;
 ALTER TABLE tool_contract.attempts ADD CONSTRAINT attempts_settled_account
     CHECK ((phase = 'settled') = (settled IS NOT NULL));
 CREATE UNIQUE INDEX attempts_settled ON tool_contract.attempts (intent, attempt) WHERE phase = 'settled';
+",
+    // 3: approvals, a question to a person before the next attempt of a `money` call and its answer:
+    // a record of phase 'approval' with its account (step, by, why, at, until) as JSON. Never an
+    // intent's last word; the rule that one answer counts is kept by `approval_step`, under a lock.
+    "
+ALTER TABLE tool_contract.attempts DROP CONSTRAINT attempts_phase_check;
+ALTER TABLE tool_contract.attempts ADD CONSTRAINT attempts_phase_check
+    CHECK (phase IN ('start', 'end', 'settled', 'approval'));
+ALTER TABLE tool_contract.attempts ADD COLUMN approval jsonb;
+ALTER TABLE tool_contract.attempts ADD CONSTRAINT attempts_approval_account
+    CHECK ((phase = 'approval') = (approval IS NOT NULL));
 ",
 ];
 

@@ -2,7 +2,7 @@
 //! `clock_timestamp()`, read when the row is checked, never a worker's clock and never `now()`, which
 //! stands still for a whole transaction.
 
-use crate::row::COLUMNS;
+use crate::row::{COLUMNS, WRITTEN};
 
 /// Take or renew the claim on `$1` for owner `$2`, for `$3` seconds from now on the server's clock,
 /// unless the caller's deadline `$4` (seconds since 1970 on the server's clock, or null for none) has
@@ -36,7 +36,7 @@ DELETE FROM tool_contract.claims
 USING (SELECT set_config('synchronous_commit', 'off', true)) AS durability
 WHERE intent = $1 AND owner = $2";
 
-/// The parameters `$1..$15` of a record, typed as the columns of [`COLUMNS`] (the select list of an
+/// The parameters `$1..$15` of a record, typed as the columns of [`WRITTEN`] (the select list of an
 /// `INSERT .. SELECT` does not take its types from the table).
 const TYPED_VALUES: &str = "$1::bytea, $2::bigint, $3::text, $4::text, $5::text, $6::text, $7::text, \
     $8::bigint, $9::text, $10::text, $11::text, $12::text, $13::text, $14::jsonb, $15::jsonb";
@@ -59,7 +59,7 @@ const FENCE: &str = "WITH held AS (
     WHERE intent = $1 AND owner = $16 AND lease_until > clock_timestamp()
     FOR UPDATE
 ), highest AS (
-    SELECT coalesce(max(attempt), 0) AS n FROM tool_contract.attempts WHERE intent = $1
+    SELECT coalesce(max(attempt), 0) AS n FROM tool_contract.attempts WHERE intent = $1 AND phase <> 'approval'
 )";
 
 /// The fenced start: the record `$1..$15` by owner `$16` (durability `$17`), written only when `$16`
@@ -70,7 +70,7 @@ pub(crate) fn start() -> String {
     format!(
         "
 {FENCE}
-INSERT INTO tool_contract.attempts ({COLUMNS}, owner)
+INSERT INTO tool_contract.attempts ({WRITTEN}, owner)
 SELECT {}, $16::text
 FROM held, highest, {}
 WHERE highest.n + 1 = $2
@@ -87,18 +87,31 @@ pub(crate) const WHY_REFUSED: &str = "
 SELECT
     (SELECT owner FROM tool_contract.claims WHERE intent = $1),
     (SELECT lease_until > clock_timestamp() FROM tool_contract.claims WHERE intent = $1),
-    (SELECT coalesce(max(attempt), 0) FROM tool_contract.attempts WHERE intent = $1),
+    (SELECT coalesce(max(attempt), 0) FROM tool_contract.attempts WHERE intent = $1 AND phase <> 'approval'),
     EXISTS (SELECT 1 FROM tool_contract.attempts
             WHERE intent = $1 AND attempt = $2 AND phase = 'start' AND owner = $3)";
 
-/// An unfenced record `$1..$15` (durability `$16`).
+/// An unfenced record `$1..$15` (durability `$16`), with its approval account `$17`.
 pub(crate) fn append() -> String {
     format!(
         "
-INSERT INTO tool_contract.attempts ({COLUMNS})
-SELECT {TYPED_VALUES}
+INSERT INTO tool_contract.attempts ({WRITTEN}, approval)
+SELECT {TYPED_VALUES}, $17::jsonb
 FROM {}",
         durability(16)
+    )
+}
+
+/// Serialises the approval steps of intent `$1`: a transaction-scoped advisory lock in a key space of
+/// its own ("tcappr" in its high bits), so [`last_approval`] and the insert after it are one step.
+pub(crate) const LOCK_APPROVALS: &str =
+    "SELECT pg_advisory_xact_lock((x'7463617070720000'::bigint) # ('x' || substr(encode($1, 'hex'), 1, 8))::bit(32)::bigint)";
+
+/// The last approval record of `$1` (a question, or its answer).
+pub(crate) fn last_approval() -> String {
+    format!(
+        "SELECT {COLUMNS} FROM tool_contract.attempts WHERE intent = $1 AND phase = 'approval' \
+         ORDER BY seq DESC LIMIT 1"
     )
 }
 
@@ -113,7 +126,7 @@ pub(crate) fn end() -> String {
     format!(
         "
 {FENCE}, written AS (
-    INSERT INTO tool_contract.attempts ({COLUMNS}, owner)
+    INSERT INTO tool_contract.attempts ({WRITTEN}, owner)
     SELECT {}, $16::text
     FROM held, highest, {}
     WHERE EXISTS (SELECT 1 FROM tool_contract.attempts
@@ -137,7 +150,8 @@ pub(crate) fn records_of_intent() -> String {
 }
 
 /// The highest attempt of `$1`, if it has any record.
-pub(crate) const HIGHEST: &str = "SELECT max(attempt) FROM tool_contract.attempts WHERE intent = $1";
+pub(crate) const HIGHEST: &str =
+    "SELECT max(attempt) FROM tool_contract.attempts WHERE intent = $1 AND phase <> 'approval'";
 
 /// The last word of every intent whose last word is unfinished, `unknown` or with its effect unknown. The last word is the last
 /// record of the intent's highest attempt, which is what folding its records in order with
@@ -149,6 +163,7 @@ pub(crate) fn unresolved() -> String {
 SELECT {COLUMNS} FROM (
     SELECT DISTINCT ON (intent) {COLUMNS}
     FROM tool_contract.attempts
+    WHERE phase <> 'approval'
     ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC
 ) AS last
 WHERE phase = 'start'
@@ -159,11 +174,11 @@ WHERE phase = 'start'
 /// Every record, or every record of task `$1`, in the order stored, each with its owner and when the
 /// server took it (RFC 3339 UTC, to the second, as the log stamps times): what the inspector shows.
 pub(crate) fn records(of_task: bool) -> String {
-    const WRITTEN: &str = r#"owner, to_char(written_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')"#;
+    const STAMPED: &str = r#"owner, to_char(written_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')"#;
     if of_task {
-        format!("SELECT {COLUMNS}, {WRITTEN} FROM tool_contract.attempts WHERE task = $1 ORDER BY seq")
+        format!("SELECT {COLUMNS}, {STAMPED} FROM tool_contract.attempts WHERE task = $1 ORDER BY seq")
     } else {
-        format!("SELECT {COLUMNS}, {WRITTEN} FROM tool_contract.attempts ORDER BY seq")
+        format!("SELECT {COLUMNS}, {STAMPED} FROM tool_contract.attempts ORDER BY seq")
     }
 }
 

@@ -8,7 +8,7 @@ use tokio_postgres::types::ToSql;
 use tool_contract::IntentKey;
 use tool_contract::journal::inspect::Stored;
 use tool_contract::journal::{
-    Answer, BoxFuture, Claimed, Durability, Journal, JournalError, Owner, Recall, RecordRef,
+    Answer, BoxFuture, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef,
 };
 
 use crate::conninfo::{label, redact};
@@ -256,7 +256,8 @@ impl PgJournal {
                     rows.iter()
                         .map(|row| {
                             let seq: i64 =
-                                row.try_get(15).map_err(|e| Fault::corrupt(format!("seq: {e}")))?;
+                                row.try_get(crate::row::AFTER_COLUMNS)
+                                    .map_err(|e| Fault::corrupt(format!("seq: {e}")))?;
                             crate::row::record_of(row).map(|record| (seq, record)).map_err(Fault::corrupt)
                         })
                         .collect()
@@ -491,6 +492,7 @@ impl Inner {
                 for fields in records.iter() {
                     let mut params = fields.params().to_vec();
                     params.push(&sync);
+                    params.push(&fields.approval);
                     conn.client.execute(&conn.sql.append, &params).await.map_err(|e| Fault::statement(&e))?;
                 }
                 Ok(())
@@ -545,6 +547,56 @@ impl Inner {
             attempt_id: fields.attempt_id.clone(),
             why,
         })
+    }
+
+    /// The last approval record of `key`.
+    async fn last_approval(&self, key: [u8; 16]) -> Result<Option<Record>, JournalError> {
+        self.run("cannot read an intent's approvals", |conn| {
+            Box::pin(async move {
+                let row = conn
+                    .client
+                    .query_opt(&crate::sql::last_approval(), &[&key.as_slice()])
+                    .await
+                    .map_err(|e| Fault::statement(&e))?;
+                row.map(|row| record_of(&row).map_err(Fault::corrupt)).transpose()
+            })
+        })
+        .await
+    }
+
+    /// Store the approval record `fields` (`record`) if it may follow the intent's last one, under the
+    /// intent's approval lock: whether it was stored. A retry after a lost answer finds its own record
+    /// last, and says it was stored.
+    async fn approval_step(&self, fields: Fields, record: Record) -> Result<bool, JournalError> {
+        let (fields, record) = (Arc::new(fields), Arc::new(record));
+        self.run("cannot store an approval record", |conn| {
+            let (fields, record) = (Arc::clone(&fields), Arc::clone(&record));
+            Box::pin(async move {
+                let statement = |e: tokio_postgres::Error| Fault::statement(&e);
+                let tx = conn.client.transaction().await.map_err(statement)?;
+                tx.execute(crate::sql::LOCK_APPROVALS, &[&fields.intent.as_slice()]).await.map_err(statement)?;
+                let last = tx
+                    .query_opt(&crate::sql::last_approval(), &[&fields.intent.as_slice()])
+                    .await
+                    .map_err(statement)?
+                    .map(|row| record_of(&row).map_err(Fault::corrupt))
+                    .transpose()?;
+                if last.as_ref() == Some(&*record) {
+                    return Ok(true);
+                }
+                if !tool_contract::journal::approval_follows(&record.as_record_ref(), last.as_ref()) {
+                    return Ok(false);
+                }
+                let mut params = fields.params().to_vec();
+                let sync = true;
+                params.push(&sync);
+                params.push(&fields.approval);
+                tx.execute(&crate::sql::append(), &params).await.map_err(statement)?;
+                tx.commit().await.map_err(statement)?;
+                Ok(true)
+            })
+        })
+        .await
     }
 
     async fn highest(&self, key: [u8; 16]) -> Result<Option<u32>, JournalError> {
@@ -723,6 +775,18 @@ impl Journal for PgJournal {
 
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
         Answer::later(self.try_unresolved())
+    }
+
+    fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
+        Answer::later(self.inner.last_approval(*key.as_bytes()))
+    }
+
+    fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
+        if record.phase != tool_contract::journal::Phase::Approval {
+            return Answer::now(Ok(false));
+        }
+        let (fields, record) = (Fields::of(&record), record.to_record());
+        Answer::later(self.inner.approval_step(fields, record))
     }
 }
 

@@ -128,6 +128,7 @@ fn record(key: tool_contract::IntentKey, phase: Phase, attempt: u32) -> Record {
         retry_at: None,
         value: None,
         settled: None,
+        approval: None,
     }
 }
 

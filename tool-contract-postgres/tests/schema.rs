@@ -47,6 +47,13 @@ async fn the_row_decoder_judges_a_mutated_field_as_the_schema_does() {
         ("retry_at", "retry_at", "NULL", serde_json::Value::Null),
         ("value", "value", "NULL", serde_json::Value::Null),
         ("value", "value", "'[1,2]'::jsonb", serde_json::json!([1, 2])),
+        ("phase", "phase", "'approval'", serde_json::json!("approval")),
+        (
+            "approval",
+            "approval",
+            r#"'{"step":"asked","by":"an operator","why":"503","at":"2026-12-01T00:00:00Z","until":"2026-12-01T00:05:00Z"}'::jsonb"#,
+            serde_json::json!({"step": "asked", "by": "an operator", "why": "503", "at": "2026-12-01T00:00:00Z", "until": "2026-12-01T00:05:00Z"}),
+        ),
     ];
     for (field, column, sql, json) in cases {
         client.batch_execute("DELETE FROM tool_contract.attempts").await.unwrap();

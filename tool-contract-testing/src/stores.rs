@@ -19,8 +19,8 @@
 use std::time::Duration;
 
 use tool_contract::journal::{
-    Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase, Record, Settle, SettleError, Verdict,
-    settle,
+    ApprovalError, ApprovalNote, ApprovalStep, Claimed, Decision, Durability, Journal, JournalError, LastWord,
+    Owner, Phase, Record, Settle, SettleError, Verdict, answer_approval, settle,
 };
 use tool_contract::key::{Intent, IntentKey};
 use tool_contract::probe::ProbeMark;
@@ -37,6 +37,7 @@ pub async fn all(store: &dyn Journal, scope: &str) {
     answers_as_the_reference_store(store, scope).await;
     settlements_are_kept(store, scope).await;
     two_settlers_one_settlement(store, scope).await;
+    approvals_answer_once(store, scope).await;
 }
 
 /// The reading rule, against the naive reference store ([`MemoryJournal`](tool_contract::MemoryJournal),
@@ -138,6 +139,7 @@ fn record(key: IntentKey, phase: Phase, attempt: u32) -> Record {
         retry_at: None,
         value: None,
         settled: None,
+        approval: None,
     }
 }
 
@@ -390,4 +392,75 @@ pub async fn two_settlers_one_settlement(store: &dyn Journal, scope: &str) {
     }
     assert!(lost.to_string().contains(&format!("by {winner}")), "{RULE}: {lost}");
     assert_eq!(last(store, k).await.1, won, "{RULE}");
+}
+
+/// A question to a person before attempt `attempt + 1`, as [`tool_contract::LogApprover`] asks it.
+fn question(key: IntentKey, attempt: u32) -> Record {
+    Record {
+        message: Some(format!("approval of attempt {} asked", attempt + 1)),
+        approval: Some(ApprovalNote {
+            step: ApprovalStep::Asked,
+            by: "an operator".to_owned(),
+            why: "503 from the bank".to_owned(),
+            at: "2026-12-01T00:00:01Z".to_owned(),
+            until: Some("2999-01-01T00:00:00Z".to_owned()),
+        }),
+        ..record(key, Phase::Approval, attempt)
+    }
+}
+
+/// Approvals through the store ([`Journal::approval_step`], [`answer_approval`]): a question is kept
+/// as the intent's last approval record and never as its last word, nor does it change its attempts
+/// or the intents in doubt; two people answering at once, exactly one answer is written and the other
+/// is told whose; an answer to no question, or to another attempt's, is refused with nothing written;
+/// the next attempt starts as numbered before.
+pub async fn approvals_answer_once(store: &dyn Journal, scope: &str) {
+    const RULE: &str = "one question, at most one answer, and neither is an intent's last word";
+    let k = key(scope, "approval");
+    let worker = Owner::new(format!("{scope}-approval-worker"));
+    let ask = |rule| async move {
+        match answer_approval(store, &k, 2, &Decision::approve("carol", "checked")).await {
+            Err(ApprovalError::NotAsked { .. }) => {}
+            other => panic!("{rule}: an answer with no question waiting is refused, got {other:?}"),
+        }
+    };
+    claim(store, k, &worker, RULE).await;
+    store.start(&worker, record(k, Phase::Start, 1).as_record_ref(), Durability::Synced).await.expect(RULE);
+    let ended = end(k, 1, Outcome::Retryable, Applied::No, "503 from the bank");
+    store.finish(&worker, ended.as_record_ref(), Durability::Synced).await.expect(RULE);
+    assert_eq!(store.approval(&k).await.expect(RULE), None, "{RULE}: nothing asked yet");
+    ask(RULE).await;
+    let asked = question(k, 1);
+    assert!(store.approval_step(asked.as_record_ref()).await.expect(RULE), "{RULE}: a question is written");
+    assert_eq!(store.approval(&k).await.expect(RULE).as_ref(), Some(&asked), "{RULE}: the question is kept");
+    assert_eq!(last(store, k).await, (1, ended.clone()), "{RULE}: the question is not the last word");
+    let in_doubt = store.unresolved().await.expect(RULE);
+    assert!(in_doubt.iter().all(|r| r.last.intent_key != k), "{RULE}: a question puts nothing in doubt");
+    // An answer about another attempt than the one asked of.
+    match answer_approval(store, &k, 3, &Decision::approve("carol", "checked")).await {
+        Err(ApprovalError::NotAsked { .. }) => {}
+        other => panic!("{RULE}: an answer about attempt 3 when 2 is asked of is refused, got {other:?}"),
+    }
+    let alice = Decision::approve("alice", "the bank shows no charge");
+    let bob = Decision::deny("bob", "refunded by hand");
+    let (a, b) = tokio::join!(answer_approval(store, &k, 2, &alice), answer_approval(store, &k, 2, &bob));
+    let (won, lost) = match (a, b) {
+        (Ok(won), Err(lost)) | (Err(lost), Ok(won)) => (won, lost),
+        (a, b) => panic!("{RULE}: exactly one answer must be written: {a:?}, {b:?}"),
+    };
+    let winner = won.approval.as_ref().map(|n| n.by.clone()).unwrap_or_default();
+    match &lost {
+        ApprovalError::AlreadyAnswered { record } => {
+            assert_eq!(record.as_ref(), &won, "{RULE}: the loser is told of the winner's answer")
+        }
+        other => panic!("{RULE}: the loser should be told {winner} answered, got: {other}"),
+    }
+    assert!(lost.to_string().contains(&format!("by {winner}")), "{RULE}: {lost}");
+    assert_eq!(store.approval(&k).await.expect(RULE).as_ref(), Some(&won), "{RULE}: the answer is kept");
+    assert_eq!(last(store, k).await, (1, ended), "{RULE}: an answer is not the last word");
+    // The attempt asked about starts as numbered before the question.
+    claim(store, k, &worker, RULE).await;
+    store.start(&worker, record(k, Phase::Start, 2).as_record_ref(), Durability::Synced).await.expect(RULE);
+    assert_eq!(last(store, k).await.0, 2, "{RULE}");
+    store.release(&k, &worker);
 }

@@ -84,8 +84,8 @@ pub use classify::{Body, Class, Classify, HttpReply, RetryAfter};
 pub use effect::EffectKind;
 pub use engine::run;
 pub use journal::{
-    CompactMemoryJournal, Durability, FileJournal, Journal, JournalError, LogValue, MemoryJournal, Record,
-    Settle, SettleError, Settlement, Verdict, Via, settle,
+    CompactMemoryJournal, Decision, Durability, FileJournal, Journal, JournalError, LogApprover, LogValue,
+    MemoryJournal, Record, Settle, SettleError, Settlement, Verdict, Via, answer_approval, settle,
 };
 pub use key::{Intent, IntentKey};
 pub use probe::{NoProbe, Probe, Prober};

@@ -454,6 +454,9 @@ pub struct ApprovalRequest {
     pub next_attempt: u32,
     /// What happened so far, in one line.
     pub history: String,
+    /// The task's budget left when asked: the engine waits for the answer that long at most, so an
+    /// approver that records its question closes it before then.
+    pub left: Duration,
 }
 
 /// What a person is asked when a call resumes an intent left in doubt and its probe still cannot tell
@@ -514,6 +517,14 @@ pub trait Approve: Send + Sync {
     fn who(&self) -> String {
         "the task's approver".to_owned()
     }
+
+    /// Who said yes to `request`, as the start record of the approved attempt names them: asked once,
+    /// right after [`Approve::approve`] approved it. The default is [`Approve::who`]; an approver whose
+    /// answer comes from a person it learns of per request (such as [`crate::LogApprover`]) names them.
+    fn who_approved(&self, request: &ApprovalRequest) -> String {
+        let _ = request;
+        self.who()
+    }
 }
 
 impl<F, Fut> Approve for F
@@ -554,6 +565,7 @@ mod tests {
             key: crate::Intent::new("t", "a", "charge_card", "card-1").key(),
             next_attempt: 2,
             history: "502 after the request was sent".into(),
+            left: Duration::from_secs(30),
         };
         assert_eq!(approver.approve(&request).await, Approval::Approved);
         request.next_attempt = 3;

@@ -54,6 +54,7 @@ fn record(task: &str, target: &str, phase: Phase, attempt: u32, end: Option<(Out
         retry_at: None,
         value: (end.map(|e| e.0) == Some(Outcome::Ok)).then(|| serde_json::json!(4411)),
         settled: None,
+        approval: None,
     }
 }
 

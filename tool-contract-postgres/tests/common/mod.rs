@@ -96,6 +96,7 @@ pub fn start(key: IntentKey, attempt: u32) -> Record {
         retry_at: None,
         value: None,
         settled: None,
+        approval: None,
     }
 }
 

@@ -31,6 +31,7 @@ fn record(n: usize, phase: Phase, attempt: u32) -> Record {
         retry_at: None,
         value: end.then(|| serde_json::json!(4411)),
         settled: None,
+        approval: None,
     }
 }
 

@@ -208,6 +208,7 @@ mod tests {
             retry_at: None,
             value: None,
             settled: None,
+            approval: None,
         };
         first.remember(record.as_record_ref());
         drop(first);
@@ -240,6 +241,7 @@ mod tests {
             retry_at: None,
             value: None,
             settled: None,
+            approval: None,
         };
         let keys: Vec<IntentKey> = (0..crate::task::REMEMBERED + 10)
             .map(|n| crate::Intent::new("t", "a", "post", &n.to_string()).key())

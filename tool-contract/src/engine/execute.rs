@@ -63,9 +63,9 @@ pub(crate) async fn decide<W: Work>(
             Step::Approve => {
                 // Boxed: only a `money` tool asks.
                 match Box::pin(approve(run, &class)).await {
-                    Ok(()) => {
+                    Ok(who) => {
                         facts.approved = Some(true);
-                        run.now_mut().approved();
+                        run.now_mut().approved(who);
                     }
                     Err(stop) => (facts.approved, denied) = (Some(false), Some(stop)),
                 }
@@ -234,8 +234,8 @@ fn no_approver(run: &Run<'_>, class: &Class) -> Stop {
     Stop::after(class, why, class.wait(), Reason::NoApprover)
 }
 
-/// Ask the approver before a second attempt of a `money` call: `Ok` on yes, the stop on no.
-async fn approve(run: &Run<'_>, class: &Class) -> Result<(), Stop> {
+/// Ask the approver before a second attempt of a `money` call: who said yes, or the stop on no.
+async fn approve(run: &Run<'_>, class: &Class) -> Result<String, Stop> {
     let task = run.task();
     let Some(approver) = task.approver_ref() else { return Err(no_approver(run, class)) };
     let request = ApprovalRequest {
@@ -244,17 +244,18 @@ async fn approve(run: &Run<'_>, class: &Class) -> Result<(), Stop> {
         key: run.key(),
         next_attempt: run.now().number() + 1,
         history: class.message().to_owned(),
+        left: task.remaining(),
     };
     crate::observe::approval_asked(request.next_attempt);
     // A person's answer is waited for within the budget left: the call's claim runs out with it.
-    let left = task.remaining();
+    let left = request.left;
     let answer = match tokio::time::timeout(left, approver.approve(&request)).await {
         Ok(answer) => answer,
         Err(_) => Approval::Denied(format!("no answer within the {} the budget had left", secs(left))),
     };
     crate::observe::approval_answered(answer == Approval::Approved);
     match answer {
-        Approval::Approved => Ok(()),
+        Approval::Approved => Ok(approver.who_approved(&request)),
         Approval::Denied(why) => {
             let why = format!("the approver refused a second attempt: {why}");
             Err(Stop::said(Outcome::Permanent, Applied::No, class, &why, None, Reason::Denied))

@@ -142,14 +142,14 @@ impl<'a> Log<'_, 'a> {
             retry_at: None,
             value: None,
             settled: None,
+            approval: None,
         }
     }
 
     /// What the start record of an approved attempt says: who approved it.
     fn approval(&self) -> Option<String> {
         let now = self.run.now();
-        let approver = self.run.task().approver_ref().filter(|_| now.is_approved())?;
-        Some(format!("approved by {} before attempt {}", approver.who(), now.number()))
+        Some(format!("approved by {} before attempt {}", now.approved_by()?, now.number()))
     }
 
     /// Write the start record ahead of the attempt; `value` carries what a bulk call knew of its items.

@@ -134,9 +134,9 @@ pub(crate) struct Attempt {
     /// The attempt resumed from is known not to have landed (a person settled it so, or its own end
     /// said so): that stands for the probe's verdict.
     known_not_landed: bool,
-    /// The approver said yes to the next attempt (a `money` call's second or later): its start record
-    /// names who.
-    approved: bool,
+    /// Who said yes to the next attempt (a `money` call's second or later), until it starts: its start
+    /// record names them.
+    approved: Option<String>,
 }
 
 impl Attempt {
@@ -188,19 +188,19 @@ impl Attempt {
         self.known_not_landed = true;
     }
 
-    /// The approver said yes to the next attempt: its start record names who.
-    pub(crate) fn approved(&mut self) {
-        self.approved = true;
+    /// `who` said yes to the next attempt: its start record names them.
+    pub(crate) fn approved(&mut self, who: String) {
+        self.approved = Some(who);
     }
 
-    /// Whether the attempt about to start was approved.
-    pub(crate) fn is_approved(&self) -> bool {
-        self.approved
+    /// Who approved the attempt about to start, if it was approved.
+    pub(crate) fn approved_by(&self) -> Option<&str> {
+        self.approved.as_deref()
     }
 
     /// The approval is used: the attempt it was for has started.
     pub(crate) fn approval_used(&mut self) {
-        self.approved = false;
+        self.approved = None;
     }
 
     /// Whether the attempt resumed from is known not to have landed.

@@ -297,6 +297,11 @@ fn line(record: &Record) -> String {
         (Phase::End, Some(ProbeMark::Failed)) => "probe  failed ->".to_owned(),
         (Phase::End, None) => "end   ".to_owned(),
         (Phase::Settled, _) => "settled ->".to_owned(),
+        (Phase::Approval, _) => {
+            let at = record.approval.as_ref().map_or(record.started.as_str(), |note| note.at.as_str());
+            let message = record.message.as_deref().unwrap_or_default();
+            return format!("a{}  {at}  approval  {message}", record.attempt);
+        }
     };
     let mut text = format!("a{}  {}  {what}", record.attempt, record.started);
     if let Some(outcome) = record.outcome {

@@ -105,6 +105,9 @@ impl Leases {
                 "{owner} did not start attempt {attempt}: only its starter writes its end, and the \
                  intent's holder only a probe's verdict on the highest attempt ({highest})"
             )),
+            Phase::Approval => Err("an approval record is not an attempt's: it is written by \
+                 `Journal::approval_step`, unfenced"
+                .to_owned()),
         }
     }
 }
@@ -131,6 +134,7 @@ mod tests {
             retry_at: None,
             value: None,
             settled: None,
+            approval: None,
         }
     }
 

@@ -32,6 +32,7 @@ use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome};
 
 mod answer;
+mod approval;
 pub mod file;
 pub mod inspect;
 mod leases;
@@ -40,6 +41,10 @@ mod settle;
 mod stamp;
 
 pub use answer::Answer;
+pub use approval::{
+    ApprovalError, ApprovalNote, Decision, LogApprover, MAX_WHY_BYTES, Step as ApprovalStep, answer_approval,
+    may_follow as approval_follows,
+};
 pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::{CompactMemoryJournal, MemoryJournal};
 #[doc(hidden)]
@@ -59,17 +64,21 @@ pub enum Phase {
     /// A person's verdict on an attempt left in doubt ([`Settlement`]): a fact like an end record, and
     /// one no later record of the same attempt replaces.
     Settled,
+    /// A question to a person before the next attempt of a `money` call, or its answer
+    /// ([`ApprovalNote`]): history, never an intent's last word.
+    Approval,
 }
 
 /// One line of the attempt log.
 ///
 /// Its fields keep one rule together, which deserialising a record checks ([`Record::problem`]): a
 /// `settled` record carries its [`Settlement`] and no other record does, and the settlement's verdict
-/// agrees with the outcome and the effect.
+/// agrees with the outcome and the effect; an `approval` record carries its [`ApprovalNote`] and no
+/// outcome, effect, probe or value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "wire::Record")]
 pub struct Record {
-    /// `start` or `end`.
+    /// `start`, `end`, `settled` or `approval`.
     pub phase: Phase,
     /// The task's id.
     pub task: String,
@@ -103,6 +112,10 @@ pub struct Record {
     /// On a `settled` record: who settled the attempt, how, and on what evidence. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled: Option<Settlement>,
+    /// On an `approval` record: the question asked before the next attempt, or its answer, with who
+    /// and why. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalNote>,
 }
 
 /// A [`Record`] by reference to its parts: what [`Journal::append`] takes.
@@ -138,6 +151,8 @@ pub struct RecordRef<'a> {
     pub value: Option<&'a serde_json::Value>,
     /// A settlement's account, on a `settled` record.
     pub settled: Option<&'a Settlement>,
+    /// An approval's account, on an `approval` record.
+    pub approval: Option<&'a ApprovalNote>,
 }
 
 impl RecordRef<'_> {
@@ -159,6 +174,7 @@ impl RecordRef<'_> {
             retry_at: self.retry_at.map(str::to_owned),
             value: self.value.cloned(),
             settled: self.settled.cloned(),
+            approval: self.approval.cloned(),
         }
     }
 }
@@ -182,6 +198,7 @@ impl Record {
             retry_at: self.retry_at.as_deref(),
             value: self.value.as_ref(),
             settled: self.settled.as_ref(),
+            approval: self.approval.as_ref(),
         }
     }
 
@@ -191,6 +208,20 @@ impl Record {
     /// settler are given ([`Settlement::problem`]). Deserialising a record checks it, and so does every
     /// store's reader.
     pub fn problem(&self) -> Option<String> {
+        match (self.phase, &self.approval) {
+            (Phase::Approval, Some(note)) => {
+                if self.outcome.is_some() || self.effect_applied.is_some() || self.probe.is_some() {
+                    return Some("an `approval` record has no outcome, effect or probe".into());
+                }
+                if self.value.is_some() || self.settled.is_some() || self.retry_at.is_some() {
+                    return Some("an `approval` record has no value, settlement or `retry_at`".into());
+                }
+                return note.problem();
+            }
+            (Phase::Approval, None) => return Some("an `approval` record needs its `approval` account".into()),
+            (_, Some(_)) => return Some("only an `approval` record carries `approval`".into()),
+            (_, None) => {}
+        }
         let settled = match (self.phase, &self.settled) {
             (Phase::Settled, Some(settled)) => settled,
             (Phase::Settled, None) => return Some("a `settled` record needs its `settled` account".into()),
@@ -241,6 +272,8 @@ mod wire {
         value: Option<serde_json::Value>,
         #[serde(default)]
         settled: Option<Settlement>,
+        #[serde(default)]
+        approval: Option<ApprovalNote>,
     }
 
     impl TryFrom<Record> for super::Record {
@@ -264,6 +297,7 @@ mod wire {
                 retry_at,
                 value,
                 settled,
+                approval,
             } = wire;
             let record = super::Record {
                 phase,
@@ -281,6 +315,7 @@ mod wire {
                 retry_at,
                 value,
                 settled,
+                approval,
             };
             match record.problem() {
                 Some(problem) => Err(problem),
@@ -334,16 +369,20 @@ impl Recall {
 
     /// Fold the intent's next record in, by the rule of [`index_record`].
     pub fn update(&mut self, record: &Record) {
-        if supersedes(record.attempt, self.attempts, self.last.phase) {
+        if supersedes(record.phase, record.attempt, self.attempts, self.last.phase) {
             self.last = record.clone();
         }
-        self.attempts = self.attempts.max(record.attempt);
+        if record.phase != Phase::Approval {
+            self.attempts = self.attempts.max(record.attempt);
+        }
     }
 
     /// The intent's last word.
     pub fn last_word(&self) -> LastWord<'_> {
         match (self.last.phase, self.last.outcome) {
-            (Phase::Start, _) | (Phase::End, None) => LastWord::Unfinished,
+            // An approval record is never a last word once anything else is known; alone, the intent
+            // is treated as unfinished, which only probes.
+            (Phase::Start | Phase::Approval, _) | (Phase::End, None) => LastWord::Unfinished,
             (Phase::End | Phase::Settled, Some(Outcome::Ok)) => LastWord::Ok(self.last.value.as_ref()),
             (Phase::End | Phase::Settled, Some(outcome)) => LastWord::Ended(outcome),
             (Phase::Settled, None) => LastWord::Ended(Outcome::Unknown),
@@ -367,7 +406,7 @@ impl Recall {
 /// may have landed: the next call probes it first). A settlement never is.
 pub(crate) fn is_open(phase: Phase, outcome: Option<Outcome>, effect: Option<Applied>) -> bool {
     match phase {
-        Phase::Start => true,
+        Phase::Start | Phase::Approval => true,
         Phase::End => matches!(outcome, None | Some(Outcome::Unknown)) || effect == Some(Applied::Unknown),
         Phase::Settled => false,
     }
@@ -422,6 +461,14 @@ pub enum JournalError {
         attempt_id: String,
         /// What the store holds instead (`held by ...`, `attempt 3 is recorded; the next is 4`).
         why: String,
+    },
+    /// The store does not keep what was asked of it (approvals, in a store written before them).
+    #[error("attempt log {log} does not keep {what}")]
+    Unsupported {
+        /// The log's name.
+        log: String,
+        /// What it does not keep.
+        what: String,
     },
 }
 
@@ -593,6 +640,23 @@ pub trait Journal: Send + Sync {
     /// store is unreachable.
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>>;
 
+    /// The intent's last `approval` record (a question, or its answer), for [`LogApprover`] and
+    /// [`answer_approval`]; `Ok(None)` when none was written. The default: this store keeps no
+    /// approvals ([`JournalError::Unsupported`]).
+    fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
+        let _ = key;
+        Answer::now(Err(JournalError::Unsupported { log: "this store".into(), what: "approvals".into() }))
+    }
+
+    /// Append an `approval` record, synced, by one rule applied atomically: a question always; an
+    /// answer only when the intent's last approval record is the question about the same attempt (so
+    /// one answer counts, and none to a question asked again since). `Ok(false)` when refused by that
+    /// rule, with nothing written. The default: this store keeps no approvals.
+    fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
+        let _ = record;
+        Answer::now(Err(JournalError::Unsupported { log: "this store".into(), what: "approvals".into() }))
+    }
+
     /// Hand every [`Durability::Lazy`] record still held in the process to the store. A store that
     /// holds none does nothing (the default).
     fn flush(&self) -> Result<(), JournalError> {
@@ -675,9 +739,12 @@ pub fn index_record(index: &mut HashMap<IntentKey, Recall>, record: &Record) {
 /// attempt is higher than the highest one seen so far (`kept`), or the same one and the last word kept
 /// (of phase `kept_phase`) is not a settlement. So the last word is the last record of the highest
 /// attempt, an end record for an older attempt (a late completion) does not hide a newer start, and a
-/// person's settlement of an attempt stands whatever is written about that attempt after it.
-pub(crate) fn supersedes(attempt: u32, kept: u32, kept_phase: Phase) -> bool {
-    attempt > kept || attempt == kept && kept_phase != Phase::Settled
+/// person's settlement of an attempt stands whatever is written about that attempt after it. An
+/// `approval` record (`phase`) never is the last word, and one kept (an intent known by nothing else)
+/// gives way to any other record.
+pub(crate) fn supersedes(phase: Phase, attempt: u32, kept: u32, kept_phase: Phase) -> bool {
+    phase != Phase::Approval
+        && (kept_phase == Phase::Approval || attempt > kept || attempt == kept && kept_phase != Phase::Settled)
 }
 
 /// Oldest first, by start time, then task, attempt and key.
@@ -740,6 +807,7 @@ mod tests {
             retry_at: None,
             value: None,
             settled: None,
+            approval: None,
         }
     }
 

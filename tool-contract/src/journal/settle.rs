@@ -234,6 +234,7 @@ impl Settle {
                 evidence: self.evidence.clone(),
                 at,
             }),
+            approval: None,
         }
     }
 }
@@ -314,6 +315,7 @@ pub(crate) fn not_in_doubt(recall: &Recall) -> Option<String> {
             last.effect_applied.unwrap_or(Applied::Unknown)
         )),
         (Phase::Settled, _) => Some(format!("its last attempt ({}) is settled", last.attempt_id)),
+        (Phase::Approval, _) => None,
     }
 }
 
@@ -415,7 +417,7 @@ async fn write(
 }
 
 /// `text` on one line: line breaks and other control characters as spaces.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 

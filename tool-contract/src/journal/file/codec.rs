@@ -9,6 +9,7 @@ pub(super) fn encode(out: &mut Vec<u8>, record: RecordRef<'_>) -> serde_json::Re
         Phase::Start => br#"{"phase":"start","task":"#,
         Phase::End => br#"{"phase":"end","task":"#,
         Phase::Settled => br#"{"phase":"settled","task":"#,
+        Phase::Approval => br#"{"phase":"approval","task":"#,
     });
     text(out, record.task)?;
     out.extend_from_slice(br#","call":"#);
@@ -52,6 +53,10 @@ pub(super) fn encode(out: &mut Vec<u8>, record: RecordRef<'_>) -> serde_json::Re
     if let Some(settled) = record.settled {
         out.extend_from_slice(br#","settled":"#);
         serde_json::to_writer(&mut *out, settled)?;
+    }
+    if let Some(approval) = record.approval {
+        out.extend_from_slice(br#","approval":"#);
+        serde_json::to_writer(&mut *out, approval)?;
     }
     out.push(b'}');
     Ok(())

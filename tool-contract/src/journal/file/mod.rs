@@ -69,7 +69,7 @@ mod recovery;
 mod requests;
 mod writer;
 
-pub use requests::{request_settlement, requests_dir};
+pub use requests::{request_approval, request_settlement, requests_dir};
 
 use codec::*;
 use recovery::*;
@@ -227,6 +227,10 @@ struct State {
     index: HashMap<IntentKey, Entry, KeyHashing>,
     /// Who holds which intent.
     leases: Leases,
+    /// Each intent's last approval record written since the log was opened: the questions this
+    /// process asks wait here for their answers (a question left by an earlier process has nobody
+    /// waiting for it).
+    approvals: crate::journal::approval::Approvals,
     /// The file ends with a torn line: the next record starts with a newline.
     needs_newline: bool,
     /// Records queued for the writer thread, whole lines, in the order of the appends. Every `write(2)`
@@ -288,6 +292,7 @@ impl State {
         State {
             index,
             leases: Leases::default(),
+            approvals: Default::default(),
             needs_newline: scan.torn_tail,
             sync_dir_first: created,
             wake: fresh,
@@ -507,6 +512,22 @@ impl Journal for FileJournal {
 
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
         Answer::now(Ok(FileJournal::unresolved(self)))
+    }
+
+    fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
+        Answer::now(Ok(self.shared.lock().approvals.last(key).cloned()))
+    }
+
+    fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
+        if record.phase != Phase::Approval {
+            return Answer::now(Ok(false));
+        }
+        match self.write(record, crate::journal::approval::DURABILITY, None) {
+            Err(JournalError::Conflict { why, .. }) if why == writer::APPROVAL_REFUSED => Answer::now(Ok(false)),
+            Err(e) => Answer::now(Err(e)),
+            Ok(None) => Answer::now(Ok(true)),
+            Ok(Some(wait)) => Answer::later(async move { self.settle(wait.await).map(|()| true) }),
+        }
     }
 }
 

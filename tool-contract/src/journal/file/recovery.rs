@@ -69,12 +69,14 @@ impl Entry {
 
     /// Fold the intent's next record in, by the rule of [`super::index_record`].
     pub(super) fn update(&mut self, attempt: u32, phase: Phase, open: bool, line: &[u8]) {
-        if supersedes(attempt, self.attempts, self.phase) {
+        if supersedes(phase, attempt, self.attempts, self.phase) {
             (self.phase, self.open) = (phase, open);
             self.line.clear();
             self.line.extend_from_slice(line);
         }
-        self.attempts = self.attempts.max(attempt);
+        if phase != Phase::Approval {
+            self.attempts = self.attempts.max(attempt);
+        }
     }
 
     /// [`Recall::is_unresolved`], without decoding the record.
@@ -102,6 +104,7 @@ impl Entry {
                 retry_at: None,
                 value: None,
                 settled: None,
+                approval: None,
             }
         });
         Recall { attempts: self.attempts, last }
@@ -259,7 +262,7 @@ type Kept<'a> = (u32, Phase, bool, &'a [u8]);
 fn keep<'a>(last: &mut HashMap<IntentKey, Kept<'a>, KeyHashing>, key: IntentKey, kept: Kept<'a>) {
     last.entry(key)
         .and_modify(|was| {
-            if supersedes(kept.0, was.0, was.1) {
+            if supersedes(kept.1, kept.0, was.0, was.1) {
                 *was = kept;
             }
         })

@@ -134,6 +134,13 @@ impl FileJournal {
                 return Err(JournalError::Conflict { log, attempt_id, why });
             }
         }
+        if record.phase == Phase::Approval {
+            if !state.approvals.may_take(&record) {
+                let (log, attempt_id) = (self.shared.path.display().to_string(), record.attempt_id.to_owned());
+                return Err(JournalError::Conflict { log, attempt_id, why: APPROVAL_REFUSED.to_owned() });
+            }
+            state.approvals.note(&record);
+        }
         let state = &mut *state;
         let mark = state.pending.len();
         if state.needs_newline {
@@ -218,6 +225,9 @@ impl Future for SyncWait {
 }
 
 /// The slowest recent sync after which a lone waiter still looks for its answer before parking.
+/// Why [`FileJournal::write`] refused an approval record ([`Journal::approval_step`]'s rule).
+pub(super) const APPROVAL_REFUSED: &str = "an approval record that does not follow the intent's last one";
+
 const MAX_SPUN_SYNC: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// The writer thread: every `write(2)` and `fdatasync(2)` of the log, so a stalled disk stalls this

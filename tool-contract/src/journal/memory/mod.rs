@@ -45,6 +45,8 @@ struct Plain {
     index: HashMap<IntentKey, Kept>,
     /// Who holds which intent.
     leases: Leases,
+    /// Each intent's last approval record.
+    approvals: super::approval::Approvals,
 }
 
 /// The intents to forget once a store holds `held` intents, more than `max` (its bound): of the
@@ -75,16 +77,20 @@ struct Kept {
 
 impl Plain {
     fn store(&mut self, record: Record) {
+        self.approvals.note(&record.as_record_ref());
         let at = self.records.len();
         let kept = self.index.entry(record.intent_key).or_insert(Kept { attempts: record.attempt, last: at });
         if supersedes(
+            record.phase,
             record.attempt,
             kept.attempts,
             self.records.get(kept.last).map_or(super::Phase::Start, |r| r.phase),
         ) {
             kept.last = at;
         }
-        kept.attempts = kept.attempts.max(record.attempt);
+        if record.phase != super::Phase::Approval {
+            kept.attempts = kept.attempts.max(record.attempt);
+        }
         self.records.push(record);
     }
 
@@ -199,7 +205,7 @@ impl Journal for MemoryJournal {
         lease: Duration,
     ) -> Answer<'_, Result<Claimed, JournalError>> {
         let mut state = self.lock();
-        let Plain { records, index, leases } = &mut *state;
+        let Plain { records, index, leases, .. } = &mut *state;
         let claimed = leases.claim(*key, owner, lease, || {
             index.get(key).map(|kept| Recall { attempts: kept.attempts, last: records[kept.last].clone() })
         });
@@ -241,6 +247,19 @@ impl Journal for MemoryJournal {
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
         Answer::now(Ok(MemoryJournal::unresolved(self)))
     }
+
+    fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
+        Answer::now(Ok(self.lock().approvals.last(key).cloned()))
+    }
+
+    fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
+        let mut state = self.lock();
+        if record.phase != super::Phase::Approval || !state.approvals.may_take(&record) {
+            return Answer::now(Ok(false));
+        }
+        self.keep(&mut state, record.to_record());
+        Answer::now(Ok(true))
+    }
 }
 
 #[cfg(test)]
@@ -270,6 +289,7 @@ mod tests {
             retry_at: None,
             value: None,
             settled: None,
+            approval: None,
         }
     }
 

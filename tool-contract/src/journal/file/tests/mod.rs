@@ -136,6 +136,7 @@ fn record(target: &str, phase: Phase, attempt: u32, outcome: Option<Outcome>) ->
         retry_at: None,
         value: (outcome == Some(Outcome::Ok)).then(|| serde_json::json!(4411)),
         settled: None,
+        approval: None,
     }
 }
 

@@ -534,7 +534,18 @@ fn every_reader_judges_a_mutated_field_as_the_schema_does() {
     let settled = crate::journal::Settle::new(crate::journal::Verdict::Landed, "alice", "seen")
         .value(7)
         .record_for(&record("a", Phase::Start, 2, None), "2026-11-30T05:13:00Z".into());
-    for good in [end, settled] {
+    let approval = Record {
+        message: Some("approval of attempt 3 asked of an operator: 503".into()),
+        approval: Some(crate::journal::ApprovalNote {
+            step: crate::journal::ApprovalStep::Asked,
+            by: "an operator".into(),
+            why: "503".into(),
+            at: "2026-11-30T05:13:00Z".into(),
+            until: Some("2026-11-30T05:18:00Z".into()),
+        }),
+        ..record("a", Phase::Approval, 2, None)
+    };
+    for good in [end, settled, approval] {
         judge_mutations(good);
     }
 }

@@ -62,6 +62,8 @@ struct MemoryState {
     index: HashMap<IntentKey, Kept, KeyHashing>,
     /// Who holds which intent.
     leases: Leases,
+    /// Each intent's last approval record.
+    approvals: crate::journal::approval::Approvals,
 }
 
 impl MemoryState {
@@ -137,18 +139,24 @@ impl MemoryState {
     fn rare(record: &RecordRef<'_>, done_message: bool, mut kept: Option<Box<Rare>>) -> Option<Box<Rare>> {
         let attempt_id = own_attempt_id(record.attempt_id, record.task, &record.intent_key, record.attempt);
         let message = if done_message { None } else { record.message };
-        if attempt_id.is_some() || message.is_some() || record.retry_at.is_some() || record.settled.is_some()
+        if attempt_id.is_some()
+            || message.is_some()
+            || record.retry_at.is_some()
+            || record.settled.is_some()
+            || record.approval.is_some()
         {
             let rare = kept.get_or_insert_with(Box::default);
             rare.attempt_id = attempt_id.map(Box::from);
             rare.message = message.map(Box::from);
             rare.retry_at = record.retry_at.map(Box::from);
             rare.settled = record.settled.cloned().map(Box::new);
+            rare.approval = record.approval.cloned().map(Box::new);
         }
         kept
     }
 
     fn store(&mut self, record: RecordRef<'_>) {
+        self.approvals.note(&record);
         let done_message = record.message.is_some_and(|m| is_done_message(m, record.call, record.attempt));
         // A start record followed by its own end, as most attempts are: one entry for both.
         if self.completes_last(&record) {
@@ -168,7 +176,7 @@ impl MemoryState {
                 rare.retry_at = record.retry_at.map(Box::from);
                 rare.value = whole;
             }
-            self.index(at, record.intent_key, record.attempt);
+            self.index(at, record.intent_key, record.attempt, record.phase);
             return;
         }
         self.push(record, done_message, false);
@@ -216,7 +224,7 @@ impl MemoryState {
         let call = place(self, 1, record.call);
         let started = place(self, 2, record.started);
         let at = self.records.len();
-        let intent = self.index(at, record.intent_key, record.attempt);
+        let intent = self.index(at, record.intent_key, record.attempt, record.phase);
         if intent == u32::MAX {
             kept.get_or_insert_with(Box::default).intent_key = Some(record.intent_key);
         }
@@ -250,15 +258,17 @@ impl MemoryState {
 
     /// Fold the record at `at` into the intent's index entry, by the rule of [`crate::journal::index_record`]:
     /// the intent's place in `keys` (`u32::MAX` once it is full).
-    fn index(&mut self, at: usize, key: IntentKey, attempt: u32) -> u32 {
+    fn index(&mut self, at: usize, key: IntentKey, attempt: u32, phase: Phase) -> u32 {
         match self.index.entry(key) {
             Entry::Occupied(kept) => {
                 let kept = kept.into_mut();
                 let kept_phase = self.records.get(kept.last).map_or(Phase::Start, |last| last.phase);
-                if supersedes(attempt, kept.attempts, kept_phase) {
+                if supersedes(phase, attempt, kept.attempts, kept_phase) {
                     kept.last = at;
                 }
-                kept.attempts = kept.attempts.max(attempt);
+                if phase != Phase::Approval {
+                    kept.attempts = kept.attempts.max(attempt);
+                }
                 kept.id
             }
             Entry::Vacant(new) => {
@@ -462,6 +472,20 @@ impl Journal for CompactMemoryJournal {
 
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
         Answer::now(Ok(CompactMemoryJournal::unresolved(self)))
+    }
+
+    fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
+        Answer::now(Ok(self.lock().approvals.last(key).cloned()))
+    }
+
+    fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
+        let mut state = self.lock();
+        if record.phase != Phase::Approval || !state.approvals.may_take(&record) {
+            return Answer::now(Ok(false));
+        }
+        state.store(record);
+        self.bound(&mut state);
+        Answer::now(Ok(true))
     }
 }
 

@@ -47,6 +47,8 @@ pub(super) struct Rare {
     pub(super) value: Option<serde_json::Value>,
     /// A settlement's account.
     pub(super) settled: Option<Box<crate::journal::Settlement>>,
+    /// An approval record's account.
+    pub(super) approval: Option<Box<crate::journal::ApprovalNote>>,
     /// A budget of `u32::MAX` seconds or more.
     pub(super) budget_left_s: Option<u64>,
     /// The key of an intent that found no place in `MemoryState::keys` (only once it holds 2^32 - 1).
@@ -206,6 +208,7 @@ pub(super) fn to_record(strings: &[Box<str>], keys: &[IntentKey], stored: &Store
         retry_at: rare.and_then(|rare| rare.retry_at.as_deref()).map(str::to_owned),
         value: stored.value.to_json(stored.value_bits, rare),
         settled: rare.and_then(|rare| rare.settled.as_deref()).cloned(),
+        approval: rare.and_then(|rare| rare.approval.as_deref()).cloned(),
     }
 }
 

@@ -26,6 +26,7 @@ fn start(target: &str, attempt: u32) -> Record {
         retry_at: None,
         value: None,
         settled: None,
+        approval: None,
     }
 }
 

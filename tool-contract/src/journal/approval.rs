@@ -1,0 +1,463 @@
+//! Approval through the attempt log: a second `money` attempt asked of a person who answers from
+//! another process (the operator console, or code of one's own), with both the question and the
+//! answer kept as records.
+//!
+//! [`LogApprover`] is an [`Approve`](crate::Approve) that writes an `approval` record with step
+//! `asked` (what the first attempt left, and until when it waits), then waits for the record that
+//! answers it: [`answer_approval`] writes `approved` or `denied` with who and why. A store keeps at
+//! most one answer to one question ([`Journal::approval_step`]): two people answering at once, exactly
+//! one answer counts and the other is told whose. A question nobody answers in time is denied by the
+//! asker, through the same rule, so a late answer cannot approve an attempt nobody waits for.
+//!
+//! An `approval` record names the attempt it follows (`attempt`); the attempt it asks about is the
+//! next one. It is never an intent's last word: stores fold it aside.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use tool_contract::{Decision, Journal, LogApprover, MemoryJournal, Task, answer_approval};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let log: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
+//! let task = Task::new("ord-7741", "agent", Duration::from_secs(600))
+//!     .journal(log.clone())
+//!     .approver(LogApprover::new(log.clone()).wait(Duration::from_secs(300)));
+//! // Elsewhere, a person who found the question (the console lists it) answers:
+//! # let key = tool_contract::Intent::new("ord-7741", "agent", "refund", "order-9").key();
+//! match answer_approval(&*log, &key, 2, &Decision::deny("alice", "the customer was refunded by hand")).await {
+//!     Ok(record) => println!("{}", record.message.unwrap_or_default()),
+//!     Err(refused) => println!("not answered: {refused}"),
+//! }
+//! # let _ = task;
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Durability, Journal, JournalError, Phase, Record};
+use crate::journal::BoxFuture;
+use crate::key::IntentKey;
+use crate::task::{Approval, ApprovalRequest, Approve};
+use super::settle::one_line;
+use super::{rfc3339, wall_clock};
+
+/// The longest reason an approval record keeps, in bytes.
+pub const MAX_WHY_BYTES: usize = 1024;
+
+/// The longest name of who answered, in bytes.
+const MAX_BY_BYTES: usize = 200;
+
+/// How long before the engine stops waiting (the task's budget left) a [`LogApprover`] closes its
+/// question: time to record the denial.
+const CLOSE_MARGIN: Duration = Duration::from_secs(1);
+
+/// How often a [`LogApprover`] looks for the answer.
+const LOOK_EVERY: Duration = Duration::from_millis(250);
+
+/// Where an approval stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// The engine asked a person before the next attempt, and waits.
+    Asked,
+    /// The person said yes: the next attempt may start.
+    Approved,
+    /// The person said no (or nobody answered in time): no attempt.
+    Denied,
+}
+
+impl Step {
+    /// `asked`, `approved` or `denied`, as the log writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::Asked => "asked",
+            Step::Approved => "approved",
+            Step::Denied => "denied",
+        }
+    }
+}
+
+/// An `approval` record's account: the step, who, why, when, and (on a question) until when the
+/// asker waits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalNote {
+    /// Asked, approved or denied.
+    pub step: Step,
+    /// On a question, who is asked; on an answer, who answered.
+    pub by: String,
+    /// On a question, what the attempts so far left; on an answer, the reason given.
+    pub why: String,
+    /// When the record was written, RFC 3339 UTC.
+    pub at: String,
+    /// On a question: when the asker stops waiting, RFC 3339 UTC. Absent on an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+}
+
+impl ApprovalNote {
+    /// What is wrong with the account, if anything: no name, no reason or too long a one, a deadline
+    /// on an answer or none on a question.
+    pub fn problem(&self) -> Option<String> {
+        if self.by.trim().is_empty() {
+            return Some("an approval record names who (`by`)".into());
+        }
+        if self.by.len() > MAX_BY_BYTES {
+            return Some(format!("`by` is {} bytes; at most {MAX_BY_BYTES}", self.by.len()));
+        }
+        if self.why.trim().is_empty() {
+            return Some("an approval record says why (`why`)".into());
+        }
+        if self.why.len() > MAX_WHY_BYTES {
+            return Some(format!("`why` is {} bytes; at most {MAX_WHY_BYTES}", self.why.len()));
+        }
+        match (self.step, &self.until) {
+            (Step::Asked, None) => Some("a question (`asked`) says until when it waits (`until`)".into()),
+            (Step::Approved | Step::Denied, Some(_)) => Some("only a question (`asked`) has `until`".into()),
+            _ => None,
+        }
+    }
+}
+
+/// A person's answer to a question [`LogApprover`] asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    approve: bool,
+    by: String,
+    why: String,
+}
+
+impl Decision {
+    /// Yes to the next attempt, by `by`, for the reason `why`.
+    pub fn approve(by: impl Into<String>, why: impl Into<String>) -> Decision {
+        Decision { approve: true, by: by.into(), why: why.into() }
+    }
+
+    /// No to the next attempt, by `by`, for the reason `why`.
+    pub fn deny(by: impl Into<String>, why: impl Into<String>) -> Decision {
+        Decision { approve: false, by: by.into(), why: why.into() }
+    }
+
+    /// Whether it says yes.
+    pub fn approves(&self) -> bool {
+        self.approve
+    }
+
+    /// Who answered.
+    pub fn by(&self) -> &str {
+        &self.by
+    }
+
+    /// The reason given.
+    pub fn why(&self) -> &str {
+        &self.why
+    }
+
+    fn step(&self) -> Step {
+        if self.approve { Step::Approved } else { Step::Denied }
+    }
+}
+
+/// Why an answer was not recorded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// Nothing asks about this attempt of this intent (never asked, asked of a newer attempt, or the
+    /// asker's process is gone and took its question with it).
+    #[error("no approval of attempt {attempt} of intent {key} is waiting: {why}")]
+    NotAsked {
+        /// The intent.
+        key: IntentKey,
+        /// The attempt the answer was for.
+        attempt: u32,
+        /// What the store holds instead.
+        why: String,
+    },
+    /// The question was answered already; the record that answered it.
+    #[error("approval of attempt {} of intent {} was answered already: {}", .record.attempt + 1, .record.intent_key, answered(.record))]
+    AlreadyAnswered {
+        /// The answer that counts.
+        record: Box<Record>,
+    },
+    /// The answer itself is not one: no name, no reason, or too long.
+    #[error("not an answer: {0}")]
+    Invalid(String),
+    /// The store could not be asked, or refused the record.
+    #[error(transparent)]
+    Store(#[from] JournalError),
+}
+
+fn answered(record: &Record) -> String {
+    match &record.approval {
+        Some(note) => format!("{} by {} at {}: {}", note.step.as_str(), note.by, note.at, note.why),
+        None => "answered".into(),
+    }
+}
+
+/// The record of an approval step about the attempt after `last`'s (the intent's last record).
+fn record_of(last: &Record, note: ApprovalNote) -> Record {
+    let next = last.attempt.saturating_add(1);
+    let message = match note.step {
+        Step::Asked => format!("approval of attempt {next} asked of {}: {}", note.by, one_line(&note.why)),
+        step => format!("attempt {next} {} by {}: {}", step.as_str(), note.by, one_line(&note.why)),
+    };
+    Record {
+        phase: Phase::Approval,
+        task: last.task.clone(),
+        call: last.call.clone(),
+        intent_key: last.intent_key,
+        attempt: last.attempt,
+        attempt_id: last.attempt_id.clone(),
+        started: last.started.clone(),
+        budget_left_s: last.budget_left_s,
+        outcome: None,
+        effect_applied: None,
+        probe: None,
+        message: Some(message),
+        retry_at: None,
+        value: None,
+        settled: None,
+        approval: Some(note),
+    }
+}
+
+/// Answer the question asked about attempt `attempt` of intent `key` (the attempt that would start):
+/// the record written, or why none was. At most one answer counts per question; a question past its
+/// `until`, or whose asker is gone, takes none.
+pub async fn answer_approval(
+    journal: &dyn Journal,
+    key: &IntentKey,
+    attempt: u32,
+    decision: &Decision,
+) -> Result<Record, ApprovalError> {
+    let note = ApprovalNote {
+        step: decision.step(),
+        by: decision.by.trim().to_owned(),
+        why: decision.why.trim().to_owned(),
+        at: rfc3339(wall_clock()),
+        until: None,
+    };
+    if let Some(problem) = note.problem() {
+        return Err(ApprovalError::Invalid(problem));
+    }
+    let asked = match journal.approval(key).await? {
+        Some(asked) => asked,
+        None => {
+            return Err(ApprovalError::NotAsked { key: *key, attempt, why: "nothing was asked".into() });
+        }
+    };
+    let Some(question) = asked.approval.as_ref() else {
+        return Err(ApprovalError::NotAsked { key: *key, attempt, why: "nothing was asked".into() });
+    };
+    if question.step != Step::Asked {
+        if asked.attempt.saturating_add(1) == attempt {
+            return Err(ApprovalError::AlreadyAnswered { record: Box::new(asked) });
+        }
+    } else if let Some(until) = question.until.as_deref().filter(|until| *until < note.at.as_str()) {
+        return Err(ApprovalError::NotAsked {
+            key: *key,
+            attempt,
+            why: format!("the question waited until {until} and is closed"),
+        });
+    }
+    if question.step != Step::Asked || asked.attempt.saturating_add(1) != attempt {
+        return Err(ApprovalError::NotAsked {
+            key: *key,
+            attempt,
+            why: format!("the last question was about attempt {}", asked.attempt.saturating_add(1)),
+        });
+    }
+    let record = record_of(&asked, note);
+    if journal.approval_step(record.as_record_ref()).await? {
+        return Ok(record);
+    }
+    // Someone answered (or asked again) between the read and the write: say what stands.
+    match journal.approval(key).await? {
+        Some(last) if last.attempt == asked.attempt && last.approval.as_ref().is_some_and(|n| n.step != Step::Asked) => {
+            Err(ApprovalError::AlreadyAnswered { record: Box::new(last) })
+        }
+        _ => Err(ApprovalError::NotAsked { key: *key, attempt, why: "the question changed as it was answered".into() }),
+    }
+}
+
+/// The one rule every store applies in [`Journal::approval_step`]: whether `record` may follow
+/// `last`, the intent's last approval record. A question always may; an answer only to the question
+/// about the same attempt, still unanswered.
+pub fn may_follow(record: &super::RecordRef<'_>, last: Option<&Record>) -> bool {
+    match record.approval.map(|note| note.step) {
+        Some(Step::Asked) => true,
+        Some(Step::Approved | Step::Denied) => last.is_some_and(|last| {
+            last.attempt == record.attempt && last.approval.as_ref().is_some_and(|n| n.step == Step::Asked)
+        }),
+        None => false,
+    }
+}
+
+/// An approver that asks through the attempt log and waits for the answer there, so a person in
+/// another process (the operator console) can give it. See the [module](self).
+///
+/// A question nobody answers within [`LogApprover::wait`] (5 minutes unless set), or within the task's
+/// budget if that is shorter, is denied by the approver itself, recorded as `denied` by `nobody`.
+pub struct LogApprover {
+    journal: Arc<dyn Journal>,
+    wait: Duration,
+    asked_of: String,
+    who: Mutex<HashMap<(IntentKey, u32), String>>,
+}
+
+impl LogApprover {
+    /// An approver that asks in `journal`: give it the journal the task writes to.
+    pub fn new(journal: Arc<dyn Journal>) -> LogApprover {
+        LogApprover {
+            journal,
+            wait: Duration::from_secs(300),
+            asked_of: "an operator (the console)".into(),
+            who: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// How long a question waits for its answer (5 minutes unless set).
+    pub fn wait(mut self, wait: Duration) -> LogApprover {
+        self.wait = wait;
+        self
+    }
+
+    /// Who the question is for, as its record names them (`an operator (the console)` unless set).
+    pub fn asked_of(mut self, who: impl Into<String>) -> LogApprover {
+        self.asked_of = who.into();
+        self
+    }
+
+    async fn ask(&self, request: &ApprovalRequest) -> Result<Approval, String> {
+        let last = self
+            .journal
+            .recall(&request.key)
+            .await
+            .map_err(|e| format!("the log could not be read to ask: {e}"))?
+            .ok_or("the log holds nothing of the intent")?
+            .last;
+        if last.attempt.saturating_add(1) != request.next_attempt {
+            return Err(format!("the log's last attempt is {}, not {}", last.attempt, request.next_attempt - 1));
+        }
+        // Closed before the engine stops waiting (the budget left), so a question is never left open
+        // with nobody waiting for its answer.
+        let wait = self.wait.min(request.left.saturating_sub(CLOSE_MARGIN));
+        let until = rfc3339(wall_clock() + wait);
+        let question = record_of(
+            &last,
+            ApprovalNote {
+                step: Step::Asked,
+                by: self.asked_of.clone(),
+                why: one_line(&request.history).chars().take(MAX_WHY_BYTES / 4).collect(),
+                at: rfc3339(wall_clock()),
+                until: Some(until),
+            },
+        );
+        if !self.journal.approval_step(question.as_record_ref()).await.map_err(|e| e.to_string())? {
+            return Err("the question was not recorded".into());
+        }
+        let gave_up = tokio::time::Instant::now() + wait;
+        loop {
+            tokio::time::sleep(LOOK_EVERY.min(gave_up.saturating_duration_since(tokio::time::Instant::now()))).await;
+            let answer = match self.journal.approval(&request.key).await {
+                Ok(answer) => answer,
+                // A store that cannot be asked now may answer at the next look.
+                Err(_) if tokio::time::Instant::now() < gave_up => continue,
+                Err(e) => return Err(format!("the log could not be read for the answer: {e}")),
+            };
+            if let Some(decided) = self.decided(answer.as_ref(), question.attempt) {
+                return Ok(decided);
+            }
+            if tokio::time::Instant::now() >= gave_up {
+                return self.close(&question, wait).await;
+            }
+        }
+    }
+
+    /// What `answer` (the intent's last approval record) says of the question about the attempt after
+    /// `attempt`, if it answers it.
+    fn decided(&self, answer: Option<&Record>, attempt: u32) -> Option<Approval> {
+        let record = answer.filter(|r| r.attempt == attempt)?;
+        let note = record.approval.as_ref()?;
+        match note.step {
+            Step::Asked => None,
+            Step::Approved => {
+                let who = format!("{} ({})", note.by, one_line(&note.why));
+                self.who.lock().unwrap_or_else(|e| e.into_inner()).insert((record.intent_key, attempt + 1), who);
+                Some(Approval::Approved)
+            }
+            Step::Denied => Some(Approval::Denied(format!("{} said no: {}", note.by, note.why))),
+        }
+    }
+
+    /// Nobody answered in time: record the denial, unless an answer came first (then it counts).
+    async fn close(&self, question: &Record, wait: Duration) -> Result<Approval, String> {
+        let note = ApprovalNote {
+            step: Step::Denied,
+            by: "nobody".into(),
+            why: format!("no answer within {}s", wait.as_secs()),
+            at: rfc3339(wall_clock()),
+            until: None,
+        };
+        let denial = record_of(question, note);
+        match self.journal.approval_step(denial.as_record_ref()).await {
+            Ok(true) => Ok(Approval::Denied(format!("nobody answered within {}s", wait.as_secs()))),
+            // An answer came first: it counts.
+            Ok(false) => {
+                let last = self.journal.approval(&question.intent_key).await.map_err(|e| e.to_string())?;
+                Ok(self
+                    .decided(last.as_ref(), question.attempt)
+                    .unwrap_or_else(|| Approval::Denied("the question was closed".into())))
+            }
+            Err(e) => Err(format!("nobody answered, and the denial was not recorded: {e}")),
+        }
+    }
+}
+
+impl Approve for LogApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async move { self.ask(request).await.unwrap_or_else(Approval::Denied) })
+    }
+
+    fn who(&self) -> String {
+        self.asked_of.clone()
+    }
+
+    fn who_approved(&self, request: &ApprovalRequest) -> String {
+        self.who
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(request.key, request.next_attempt))
+            .unwrap_or_else(|| self.who())
+    }
+}
+
+/// What a store keeps of approvals: each intent's last approval record.
+#[derive(Debug, Default)]
+pub(crate) struct Approvals(HashMap<IntentKey, Record>);
+
+impl Approvals {
+    /// The intent's last approval record.
+    pub(crate) fn last(&self, key: &IntentKey) -> Option<&Record> {
+        self.0.get(key)
+    }
+
+    /// Keep `record` if it is an approval record (as the intent's last).
+    pub(crate) fn note(&mut self, record: &super::RecordRef<'_>) {
+        if record.phase == Phase::Approval {
+            self.0.insert(record.intent_key, record.to_record());
+        }
+    }
+
+    /// Whether `record` may follow what is kept ([`may_follow`]).
+    pub(crate) fn may_take(&self, record: &super::RecordRef<'_>) -> bool {
+        may_follow(record, self.0.get(&record.intent_key))
+    }
+}
+
+/// How approval records are written: a question and its answer at once, and synced.
+pub(crate) const DURABILITY: Durability = Durability::Synced;
