@@ -7,8 +7,11 @@ A scripted operator opens the address `tool-contract console` printed, finds the
 intents in doubt, opens its timeline, and settles it `not_landed` with evidence holding `<script>`;
 the agent's next call of that intent posts exactly once (the desk counts). Also: a form posted from a
 page on another 127.0.0.1 port is refused (403), a wrong `Host` is refused, no cookie gets the token
-prompt, a `--read-only` console shows no form and refuses a POST. Screenshots of the overview and of
-the intent's page are written to target/. Prints one line per check, then `N passed, N failed`.
+prompt, a `--read-only` console shows no form and refuses a POST. Then approvals: an agent
+(`--fault busy-refund --approve-in-log`) waits for a person's yes before a refund's second attempt;
+the operator finds the question on the overview and approves it (the desk pays once), and denies
+another (the desk pays nothing). Screenshots of the overview, an intent's page and a waiting
+approval are written to target/. Prints one line per check, then `N passed, N failed`.
 """
 
 import asyncio
@@ -75,6 +78,62 @@ def page_text(driver, needle, seconds=20):
             pass
         time.sleep(0.1)
     return text
+
+
+def reload_until(driver, url, needle, seconds=20):
+    """Open `url` again until its text holds `needle` (the agent writes its question a moment after the
+    call starts), or as it is when `seconds` have passed."""
+    text = ""
+    until = time.time() + seconds
+    while time.time() < until:
+        driver.get(url)
+        text = page_text(driver, needle, 1)
+        if needle in text:
+            return text
+    return text
+
+
+async def approvals(desk, tool_contract, scratch):
+    """A refund waits for approval in the log; the operator approves one and denies another."""
+    log = os.path.join(scratch, "refunds.log")
+    agent = StdioServerParameters(command=desk, args=["--budget-s", "60", "--log", log, "--fault", "busy-refund",
+                                                      "--approve-in-log"])
+    async with Client(agent, mode="legacy") as client:
+        meta = {TASK: "ticket-11", "dev.tool-contract/actor": "agent:desk"}
+        proc, url = None, None
+        for order, answer in [("order-7", "approve"), ("order-8", "deny")]:
+            call = asyncio.create_task(client.call_tool("refund", {"order": order, "cents": 1250}, meta=meta))
+            await asyncio.sleep(1.0)  # the request goes out; the agent asks in its log and waits
+            if proc is None:
+                proc, url = console(tool_contract, log)
+            base = url.split("/login")[0]
+            driver = browser()
+            try:
+                driver.get(url)
+                body = reload_until(driver, f"{base}/", "Waiting for approval: 1")
+                check(f"{order}: the overview lists the refund waiting for approval",
+                      "Waiting for approval: 1" in body and "503" in body, body)
+                if answer == "approve":
+                    driver.save_screenshot("target/console-approval.png")
+                why = "ledger shows nothing paid" if answer == "approve" else "customer withdrew the request"
+                driver.find_element(By.NAME, "why").send_keys(why)
+                driver.find_element(By.CSS_SELECTOR, f"form.approval button[value={answer}]").click()
+                body = page_text(driver, "nswered: ")
+                word = "approved" if answer == "approve" else "denied"
+                check(f"{order}: {word} through the agent holding the log",
+                      f"Answered: attempt 2 {word} by ci-operator: {why}" in body, body)
+            finally:
+                driver.quit()
+            report = report_of(await asyncio.wait_for(call, 30))
+            listed = report_of(await client.call_tool("list_refunds", {"order": order}, meta=meta))
+            if answer == "approve":
+                check(f"{order}: the refund is made after the yes", report["outcome"] == "ok", report)
+                check(f"{order}: exactly one refund at the desk", len(listed["value"]) == 1, listed)
+            else:
+                check(f"{order}: the refund stops at the no, with the operator's reason",
+                      report["outcome"] == "permanent" and "ci-operator said no: " + why in report["message"], report)
+                check(f"{order}: no refund at the desk", len(listed["value"]) == 0, listed)
+        proc.terminate()
 
 
 def raw(url, headers=None, data=None):
@@ -180,6 +239,8 @@ async def main():
                               headers={"Cookie": cookie, "Origin": base, "Content-Type": "application/x-www-form-urlencoded"})
         check("a read-only console refuses a POST", status == 403 and "read-only" in body, (status, body))
         proc.terminate()
+
+    await approvals(desk, tool_contract, scratch)
 
     passed, failed = results.count(True), results.count(False)
     print(f"{passed} passed, {failed} failed")

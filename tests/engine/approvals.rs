@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tool_contract::journal::{ApprovalError, ApprovalStep, Phase, Record};
 use tool_contract::{
-    Applied, Class, Decision, EffectKind, FileJournal, IntentKey, Journal, LogApprover, MemoryJournal, Outcome,
-    Probe, Reason, Report, Task, ToolSpec, answer_approval, engine,
+    Applied, Class, Decision, EffectKind, FileJournal, IntentKey, Journal, LogApprover, MemoryJournal,
+    Outcome, Probe, Reason, Report, Task, ToolSpec, answer_approval, engine,
 };
 
 const REFUND: ToolSpec = ToolSpec::new("refund", EffectKind::Money);
@@ -60,15 +60,24 @@ async fn an_operator_approves_through_the_log_and_the_start_record_names_them() 
         let question = asked(&*log, &key).await;
         let note = question.approval.clone().unwrap();
         assert_eq!((question.phase, question.attempt, note.step), (Phase::Approval, 1, ApprovalStep::Asked));
-        assert!(note.why.contains("503 from the bank"), "the question says what attempt 1 left: {}", note.why);
+        assert!(
+            note.why.contains("503 from the bank"),
+            "the question says what attempt 1 left: {}",
+            note.why
+        );
         assert!(note.until.is_some());
         // While it waits, the intent is in no one's queue of doubt and its last word is attempt 1's end.
         assert!(log.unresolved().is_empty());
         assert_eq!(log.recall(&key).unwrap().last.phase, Phase::End);
-        answer_approval(&*log, &key, 2, &Decision::approve("alice", "the bank shows no charge")).await.unwrap()
+        answer_approval(&*log, &key, 2, &Decision::approve("alice", "the bank shows no charge"))
+            .await
+            .unwrap()
     };
     let (report, answer) = tokio::join!(refund(&task, &attempts), operator);
-    assert_eq!((report.outcome, report.effect_applied, report.value), (Outcome::Ok, Applied::Yes, Some(7700)));
+    assert_eq!(
+        (report.outcome, report.effect_applied, report.value),
+        (Outcome::Ok, Applied::Yes, Some(7700))
+    );
     assert_eq!(attempts.load(Ordering::SeqCst), 2);
     let records = log.records();
     let start = records.iter().find(|r| r.phase == Phase::Start && r.attempt == 2).unwrap();

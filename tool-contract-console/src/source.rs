@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use tool_contract::journal::{Recall, Record};
 use tool_contract::journal::ApprovalError;
+use tool_contract::journal::{Recall, Record};
 use tool_contract::{Decision, IntentKey, Settle, SettleError};
 
 use crate::index::Index;
@@ -144,7 +144,13 @@ impl Source {
             Source::File { log, .. } => {
                 let log = log.clone();
                 tokio::task::spawn_blocking(move || {
-                    tool_contract::journal::file::request_approval(&log, &key, attempt, &decision, SETTLE_WAIT)
+                    tool_contract::journal::file::request_approval(
+                        &log,
+                        &key,
+                        attempt,
+                        &decision,
+                        SETTLE_WAIT,
+                    )
                 })
                 .await
                 .unwrap_or_else(|e| Err(ApprovalError::Invalid(format!("the answer stopped: {e}"))))

@@ -178,3 +178,135 @@ async fn a_remote_address_needs_a_token_of_ones_own() {
     let refused = Console::bind(std::path::Path::new("/nonexistent.log"), options).await;
     assert!(refused.err().is_some_and(|why| why.contains("--allow-remote")));
 }
+
+static REFUND_ATTEMPTS: AtomicU32 = AtomicU32::new(0);
+
+/// Refund an order: the bank refuses each order's first attempt (`503`, nothing paid).
+#[tool(effect = "money", target = order, probe = find_refund)]
+async fn refund(order: &str) -> Result<u64, Class> {
+    if REFUND_ATTEMPTS.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
+        Err(Class::retryable("503 from the bank"))
+    } else {
+        Ok(7700)
+    }
+}
+
+async fn find_refund(_order: &&str, _key: tool_contract::IntentKey) -> Probe<u64> {
+    Probe::NotLanded
+}
+
+/// The overview, once it shows `needle` (an agent's question arrives in the log a moment after the
+/// call starts).
+async fn overview_with(addr: std::net::SocketAddr, cookie: &str, needle: &str) -> String {
+    let host = addr.to_string();
+    let mut body = String::new();
+    for _ in 0..100 {
+        body = send(addr, get(&host, "/", Some(cookie))).await.body;
+        if body.contains(needle) {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the overview never showed {needle:?}: {body}");
+}
+
+/// The first intent a page links to: on the overview, the oldest question waiting.
+fn first_key(body: &str) -> String {
+    let at = body.find("/intent/").expect("a link to an intent") + "/intent/".len();
+    body[at..at + 32].to_owned()
+}
+
+/// Issue 25: approving or denying a pending `money` retry from the console. The agent holds the log
+/// and waits (`LogApprover`); the console, reading the same file, lists the question and answers it
+/// through the agent; the answer is journaled with who and why, and counts once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_money_retry_waits_for_the_console_and_counts_one_answer() {
+    use tool_contract::journal::ApprovalStep;
+    let dir = std::env::temp_dir().join(format!("tc-console-approve-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("attempts.log");
+    let log = Arc::new(FileJournal::open(&path).unwrap());
+    let task = Task::new("ticket-12", "agent", Duration::from_secs(60))
+        .journal(log.clone())
+        .approver(tool_contract::LogApprover::new(log.clone()).wait(Duration::from_secs(30)));
+    let running =
+        Console::bind(&path, Options { by: "ops-alice".into(), ..Options::default() }).await.unwrap();
+    let (addr, url) = (running.addr, running.url.clone());
+    tokio::spawn(running.serve());
+    let read_only = Console::bind(&path, Options { read_only: true, ..Options::default() }).await.unwrap();
+    let (ro_addr, ro_url) = (read_only.addr, read_only.url.clone());
+    tokio::spawn(read_only.serve());
+    let (host, cookie) = (addr.to_string(), login(addr, &url).await);
+    let origin = format!("http://{host}");
+
+    // Approved: the call goes on to attempt 2, once.
+    let call = tokio::spawn({
+        let task = task.clone();
+        async move { refund(&task, "order-1").await }
+    });
+    let body = overview_with(addr, &cookie, "Waiting for approval: 1").await;
+    let key = first_key(&body);
+    assert!(body.contains(&key) && body.contains("503 from the bank"), "{body}");
+    assert!(body.contains("name=\"attempt\" value=\"2\""), "the form names the attempt it approves: {body}");
+    let path_of = format!("/intent/{key}/approval");
+    let form = "attempt=2&decision=approve&why=the+bank+shows+no+charge";
+    assert_eq!(
+        send(addr, post(&host, &path_of, &cookie, Some("http://127.0.0.1:1"), form)).await.status,
+        403
+    );
+    let ro_cookie = login(ro_addr, &ro_url).await;
+    let ro_host = ro_addr.to_string();
+    let ro_page = overview_with(ro_addr, &ro_cookie, "Waiting for approval: 1").await;
+    assert!(!ro_page.contains("method=\"post\""), "a read-only console shows no form: {ro_page}");
+    let refused =
+        send(ro_addr, post(&ro_host, &path_of, &ro_cookie, Some(&format!("http://{ro_host}")), form)).await;
+    assert_eq!(refused.status, 403);
+    let done = send(addr, post(&host, &path_of, &cookie, Some(&origin), form)).await;
+    assert_eq!(done.status, 303, "{}", done.head);
+    assert!(done.head.contains("Answered"), "{}", done.head);
+    let report = call.await.unwrap();
+    assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(7700)), "{}", report.message);
+    assert_eq!(REFUND_ATTEMPTS.load(Ordering::SeqCst), 2, "one refused attempt, one approved");
+    // A second answer to the same question is told the first counts.
+    let again = send(addr, post(&host, &path_of, &cookie, Some(&origin), form)).await;
+    assert!(again.head.contains("Not%20answered"), "{}", again.head);
+    overview_with(addr, &cookie, "Waiting for approval: 0").await;
+
+    // Denied: the call stops with the operator's reason, and makes no second attempt.
+    let call = tokio::spawn({
+        let task = task.clone();
+        async move { refund(&task, "order-2").await }
+    });
+    let key2 = first_key(&overview_with(addr, &cookie, "Waiting for approval: 1").await);
+    assert_ne!(key, key2);
+    let deny = "attempt=2&decision=deny&why=refunded+by+hand+%3Cb%3Eyesterday%3C%2Fb%3E";
+    let done =
+        send(addr, post(&host, &format!("/intent/{key2}/approval"), &cookie, Some(&origin), deny)).await;
+    assert_eq!(done.status, 303, "{}", done.head);
+    let report = call.await.unwrap();
+    assert_eq!(report.reason, tool_contract::Reason::Denied, "{}", report.message);
+    assert!(
+        report.message.contains("ops-alice said no: refunded by hand <b>yesterday</b>"),
+        "{}",
+        report.message
+    );
+    assert_eq!(REFUND_ATTEMPTS.load(Ordering::SeqCst), 3, "no attempt after a no");
+    let page = send(addr, get(&host, &format!("/intent/{key2}"), Some(&cookie))).await.body;
+    assert!(page.contains("denied by ops-alice") && page.contains("&lt;b&gt;yesterday"), "{page}");
+
+    // Journaled: each question and each answer is a line, with who and why.
+    drop(task);
+    let records = tool_contract::journal::read_log(&path).unwrap().records;
+    let steps: Vec<(ApprovalStep, String)> =
+        records.iter().filter_map(|r| r.approval.as_ref().map(|n| (n.step, n.by.clone()))).collect();
+    assert_eq!(steps.len(), 4, "{steps:?}");
+    assert_eq!(steps[1], (ApprovalStep::Approved, "ops-alice".to_owned()));
+    assert_eq!(steps[3], (ApprovalStep::Denied, "ops-alice".to_owned()));
+    let start = records.iter().find(|r| r.phase == Phase::Start && r.attempt == 2).unwrap();
+    assert_eq!(
+        start.message.as_deref(),
+        Some("approved by ops-alice (the bank shows no charge) before attempt 2")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -108,3 +108,75 @@ async fn the_console_settles_an_intent_of_a_fleets_store() {
     let (_, _, body) = send(addr, get("/".into())).await;
     assert!(body.contains("In doubt: 0"), "{body}");
 }
+
+static REFUNDS: AtomicU32 = AtomicU32::new(0);
+
+/// Refund an order: the bank refuses the first attempt (`503`, nothing paid).
+#[tool(effect = "money", target = order, probe = find_refund)]
+async fn refund(order: &str) -> Result<u64, Class> {
+    if REFUNDS.fetch_add(1, Ordering::SeqCst) == 0 {
+        Err(Class::retryable("503 from the bank"))
+    } else {
+        Ok(7700)
+    }
+}
+
+async fn find_refund(_order: &&str, _key: tool_contract::IntentKey) -> Probe<u64> {
+    Probe::NotLanded
+}
+
+/// Issue 25: a worker of the fleet waits for approval in the store; the console, another client of the
+/// same database, lists the question and approves it; the worker makes its second attempt once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_approves_a_workers_money_retry_through_the_store() {
+    let Some(server) = server() else { return };
+    let conninfo = server.database("console_approve").await.unwrap();
+    let worker: Arc<dyn Journal> = Arc::new(PgJournal::connect(&conninfo).await.unwrap());
+    let task = Task::new("ticket-pg-refund", "agent", Duration::from_secs(60))
+        .journal(worker.clone())
+        .approver(tool_contract::LogApprover::new(worker.clone()).wait(Duration::from_secs(30)));
+    let call = tokio::spawn(async move { refund(&task, "order-1").await });
+
+    let journal = PgJournal::connect(&conninfo).await.unwrap();
+    let running = Console::bind_postgres(journal, Options { by: "pg-operator".into(), ..Options::default() })
+        .await
+        .unwrap();
+    let (addr, url) = (running.addr, running.url.clone());
+    tokio::spawn(running.serve());
+    let host = addr.to_string();
+    let login = url.split_once(&host).unwrap().1.to_owned();
+    let (_, head, _) =
+        send(addr, format!("GET {login} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")).await;
+    let cookie = head.lines().find(|l| l.starts_with("set-cookie:")).unwrap()[12..]
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let get = format!("GET / HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n");
+    let mut body = String::new();
+    for _ in 0..100 {
+        body = send(addr, get.clone()).await.2;
+        if body.contains("Waiting for approval: 1") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(body.contains("Waiting for approval: 1") && body.contains("503 from the bank"), "{body}");
+    let at = body.find("/intent/").unwrap() + "/intent/".len();
+    let key = body[at..at + 32].to_owned();
+    let form = "attempt=2&decision=approve&why=ledger+shows+nothing+paid";
+    let post = format!(
+        "POST /intent/{key}/approval HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nOrigin: http://{host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
+        form.len()
+    );
+    let (status, head, _) = send(addr, post.clone()).await;
+    assert_eq!(status, 303, "{head}");
+    assert!(head.contains("Answered"), "{head}");
+    let report = call.await.unwrap();
+    assert_eq!((report.outcome, REFUNDS.load(Ordering::SeqCst)), (Outcome::Ok, 2), "{}", report.message);
+    // The same form again: the first answer counts.
+    let (_, head, _) = send(addr, post).await;
+    assert!(head.contains("Not%20answered"), "{head}");
+    let records = worker.recall(&report.idempotency_key).await.unwrap().unwrap();
+    assert_eq!(records.attempts, 2);
+}

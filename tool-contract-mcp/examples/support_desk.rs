@@ -17,7 +17,9 @@
 //! after applying it and makes the refund's probe fail: the refund ends `unknown`, in doubt, for a
 //! person to settle (`tool-contract settle LOG --intent KEY --landed ...`, with `--log`, or the person
 //! at a client that declared elicitation, asked on the next call). `--fault busy-refund` refuses each
-//! refund's first attempt (nothing refunded): the second needs the person at the client's approval.
+//! refund's first attempt (nothing refunded): the second needs the person at the client's approval,
+//! or, with `--approve-in-log` (and `--log`), an operator's answer in the log (`tool-contract console
+//! LOG` lists the question, with approve and deny forms).
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -210,7 +212,7 @@ pub fn toolbox(desk: Arc<Desk>) -> Result<Toolbox, tool_contract::toolbox::Dupli
     Ok(toolbox)
 }
 
-const USAGE: &str = "usage: support_desk [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund|lost-notice] [--http ADDR [--token T] [--allow-origin O] [--console]]";
+const USAGE: &str = "usage: support_desk [--log PATH [--approve-in-log]] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund|lost-notice] [--http ADDR [--token T] [--allow-origin O] [--console]]";
 
 /// What `--help` says after the usage line.
 const HELP: &str = "
@@ -219,6 +221,8 @@ list_notices (read), post_notice (send, probed), delete_notice (destructive, pro
 refund (money, probed) and list_refunds (read).
 
   --log PATH          keep the attempt log in a file (default: in memory)
+  --approve-in-log    ask before a refund's second attempt in the --log file, for an operator
+                      to answer (`tool-contract console LOG`), instead of the person at the client
   --budget-s N        each call's budget in seconds, 1 to a year (default 60)
   --instance-id ID    the task of calls that name none (default: random at every start);
                       with --log, a stable id makes their keys survive a restart
@@ -267,7 +271,8 @@ struct Setup {
 
 fn server(args: &[String]) -> Result<Setup, Asked> {
     let (mut http, mut token, mut origins) = (None, None, Vec::new());
-    let (mut log_path, mut console) = (None, false);
+    let (mut log_path, mut console, mut in_log) = (None, false, false);
+    let mut journal: Option<Arc<FileJournal>> = None;
     let fault =
         args.iter().position(|a| a == "--fault").map(|at| args.get(at + 1).map_or("", String::as_str));
     let desk = match fault {
@@ -290,8 +295,9 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
             "--log" => {
                 let path = value()?;
                 log_path = Some(path.clone());
-                let log = FileJournal::open(path).map_err(|error| format!("{path}: {error}"))?;
-                builder = builder.journal(Arc::new(log));
+                let log = Arc::new(FileJournal::open(path).map_err(|error| format!("{path}: {error}"))?);
+                builder = builder.journal(log.clone());
+                journal = Some(log);
             }
             "--budget-s" => {
                 let text = value()?;
@@ -321,6 +327,7 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
             }
             "--http" => http = Some(value()?.clone()),
             "--console" => console = true,
+            "--approve-in-log" => in_log = true,
             "--token" => token = Some(value()?.clone()),
             "--allow-origin" => origins.push(value()?.clone()),
             "--help" | "-h" => return Err(Asked::Help),
@@ -337,6 +344,14 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
     if http.is_some() && !cfg!(feature = "http") {
         let build = "cargo run -p tool-contract-mcp --features http --example support_desk";
         return Err(format!("--http needs the `http` feature: {build}").into());
+    }
+    if in_log {
+        let Some(journal) = journal else {
+            return Err(format!("--approve-in-log asks in the --log file: give --log PATH\n{USAGE}").into());
+        };
+        // The question waits as long as the call's budget lets it.
+        let approver = tool_contract::LogApprover::new(journal).wait(Duration::from_secs(MAX_BUDGET_S));
+        builder = builder.approver(approver);
     }
     let server = builder.build().map_err(|e| e.to_string())?;
     if console && (http.is_none() || log_path.is_none() || !cfg!(feature = "console")) {

@@ -104,8 +104,7 @@ FROM {}",
 
 /// Serialises the approval steps of intent `$1`: a transaction-scoped advisory lock in a key space of
 /// its own ("tcappr" in its high bits), so [`last_approval`] and the insert after it are one step.
-pub(crate) const LOCK_APPROVALS: &str =
-    "SELECT pg_advisory_xact_lock((x'7463617070720000'::bigint) # ('x' || substr(encode($1, 'hex'), 1, 8))::bit(32)::bigint)";
+pub(crate) const LOCK_APPROVALS: &str = "SELECT pg_advisory_xact_lock((x'7463617070720000'::bigint) # ('x' || substr(encode($1, 'hex'), 1, 8))::bit(32)::bigint)";
 
 /// The last approval record of `$1` (a question, or its answer).
 pub(crate) fn last_approval() -> String {

@@ -255,9 +255,9 @@ impl PgJournal {
                         .map_err(|e| Fault::statement(&e))?;
                     rows.iter()
                         .map(|row| {
-                            let seq: i64 =
-                                row.try_get(crate::row::AFTER_COLUMNS)
-                                    .map_err(|e| Fault::corrupt(format!("seq: {e}")))?;
+                            let seq: i64 = row
+                                .try_get(crate::row::AFTER_COLUMNS)
+                                .map_err(|e| Fault::corrupt(format!("seq: {e}")))?;
                             crate::row::record_of(row).map(|record| (seq, record)).map_err(Fault::corrupt)
                         })
                         .collect()
@@ -574,7 +574,9 @@ impl Inner {
             Box::pin(async move {
                 let statement = |e: tokio_postgres::Error| Fault::statement(&e);
                 let tx = conn.client.transaction().await.map_err(statement)?;
-                tx.execute(crate::sql::LOCK_APPROVALS, &[&fields.intent.as_slice()]).await.map_err(statement)?;
+                tx.execute(crate::sql::LOCK_APPROVALS, &[&fields.intent.as_slice()])
+                    .await
+                    .map_err(statement)?;
                 let last = tx
                     .query_opt(&crate::sql::last_approval(), &[&fields.intent.as_slice()])
                     .await

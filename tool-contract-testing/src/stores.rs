@@ -19,8 +19,8 @@
 use std::time::Duration;
 
 use tool_contract::journal::{
-    ApprovalError, ApprovalNote, ApprovalStep, Claimed, Decision, Durability, Journal, JournalError, LastWord,
-    Owner, Phase, Record, Settle, SettleError, Verdict, answer_approval, settle,
+    ApprovalError, ApprovalNote, ApprovalStep, Claimed, Decision, Durability, Journal, JournalError,
+    LastWord, Owner, Phase, Record, Settle, SettleError, Verdict, answer_approval, settle,
 };
 use tool_contract::key::{Intent, IntentKey};
 use tool_contract::probe::ProbeMark;

@@ -1,36 +1,4 @@
-//! Approval through the attempt log: a second `money` attempt asked of a person who answers from
-//! another process (the operator console, or code of one's own), with both the question and the
-//! answer kept as records.
-//!
-//! [`LogApprover`] is an [`Approve`](crate::Approve) that writes an `approval` record with step
-//! `asked` (what the first attempt left, and until when it waits), then waits for the record that
-//! answers it: [`answer_approval`] writes `approved` or `denied` with who and why. A store keeps at
-//! most one answer to one question ([`Journal::approval_step`]): two people answering at once, exactly
-//! one answer counts and the other is told whose. A question nobody answers in time is denied by the
-//! asker, through the same rule, so a late answer cannot approve an attempt nobody waits for.
-//!
-//! An `approval` record names the attempt it follows (`attempt`); the attempt it asks about is the
-//! next one. It is never an intent's last word: stores fold it aside.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use std::time::Duration;
-//! use tool_contract::{Decision, Journal, LogApprover, MemoryJournal, Task, answer_approval};
-//!
-//! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! let log: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
-//! let task = Task::new("ord-7741", "agent", Duration::from_secs(600))
-//!     .journal(log.clone())
-//!     .approver(LogApprover::new(log.clone()).wait(Duration::from_secs(300)));
-//! // Elsewhere, a person who found the question (the console lists it) answers:
-//! # let key = tool_contract::Intent::new("ord-7741", "agent", "refund", "order-9").key();
-//! match answer_approval(&*log, &key, 2, &Decision::deny("alice", "the customer was refunded by hand")).await {
-//!     Ok(record) => println!("{}", record.message.unwrap_or_default()),
-//!     Err(refused) => println!("not answered: {refused}"),
-//! }
-//! # let _ = task;
-//! # }
-//! ```
+//! Approval through the attempt log: see [`LogApprover`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -38,12 +6,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::settle::one_line;
 use super::{Durability, Journal, JournalError, Phase, Record};
+use super::{rfc3339, wall_clock};
 use crate::journal::BoxFuture;
 use crate::key::IntentKey;
 use crate::task::{Approval, ApprovalRequest, Approve};
-use super::settle::one_line;
-use super::{rfc3339, wall_clock};
 
 /// The longest reason an approval record keeps, in bytes.
 pub const MAX_WHY_BYTES: usize = 1024;
@@ -277,10 +245,17 @@ pub async fn answer_approval(
     }
     // Someone answered (or asked again) between the read and the write: say what stands.
     match journal.approval(key).await? {
-        Some(last) if last.attempt == asked.attempt && last.approval.as_ref().is_some_and(|n| n.step != Step::Asked) => {
+        Some(last)
+            if last.attempt == asked.attempt
+                && last.approval.as_ref().is_some_and(|n| n.step != Step::Asked) =>
+        {
             Err(ApprovalError::AlreadyAnswered { record: Box::new(last) })
         }
-        _ => Err(ApprovalError::NotAsked { key: *key, attempt, why: "the question changed as it was answered".into() }),
+        _ => Err(ApprovalError::NotAsked {
+            key: *key,
+            attempt,
+            why: "the question changed as it was answered".into(),
+        }),
     }
 }
 
@@ -297,8 +272,57 @@ pub fn may_follow(record: &super::RecordRef<'_>, last: Option<&Record>) -> bool 
     }
 }
 
-/// An approver that asks through the attempt log and waits for the answer there, so a person in
-/// another process (the operator console) can give it. See the [module](self).
+/// Approval through the attempt log: a second `money` attempt asked of a person who answers from
+/// another process (the operator console, or code of one's own), with both the question and the
+/// answer kept as records.
+///
+/// [`LogApprover`] is an [`Approve`](crate::Approve) that writes an `approval` record with step
+/// `asked` (what the first attempt left, and until when it waits), then waits for the record that
+/// answers it: [`answer_approval`] writes `approved` or `denied` with who and why. A store keeps at
+/// most one answer to one question ([`Journal::approval_step`]): two people answering at once, exactly
+/// one answer counts and the other is told whose. A question nobody answers in time is denied by the
+/// asker, through the same rule, so a late answer cannot approve an attempt nobody waits for.
+///
+/// An `approval` record names the attempt it follows (`attempt`); the attempt it asks about is the
+/// next one. It is never an intent's last word: stores fold it aside.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use tool_contract::{Call, Class, Decision, Intent, IntentKey, Journal, LogApprover, MemoryJournal, Outcome};
+/// use tool_contract::{Probe, Task, answer_approval, tool};
+///
+/// /// Refund an order; the bank refuses the first attempt, paying nothing.
+/// #[tool(effect = "money", target = order, probe = find_refund)]
+/// async fn refund(call: &Call, order: &str) -> Result<u64, Class> {
+///     if call.attempt() == 1 { Err(Class::retryable("503: nothing paid")) } else { Ok(7700) }
+/// }
+/// async fn find_refund(_order: &&str, _key: IntentKey) -> Probe<u64> {
+///     Probe::NotLanded
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let log: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
+/// let task = Task::new("ord-7741", "agent", Duration::from_secs(600))
+///     .journal(log.clone())
+///     .approver(LogApprover::new(log.clone()).wait(Duration::from_secs(300)));
+/// let call = tokio::spawn({
+///     let task = task.clone();
+///     async move { refund(&task, "order-9").await }
+/// });
+///
+/// // Elsewhere (the operator console does this): the question is in the log, and a person answers.
+/// let key = Intent::new("ord-7741", "agent", "refund", "order-9").key();
+/// while log.approval(&key).await.unwrap().is_none() {
+///     tokio::time::sleep(Duration::from_millis(50)).await;
+/// }
+/// answer_approval(&*log, &key, 2, &Decision::approve("alice", "the bank shows no charge")).await.unwrap();
+///
+/// let report = call.await.unwrap();
+/// assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(7700)));
+/// assert_eq!(report.idempotency_key, key);
+/// # }
+/// ```
 ///
 /// A question nobody answers within [`LogApprover::wait`] (5 minutes unless set), or within the task's
 /// budget if that is shorter, is denied by the approver itself, recorded as `denied` by `nobody`.
@@ -341,7 +365,11 @@ impl LogApprover {
             .ok_or("the log holds nothing of the intent")?
             .last;
         if last.attempt.saturating_add(1) != request.next_attempt {
-            return Err(format!("the log's last attempt is {}, not {}", last.attempt, request.next_attempt - 1));
+            return Err(format!(
+                "the log's last attempt is {}, not {}",
+                last.attempt,
+                request.next_attempt - 1
+            ));
         }
         // Closed before the engine stops waiting (the budget left), so a question is never left open
         // with nobody waiting for its answer.
@@ -362,7 +390,10 @@ impl LogApprover {
         }
         let gave_up = tokio::time::Instant::now() + wait;
         loop {
-            tokio::time::sleep(LOOK_EVERY.min(gave_up.saturating_duration_since(tokio::time::Instant::now()))).await;
+            tokio::time::sleep(
+                LOOK_EVERY.min(gave_up.saturating_duration_since(tokio::time::Instant::now())),
+            )
+            .await;
             let answer = match self.journal.approval(&request.key).await {
                 Ok(answer) => answer,
                 // A store that cannot be asked now may answer at the next look.
@@ -387,7 +418,10 @@ impl LogApprover {
             Step::Asked => None,
             Step::Approved => {
                 let who = format!("{} ({})", note.by, one_line(&note.why));
-                self.who.lock().unwrap_or_else(|e| e.into_inner()).insert((record.intent_key, attempt + 1), who);
+                self.who
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert((record.intent_key, attempt + 1), who);
                 Some(Approval::Approved)
             }
             Step::Denied => Some(Approval::Denied(format!("{} said no: {}", note.by, note.why))),

@@ -218,7 +218,9 @@ impl Record {
                 }
                 return note.problem();
             }
-            (Phase::Approval, None) => return Some("an `approval` record needs its `approval` account".into()),
+            (Phase::Approval, None) => {
+                return Some("an `approval` record needs its `approval` account".into());
+            }
             (_, Some(_)) => return Some("only an `approval` record carries `approval`".into()),
             (_, None) => {}
         }
@@ -744,7 +746,9 @@ pub fn index_record(index: &mut HashMap<IntentKey, Recall>, record: &Record) {
 /// gives way to any other record.
 pub(crate) fn supersedes(phase: Phase, attempt: u32, kept: u32, kept_phase: Phase) -> bool {
     phase != Phase::Approval
-        && (kept_phase == Phase::Approval || attempt > kept || attempt == kept && kept_phase != Phase::Settled)
+        && (kept_phase == Phase::Approval
+            || attempt > kept
+            || attempt == kept && kept_phase != Phase::Settled)
 }
 
 /// Oldest first, by start time, then task, attempt and key.

@@ -523,7 +523,9 @@ impl Journal for FileJournal {
             return Answer::now(Ok(false));
         }
         match self.write(record, crate::journal::approval::DURABILITY, None) {
-            Err(JournalError::Conflict { why, .. }) if why == writer::APPROVAL_REFUSED => Answer::now(Ok(false)),
+            Err(JournalError::Conflict { why, .. }) if why == writer::APPROVAL_REFUSED => {
+                Answer::now(Ok(false))
+            }
             Err(e) => Answer::now(Err(e)),
             Ok(None) => Answer::now(Ok(true)),
             Ok(Some(wait)) => Answer::later(async move { self.settle(wait.await).map(|()| true) }),

@@ -45,8 +45,16 @@ pub fn requests_dir(log: &Path) -> PathBuf {
 #[derive(Serialize, Deserialize)]
 #[serde(untagged)]
 enum Request {
-    Approval { intent_key: IntentKey, attempt: u32, approval: Decision },
-    Settle { intent_key: IntentKey, #[serde(flatten)] settle: Settle },
+    Approval {
+        intent_key: IntentKey,
+        attempt: u32,
+        approval: Decision,
+    },
+    Settle {
+        intent_key: IntentKey,
+        #[serde(flatten)]
+        settle: Settle,
+    },
 }
 
 /// An answer as its file holds it: the record written, or why none was.
@@ -128,13 +136,21 @@ pub fn request_settlement(
 }
 
 /// Leave a request for the holder and wait for its answer.
-fn through_holder(log: &Path, key: &IntentKey, request: &Request, wait: Duration) -> Result<Answer, JournalError> {
+fn through_holder(
+    log: &Path,
+    key: &IntentKey,
+    request: &Request,
+    wait: Duration,
+) -> Result<Answer, JournalError> {
     let (what, undone) = match request {
         Request::Settle { .. } => ("settlement", "nothing was settled"),
         Request::Approval { .. } => ("answer", "nothing was answered"),
     };
     let dir = requests_dir(log);
-    let io = |what: &str, e: std::io::Error| JournalError::Io { context: format!("{what} {}", dir.display()), source: e };
+    let io = |what: &str, e: std::io::Error| JournalError::Io {
+        context: format!("{what} {}", dir.display()),
+        source: e,
+    };
     fs::create_dir_all(&dir).map_err(|e| io("cannot create", e))?;
     let id = format!("{}-{}", key, crate::journal::Owner::unique().as_str().replace('.', "-"));
     let path = dir.join(format!("{id}.request"));
@@ -239,7 +255,9 @@ fn not_answered(e: ApprovalError) -> Answer {
         ApprovalError::AlreadyAnswered { record } => {
             Answer::Refused { kind: "already_answered".into(), why, record: Some(record) }
         }
-        ApprovalError::NotAsked { why, .. } => Answer::Refused { kind: "not_asked".into(), why, record: None },
+        ApprovalError::NotAsked { why, .. } => {
+            Answer::Refused { kind: "not_asked".into(), why, record: None }
+        }
         ApprovalError::Invalid(why) => Answer::Refused { kind: "invalid".into(), why, record: None },
         _ => Answer::Refused { kind: "store".into(), why, record: None },
     }

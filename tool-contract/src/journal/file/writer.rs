@@ -136,7 +136,8 @@ impl FileJournal {
         }
         if record.phase == Phase::Approval {
             if !state.approvals.may_take(&record) {
-                let (log, attempt_id) = (self.shared.path.display().to_string(), record.attempt_id.to_owned());
+                let (log, attempt_id) =
+                    (self.shared.path.display().to_string(), record.attempt_id.to_owned());
                 return Err(JournalError::Conflict { log, attempt_id, why: APPROVAL_REFUSED.to_owned() });
             }
             state.approvals.note(&record);
