@@ -465,9 +465,9 @@ pub enum JournalError {
         why: String,
     },
     /// The store does not keep what was asked of it (approvals, in a store written before them).
-    #[error("attempt log {log} does not keep {what}")]
+    #[error("{log} does not keep {what}")]
     Unsupported {
-        /// The log's name.
+        /// The log's name (`this store` when it does not say).
         log: String,
         /// What it does not keep.
         what: String,
@@ -482,6 +482,9 @@ impl From<std::io::Error> for JournalError {
 
 /// A boxed future, for the object-safe traits of this crate.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a store without approvals says it does not keep.
+const NO_APPROVALS: &str = "approvals (the memory, file and PostgreSQL stores do)";
 
 /// A store for the attempt log.
 ///
@@ -518,7 +521,10 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// [`finish`](Journal::finish) (the last record and the release in one round trip),
 /// [`append_attempt`](Journal::append_attempt) (a read's two records as one entry),
 /// [`attempts`](Journal::attempts) (a read's numbering without decoding a record) and
-/// [`flush`](Journal::flush). The conformance suite (`tool_contract_testing::stores`) checks the
+/// [`flush`](Journal::flush). [`approval`](Journal::approval) and
+/// [`approval_step`](Journal::approval_step) keep the questions of a [`LogApprover`] and their answers;
+/// a store without them says so ([`JournalError::Unsupported`]) and a `LogApprover` on it says no. The
+/// conformance suite (`tool_contract_testing::stores`) checks the
 /// contract through the required methods and the defaults alike.
 ///
 /// Every method reads its arguments before it returns, so a store that answers later copies what it
@@ -647,7 +653,7 @@ pub trait Journal: Send + Sync {
     /// approvals ([`JournalError::Unsupported`]).
     fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
         let _ = key;
-        Answer::now(Err(JournalError::Unsupported { log: "this store".into(), what: "approvals".into() }))
+        Answer::now(Err(JournalError::Unsupported { log: "this store".into(), what: NO_APPROVALS.into() }))
     }
 
     /// Append an `approval` record, synced, by one rule applied atomically: a question always; an
@@ -656,7 +662,7 @@ pub trait Journal: Send + Sync {
     /// rule, with nothing written. The default: this store keeps no approvals.
     fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
         let _ = record;
-        Answer::now(Err(JournalError::Unsupported { log: "this store".into(), what: "approvals".into() }))
+        Answer::now(Err(JournalError::Unsupported { log: "this store".into(), what: NO_APPROVALS.into() }))
     }
 
     /// Hand every [`Durability::Lazy`] record still held in the process to the store. A store that
