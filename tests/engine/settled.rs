@@ -475,3 +475,79 @@ async fn an_intent_whose_last_end_left_its_effect_unknown_can_be_settled() {
     let written = settle(&log, &key, &Settle::new(Verdict::Landed, "alice", "on the statement")).await;
     assert!(written.is_ok(), "{written:?}");
 }
+
+/// A `money` batch: each attempt is refused whole (`503`, nothing paid) while `refuse`, else paid
+/// item by item; the probe finds nothing paid.
+async fn pay_batch(task: &Task, attempts: &AtomicU32, refuse: bool, lose: bool) -> tool_contract::Report<()> {
+    const PAY: ToolSpec = ToolSpec::new("pay_invoices", EffectKind::Money);
+    let key = task.key(&PAY, &"run-1", None);
+    let invoices = vec!["inv-1".to_owned(), "inv-2".to_owned()];
+    engine::run_bulk(
+        task,
+        &PAY,
+        key,
+        invoices,
+        |_, invoices: Vec<String>| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if lose {
+                    Err(Class::unknown("connection reset after the batch was sent"))
+                } else if refuse {
+                    Err(Class::retryable("503 from the bank"))
+                } else {
+                    Ok(invoices.into_iter().map(tool_contract::Item::ok).collect())
+                }
+            }
+        },
+        move |_, invoices: Vec<String>| async move {
+            invoices
+                .into_iter()
+                .map(|i| {
+                    if lose {
+                        tool_contract::Item::unknown(i, "the ledger is not loading")
+                    } else {
+                        tool_contract::Item::retryable(i, "not paid")
+                    }
+                })
+                .collect()
+        },
+    )
+    .await
+}
+
+/// A `money` batch's next attempt is a second attempt in whichever call it comes: after a batch
+/// refused whole in an earlier call, and after a person settled a lost batch `not_landed`, the next
+/// call asks the approver before it sends anything, and sends nothing on a no.
+#[tokio::test(start_paused = true)]
+async fn a_money_batch_asks_the_approver_before_its_second_attempt_in_a_later_call() {
+    for settled in [false, true] {
+        let asked = Arc::new(AtomicU32::new(0));
+        let log = Arc::new(MemoryJournal::new());
+        let task = Task::new("ord-7741", "agent", Duration::from_secs(300))
+            .journal(log.clone())
+            .approver(approver(Approval::Denied("ask me tomorrow".into()), asked.clone()));
+        let attempts = AtomicU32::new(0);
+        let first = pay_batch(&task, &attempts, !settled, settled).await;
+        if settled {
+            assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
+            let nothing = Settle::new(Verdict::NotLanded, "alice", "the ledger shows neither invoice paid");
+            settle(&*log, &first.idempotency_key, &nothing).await.unwrap();
+        }
+        let (made, asked_first) = (attempts.load(Ordering::SeqCst), asked.load(Ordering::SeqCst));
+        assert_eq!(made, 1, "settled {settled}: {}", first.message);
+        let next = pay_batch(&task, &attempts, false, false).await;
+        assert_eq!(next.reason, Reason::Denied, "settled {settled}: {}", next.message);
+        assert_eq!(attempts.load(Ordering::SeqCst), 1, "settled {settled}: nothing sent on a no");
+        assert_eq!(
+            asked.load(Ordering::SeqCst),
+            asked_first + 1,
+            "settled {settled}: the approver was asked"
+        );
+        // With a yes, the batch is paid once.
+        let yes = Task::new("ord-7741", "agent", Duration::from_secs(300))
+            .journal(log.clone())
+            .approver(approver(Approval::Approved, asked.clone()));
+        let paid = pay_batch(&yes, &attempts, false, false).await;
+        assert_eq!((paid.outcome, attempts.load(Ordering::SeqCst)), (Outcome::Ok, 2), "{}", paid.message);
+    }
+}

@@ -149,6 +149,16 @@ impl<I, A, P> Parts<I, A, P> {
         summarise(run, honest(&self.results, &self.maybe), self.words, "", None)
     }
 
+    /// A `money` batch resumed after an attempt that applied nothing (by its own word, or a person's
+    /// settlement): its next attempt is a second attempt, which the approver says yes to first, in
+    /// whichever call it comes. What the log says stands for the probe's "not landed".
+    fn second_money_attempt(&mut self, run: &mut Run<'_>, why: String) {
+        if run.spec().effect() == crate::EffectKind::Money {
+            self.last = Some(Class::retryable(why));
+            run.now_mut().known_not_landed();
+        }
+    }
+
     /// What the policy is told of the items still open: in doubt while any may have landed, else they
     /// applied nothing (the tool said so per item, or the probe did).
     fn open_class(&mut self) -> Class {
@@ -318,6 +328,8 @@ where
             // A person settled the batch: landed, every item (or the items the settlement names) is
             // done and nothing is sent again; not landed, every item is open again.
             if settled.verdict != crate::Verdict::Landed {
+                let why = recall.last.message.clone().unwrap_or_default();
+                self.second_money_attempt(run, why);
                 return None;
             }
             crate::observe::replayed(run.spec());
@@ -328,6 +340,8 @@ where
         }
         let (ids, results, maybe, to_probe) =
             (&self.ids, &mut self.results, &mut self.maybe, &mut self.to_probe);
+        // Why the next attempt is a second one, when nothing is left to probe.
+        let mut second = None;
         match (recall.last_word(), recorded) {
             (LastWord::Ok(_), Some(recorded)) => {
                 crate::observe::replayed(run.spec());
@@ -337,7 +351,7 @@ where
             }
             // An earlier run ended with per-item results: resume from them, so what landed is not sent
             // again and what is unknown is probed first.
-            (LastWord::Ended(_), Some(recorded)) => {
+            (LastWord::Ended(outcome), Some(recorded)) => {
                 for item in recorded {
                     let Some(i) = ids.iter().position(|id| *id == item.id) else { continue };
                     if item.applied == Applied::Unknown {
@@ -345,6 +359,12 @@ where
                         maybe[i] = true;
                     }
                     results[i] = item;
+                }
+                if to_probe.is_empty() && results.iter().any(is_open) {
+                    second = Some(format!(
+                        "attempt {} ended {outcome} in an earlier call",
+                        recall.last.attempt_id
+                    ));
                 }
             }
             (LastWord::Unfinished, Some(recorded)) => {
@@ -361,7 +381,12 @@ where
                     };
                 }
             }
-            (LastWord::Ended(_), None) if recall.last.effect_applied == Some(Applied::No) => {}
+            (LastWord::Ended(outcome), None) if recall.last.effect_applied == Some(Applied::No) => {
+                second = Some(format!(
+                    "attempt {} ended {outcome} with its effect no in an earlier call",
+                    recall.last.attempt_id
+                ));
+            }
             (LastWord::Unfinished | LastWord::Ended(_), _) => {
                 for item in results.iter_mut() {
                     *item = Item::unknown(item.id.clone(), "left unresolved by an earlier run");
@@ -371,6 +396,9 @@ where
             }
             (LastWord::Ok(_), None) => {}
         }
+        if let Some(why) = second {
+            self.second_money_attempt(run, why);
+        }
         None
     }
 
@@ -379,7 +407,7 @@ where
         if !self.results.iter().any(is_open) && self.last.is_none() {
             return Next::Done(self.summary(run));
         }
-        if made == 0 && self.to_probe.is_empty() {
+        if made == 0 && self.to_probe.is_empty() && self.last.is_none() {
             self.pending = (0..self.results.len()).filter(|&i| is_open(&self.results[i])).collect();
             return Next::Attempt(Duration::ZERO);
         }
