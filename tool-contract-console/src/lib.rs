@@ -302,12 +302,7 @@ impl Console {
             };
             let found = q.as_deref().zip(found.as_ref()).map(|(q, f)| (q, f.iter().collect()));
             let said = form_value(query, "said");
-            let settling = pages::Settling {
-                read_only: self.inner.read_only,
-                by: &self.inner.by,
-                said: said.as_deref(),
-                base,
-            };
+            let settling = self.settling(said.as_deref());
             return html(StatusCode::OK, pages::overview(&view, now, found, &settling));
         }
         if let Some(task) = path.strip_prefix("/task/") {
@@ -335,12 +330,7 @@ impl Console {
                 Err(why) => return failed(why),
             };
             let said = form_value(query, "said");
-            let settling = pages::Settling {
-                read_only: self.inner.read_only,
-                by: &self.inner.by,
-                said: said.as_deref(),
-                base,
-            };
+            let settling = self.settling(said.as_deref());
             return html(StatusCode::OK, pages::intent(&recall, &records, &settling, now));
         }
         html(StatusCode::NOT_FOUND, pages::problem("Not found", "no such page", base))
@@ -384,6 +374,11 @@ impl Console {
             Err(e) => format!("Not settled: {e}"),
         };
         self.back(&key, &said)
+    }
+
+    /// What this console's forms may do, saying `said` at the top of the page.
+    fn settling<'a>(&'a self, said: Option<&'a str>) -> pages::Settling<'a> {
+        pages::Settling { read_only: self.inner.read_only, by: &self.inner.by, said, base: &self.inner.base }
     }
 
     /// Answer a question from the approval form: yes or no to the attempt it names, with why.

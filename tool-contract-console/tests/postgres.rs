@@ -37,6 +37,16 @@ async fn send(addr: std::net::SocketAddr, raw: String) -> (u16, String, String) 
     (status, head.to_owned(), body.to_owned())
 }
 
+/// Open the console's address with its token: the session cookie.
+async fn login(addr: std::net::SocketAddr, url: &str) -> String {
+    let host = addr.to_string();
+    let path = url.split_once(&host).unwrap().1.to_owned();
+    let (_, head, _) =
+        send(addr, format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")).await;
+    let cookie = head.lines().find(|l| l.starts_with("set-cookie:")).unwrap()[12..].split(';').next();
+    cookie.unwrap().to_owned()
+}
+
 /// The server; `None` (loudly) when PostgreSQL is not installed and this is not CI.
 fn server() -> Option<&'static PgServer> {
     match PgServer::shared() {
@@ -69,14 +79,7 @@ async fn the_console_settles_an_intent_of_a_fleets_store() {
     let (addr, url) = (running.addr, running.url.clone());
     tokio::spawn(running.serve());
     let host = addr.to_string();
-    let login = url.split_once(&host).unwrap().1.to_owned();
-    let (_, head, _) =
-        send(addr, format!("GET {login} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")).await;
-    let cookie = head.lines().find(|l| l.starts_with("set-cookie:")).unwrap()[12..]
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let cookie = login(addr, &url).await;
     let get = |path: String| {
         format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n")
     };
@@ -144,14 +147,7 @@ async fn the_console_approves_a_workers_money_retry_through_the_store() {
     let (addr, url) = (running.addr, running.url.clone());
     tokio::spawn(running.serve());
     let host = addr.to_string();
-    let login = url.split_once(&host).unwrap().1.to_owned();
-    let (_, head, _) =
-        send(addr, format!("GET {login} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")).await;
-    let cookie = head.lines().find(|l| l.starts_with("set-cookie:")).unwrap()[12..]
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let cookie = login(addr, &url).await;
     let get = format!("GET / HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n");
     let mut body = String::new();
     for _ in 0..100 {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::settle::one_line;
+use super::settle::{MAX_BY_BYTES, one_line};
 use super::{Durability, Journal, JournalError, Phase, Record};
 use super::{rfc3339, wall_clock};
 use crate::journal::BoxFuture;
@@ -15,9 +15,6 @@ use crate::task::{Approval, ApprovalRequest, Approve};
 
 /// The longest reason an approval record keeps, in bytes.
 pub const MAX_WHY_BYTES: usize = 1024;
-
-/// The longest name of who answered, in bytes.
-const MAX_BY_BYTES: usize = 200;
 
 /// How long before the engine stops waiting (the task's budget left) a [`LogApprover`] closes its
 /// question: time to record the denial.
