@@ -209,32 +209,18 @@ pub async fn answer_approval(
     if let Some(problem) = note.problem() {
         return Err(ApprovalError::Invalid(problem));
     }
-    let asked = match journal.approval(key).await? {
-        Some(asked) => asked,
-        None => {
-            return Err(ApprovalError::NotAsked { key: *key, attempt, why: "nothing was asked".into() });
-        }
-    };
-    let Some(question) = asked.approval.as_ref() else {
-        return Err(ApprovalError::NotAsked { key: *key, attempt, why: "nothing was asked".into() });
-    };
-    if question.step != Step::Asked {
-        if asked.attempt.saturating_add(1) == attempt {
-            return Err(ApprovalError::AlreadyAnswered { record: Box::new(asked) });
-        }
-    } else if let Some(until) = question.until.as_deref().filter(|until| *until < note.at.as_str()) {
-        return Err(ApprovalError::NotAsked {
-            key: *key,
-            attempt,
-            why: format!("the question waited until {until} and is closed"),
-        });
+    let not_asked = |why: String| ApprovalError::NotAsked { key: *key, attempt, why };
+    let Some(asked) = journal.approval(key).await? else { return Err(not_asked("nothing was asked".into())) };
+    let Some(question) = asked.approval.as_ref() else { return Err(not_asked("nothing was asked".into())) };
+    let about = asked.attempt.saturating_add(1);
+    if about != attempt {
+        return Err(not_asked(format!("the last question was about attempt {about}")));
     }
-    if question.step != Step::Asked || asked.attempt.saturating_add(1) != attempt {
-        return Err(ApprovalError::NotAsked {
-            key: *key,
-            attempt,
-            why: format!("the last question was about attempt {}", asked.attempt.saturating_add(1)),
-        });
+    if question.step != Step::Asked {
+        return Err(ApprovalError::AlreadyAnswered { record: Box::new(asked) });
+    }
+    if let Some(until) = question.until.as_deref().filter(|until| *until < note.at.as_str()) {
+        return Err(not_asked(format!("the question waited until {until} and is closed")));
     }
     let record = record_of(&asked, note);
     if journal.approval_step(record.as_record_ref()).await? {
@@ -248,11 +234,7 @@ pub async fn answer_approval(
         {
             Err(ApprovalError::AlreadyAnswered { record: Box::new(last) })
         }
-        _ => Err(ApprovalError::NotAsked {
-            key: *key,
-            attempt,
-            why: "the question changed as it was answered".into(),
-        }),
+        _ => Err(not_asked("the question changed as it was answered".into())),
     }
 }
 
