@@ -20,6 +20,9 @@ pub const MAX_WHY_BYTES: usize = 1024;
 /// question: time to record the denial.
 const CLOSE_MARGIN: Duration = Duration::from_secs(1);
 
+/// The longest a [`LogApprover`] waits, whatever it is told: a century.
+const LONGEST_WAIT: Duration = Duration::from_secs(100 * 365 * 86_400);
+
 /// How often a [`LogApprover`] looks for the answer.
 const LOOK_EVERY: Duration = Duration::from_millis(250);
 
@@ -353,7 +356,8 @@ impl LogApprover {
         }
         // Closed before the engine stops waiting (the budget left), so a question is never left open
         // with nobody waiting for its answer.
-        let wait = self.wait.min(request.left.saturating_sub(CLOSE_MARGIN));
+        // At most a century: a clock reading plus any longer wait may not be representable.
+        let wait = self.wait.min(request.left.saturating_sub(CLOSE_MARGIN)).min(LONGEST_WAIT);
         let until = rfc3339(wall_clock() + wait);
         let question = record_of(
             &last,
@@ -598,6 +602,27 @@ mod tests {
             matches!(&answered, Err(ApprovalError::Store(JournalError::Unsupported { .. }))),
             "{answered:?}"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_absurd_wait_is_a_century_and_no_panic() {
+        let log = Arc::new(MemoryJournal::new());
+        after_attempt_1(&*log).await;
+        let approver = LogApprover::new(log.clone()).wait(Duration::MAX);
+        let absurd = ApprovalRequest { left: Duration::MAX, ..request(2) };
+        let key = absurd.key;
+        let asking = tokio::spawn(async move { approver.approve(&absurd).await });
+        for _ in 0..1000 {
+            if asking.is_finished() || log.approval(&key).await.unwrap().is_some() {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(!asking.is_finished(), "the approver waits: {:?}", asking.await);
+        let asked = log.approval(&key).await.unwrap().unwrap().approval.unwrap();
+        assert!(asked.until.as_deref().is_some_and(|until| until > "2100"), "{asked:?}");
+        answer_approval(&*log, &key, 2, &Decision::deny("alice", "no")).await.unwrap();
+        assert!(matches!(asking.await.unwrap(), Approval::Denied(_)));
     }
 
     #[test]
