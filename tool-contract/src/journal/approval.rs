@@ -213,7 +213,11 @@ pub async fn answer_approval(
         return Err(ApprovalError::Invalid(problem));
     }
     let not_asked = |why: String| ApprovalError::NotAsked { key: *key, attempt, why };
-    let Some(asked) = journal.approval(key).await? else { return Err(not_asked("nothing was asked".into())) };
+    let Some(asked) = journal.approval(key).await? else {
+        let why =
+            "nothing waits for an answer (no question was asked, or the process that asked it has stopped)";
+        return Err(not_asked(why.into()));
+    };
     let Some(question) = asked.approval.as_ref() else { return Err(not_asked("nothing was asked".into())) };
     let about = asked.attempt.saturating_add(1);
     if about != attempt {
