@@ -5,6 +5,7 @@
 use std::time::SystemTime;
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
+use tool_contract::journal::inspect::Stored;
 use tool_contract::journal::{ApprovalStep, LastWord, Phase, Recall, Record, parse_rfc3339};
 
 use crate::index::WORDS;
@@ -261,8 +262,8 @@ fn answer_form(asked: &Record, settling: &Settling<'_>) -> Markup {
 
 /// The question among `records` still waiting at `now` (the last approval record, a question about the
 /// attempt after the intent's highest, not past its `until`).
-fn waiting<'a>(recall: &Recall, records: &'a [Record], now: SystemTime) -> Option<&'a Record> {
-    let last = records.iter().rev().find(|r| r.phase == Phase::Approval)?;
+fn waiting<'a>(recall: &Recall, records: &[&'a Record], now: SystemTime) -> Option<&'a Record> {
+    let last = *records.iter().rev().find(|r| r.phase == Phase::Approval)?;
     let note = last.approval.as_ref()?;
     let now = tool_contract::journal::rfc3339(now);
     (note.step == ApprovalStep::Asked
@@ -296,9 +297,23 @@ pub struct Settling<'a> {
     pub base: &'a str,
 }
 
+/// How long the attempt (or probe) an end record tells of took: from its start to when the store took
+/// the record, where the store says (PostgreSQL does; a file log records no time of writing).
+fn took(stored: &Stored) -> Option<String> {
+    let record = &stored.record;
+    if record.phase != Phase::End {
+        return None;
+    }
+    let (started, written) = (parse_rfc3339(&record.started)?, parse_rfc3339(stored.written_at.as_deref()?)?);
+    Some(format!("{}s", written.duration_since(started).map_or(0, |d| d.as_secs())))
+}
+
 /// An intent's page: its timeline, drawn, then each record, the approval form when a call waits for
 /// one, and the settle form when it is in doubt.
-pub fn intent(recall: &Recall, records: &[Record], settling: &Settling<'_>, now: SystemTime) -> Markup {
+pub fn intent(recall: &Recall, stored: &[Stored], settling: &Settling<'_>, now: SystemTime) -> Markup {
+    let records: Vec<&Record> = stored.iter().map(|s| &s.record).collect();
+    let records = records.as_slice();
+    let timed = stored.iter().any(|s| s.written_at.is_some());
     let last = &recall.last;
     let base = settling.base;
     page(
@@ -311,13 +326,15 @@ pub fn intent(recall: &Recall, records: &[Record], settling: &Settling<'_>, now:
             @if let Some(said) = settling.said { p.notice { (said) } }
             (timeline(records))
             table {
-                tr { th { "attempt" } th { "record" } th { "started" } th { "budget left" } th { "outcome" } th { "effect" } th { "message" } }
-                @for record in records {
+                tr { th { "attempt" } th { "record" } th { "started" } th { "budget left" } th { "took" } th { "outcome" } th { "effect" } th { "message" } }
+                @for each in stored {
+                    @let record = &each.record;
                     tr {
                         td { "a" (record.attempt) }
                         td { (kind(record)) }
-                        td { (record.started) }
+                        td { (record.started) @if let Some(owner) = &each.owner { br; span.muted { "by " (owner) } } }
                         td { (record.budget_left_s) "s" }
+                        td { (took(each).unwrap_or_default()) }
                         td { (record.outcome.map_or("", |o| o.as_str())) }
                         td { (record.effect_applied.map_or("", |a| a.as_str())) }
                         td {
@@ -329,7 +346,10 @@ pub fn intent(recall: &Recall, records: &[Record], settling: &Settling<'_>, now:
                     }
                 }
             }
-            p.muted { "The log never holds a call's arguments." }
+            p.muted {
+                "The log never holds a call's arguments."
+                @if !timed { " A file log records when each attempt started, not when it ended: how long one took is shown for a PostgreSQL store, whose rows carry when they were written." }
+            }
             @if let Some(asked) = waiting(recall, records, now) {
                 div.settle {
                     h2 { "A call waits for approval of attempt " (asked.attempt + 1) }
@@ -373,7 +393,7 @@ fn kind(record: &Record) -> String {
 
 /// The records drawn on a line, one mark each, in log order: starts hollow, ends filled by outcome,
 /// probes as diamonds, a settlement as a square.
-fn timeline(records: &[Record]) -> Markup {
+fn timeline(records: &[&Record]) -> Markup {
     let step = 90u32;
     let width = 40 + step * records.len().max(1) as u32;
     html! {

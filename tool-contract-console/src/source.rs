@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use tool_contract::journal::ApprovalError;
+use tool_contract::journal::inspect::Stored;
 use tool_contract::journal::{Recall, Record};
 use tool_contract::{Decision, IntentKey, Settle, SettleError};
 
@@ -111,14 +112,17 @@ impl Source {
         }
     }
 
-    /// One intent's last word and every record of it, in order.
-    pub(crate) async fn intent(&self, key: &IntentKey) -> Result<Option<(Recall, Vec<Record>)>, String> {
+    /// One intent's last word and every record of it, in order, with who wrote it and when where the
+    /// store says.
+    pub(crate) async fn intent(&self, key: &IntentKey) -> Result<Option<(Recall, Vec<Stored>)>, String> {
         match self {
             Source::File { index, .. } => {
                 let index = Source::index(index)?;
                 let Some(recall) = index.intent(key).cloned() else { return Ok(None) };
                 let records = index.records(key).map_err(|e| format!("the log cannot be read: {e}"))?;
-                Ok(Some((recall, records)))
+                let stored =
+                    records.into_iter().map(|record| Stored { record, owner: None, written_at: None });
+                Ok(Some((recall, stored.collect())))
             }
             #[cfg(feature = "postgres")]
             Source::Postgres { journal, .. } => {
@@ -127,7 +131,7 @@ impl Source {
                     return Ok(None);
                 };
                 let stored = journal.intent_records(key).await.map_err(|e| e.to_string())?;
-                Ok(Some((recall, stored.into_iter().map(|s| s.record).collect())))
+                Ok(Some((recall, stored)))
             }
         }
     }

@@ -103,6 +103,7 @@ async fn the_console_guards_its_door_shows_the_intent_and_settles_through_the_ag
     assert!(found.body.contains("Found for"), "{}", found.body);
     let page = send(addr, get(&host, &format!("/intent/{key}"), Some(&cookie))).await;
     assert!(page.body.contains("<svg") && page.body.contains("name=\"evidence\""), "{}", page.body);
+    assert!(page.body.contains("A file log records when each attempt started, not when it ended"));
 
     // A form from another origin (another port of 127.0.0.1), or with no origin at all, is refused.
     let path = format!("/intent/{key}/settle");

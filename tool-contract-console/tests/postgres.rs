@@ -89,6 +89,12 @@ async fn the_console_settles_an_intent_of_a_fleets_store() {
     assert!(body.contains("In doubt: 1") && body.contains(&key), "{body}");
     let (_, _, body) = send(addr, get(format!("/intent/{key}"))).await;
     assert!(body.contains("<svg") && body.contains("probe: failed"), "{body}");
+    // Each end record says how long its attempt or probe took (the store knows when it took the row),
+    // and each record of a side effect who wrote it.
+    assert!(body.contains("<th>took</th>"), "{body}");
+    assert!(body.contains("<td>0s</td>") || body.contains("<td>1s</td>"), "{body}");
+    assert!(body.contains("<span class=\"muted\">by "), "{body}");
+    assert!(!body.contains("A file log records when"), "{body}");
     let (_, _, body) = send(addr, get("/task/ticket-pg".into())).await;
     assert!(body.contains(&key), "{body}");
     let (_, _, body) = send(addr, get(format!("/?q={}", &key[..6]))).await;
