@@ -57,16 +57,7 @@ fn identity(_: &std::fs::Metadata) -> Option<(u64, u64)> {
 impl Index {
     /// An index of the log at `path`, read whole.
     pub fn open(path: &Path) -> io::Result<Index> {
-        let mut index = Index {
-            path: path.to_path_buf(),
-            offset: 0,
-            intents: HashMap::new(),
-            tasks: HashMap::new(),
-            asked: HashMap::new(),
-            unreadable: 0,
-            records: 0,
-            identity: None,
-        };
+        let mut index = Index { path: path.to_path_buf(), ..Index::empty() };
         index.refresh()?;
         Ok(index)
     }

@@ -1,5 +1,6 @@
-//! A local operator console for a tool-contract attempt log: the intents in doubt first, each
-//! intent's timeline, each task's intents, what ended lately, and settling an intent in doubt, in a
+//! A local operator console for a tool-contract attempt log: the calls waiting for approval and the
+//! intents in doubt first, each intent's timeline, each task's intents, what ended lately, settling an
+//! intent in doubt and approving or denying a `money` retry (`tool_contract::LogApprover`), in a
 //! browser, without JavaScript.
 //!
 //! ```text
@@ -9,7 +10,8 @@
 //! The console reads a file log while an agent holds it (the log is append-only: it indexes what was
 //! appended since its last look, and answers every page from that index) and settles through the
 //! agent (`tool_contract::journal::file::request_settlement`), so the settlement is written under the
-//! agent's own lock, and journaled with who and why.
+//! agent's own lock, and journaled with who and why; an answer to an approval goes the same way
+//! (`request_approval`).
 //!
 //! # Security
 //!

@@ -173,24 +173,7 @@ fn record_of(last: &Record, note: ApprovalNote) -> Record {
         Step::Asked => format!("approval of attempt {next} asked of {}: {}", note.by, one_line(&note.why)),
         step => format!("attempt {next} {} by {}: {}", step.as_str(), note.by, one_line(&note.why)),
     };
-    Record {
-        phase: Phase::Approval,
-        task: last.task.clone(),
-        call: last.call.clone(),
-        intent_key: last.intent_key,
-        attempt: last.attempt,
-        attempt_id: last.attempt_id.clone(),
-        started: last.started.clone(),
-        budget_left_s: last.budget_left_s,
-        outcome: None,
-        effect_applied: None,
-        probe: None,
-        message: Some(message),
-        retry_at: None,
-        value: None,
-        settled: None,
-        approval: Some(note),
-    }
+    Record { message: Some(message), approval: Some(note), ..last.about(Phase::Approval) }
 }
 
 /// Answer the question asked about attempt `attempt` of intent `key` (the attempt that would start):

@@ -53,7 +53,8 @@ pub use settle::{MAX_EVIDENCE_BYTES, Settle, SettleError, Settlement, Verdict, V
 pub use stamp::{parse_rfc3339, rfc3339, wall_clock};
 pub(crate) use stamp::{wall_clock_at, with_stamp};
 
-/// Whether a record is a promise made before an attempt or the account given after it.
+/// Whether a record is a promise made before an attempt, the account given after it, or a person's
+/// word on it (a settlement, an approval).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
@@ -121,7 +122,7 @@ pub struct Record {
 /// A [`Record`] by reference to its parts: what [`Journal::append`] takes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RecordRef<'a> {
-    /// `start` or `end`.
+    /// `start`, `end`, `settled` or `approval`.
     pub phase: Phase,
     /// The task's id.
     pub task: &'a str,
@@ -199,6 +200,29 @@ impl Record {
             value: self.value.as_ref(),
             settled: self.settled.as_ref(),
             approval: self.approval.as_ref(),
+        }
+    }
+
+    /// A record of `phase` about the same attempt as this one (its task, tool, intent, attempt and
+    /// budget), saying nothing else yet: what a person's settlement or approval starts from.
+    pub(crate) fn about(&self, phase: Phase) -> Record {
+        Record {
+            phase,
+            task: self.task.clone(),
+            call: self.call.clone(),
+            intent_key: self.intent_key,
+            attempt: self.attempt,
+            attempt_id: self.attempt_id.clone(),
+            started: self.started.clone(),
+            budget_left_s: self.budget_left_s,
+            outcome: None,
+            effect_applied: None,
+            probe: None,
+            message: None,
+            retry_at: None,
+            value: None,
+            settled: None,
+            approval: None,
         }
     }
 
@@ -643,7 +667,8 @@ pub trait Journal: Send + Sync {
         )
     }
 
-    /// Every intent whose last word is unfinished or `unknown`: the escalation queue, oldest first. An
+    /// Every intent in doubt (its last attempt unfinished, ended `unknown`, or ended with its effect
+    /// unknown): the escalation queue, oldest first. An
     /// error when the store could not be asked: an operator's queue never reads empty because the
     /// store is unreachable.
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>>;

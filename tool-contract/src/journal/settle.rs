@@ -213,19 +213,9 @@ impl Settle {
             one_line(&self.evidence)
         );
         Record {
-            phase: Phase::Settled,
-            task: last.task.clone(),
-            call: last.call.clone(),
-            intent_key: last.intent_key,
-            attempt: last.attempt,
-            attempt_id: last.attempt_id.clone(),
-            started: last.started.clone(),
-            budget_left_s: last.budget_left_s,
             outcome: Some(outcome),
             effect_applied: Some(effect),
-            probe: None,
             message: Some(message),
-            retry_at: None,
             value: self.value.clone().filter(|_| self.verdict == Verdict::Landed),
             settled: Some(Settlement {
                 verdict: self.verdict,
@@ -234,7 +224,7 @@ impl Settle {
                 evidence: self.evidence.clone(),
                 at,
             }),
-            approval: None,
+            ..last.about(Phase::Settled)
         }
     }
 }
