@@ -114,7 +114,7 @@ async def lost_refund(binary, mode):
             first = report_of(await client.call_tool("refund", order, meta=meta))
             check(f"{mode}: a lost refund is unknown", first["outcome"] == "unknown" and first["effect_applied"] == "unknown", first)
             settled = subprocess.run(
-                [settle_bin, "settle", log, "--intent", first["idempotency_key"], "--landed", "--value", json.dumps(order),
+                [settle_bin, "settle", log, "--intent", first["idempotency_key"], "--attempt", first["attempt_id"], "--landed", "--value", json.dumps(order),
                  "--evidence", "refund of 12.99 on the card statement", "--by", "ci-operator"],
                 capture_output=True, text=True, timeout=60)
             check(f"{mode}: settled while the server holds the log", settled.returncode == 0, settled.stderr)
@@ -124,7 +124,7 @@ async def lost_refund(binary, mode):
             listed = report_of(await client.call_tool("list_refunds", {"order": "ord-7741"}, meta=meta))
             check(f"{mode}: one refund at the desk", listed["outcome"] == "ok" and len(listed["value"]) == 1, listed)
             twice = subprocess.run(
-                [settle_bin, "settle", log, "--intent", first["idempotency_key"], "--not-landed",
+                [settle_bin, "settle", log, "--intent", first["idempotency_key"], "--attempt", first["attempt_id"], "--not-landed",
                  "--evidence", "second look", "--by", "someone-else"], capture_output=True, text=True, timeout=60)
             check(f"{mode}: a second settlement is refused, naming the first", twice.returncode == 1 and "ci-operator" in twice.stderr, twice.stderr)
 

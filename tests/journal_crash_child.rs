@@ -111,7 +111,7 @@ async fn settle_then_stop(dir: &Path, verdict: &str) -> ! {
             .json_value(service_find(dir, key).map(serde_json::Value::from)),
         _ => Settle::new(Verdict::NotLanded, "alice", "thread-9 holds no notice"),
     };
-    tool_contract::settle(&log, &key, &settle).await.unwrap();
+    tool_contract::settle(&log, &key, 1, &settle).await.unwrap();
     stop_here(dir);
 }
 

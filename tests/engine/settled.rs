@@ -66,7 +66,7 @@ async fn landed_answers_every_later_call_with_no_attempt_and_no_probe() {
     let (attempts, probes) = (seen.attempts.load(Ordering::SeqCst), seen.probes.load(Ordering::SeqCst));
 
     let found = Settle::new(Verdict::Landed, "alice", "notice 4411 is in thread-9 at 05:12").value(4411);
-    settle(&*log, &key, &found).await.unwrap();
+    settle(&*log, &key, 1, &found).await.unwrap();
     for _ in 0..3 {
         let report = call(&task, &SEND, &seen, true).await;
         assert_eq!(
@@ -93,7 +93,7 @@ async fn landed_with_no_value_or_a_value_of_another_type_answers_ok_with_none() 
         let seen = Seen::default();
         call(&task, &SEND, &seen, true).await;
         let found = Settle::new(Verdict::Landed, "alice", "seen in the thread").json_value(value);
-        settle(&*log, &key, &found).await.unwrap();
+        settle(&*log, &key, 1, &found).await.unwrap();
         let report = call(&task, &SEND, &seen, true).await;
         assert_eq!((report.outcome, report.effect_applied, report.value), (Outcome::Ok, Applied::Yes, None));
         if let Some(says) = says {
@@ -111,7 +111,7 @@ async fn not_landed_makes_exactly_one_next_attempt_without_probe_or_settle_wait(
     let (attempts, probes) = (seen.attempts.load(Ordering::SeqCst), seen.probes.load(Ordering::SeqCst));
     assert_eq!(attempts, 1);
 
-    settle(&*log, &key, &Settle::new(Verdict::NotLanded, "alice", "not in thread-9")).await.unwrap();
+    settle(&*log, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "not in thread-9")).await.unwrap();
     let began = Instant::now();
     let report = call(&task, &SEND, &seen, false).await;
     assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(4411)), "{}", report.message);
@@ -148,7 +148,7 @@ async fn not_landed_money_still_asks_the_approver_first() {
         assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
         let before = seen.attempts.load(Ordering::SeqCst);
         let asked_before = asked.load(Ordering::SeqCst);
-        settle(&*log, &key, &Settle::new(Verdict::NotLanded, "alice", "no refund on the card"))
+        settle(&*log, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "no refund on the card"))
             .await
             .unwrap();
         let report = call(&task, &REFUND, &seen, false).await;
@@ -194,13 +194,13 @@ async fn an_intent_a_call_holds_is_not_settled() {
     let worker = Owner::new("worker-7");
     log.claim(&key, &worker, Duration::from_secs(120)).await.unwrap();
     let began = Instant::now();
-    match settle(&*log, &key, &Settle::new(Verdict::Landed, "alice", "seen")).await {
+    match settle(&*log, &key, 1, &Settle::new(Verdict::Landed, "alice", "seen")).await {
         Err(e @ SettleError::Busy { .. }) => assert!(e.to_string().contains("worker-7"), "{e}"),
         other => panic!("settled an intent a call holds: {other:?}"),
     }
     assert!(began.elapsed() <= Duration::from_secs(6), "it waits a few seconds, not the lease");
     log.release(&key, &worker);
-    settle(&*log, &key, &Settle::new(Verdict::Landed, "alice", "seen")).await.unwrap();
+    settle(&*log, &key, 1, &Settle::new(Verdict::Landed, "alice", "seen")).await.unwrap();
 }
 
 #[tokio::test(start_paused = true)]
@@ -215,7 +215,7 @@ async fn a_settlement_without_evidence_or_with_too_much_is_refused_and_nothing_i
         (Settle::new(Verdict::NotLanded, "alice", "not seen").value(7), "no value"),
     ];
     for (request, says) in bad {
-        match settle(&*log, &key, &request).await {
+        match settle(&*log, &key, 1, &request).await {
             Err(e @ SettleError::Invalid(_)) => assert!(e.to_string().contains(says), "{e}"),
             other => panic!("{request:?} was not refused: {other:?}"),
         }
@@ -398,9 +398,14 @@ async fn a_settled_batch_is_done_whole_or_open_whole() {
         let first = batch(&task, &attempts, true).await;
         assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
         let before = attempts.load(Ordering::SeqCst);
-        settle(&*log, &first.idempotency_key, &Settle::new(verdict, "alice", "both rows are in the sheet"))
-            .await
-            .unwrap();
+        settle(
+            &*log,
+            &first.idempotency_key,
+            1,
+            &Settle::new(verdict, "alice", "both rows are in the sheet"),
+        )
+        .await
+        .unwrap();
         let report = batch(&task, &attempts, false).await;
         assert_eq!(report.outcome, Outcome::Ok, "{verdict:?}: {}", report.message);
         assert_eq!(report.items.len(), 2, "{verdict:?}");
@@ -430,7 +435,7 @@ async fn an_approver_that_does_not_answer_within_the_budget_has_not_approved() {
     assert_eq!(first.outcome, Outcome::Unknown);
     // The next call: the settlement stands for the probe, and the approver never answers.
     let key = task.key(&REFUND, &"thread-9", None);
-    settle(&*log, &key, &Settle::new(Verdict::NotLanded, "alice", "no refund on the card")).await.unwrap();
+    settle(&*log, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "no refund on the card")).await.unwrap();
     let report = call(&task, &REFUND, &seen, false).await;
     assert_eq!(
         (report.reason, seen.attempts.load(Ordering::SeqCst)),
@@ -472,7 +477,7 @@ async fn an_intent_whose_last_end_left_its_effect_unknown_can_be_settled() {
     let end = record(Phase::End, Some(Outcome::Retryable), Some(Applied::Unknown));
     log.end(&owner, end.as_record_ref(), Durability::Buffered).await.unwrap();
     log.release(&key, &owner);
-    let written = settle(&log, &key, &Settle::new(Verdict::Landed, "alice", "on the statement")).await;
+    let written = settle(&log, &key, 1, &Settle::new(Verdict::Landed, "alice", "on the statement")).await;
     assert!(written.is_ok(), "{written:?}");
 }
 
@@ -531,7 +536,7 @@ async fn a_money_batch_asks_the_approver_before_its_second_attempt_in_a_later_ca
         if settled {
             assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
             let nothing = Settle::new(Verdict::NotLanded, "alice", "the ledger shows neither invoice paid");
-            settle(&*log, &first.idempotency_key, &nothing).await.unwrap();
+            settle(&*log, &first.idempotency_key, 1, &nothing).await.unwrap();
         }
         let (made, asked_first) = (attempts.load(Ordering::SeqCst), asked.load(Ordering::SeqCst));
         assert_eq!(made, 1, "settled {settled}: {}", first.message);

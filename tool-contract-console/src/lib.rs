@@ -369,9 +369,14 @@ impl Console {
             Some("not_landed") => Verdict::NotLanded,
             _ => return self.back(&key, "Nothing settled: say landed or not landed."),
         };
+        // The attempt the page showed: a settlement is recorded on it, or refused if another started.
+        let Some(attempt) = form_value(&form, "attempt").and_then(|a| a.parse::<u32>().ok()) else {
+            return self
+                .back(&key, "Nothing settled: the form names no attempt; open the intent's page again.");
+        };
         let evidence = form_value(&form, "evidence").unwrap_or_default();
         let settle = Settle::new(verdict, self.inner.by.clone(), evidence);
-        let said = match self.inner.source.settle(key, settle).await {
+        let said = match self.inner.source.settle(key, attempt, settle).await {
             Ok(record) => format!("Settled: {}", record.message.unwrap_or_default()),
             Err(e) => format!("Not settled: {e}"),
         };

@@ -166,19 +166,31 @@ impl Source {
         }
     }
 
-    /// Settle `key`: through the agent holding a file log, or under a claim in PostgreSQL.
-    pub(crate) async fn settle(&self, key: IntentKey, settle: Settle) -> Result<Record, SettleError> {
+    /// Settle attempt `attempt` of `key`: through the agent holding a file log, or under a claim in
+    /// PostgreSQL.
+    pub(crate) async fn settle(
+        &self,
+        key: IntentKey,
+        attempt: u32,
+        settle: Settle,
+    ) -> Result<Record, SettleError> {
         match self {
             Source::File { log, .. } => {
                 let log = log.clone();
                 tokio::task::spawn_blocking(move || {
-                    tool_contract::journal::file::request_settlement(&log, &key, &settle, SETTLE_WAIT)
+                    tool_contract::journal::file::request_settlement(
+                        &log,
+                        &key,
+                        attempt,
+                        &settle,
+                        SETTLE_WAIT,
+                    )
                 })
                 .await
                 .unwrap_or_else(|e| Err(SettleError::Invalid(format!("the settlement stopped: {e}"))))
             }
             #[cfg(feature = "postgres")]
-            Source::Postgres { journal, .. } => tool_contract::settle(journal, &key, &settle).await,
+            Source::Postgres { journal, .. } => tool_contract::settle(journal, &key, attempt, &settle).await,
         }
     }
 }

@@ -103,11 +103,16 @@ async fn the_console_guards_its_door_shows_the_intent_and_settles_through_the_ag
     assert!(found.body.contains("Found for"), "{}", found.body);
     let page = send(addr, get(&host, &format!("/intent/{key}"), Some(&cookie))).await;
     assert!(page.body.contains("<svg") && page.body.contains("name=\"evidence\""), "{}", page.body);
+    assert!(
+        page.body.contains("name=\"attempt\" value=\"1\""),
+        "the form names the attempt shown: {}",
+        page.body
+    );
     assert!(page.body.contains("A file log records when each attempt started, not when it ended"));
 
     // A form from another origin (another port of 127.0.0.1), or with no origin at all, is refused.
     let path = format!("/intent/{key}/settle");
-    let form = "verdict=not_landed&evidence=%3Cscript%3Ealert(1)%3C%2Fscript%3E+not+in+thread-9";
+    let form = "attempt=1&verdict=not_landed&evidence=%3Cscript%3Ealert(1)%3C%2Fscript%3E+not+in+thread-9";
     let foreign = send(addr, post(&host, &path, &cookie, Some("http://127.0.0.1:1"), form)).await;
     assert_eq!(foreign.status, 403);
     assert_eq!(send(addr, post(&host, &path, &cookie, None, form)).await.status, 403);
@@ -162,7 +167,7 @@ async fn a_read_only_console_shows_no_form_and_refuses_every_post() {
     let page = send(addr, get(&host, &format!("/intent/{key}"), Some(&cookie))).await;
     assert!(!page.body.contains("<form method=\"post\""), "{}", page.body);
     assert!(page.body.contains("read-only"), "{}", page.body);
-    let form = "verdict=landed&evidence=seen";
+    let form = "attempt=1&verdict=landed&evidence=seen";
     let refused = send(
         addr,
         post(&host, &format!("/intent/{key}/settle"), &cookie, Some(&format!("http://{host}")), form),
@@ -178,6 +183,63 @@ async fn a_remote_address_needs_a_token_of_ones_own() {
     let options = Options { listen: "0.0.0.0:0".parse().unwrap(), ..Options::default() };
     let refused = Console::bind(std::path::Path::new("/nonexistent.log"), options).await;
     assert!(refused.err().is_some_and(|why| why.contains("--allow-remote")));
+}
+
+/// The settle form names the attempt its page showed. A form with none settles nothing; a form about
+/// attempt 1 posted after the agent made attempt 2 (which ended in doubt too) is refused, naming
+/// attempt 2, and nothing is recorded on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_about_an_attempt_that_is_no_longer_the_last_settles_nothing() {
+    let dir = std::env::temp_dir().join(format!("tc-console-stale-{}", std::process::id()));
+    let (log, key) = held_log(&dir).await;
+    let intent = tool_contract::IntentKey::parse(&key).unwrap();
+    let running = Console::bind(&dir.join("attempts.log"), Options::default()).await.unwrap();
+    let (addr, url) = (running.addr, running.url.clone());
+    tokio::spawn(running.serve());
+    let (host, cookie) = (addr.to_string(), login(addr, &url).await);
+    let (path, origin) = (format!("/intent/{key}/settle"), format!("http://{host}"));
+    let said = |reply: &Reply| {
+        let location = reply.head.lines().find(|l| l.to_ascii_lowercase().starts_with("location:")).unwrap();
+        percent_decoded(location)
+    };
+    let bare =
+        send(addr, post(&host, &path, &cookie, Some(&origin), "verdict=not_landed&evidence=gone")).await;
+    assert!(said(&bare).contains("names no attempt"), "{}", said(&bare));
+    assert!(log.recall(&intent).unwrap().settlement().is_none());
+    // Attempt 1 settled not landed; the agent makes attempt 2, lost again.
+    let form = "attempt=1&verdict=not_landed&evidence=nothing+in+thread-9";
+    assert_eq!(send(addr, post(&host, &path, &cookie, Some(&origin), form)).await.status, 303);
+    let task = Task::new("ticket-<b>7</b>", "agent", Duration::from_secs(30)).journal(log.clone());
+    let second = post_notice(&task, "thread-9", true).await;
+    assert!(second.attempt_id.ends_with("-a2"), "{}", second.attempt_id);
+    // The same form again (a second tab, a resubmission): about attempt 1, refused, naming attempt 2.
+    let stale = send(addr, post(&host, &path, &cookie, Some(&origin), form)).await;
+    assert!(
+        said(&stale).contains("Not settled") && said(&stale).contains(&second.attempt_id),
+        "{}",
+        said(&stale)
+    );
+    let last = log.recall(&intent).unwrap().last;
+    assert_eq!((last.phase, last.attempt), (Phase::End, 2), "nothing recorded on attempt 2");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `Location` header's query, percent-decoded (`+` as a space).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.replace('+', " ").into_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        if let Some(b) = hex.filter(|_| bytes[i] == b'%').and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 static REFUND_ATTEMPTS: AtomicU32 = AtomicU32::new(0);

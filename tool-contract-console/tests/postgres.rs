@@ -100,7 +100,7 @@ async fn the_console_settles_an_intent_of_a_fleets_store() {
     let (_, _, body) = send(addr, get(format!("/?q={}", &key[..6]))).await;
     assert!(body.contains("Found for") && body.matches(&key).count() >= 2, "{body}");
 
-    let form = "verdict=not_landed&evidence=nothing+in+thread-9";
+    let form = "attempt=1&verdict=not_landed&evidence=nothing+in+thread-9";
     let post = format!(
         "POST /intent/{key}/settle HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nOrigin: http://{host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
         form.len()

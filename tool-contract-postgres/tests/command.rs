@@ -163,6 +163,8 @@ async fn settle_records_a_persons_verdict_while_workers_run() {
                 "settle",
                 "--intent",
                 &key,
+                "--attempt",
+                "1",
                 "--landed",
                 "--value",
                 "4411",

@@ -204,7 +204,7 @@ async fn a_settlement_on_postgres_is_honoured_by_the_next_call() {
         let before = attempts.load(Ordering::SeqCst);
         let settle = Settle::new(verdict, "alice", "looked at the thread");
         let settle = if verdict == Verdict::Landed { settle.value(7u64) } else { settle };
-        tool_contract::settle(&*journal, &key, &settle).await.unwrap();
+        tool_contract::settle(&*journal, &key, 1, &settle).await.unwrap();
         let report = call(false).await;
         assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(7)), "{verdict:?}: {}", report.message);
         assert_eq!(attempts.load(Ordering::SeqCst) - before, attempts_after, "{verdict:?}");

@@ -37,6 +37,7 @@ pub async fn all(store: &dyn Journal, scope: &str) {
     answers_as_the_reference_store(store, scope).await;
     settlements_are_kept(store, scope).await;
     two_settlers_one_settlement(store, scope).await;
+    a_settlement_is_bound_to_its_attempt(store, scope).await;
     approvals_answer_once(store, scope).await;
 }
 
@@ -301,7 +302,7 @@ pub async fn settlements_are_kept(store: &dyn Journal, scope: &str) {
     let landed = key(scope, "settled-landed");
     left_unfinished(store, landed, &worker, RULE).await;
     let found = Settle::new(Verdict::Landed, "alice", "transfer 4411 is on the statement").value(4411);
-    let written = settle(store, &landed, &found).await.unwrap_or_else(|e| panic!("{RULE}: {e}"));
+    let written = settle(store, &landed, 1, &found).await.unwrap_or_else(|e| panic!("{RULE}: {e}"));
     assert_eq!((written.phase, written.attempt), (Phase::Settled, 1), "{RULE}");
     let (attempts, kept) = last(store, landed).await;
     assert_eq!((attempts, &kept), (1, &written), "{RULE}: the settlement is the last word as written");
@@ -317,7 +318,7 @@ pub async fn settlements_are_kept(store: &dyn Journal, scope: &str) {
     let recall = store.recall(&landed).await.expect("the store answers").expect("records");
     assert_eq!(recall.last_word(), LastWord::Ok(Some(&serde_json::json!(4411))), "{RULE}: {:?}", recall.last);
     // A second settlement of the same attempt is refused, naming the first.
-    match settle(store, &landed, &Settle::new(Verdict::NotLanded, "bob", "not on the statement")).await {
+    match settle(store, &landed, 1, &Settle::new(Verdict::NotLanded, "bob", "not on the statement")).await {
         Err(e @ SettleError::AlreadySettled { .. }) => {
             assert!(e.to_string().contains("by alice"), "{RULE}: {e}");
         }
@@ -334,7 +335,7 @@ pub async fn settlements_are_kept(store: &dyn Journal, scope: &str) {
     store.end(&worker, unknown.as_record_ref(), Durability::Buffered).await.expect(RULE);
     store.release(&open, &worker);
     let missing = Settle::new(Verdict::NotLanded, "alice", "no transfer on the statement");
-    settle(store, &open, &missing).await.unwrap_or_else(|e| panic!("{RULE}: {e}"));
+    settle(store, &open, 1, &missing).await.unwrap_or_else(|e| panic!("{RULE}: {e}"));
     let recall = store.recall(&open).await.expect("the store answers").expect("records");
     assert_eq!(
         (recall.last_word(), recall.last.effect_applied),
@@ -359,12 +360,12 @@ pub async fn settlements_are_kept(store: &dyn Journal, scope: &str) {
     let ok = end(done, 1, Outcome::Ok, Applied::Yes, "done");
     store.end(&worker, ok.as_record_ref(), Durability::Buffered).await.expect(RULE);
     store.release(&done, &worker);
-    match settle(store, &done, &found).await {
+    match settle(store, &done, 1, &found).await {
         Err(e @ SettleError::NotInDoubt { .. }) => assert!(e.to_string().contains("ended ok"), "{RULE}: {e}"),
         other => panic!("{RULE}: an intent that ended ok was settled: {other:?}"),
     }
     let never = key(scope, "settle-never-recorded");
-    match settle(store, &never, &found).await {
+    match settle(store, &never, 1, &found).await {
         Err(SettleError::NotFound { .. }) => {}
         other => panic!("{RULE}: an intent with no record was settled: {other:?}"),
     }
@@ -378,7 +379,7 @@ pub async fn two_settlers_one_settlement(store: &dyn Journal, scope: &str) {
     left_unfinished(store, k, &Owner::new(format!("{scope}-race-worker")), RULE).await;
     let alice = Settle::new(Verdict::Landed, "alice", "seen on the statement");
     let bob = Settle::new(Verdict::NotLanded, "bob", "not on the ledger");
-    let (a, b) = tokio::join!(settle(store, &k, &alice), settle(store, &k, &bob));
+    let (a, b) = tokio::join!(settle(store, &k, 1, &alice), settle(store, &k, 1, &bob));
     let (won, lost) = match (a, b) {
         (Ok(won), Err(lost)) | (Err(lost), Ok(won)) => (won, lost),
         (a, b) => panic!("{RULE}: exactly one settlement must be written: {a:?}, {b:?}"),
@@ -394,6 +395,44 @@ pub async fn two_settlers_one_settlement(store: &dyn Journal, scope: &str) {
     assert_eq!(last(store, k).await.1, won, "{RULE}");
 }
 
+/// A person's verdict is recorded on the attempt they examined, or not at all: a settlement of attempt
+/// 1 made after attempt 2 started (the agent probed, found nothing, tried again, and is in doubt again)
+/// is refused, naming attempt 2 and its state, and writes nothing; so is one naming an attempt that
+/// never was. Settling attempt 2 by its number then works.
+pub async fn a_settlement_is_bound_to_its_attempt(store: &dyn Journal, scope: &str) {
+    const RULE: &str = "a settlement lands on the attempt it names, or nowhere";
+    let worker = Owner::new(format!("{scope}-bound-worker"));
+    let k = key(scope, "settle-bound");
+    // The person opens attempt 1's page ...
+    left_unfinished(store, k, &worker, RULE).await;
+    // ... while the agent probes it (not landed), makes attempt 2, and that one ends in doubt too.
+    claim(store, k, &worker, RULE).await;
+    store
+        .end(&worker, verdict(k, 1, ProbeMark::NotLanded).as_record_ref(), Durability::Buffered)
+        .await
+        .expect(RULE);
+    store.start(&worker, record(k, Phase::Start, 2).as_record_ref(), Durability::Synced).await.expect(RULE);
+    let unknown = end(k, 2, Outcome::Unknown, Applied::Unknown, "timed out");
+    store.end(&worker, unknown.as_record_ref(), Durability::Buffered).await.expect(RULE);
+    store.release(&k, &worker);
+    let before = last(store, k).await;
+    let not_landed = Settle::new(Verdict::NotLanded, "alice", "attempt 1 is not on the statement");
+    for (named, says) in [(1, "attempt 2 ("), (3, "no attempt 3")] {
+        match settle(store, &k, named, &not_landed).await {
+            Err(e @ SettleError::OtherAttempt { .. }) => {
+                let said = e.to_string();
+                assert!(said.contains(says) && said.contains("ended unknown"), "{RULE}: {said}");
+            }
+            other => panic!("{RULE}: a settlement of attempt {named} after attempt 2: {other:?}"),
+        }
+        assert_eq!(last(store, k).await, before, "{RULE}: nothing is written");
+    }
+    let in_doubt = store.unresolved().await.expect("the store answers");
+    assert!(in_doubt.iter().any(|r| r.last.intent_key == k), "{RULE}: attempt 2 is still in doubt");
+    let written = settle(store, &k, 2, &not_landed).await.unwrap_or_else(|e| panic!("{RULE}: {e}"));
+    assert_eq!((written.phase, written.attempt), (Phase::Settled, 2), "{RULE}");
+}
+
 /// A question to a person before attempt `attempt + 1`, as [`tool_contract::LogApprover`] asks it.
 fn question(key: IntentKey, attempt: u32) -> Record {
     Record {
@@ -404,6 +443,7 @@ fn question(key: IntentKey, attempt: u32) -> Record {
             why: "503 from the bank".to_owned(),
             at: "2026-12-01T00:00:01Z".to_owned(),
             until: Some("2999-01-01T00:00:00Z".to_owned()),
+            os_user: None,
         }),
         ..record(key, Phase::Approval, attempt)
     }

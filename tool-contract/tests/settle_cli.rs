@@ -5,7 +5,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use tool_contract::journal::{Phase, read_log};
@@ -73,6 +73,8 @@ async fn settles_a_log_no_process_holds_and_refuses_a_second_settlement() {
             &path,
             "--intent",
             &key,
+            "--attempt",
+            "1",
             verdict,
             "--evidence",
             "notice 4411 in thread-1",
@@ -112,6 +114,8 @@ async fn settles_through_the_agent_that_holds_the_log() {
         &path,
         "--intent",
         &key,
+        "--attempt",
+        "1",
         "--not-landed",
         "--evidence",
         "not in thread-2",
@@ -157,6 +161,8 @@ fn a_holder_that_does_not_answer_leaves_nothing_settled() {
         &path,
         "--intent",
         &key,
+        "--attempt",
+        "1",
         "--landed",
         "--evidence",
         "seen",
@@ -182,25 +188,97 @@ async fn refuses_what_cannot_be_settled_and_bad_command_lines() {
     drop(task);
     drop(log);
     let (path, key) = (dir.log().display().to_string(), done.idempotency_key.to_string());
-    let (code, _, err) =
-        cli(&["settle", &path, "--intent", &key, "--landed", "--evidence", "seen", "--by", "al"]);
+    let (code, _, err) = cli(&[
+        "settle",
+        &path,
+        "--intent",
+        &key,
+        "--attempt",
+        "1",
+        "--landed",
+        "--evidence",
+        "seen",
+        "--by",
+        "al",
+    ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("not in doubt") && err.contains("ended ok"), "{err}");
     let other = "0123456789abcdef0123456789abcdef";
-    let (code, _, err) =
-        cli(&["settle", &path, "--intent", other, "--landed", "--evidence", "seen", "--by", "al"]);
+    let (code, _, err) = cli(&[
+        "settle",
+        &path,
+        "--intent",
+        other,
+        "--attempt",
+        "1",
+        "--landed",
+        "--evidence",
+        "seen",
+        "--by",
+        "al",
+    ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("no record"), "{err}");
-    let bad: [(&[&str], &str); 6] = [
-        (&["--intent", &key, "--landed", "--by", "al"], "--evidence"),
-        (&["--intent", &key, "--evidence", "x", "--by", "al"], "--landed"),
-        (&["--intent", &key, "--landed", "--not-landed", "--evidence", "x", "--by", "al"], "exclude"),
+    let other_id = "ord-4-01234567-a1";
+    let bad: [(&[&str], &str); 10] = [
+        (&["--intent", &key, "--attempt", "1", "--landed", "--by", "al"], "--evidence"),
+        (&["--intent", &key, "--attempt", "1", "--evidence", "x", "--by", "al"], "--landed"),
         (
-            &["--intent", &key, "--not-landed", "--value", "7", "--evidence", "x", "--by", "al"],
+            &[
+                "--intent",
+                &key,
+                "--attempt",
+                "1",
+                "--landed",
+                "--not-landed",
+                "--evidence",
+                "x",
+                "--by",
+                "al",
+            ],
+            "exclude",
+        ),
+        (
+            &[
+                "--intent",
+                &key,
+                "--attempt",
+                "1",
+                "--not-landed",
+                "--value",
+                "7",
+                "--evidence",
+                "x",
+                "--by",
+                "al",
+            ],
             "`--landed` only",
         ),
-        (&["--intent", &key, "--landed", "--value", "{oops", "--evidence", "x", "--by", "al"], "not JSON"),
-        (&["--intent", "xyz", "--landed", "--evidence", "x", "--by", "al"], "32 hex"),
+        (
+            &[
+                "--intent",
+                &key,
+                "--attempt",
+                "1",
+                "--landed",
+                "--value",
+                "{oops",
+                "--evidence",
+                "x",
+                "--by",
+                "al",
+            ],
+            "not JSON",
+        ),
+        (&["--intent", "xyz", "--attempt", "1", "--landed", "--evidence", "x", "--by", "al"], "32 hex"),
+        // The attempt is always named: the one the person examined.
+        (&["--intent", &key, "--landed", "--evidence", "x", "--by", "al"], "missing `--attempt N`"),
+        (
+            &["--intent", &key, "--attempt", "0", "--landed", "--evidence", "x", "--by", "al"],
+            "numbered from 1",
+        ),
+        (&["--intent", &key, "--attempt", "a2", "--landed", "--evidence", "x", "--by", "al"], "neither"),
+        (&["--intent", &key, "--attempt", other_id, "--landed", "--evidence", "x", "--by", "al"], "neither"),
     ];
     for (args, says) in bad {
         let mut line = vec!["settle", path.as_str()];
@@ -210,9 +288,91 @@ async fn refuses_what_cannot_be_settled_and_bad_command_lines() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
     let missing = dir.0.join("no-such.log").display().to_string();
-    let (code, _, err) =
-        cli(&["settle", &missing, "--intent", &key, "--landed", "--evidence", "x", "--by", "al"]);
+    let (code, _, err) = cli(&[
+        "settle",
+        &missing,
+        "--intent",
+        &key,
+        "--attempt",
+        "1",
+        "--landed",
+        "--evidence",
+        "x",
+        "--by",
+        "al",
+    ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("no attempt log at"), "{err}");
     assert!(!dir.0.join("no-such.log").exists(), "no log is created by settling");
+}
+
+static REPLIES: AtomicU32 = AtomicU32::new(0);
+static PROBE_FINDS_NOTHING: AtomicBool = AtomicBool::new(false);
+
+/// Post a reply whose answer is always lost; its probe finds nothing once when told to, and otherwise
+/// cannot tell.
+#[tool(effect = "send", target = thread, probe = look_for_reply)]
+async fn post_reply(thread: &str) -> Result<u64, Class> {
+    REPLIES.fetch_add(1, Ordering::SeqCst);
+    Err(Class::unknown("connection reset after the request was sent"))
+}
+
+async fn look_for_reply(_thread: &&str, _key: tool_contract::IntentKey) -> Probe<u64> {
+    if PROBE_FINDS_NOTHING.swap(false, Ordering::SeqCst) {
+        Probe::NotLanded
+    } else {
+        Probe::Failed("the thread's API is down".into())
+    }
+}
+
+/// A person examines attempt 1; meanwhile the agent probes it (nothing found), makes attempt 2, and
+/// that one ends in doubt too. The person's "not landed" about attempt 1 is refused, through the agent
+/// holding the log, naming attempt 2; nothing is recorded, and no third attempt follows. Settling
+/// attempt 2 by its attempt id then works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verdict_about_an_attempt_that_is_no_longer_the_last_is_refused_naming_the_newer_one() {
+    let dir = Scratch::new("stale");
+    let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+    let task = Task::new("ord-5", "agent", Duration::from_secs(30)).journal(log.clone());
+    let first = post_reply(&task, "thread-5").await;
+    assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
+    assert!(first.attempt_id.ends_with("-a1"), "{}", first.attempt_id);
+    // The person opens attempt 1's page. The agent calls again: the probe finds nothing, attempt 2.
+    PROBE_FINDS_NOTHING.store(true, Ordering::SeqCst);
+    let second = post_reply(&task, "thread-5").await;
+    assert_eq!(second.outcome, Outcome::Unknown, "{}", second.message);
+    assert!(second.attempt_id.ends_with("-a2"), "{}", second.attempt_id);
+    let sent = REPLIES.load(Ordering::SeqCst);
+    let (path, key) = (dir.log().display().to_string(), first.idempotency_key.to_string());
+    let settle = move |attempt: String| {
+        let (path, key) = (path.clone(), key.clone());
+        tokio::task::spawn_blocking(move || {
+            cli(&[
+                "settle",
+                &path,
+                "--intent",
+                &key,
+                "--attempt",
+                &attempt,
+                "--not-landed",
+                "--evidence",
+                "no reply in thread-5",
+                "--by",
+                "alice",
+            ])
+        })
+    };
+    for named in ["1".to_owned(), first.attempt_id.clone()] {
+        let (code, out, err) = settle(named.clone()).await.unwrap();
+        assert_eq!(code, 1, "{named}: {out}{err}");
+        assert!(err.contains("about attempt 1") && err.contains(&second.attempt_id), "{err}");
+        assert!(err.contains("ended unknown"), "{err}");
+    }
+    assert!(log.recall(&first.idempotency_key).unwrap().last.phase != Phase::Settled, "nothing recorded");
+    assert_eq!(REPLIES.load(Ordering::SeqCst), sent, "no attempt was made on the stale verdict");
+    // Attempt 2, by its id: recorded on attempt 2.
+    let (code, out, err) = settle(second.attempt_id.clone()).await.unwrap();
+    assert_eq!(code, 0, "{out}{err}");
+    let last = log.recall(&first.idempotency_key).unwrap().last;
+    assert_eq!((last.phase, last.attempt), (Phase::Settled, 2));
 }

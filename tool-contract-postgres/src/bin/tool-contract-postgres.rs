@@ -16,7 +16,7 @@ const USAGE: &str = "usage:
       --task T      only the attempts of task T
       --unresolved  only the intents in doubt: unfinished, unknown, or their effect unknown (the escalation queue)
       --json        one JSON document on one line, for machines
-  tool-contract-postgres settle [CONNINFO] --intent KEY (--landed [--value JSON] | --not-landed)
+  tool-contract-postgres settle [CONNINFO] --intent KEY --attempt N|ID (--landed [--value JSON] | --not-landed)
                 --evidence TEXT --by NAME [--json]
       record what a person found of an intent in doubt, as `tool-contract settle` does; safe
       while workers run (the settlement is written under the intent's claim)
@@ -144,7 +144,7 @@ async fn settle(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
     }
     let asked = command::parse(&args).map_err(Failure::Usage)?;
     let (journal, _) = open(Some(asked.log.clone()), false).await?;
-    let done = tool_contract::settle(&journal, &asked.key, &asked.settle).await;
+    let done = tool_contract::settle(&journal, &asked.key, asked.attempt, &asked.settle).await;
     let (line, code) = command::outcome(done, asked.json);
     match code {
         0 => writeln!(out, "{line}").map_err(written),

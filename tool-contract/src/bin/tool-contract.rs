@@ -17,11 +17,13 @@ const USAGE: &str = "usage:
       --task T      only the attempts of task T
       --unresolved  only the intents in doubt: unfinished, unknown, or their effect unknown (the escalation queue)
       --json        one JSON document on one line, for machines
-  tool-contract settle PATH|postgres://... --intent KEY (--landed [--value JSON] | --not-landed)
-                --evidence TEXT --by NAME [--json] [--wait SECONDS]
+  tool-contract settle PATH|postgres://... --intent KEY --attempt N|ID
+                (--landed [--value JSON] | --not-landed) --evidence TEXT --by NAME [--json] [--wait SECONDS]
       record what a person found of an intent in doubt: it landed (later calls answer ok with
-      the value, nothing repeated) or it did not (the next call makes the next attempt). Works
-      while an agent holds the log: the agent picks the request up (--wait, default 10 s).
+      the value, nothing repeated) or it did not (the next call makes the next attempt).
+      --attempt names the attempt you examined (its number, or its attempt id as `log` shows it):
+      refused, naming the newer one, if another attempt has started since. Works while an agent
+      holds the log: the agent picks the request up (--wait, default 10 s, at most 600).
       exit 0: recorded; 1: refused (the intent's state is named) or not recorded; 2: bad usage
   tool-contract console PATH [--listen 127.0.0.1:PORT] [--read-only] [--by NAME]
       a local page over the attempt log (while an agent holds it): the intents in doubt, their
@@ -212,6 +214,7 @@ fn settle(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
     let done = tool_contract::journal::file::request_settlement(
         std::path::Path::new(&asked.log),
         &asked.key,
+        asked.attempt,
         &asked.settle,
         asked.wait,
     );

@@ -65,6 +65,10 @@ pub struct ApprovalNote {
     /// On a question: when the asker stops waiting, RFC 3339 UTC. Absent on an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<String>,
+    /// On an answer that came through the file log's request directory: the operating-system user
+    /// that wrote the request (`uid 1000 (alice)`), beside the `by` it claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os_user: Option<String>,
 }
 
 impl ApprovalNote {
@@ -97,17 +101,20 @@ pub struct Decision {
     approve: bool,
     by: String,
     why: String,
+    /// Set by the holder of a file log from the request file's owner, never read from a request.
+    #[serde(skip)]
+    os_user: Option<String>,
 }
 
 impl Decision {
     /// Yes to the next attempt, by `by`, for the reason `why`.
     pub fn approve(by: impl Into<String>, why: impl Into<String>) -> Decision {
-        Decision { approve: true, by: by.into(), why: why.into() }
+        Decision { approve: true, by: by.into(), why: why.into(), os_user: None }
     }
 
     /// No to the next attempt, by `by`, for the reason `why`.
     pub fn deny(by: impl Into<String>, why: impl Into<String>) -> Decision {
-        Decision { approve: false, by: by.into(), why: why.into() }
+        Decision { approve: false, by: by.into(), why: why.into(), os_user: None }
     }
 
     /// Whether it says yes.
@@ -123,6 +130,12 @@ impl Decision {
     /// The reason given.
     pub fn why(&self) -> &str {
         &self.why
+    }
+
+    /// The operating-system user that wrote the request this answer came in by.
+    pub(crate) fn os_user(mut self, user: String) -> Decision {
+        self.os_user = Some(user);
+        self
     }
 
     fn step(&self) -> Step {
@@ -191,11 +204,22 @@ pub async fn answer_approval(
         why: decision.why.trim().to_owned(),
         at: rfc3339(wall_clock()),
         until: None,
+        os_user: decision.os_user.clone(),
     };
     if let Some(problem) = note.problem() {
         return Err(ApprovalError::Invalid(problem));
     }
     let not_asked = |why: String| ApprovalError::NotAsked { key: *key, attempt, why };
+    if attempt == 0 {
+        return Err(not_asked("attempts are numbered from 1".into()));
+    }
+    // Bound to what the person examined, by the rule settlements follow: the attempt before the one
+    // asked about is still the intent's last.
+    if let Some(recall) = journal.recall(key).await?
+        && let Some(now) = super::settle::other_attempt(attempt - 1, &recall)
+    {
+        return Err(not_asked(now));
+    }
     let Some(asked) = journal.approval(key).await? else {
         let why =
             "nothing waits for an answer (no question was asked, or the process that asked it has stopped)";
@@ -354,6 +378,7 @@ impl LogApprover {
                 why: one_line(&request.history).chars().take(MAX_WHY_BYTES / 4).collect(),
                 at: rfc3339(wall_clock()),
                 until: Some(until),
+                os_user: None,
             },
         );
         if !self.journal.approval_step(question.as_record_ref()).await.map_err(|e| e.to_string())? {
@@ -407,6 +432,7 @@ impl LogApprover {
             why: format!("no answer within {}s", wait.as_secs()),
             at: rfc3339(wall_clock()),
             until: None,
+            os_user: None,
         };
         let denial = record_of(question, note);
         match self.journal.approval_step(denial.as_record_ref()).await {
@@ -591,6 +617,46 @@ mod tests {
         );
     }
 
+    /// An answer is bound to what the person examined, by the rule settlements follow: once another
+    /// attempt has started, an answer about the attempt before it is refused, naming the newer one.
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_after_another_attempt_started_is_refused_naming_it() {
+        let log = Arc::new(MemoryJournal::new());
+        after_attempt_1(&*log).await;
+        let key = request(2).key;
+        let question = record_of(
+            &log.recall(&key).unwrap().last,
+            ApprovalNote {
+                step: Step::Asked,
+                by: "ops".into(),
+                why: "503".into(),
+                at: rfc3339(wall_clock()),
+                until: Some("2999-01-01T00:00:00Z".into()),
+                os_user: None,
+            },
+        );
+        assert!(log.approval_step(question.as_record_ref()).await.unwrap());
+        let started = Record {
+            phase: Phase::Start,
+            attempt: 2,
+            attempt_id: "t-a2".into(),
+            outcome: None,
+            effect_applied: None,
+            message: None,
+            ..question.clone()
+        };
+        let started = Record { approval: None, ..started };
+        log.append(started.as_record_ref(), Durability::Synced).await.unwrap();
+        match answer_approval(&*log, &key, 2, &Decision::approve("alice", "fine")).await {
+            Err(e @ ApprovalError::NotAsked { .. }) => {
+                assert!(e.to_string().contains("attempt 2 (t-a2) has started since"), "{e}");
+                assert!(e.to_string().contains("never ended"), "{e}");
+            }
+            other => panic!("answered about attempt 2 after it started: {other:?}"),
+        }
+        assert_eq!(log.approval(&key).await.unwrap().unwrap().approval.unwrap().step, Step::Asked);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn an_absurd_wait_is_a_century_and_no_panic() {
         let log = Arc::new(MemoryJournal::new());
@@ -620,6 +686,7 @@ mod tests {
             why: why.into(),
             at: "2026-12-01T00:00:00Z".into(),
             until: until.map(str::to_owned),
+            os_user: None,
         };
         let until = Some("2026-12-01T00:05:00Z");
         assert_eq!(note(Step::Asked, "ops", "503", until).problem(), None);

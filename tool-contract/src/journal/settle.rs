@@ -3,7 +3,13 @@
 //! An intent is *in doubt* when its last attempt started and never ended, or ended with its effect
 //! unknown (an escalated call ends so). Only such an intent can be settled, and each attempt at most
 //! once: [`settle`] claims the intent as any call would, checks what the store holds, and writes a
-//! `settled` record under the claim. What the engine does with it:
+//! `settled` record under the claim.
+//!
+//! A settlement names the attempt the person examined, and is recorded only on that attempt: when
+//! another attempt has started since (the agent probed, found nothing, and tried again), it is refused
+//! with [`SettleError::OtherAttempt`], naming the newer attempt and its state, so a verdict about
+//! attempt 1 never lands on attempt 2. An answer to an approval is bound the same way
+//! ([`answer_approval`](crate::answer_approval)), by the same rule. What the engine does with it:
 //!
 //! - [`Verdict::Landed`]: every later call of the intent answers `ok`, effect `yes`, with the settled
 //!   value (or none), and makes no attempt and no probe.
@@ -32,7 +38,7 @@
 //!
 //! // A person looks at the thread, finds notice 4411, and says so.
 //! let found = Settle::new(Verdict::Landed, "alice", "notice 4411 is in thread-9").value(4411);
-//! settle(&*log, &first.idempotency_key, &found).await.unwrap();
+//! settle(&*log, &first.idempotency_key, 1, &found).await.unwrap();
 //!
 //! let again = post_notice(&task, "thread-9").await;
 //! assert_eq!((again.outcome, again.value), (Outcome::Ok, Some(4411)));
@@ -125,6 +131,11 @@ pub struct Settlement {
     pub evidence: String,
     /// When it was settled, RFC 3339 UTC.
     pub at: String,
+    /// The operating-system user that wrote the request the settlement came in by (`uid 1000
+    /// (alice)`), when it came through the file log's request directory: beside `by`, which the
+    /// request only claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os_user: Option<String>,
 }
 
 impl Settlement {
@@ -163,12 +174,22 @@ pub struct Settle {
     evidence: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     value: Option<serde_json::Value>,
+    /// Set by the holder of a file log from the request file's owner, never read from a request.
+    #[serde(skip)]
+    os_user: Option<String>,
 }
 
 impl Settle {
     /// A settlement by an operator.
     pub fn new(verdict: Verdict, by: impl Into<String>, evidence: impl Into<String>) -> Settle {
-        Settle { verdict, by: by.into(), via: Via::Operator, evidence: evidence.into(), value: None }
+        Settle {
+            verdict,
+            by: by.into(),
+            via: Via::Operator,
+            evidence: evidence.into(),
+            value: None,
+            os_user: None,
+        }
     }
 
     /// Brought in another way (the MCP client's person).
@@ -199,6 +220,12 @@ impl Settle {
         self.value.as_ref()
     }
 
+    /// The operating-system user that wrote the request this settlement came in by.
+    pub(crate) fn os_user(mut self, user: String) -> Settle {
+        self.os_user = Some(user);
+        self
+    }
+
     /// The settlement record for the intent's last record `last`, stamped `at`.
     pub fn record_for(&self, last: &Record, at: String) -> Record {
         let (outcome, effect) = match self.verdict {
@@ -223,6 +250,7 @@ impl Settle {
                 via: self.via,
                 evidence: self.evidence.clone(),
                 at,
+                os_user: self.os_user.clone(),
             }),
             ..last.about(Phase::Settled)
         }
@@ -251,6 +279,31 @@ pub enum SettleError {
         key: IntentKey,
         /// Its state, in words (`attempt ord-7741-dc01d768-a2 ended ok`).
         state: String,
+    },
+    /// The settlement names another attempt than the intent's last: one has started since the person
+    /// looked (or the attempt named never was). Nothing is recorded; look at the newer attempt.
+    #[error(
+        "intent {key}: nothing settled: the settlement is about attempt {attempt}, but {now}; look at that attempt and settle it by its number"
+    )]
+    OtherAttempt {
+        /// The intent.
+        key: IntentKey,
+        /// The attempt the settlement named.
+        attempt: u32,
+        /// The intent's last attempt, in words (`attempt 2 (ord-7741-dc01d768-a2) has started since
+        /// and never ended`).
+        now: String,
+        /// The intent's last record.
+        last: Box<Record>,
+    },
+    /// The request carrying the settlement expired before the process holding the log took it
+    /// (`tool_contract::journal::file::REQUEST_LIFETIME`): nothing was applied.
+    #[error("intent {key}: nothing settled: {why}")]
+    Expired {
+        /// The intent.
+        key: IntentKey,
+        /// When it expired, and what to do.
+        why: String,
     },
     /// The intent's last attempt was settled already; the first settlement stands.
     #[error("intent {key}: {}", settled_already(.record))]
@@ -309,14 +362,60 @@ pub(crate) fn not_in_doubt(recall: &Recall) -> Option<String> {
     }
 }
 
-/// Settle the intent `key` in `journal`: claim it, check that it is in doubt and not settled yet, and
-/// write the settlement (synced) under the claim. The record written, or why nothing was.
+/// The one rule that binds a person's answer to what they examined: `examined` is the attempt whose
+/// records the person looked at (the attempt a settlement is about; for an approval, the attempt
+/// before the one it lets start). `None` while it is still the intent's highest attempt (`recall`
+/// read under the claim, or by the store's own rule); otherwise the intent's last attempt, in words.
+pub(crate) fn other_attempt(examined: u32, recall: &Recall) -> Option<String> {
+    let last = &recall.last;
+    if recall.attempts == examined && last.attempt == examined {
+        return None;
+    }
+    if examined > recall.attempts {
+        return Some(format!(
+            "the intent has no attempt {examined}: its last is attempt {} ({}), which {}",
+            recall.attempts,
+            last.attempt_id,
+            state_in_words(last)
+        ));
+    }
+    Some(format!(
+        "attempt {} ({}) has started since, and {}",
+        last.attempt,
+        last.attempt_id,
+        state_in_words(last)
+    ))
+}
+
+/// Where an attempt stands by its last record, in words: `never ended`, `ended retryable with its
+/// effect no`, `is settled landed by alice`.
+fn state_in_words(last: &Record) -> String {
+    match (last.phase, last.outcome, &last.settled) {
+        (Phase::Settled, _, Some(s)) => format!("is settled {} by {}", s.verdict, one_line(&s.by)),
+        (Phase::Start | Phase::Approval, _, _) | (Phase::End, None, _) => "never ended".into(),
+        (_, Some(outcome), _) => {
+            format!("ended {outcome} with its effect {}", last.effect_applied.unwrap_or(Applied::Unknown))
+        }
+        (Phase::Settled, None, None) => "is settled".into(),
+    }
+}
+
+/// Settle attempt `attempt` of the intent `key` in `journal`: claim the intent, check that the attempt
+/// is still its last, that it is in doubt and not settled yet, and write the settlement (synced)
+/// under the claim. The record written, or why nothing was.
 ///
-/// Two settlers racing on one intent: exactly one writes; the other is told who settled it, when and
-/// how ([`SettleError::AlreadySettled`]). An intent a call holds right now is not settled
-/// ([`SettleError::Busy`]): its attempt may yet end.
-pub async fn settle(journal: &dyn Journal, key: &IntentKey, settle: &Settle) -> Result<Record, SettleError> {
-    settle_within(journal, key, settle, BUSY_WAIT).await
+/// `attempt` is the attempt the person examined (the number after `-a` in its attempt id). Another
+/// attempt started since is [`SettleError::OtherAttempt`]: the verdict is not carried over to an
+/// attempt nobody looked at. Two settlers racing on one intent: exactly one writes; the other is told
+/// who settled it, when and how ([`SettleError::AlreadySettled`]). An intent a call holds right now is
+/// not settled ([`SettleError::Busy`]): its attempt may yet end.
+pub async fn settle(
+    journal: &dyn Journal,
+    key: &IntentKey,
+    attempt: u32,
+    settle: &Settle,
+) -> Result<Record, SettleError> {
+    settle_within(journal, key, attempt, settle, BUSY_WAIT).await
 }
 
 /// [`settle`] without waiting on a holder: an intent someone holds is [`SettleError::Busy`] at once.
@@ -324,14 +423,16 @@ pub async fn settle(journal: &dyn Journal, key: &IntentKey, settle: &Settle) -> 
 pub(crate) async fn settle_now(
     journal: &dyn Journal,
     key: &IntentKey,
+    attempt: u32,
     settle: &Settle,
 ) -> Result<Record, SettleError> {
-    settle_within(journal, key, settle, Duration::ZERO).await
+    settle_within(journal, key, attempt, settle, Duration::ZERO).await
 }
 
 async fn settle_within(
     journal: &dyn Journal,
     key: &IntentKey,
+    attempt: u32,
     settle: &Settle,
     busy_wait: Duration,
 ) -> Result<Record, SettleError> {
@@ -343,7 +444,7 @@ async fn settle_within(
     }
     let owner = Owner::new(format!("settle:{}:{}", one_line(&settle.by), Owner::unique()));
     let recall = claim(journal, key, &owner, busy_wait).await?;
-    let outcome = write(journal, key, settle, &owner, recall).await;
+    let outcome = write(journal, key, attempt, settle, &owner, recall).await;
     if outcome.is_err() {
         journal.release(key, &owner);
     }
@@ -378,11 +479,15 @@ async fn claim(
 async fn write(
     journal: &dyn Journal,
     key: &IntentKey,
+    attempt: u32,
     settle: &Settle,
     owner: &Owner,
     recall: Option<Recall>,
 ) -> Result<Record, SettleError> {
     let Some(recall) = recall else { return Err(SettleError::NotFound { key: *key }) };
+    if let Some(now) = other_attempt(attempt, &recall) {
+        return Err(SettleError::OtherAttempt { key: *key, attempt, now, last: Box::new(recall.last) });
+    }
     if recall.settlement().is_some() {
         return Err(SettleError::AlreadySettled { key: *key, record: Box::new(recall.last) });
     }
@@ -427,6 +532,8 @@ pub mod command {
         pub log: String,
         /// The intent.
         pub key: IntentKey,
+        /// The attempt the person examined.
+        pub attempt: u32,
         /// The settlement.
         pub settle: Settle,
         /// One JSON line out.
@@ -439,6 +546,7 @@ pub mod command {
     struct Given<'a> {
         log: Option<&'a str>,
         intent: Option<&'a str>,
+        attempt: Option<&'a str>,
         verdict: Option<Verdict>,
         value: Option<&'a str>,
         evidence: Option<&'a str>,
@@ -456,6 +564,7 @@ pub mod command {
                 |flag: &str| it.next().map(String::as_str).ok_or_else(|| format!("`{flag}` needs a value"));
             match arg.as_str() {
                 "--intent" => given.intent = Some(value_of("--intent")?),
+                "--attempt" => given.attempt = Some(value_of("--attempt")?),
                 "--landed" | "--not-landed" => {
                     let said = if arg == "--landed" { Verdict::Landed } else { Verdict::NotLanded };
                     if given.verdict.replace(said).is_some_and(|was| was != said) {
@@ -484,8 +593,11 @@ pub mod command {
         secs.parse::<f64>()
             .ok()
             .and_then(|s| Duration::try_from_secs_f64(s).ok())
-            .filter(|w| *w <= Duration::from_secs(3600))
-            .ok_or_else(|| format!("`--wait {secs}`: a number of seconds from 0 to 3600"))
+            .filter(|w| *w <= crate::journal::file::REQUEST_LIFETIME)
+            .ok_or_else(|| {
+                let most = crate::journal::file::REQUEST_LIFETIME.as_secs();
+                format!("`--wait {secs}`: a number of seconds from 0 to {most} (a request's lifetime)")
+            })
     }
 
     fn complete(given: Given<'_>) -> Result<Args, String> {
@@ -496,6 +608,7 @@ pub mod command {
                 "`--intent {intent}`: an intent key is 32 hex characters (`tool-contract log` shows them)"
             )
         })?;
+        let attempt = attempt(given.attempt, &key)?;
         let verdict = given.verdict.ok_or("say what was found: `--landed` or `--not-landed`")?;
         let evidence = given.evidence.ok_or("missing `--evidence TEXT`: what was seen, and where")?;
         let by = given.by.ok_or("missing `--by NAME`: who settles it")?;
@@ -514,9 +627,35 @@ pub mod command {
         Ok(Args {
             log: log.to_owned(),
             key,
+            attempt,
             settle,
             json: given.json,
             wait: given.wait.unwrap_or(Duration::from_secs(10)),
+        })
+    }
+
+    /// `--attempt N` or `--attempt ID`: the attempt the person examined, by its number or by its attempt
+    /// id (`{task}-{first 8 hex of the key}-a{n}`, as `tool-contract log` shows it), which must be one
+    /// of the intent's.
+    fn attempt(given: Option<&str>, key: &IntentKey) -> Result<u32, String> {
+        let text = given.ok_or(
+            "missing `--attempt N`: the attempt you examined, by its number or its attempt id \
+             (`tool-contract log` shows both); a settlement is recorded on that attempt only",
+        )?;
+        if let Ok(n) = text.parse::<u32>() {
+            return if n == 0 { Err("`--attempt 0`: attempts are numbered from 1".into()) } else { Ok(n) };
+        }
+        let of_intent = format!("-{}-a", &key.to_string()[..8]);
+        let number = text
+            .rfind("-a")
+            .filter(|at| text[..at + 2].ends_with(&of_intent))
+            .and_then(|at| text[at + 2..].parse::<u32>().ok())
+            .filter(|n| *n > 0);
+        number.ok_or_else(|| {
+            format!(
+                "`--attempt {text}`: neither an attempt number nor an attempt id of intent {key} \
+                 (its ids end `{of_intent}N`)"
+            )
         })
     }
 

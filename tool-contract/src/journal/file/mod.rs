@@ -69,7 +69,7 @@ mod recovery;
 mod requests;
 mod writer;
 
-pub use requests::{request_approval, request_settlement, requests_dir};
+pub use requests::{MAX_REQUEST_BYTES, REQUEST_LIFETIME, request_approval, request_settlement, requests_dir};
 
 use codec::*;
 use recovery::*;
@@ -87,10 +87,11 @@ thread_local! {
     static OPEN_STALLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// A line of a log that is not a record: it was skipped, and the rest of the log is used.
+/// A line of a log that is not a record: it was skipped, and the rest of the log is used. Line 0 is
+/// about the log as a whole (its request directory cannot be used).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning {
-    /// The line's number, from 1.
+    /// The line's number, from 1; 0 for the log as a whole.
     pub line: u64,
     /// What is wrong with it.
     pub message: String,
@@ -98,7 +99,10 @@ pub struct Warning {
 
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}: {}", self.line, self.message)
+        match self.line {
+            0 => f.write_str(&self.message),
+            line => write!(f, "line {line}: {}", self.message),
+        }
     }
 }
 
@@ -348,6 +352,23 @@ impl FileJournal {
         if torn_header {
             file.set_len(0)
                 .map_err(|e| io_error(format!("cannot write the header of {}", path.display()), e))?;
+        }
+        let mut scan = scan;
+        // The request directory, the holder's own (0700): one it may not use is said once, here, and
+        // takes no requests.
+        let dir = requests::requests_dir(&path);
+        let unsafe_dir = match requests::make_dir(&dir) {
+            Ok(()) => requests::unsafe_dir(&dir),
+            Err(e) => Some(format!("it cannot be created: {e}")),
+        };
+        if let Some(why) = unsafe_dir {
+            scan.warnings.push(Warning {
+                line: 0,
+                message: format!(
+                    "settlement and approval requests are not taken from {}: {why}",
+                    dir.display()
+                ),
+            });
         }
         let state = State::opened(index, &scan, fresh, created);
         let shared = Arc::new(Shared {

@@ -16,6 +16,26 @@
 //! A log no process holds is opened by the settler itself, and the settlement is a line of the log,
 //! synced, by the time [`request_settlement`] returns. A holder that opens a log folds in the requests
 //! left in its directory (a settler that gave up, a holder that died holding one) as it starts.
+//!
+//! # Bounds
+//!
+//! - A request names the attempt the person examined; the holder refuses it when another attempt has
+//!   started since, as [`settle`](crate::settle) and [`answer_approval`] do.
+//! - A request expires: at the end of its settler's wait, and at most [`REQUEST_LIFETIME`] after it was
+//!   written, whatever it says. An expired request is answered `expired` and never applied, so one left
+//!   by a settler that was killed does not settle, hours later, whatever attempt is last by then.
+//!
+//! # Who can settle through the directory
+//!
+//! Whoever can write a request in the directory speaks for a person, so the directory belongs to the
+//! holder's user alone. On Unix the holder creates it with mode `0700` when it opens the log, and takes
+//! no request from one that is not a real directory (a symbolic link is not) owned by its own user and
+//! writable by nobody else: it says so once, in [`FileJournal::warnings`], and answers nothing there.
+//! Requests and answers are created anew (`O_EXCL`, so never through a link) with mode `0600`. The
+//! holder reads only regular files, at most [`MAX_REQUEST_BYTES`] of them, opened without following a
+//! link and without blocking (a FIFO is refused, not waited on), and records the operating-system user
+//! that owns the request file in the settlement or answer (`os_user`), beside the `by` it claims.
+//! Another user who can write the directory (root can) is therefore named, not trusted blindly.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -34,6 +54,17 @@ use crate::key::IntentKey;
 /// How often a holder looks for requests.
 pub(super) const LOOK_EVERY: Duration = Duration::from_millis(200);
 
+/// The longest a request is good for after it was written: 10 minutes. A settler waits at most this
+/// long for the holder; a request older than this (or than its settler's wait) is answered `expired`.
+pub const REQUEST_LIFETIME: Duration = Duration::from_secs(600);
+
+/// The largest request file a holder reads: a request is a few hundred bytes, its evidence at most
+/// 1 KiB.
+pub const MAX_REQUEST_BYTES: u64 = 16 * 1024;
+
+/// The most requests a holder answers in one look: the rest wait for the next.
+const REQUESTS_A_LOOK: usize = 64;
+
 /// The directory of the settlement requests of the log at `log`: `{log}.settle`.
 pub fn requests_dir(log: &Path) -> PathBuf {
     let mut name = log.as_os_str().to_owned();
@@ -41,20 +72,37 @@ pub fn requests_dir(log: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// A request as its file holds it: an answer to a question, or a settlement.
+/// A request as its file holds it: an answer to a question, or a settlement, each naming the attempt
+/// it is about, and until when it is good for (RFC 3339 UTC).
 #[derive(Serialize, Deserialize)]
 #[serde(untagged)]
 enum Request {
     Approval {
         intent_key: IntentKey,
         attempt: u32,
+        expires: String,
         approval: Decision,
     },
     Settle {
         intent_key: IntentKey,
+        attempt: u32,
+        expires: String,
         #[serde(flatten)]
         settle: Settle,
     },
+}
+
+impl Request {
+    fn expires(&self) -> &str {
+        match self {
+            Request::Approval { expires, .. } | Request::Settle { expires, .. } => expires,
+        }
+    }
+}
+
+/// Until when a request written now, by a settler that waits `wait`, is good for.
+fn expiry(wait: Duration) -> String {
+    crate::journal::rfc3339(crate::journal::wall_clock() + wait.min(REQUEST_LIFETIME))
 }
 
 /// An answer as its file holds it: the record written, or why none was.
@@ -86,12 +134,17 @@ pub fn request_approval(
     match FileJournal::open(log) {
         Ok(_) => Err(not_asked("no process holds the log, so nobody waits for an answer")),
         Err(JournalError::InUse { .. }) => {
-            let request = Request::Approval { intent_key: *key, attempt, approval: decision.clone() };
+            let request = Request::Approval {
+                intent_key: *key,
+                attempt,
+                expires: expiry(wait),
+                approval: decision.clone(),
+            };
             match through_holder(log, key, &request, wait).map_err(ApprovalError::Store)? {
                 Answer::Settled(record) => Ok(*record),
                 Answer::Refused { kind, why, record } => Err(match (kind.as_str(), record) {
                     ("already_answered", Some(record)) => ApprovalError::AlreadyAnswered { record },
-                    ("not_asked", _) => not_asked(&why),
+                    ("not_asked" | "expired", _) => not_asked(&why),
                     ("invalid", _) => ApprovalError::Invalid(why),
                     _ => ApprovalError::Store(JournalError::Io {
                         context: why,
@@ -104,13 +157,15 @@ pub fn request_approval(
     }
 }
 
-/// Settle the intent `key` of the file log at `log`, held by another process or by none: through the
-/// holder (a request it picks up, waiting for its answer up to `wait`) or, when no process holds the
-/// log, by opening it. The record written, or why none was. Blocking: call it from a thread of its own
-/// in async code.
+/// Settle attempt `attempt` of the intent `key` of the file log at `log`, held by another process or
+/// by none: through the holder (a request it picks up, waiting for its answer up to `wait`, at most
+/// [`REQUEST_LIFETIME`]) or, when no process holds the log, by opening it. The record written, or why
+/// none was ([`settle`](crate::settle) says which attempt may be settled). Blocking: call it from a
+/// thread of its own in async code.
 pub fn request_settlement(
     log: &Path,
     key: &IntentKey,
+    attempt: u32,
     settle: &Settle,
     wait: Duration,
 ) -> Result<Record, SettleError> {
@@ -122,14 +177,15 @@ pub fn request_settlement(
     }
     match FileJournal::open(log) {
         Ok(journal) => {
-            let done = block_on(settle_now(&journal, key, settle));
+            let done = block_on(settle_now(&journal, key, attempt, settle));
             drop(journal);
             done
         }
         Err(JournalError::InUse { .. }) => {
-            let request = Request::Settle { intent_key: *key, settle: settle.clone() };
+            let request =
+                Request::Settle { intent_key: *key, attempt, expires: expiry(wait), settle: settle.clone() };
             let answer = through_holder(log, key, &request, wait).map_err(SettleError::Store)?;
-            read_answer(key, answer)
+            read_answer(key, attempt, answer)
         }
         Err(e) => Err(SettleError::Store(e)),
     }
@@ -151,15 +207,24 @@ fn through_holder(
         context: format!("{what} {}", dir.display()),
         source: e,
     };
-    fs::create_dir_all(&dir).map_err(|e| io("cannot create", e))?;
+    make_dir(&dir).map_err(|e| io("cannot create", e))?;
+    if let Some(why) = unsafe_dir(&dir) {
+        return Err(JournalError::Failed {
+            log: log.display().to_string(),
+            why: format!(
+                "its request directory {} is not safe to settle through ({why}); nothing was sent",
+                dir.display()
+            ),
+        });
+    }
     let id = format!("{}-{}", key, crate::journal::Owner::unique().as_str().replace('.', "-"));
     let path = dir.join(format!("{id}.request"));
     let answer = dir.join(format!("{id}.answer"));
     let text = serde_json::to_vec(request).map_err(|e| io("cannot encode a request for", e.into()))?;
     write_whole(&path, &text).map_err(|e| io("cannot write a request in", e))?;
-    let until = std::time::Instant::now() + wait;
+    let until = std::time::Instant::now() + wait.min(REQUEST_LIFETIME);
     loop {
-        if let Ok(bytes) = fs::read(&answer) {
+        if let Ok(RequestFile { bytes, .. }) = read_regular(&answer) {
             let _ = fs::remove_file(&answer);
             return serde_json::from_slice(&bytes).map_err(|e| JournalError::Io {
                 context: format!("the holder's answer could not be read ({e})"),
@@ -183,11 +248,13 @@ fn through_holder(
     }
 }
 
-fn read_answer(key: &IntentKey, answer: Answer) -> Result<Record, SettleError> {
+fn read_answer(key: &IntentKey, attempt: u32, answer: Answer) -> Result<Record, SettleError> {
     match answer {
         Answer::Settled(record) => Ok(*record),
         Answer::Refused { kind, why, record } => Err(match (kind.as_str(), record) {
             ("already_settled", Some(record)) => SettleError::AlreadySettled { key: *key, record },
+            ("other_attempt", Some(last)) => SettleError::OtherAttempt { key: *key, attempt, now: why, last },
+            ("expired", _) => SettleError::Expired { key: *key, why },
             ("not_found", _) => SettleError::NotFound { key: *key },
             ("not_in_doubt", _) => SettleError::NotInDoubt { key: *key, state: why },
             ("invalid", _) => SettleError::Invalid(why),
@@ -199,53 +266,202 @@ fn read_answer(key: &IntentKey, answer: Answer) -> Result<Record, SettleError> {
     }
 }
 
-/// Write `bytes` to `path` whole: to a temporary name, then renamed.
+/// Write `bytes` to `path` whole: to a temporary name made anew (never through a link, mode `0600`),
+/// then renamed. Whatever had the temporary name before (a link left there by someone) is removed, not
+/// written through.
 fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
     let temporary = path.with_extension("part");
-    fs::write(&temporary, bytes)?;
+    let _ = fs::remove_file(&temporary);
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&temporary)?;
+    file.write_all(bytes)?;
+    drop(file);
     fs::rename(&temporary, path)
 }
 
+/// Create the request directory `dir` if it does not exist: mode `0700` on Unix.
+pub(super) fn make_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    match builder.create(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        done => done,
+    }
+}
+
+/// Why the request directory `dir` may not be used, if it may not: it is not a real directory, or
+/// belongs to another user, or others may write to it. Unix only; elsewhere every directory may be.
+pub(super) fn unsafe_dir(dir: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = match fs::symlink_metadata(dir) {
+            Ok(meta) => meta,
+            Err(e) => return Some(format!("it cannot be read: {e}")),
+        };
+        if !meta.file_type().is_dir() {
+            return Some("it is not a directory (a symbolic link, or a file)".into());
+        }
+        let me = own_uid();
+        if meta.uid() != me {
+            return Some(format!("it belongs to uid {}, not to this process's user (uid {me})", meta.uid()));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Some(format!(
+                "its mode {:o} lets other users write to it; `chmod 700 {}`",
+                meta.mode() & 0o777,
+                dir.display()
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    None
+}
+
+/// This process's effective user id.
+#[cfg(unix)]
+fn own_uid() -> u32 {
+    // SAFETY: geteuid takes nothing, touches no memory of ours and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// A request file read by the holder.
+struct RequestFile {
+    bytes: Vec<u8>,
+    /// The user that owns it (`uid 1000 (alice)`), where the system says.
+    owner: Option<String>,
+    /// When it was last written, where the system says.
+    written: Option<std::time::SystemTime>,
+}
+
+/// The file at `path` read whole, if it is a regular file of at most [`MAX_REQUEST_BYTES`], opened
+/// without following a link and without blocking (a FIFO or a device is refused, never waited on).
+fn read_regular(path: &Path) -> std::io::Result<RequestFile> {
+    use std::io::Read as _;
+    let refuse = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(refuse("not a regular file"));
+    }
+    if meta.len() > MAX_REQUEST_BYTES {
+        return Err(refuse("larger than a request can be"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_REQUEST_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_REQUEST_BYTES {
+        return Err(refuse("larger than a request can be"));
+    }
+    #[cfg(unix)]
+    let owner = Some(user_name(std::os::unix::fs::MetadataExt::uid(&meta)));
+    #[cfg(not(unix))]
+    let owner = None;
+    Ok(RequestFile { bytes, owner, written: meta.modified().ok() })
+}
+
+/// `uid N (name)`, the name from `/etc/passwd` when it has one.
+#[cfg(unix)]
+fn user_name(uid: u32) -> String {
+    let name = fs::read_to_string("/etc/passwd").ok().and_then(|passwd| {
+        passwd.lines().find_map(|line| {
+            let mut fields = line.split(':');
+            let name = fields.next()?;
+            (fields.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_owned())
+        })
+    });
+    match name {
+        Some(name) => format!("uid {uid} ({})", super::super::settle::one_line(&name)),
+        None => format!("uid {uid}"),
+    }
+}
+
 /// The holder's side: answer every request waiting in the log's directory (and, on the first look,
-/// those a holder before this one took and never answered).
+/// those a holder before this one took and never answered). A directory that is not safe to take
+/// requests from ([`unsafe_dir`]) is not read.
 pub(super) fn answer_requests(shared: &Arc<Shared>, first: bool) {
     let dir = requests_dir(&shared.path);
+    if unsafe_dir(&dir).is_some() {
+        return;
+    }
     let Ok(entries) = fs::read_dir(&dir) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let taken = match path.extension().and_then(|e| e.to_str()) {
-            Some("request") => path.with_extension("taken"),
-            Some("taken") if first => path.clone(),
-            _ => continue,
-        };
+    let waiting = entries.flatten().map(|entry| entry.path()).filter_map(|path| {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("request") => Some((path.with_extension("taken"), path)),
+            Some("taken") if first => Some((path.clone(), path)),
+            _ => None,
+        }
+    });
+    for (taken, path) in waiting.take(REQUESTS_A_LOOK) {
         if taken != path && fs::rename(&path, &taken).is_err() {
             continue;
         }
-        let answer = match fs::read(&taken).ok().and_then(|b| serde_json::from_slice::<Request>(&b).ok()) {
-            Some(Request::Settle { intent_key, settle }) => {
-                let view = FileJournal::view(Arc::clone(shared));
-                match block_on(settle_now(&view, &intent_key, &settle)) {
-                    Ok(record) => Answer::Settled(Box::new(record)),
-                    Err(e) => refused(e),
-                }
-            }
-            Some(Request::Approval { intent_key, attempt, approval }) => {
-                let view = FileJournal::view(Arc::clone(shared));
-                match block_on(answer_approval(&view, &intent_key, attempt, &approval)) {
-                    Ok(record) => Answer::Settled(Box::new(record)),
-                    Err(e) => not_answered(e),
-                }
-            }
-            None => Answer::Refused {
-                kind: "invalid".into(),
-                why: "the request could not be read".into(),
-                record: None,
+        let answer = match read_regular(&taken) {
+            Ok(file) => match serde_json::from_slice::<Request>(&file.bytes) {
+                Ok(request) => answer(shared, request, &file),
+                Err(e) => invalid(format!("the request could not be read: {e}")),
             },
+            Err(e) => invalid(format!("the request could not be read: {e}")),
         };
         if let Ok(bytes) = serde_json::to_vec(&answer) {
             let _ = write_whole(&taken.with_extension("answer"), &bytes);
         }
-        let _ = fs::remove_file(&taken);
+        if fs::remove_file(&taken).is_err() {
+            let _ = fs::remove_dir(&taken);
+        }
+    }
+}
+
+fn invalid(why: String) -> Answer {
+    Answer::Refused { kind: "invalid".into(), why, record: None }
+}
+
+/// Answer one request read from `file`: refused as `expired` past its expiry or [`REQUEST_LIFETIME`]
+/// after the file was written, else settled or answered as [`settle`](crate::settle) or
+/// [`answer_approval`] would, with the file's owner recorded.
+fn answer(shared: &Arc<Shared>, request: Request, file: &RequestFile) -> Answer {
+    let now = crate::journal::wall_clock();
+    let stale = file.written.is_some_and(|written| written + REQUEST_LIFETIME < now);
+    let expires = request.expires();
+    if stale || crate::journal::rfc3339(now).as_str() > expires {
+        let why = format!(
+            "the request expired at {} before the process holding the log took it; nothing was applied: \
+             look at the intent again and send a new one",
+            if stale { "the end of its lifetime" } else { expires }
+        );
+        return Answer::Refused { kind: "expired".into(), why, record: None };
+    }
+    let view = FileJournal::view(Arc::clone(shared));
+    match request {
+        Request::Settle { intent_key, attempt, settle, .. } => {
+            let settle = match &file.owner {
+                Some(owner) => settle.os_user(owner.clone()),
+                None => settle,
+            };
+            match block_on(settle_now(&view, &intent_key, attempt, &settle)) {
+                Ok(record) => Answer::Settled(Box::new(record)),
+                Err(e) => refused(e),
+            }
+        }
+        Request::Approval { intent_key, attempt, approval, .. } => {
+            let approval = match &file.owner {
+                Some(owner) => approval.os_user(owner.clone()),
+                None => approval,
+            };
+            match block_on(answer_approval(&view, &intent_key, attempt, &approval)) {
+                Ok(record) => Answer::Settled(Box::new(record)),
+                Err(e) => not_answered(e),
+            }
+        }
     }
 }
 
@@ -270,6 +486,12 @@ fn refused(e: SettleError) -> Answer {
         SettleError::NotFound { .. } => ("not_found", None),
         SettleError::NotInDoubt { state, .. } => {
             return Answer::Refused { kind: "not_in_doubt".into(), why: state, record: None };
+        }
+        SettleError::OtherAttempt { now, last, .. } => {
+            return Answer::Refused { kind: "other_attempt".into(), why: now, record: Some(last) };
+        }
+        SettleError::Expired { why, .. } => {
+            return Answer::Refused { kind: "expired".into(), why, record: None };
         }
         SettleError::Invalid(why) => return Answer::Refused { kind: "invalid".into(), why, record: None },
         SettleError::Busy { .. } => ("busy", None),

@@ -542,6 +542,7 @@ fn every_reader_judges_a_mutated_field_as_the_schema_does() {
             why: "503".into(),
             at: "2026-11-30T05:13:00Z".into(),
             until: Some("2026-11-30T05:18:00Z".into()),
+            os_user: None,
         }),
         ..record("a", Phase::Approval, 2, None)
     };
