@@ -190,3 +190,49 @@ async fn settle_records_a_persons_verdict_while_workers_run() {
     assert!(text(&held.stderr).contains("worker-2.1"), "{}", text(&held.stderr));
     assert_eq!(command(&["settle", "--intent", "nope"], Some(&conninfo)).status.code(), Some(2));
 }
+
+/// Issue 30, item 5: text from a tool reaches the operator's terminal as text: the message's control
+/// characters (a clear screen, a bell, the C1 CSI, a line break) are escaped in every view, and JSON
+/// keeps its values with JSON's own escapes.
+#[test]
+fn a_tools_text_is_printed_with_its_control_characters_escaped() {
+    use tool_contract::journal::terminal::is_escaped;
+    let dir = std::env::temp_dir().join(format!("tc-pg-command-terminal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("attempts.log");
+    let hostile = "reply \u{1b}[2J\u{7}\u{9b}31m\nforged: ok";
+    let key = common::key("terminal");
+    let ended = tool_contract::journal::Record {
+        outcome: Some(Outcome::Unknown),
+        effect_applied: Some(tool_contract::Applied::Unknown),
+        message: Some(hostile.to_owned()),
+        ..common::end(key, 1, Outcome::Unknown)
+    };
+    let mut text_log = format!("{}\n", tool_contract::journal::HEADER);
+    for record in [common::start(key, 1), ended] {
+        text_log.push_str(&serde_json::to_string(&record).unwrap());
+        text_log.push('\n');
+    }
+    std::fs::write(&path, text_log).unwrap();
+    let path = path.to_str().unwrap();
+    let raw = |text: &str| text.chars().filter(|c| is_escaped(*c) && *c != '\n').collect::<Vec<_>>();
+    for args in [
+        vec!["log", path],
+        vec!["log", path, "--unresolved"],
+        vec!["log", path, "--json"],
+        vec!["log", path, "--unresolved", "--json"],
+    ] {
+        let output = command(&args, None);
+        assert!(output.status.success(), "{args:?}: {}", text(&output.stderr));
+        let (out, err) = (text(&output.stdout), text(&output.stderr));
+        assert_eq!((raw(&out), raw(&err)), (vec![], vec![]), "{args:?}: {out:?}");
+        assert!(out.contains(r"reply \u001b[2J\u0007\u009b31m"), "{args:?}: {out}");
+    }
+    let missing = format!("{path}\u{1b}[2J\u{9b}.missing");
+    let output = command(&["log", &missing], None);
+    assert!(!output.status.success());
+    assert_eq!(raw(&text(&output.stderr)), vec![], "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains(r"\u001b[2J\u009b.missing"), "{}", text(&output.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

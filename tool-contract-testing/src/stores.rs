@@ -39,6 +39,7 @@ pub async fn all(store: &dyn Journal, scope: &str) {
     two_settlers_one_settlement(store, scope).await;
     a_settlement_is_bound_to_its_attempt(store, scope).await;
     approvals_answer_once(store, scope).await;
+    a_start_given_up_on_is_not_in_doubt(store, scope).await;
 }
 
 /// The reading rule, against the naive reference store ([`MemoryJournal`](tool_contract::MemoryJournal),
@@ -283,6 +284,37 @@ pub async fn a_late_record_of_an_old_owner_changes_nothing(store: &dyn Journal, 
     let recall = store.recall(&k).await.expect("the store answers").expect("the intent has records");
     assert_eq!(recall.attempts, 2, "{RULE}");
     assert_eq!(recall.last_word(), LastWord::Ok(Some(&serde_json::json!(4411))), "{RULE}: {:?}", recall.last);
+}
+
+/// A start whose writer gave up waiting for the store (a stalled disk, a commit that did not come
+/// back within the budget) is either never stored, or stored and then followed by the end record the
+/// writer hands over next under its claim, saying the attempt was not started: the intent is not left
+/// in doubt, so nobody is asked about a call that sent nothing, and its next call needs no probe.
+pub async fn a_start_given_up_on_is_not_in_doubt(store: &dyn Journal, scope: &str) {
+    const RULE: &str =
+        "a start given up on is never stored, or followed by the end saying it was not started";
+    let k = key(scope, "start-given-up-on");
+    let owner = Owner::new(format!("{scope}-gave-up"));
+    claim(store, k, &owner, RULE).await;
+    // Handed to the store; its answer is never waited for.
+    let given_up = store.start(&owner, record(k, Phase::Start, 1).as_record_ref(), Durability::Synced);
+    drop(given_up);
+    let message = "the start record was not stored within the budget; the attempt was not started";
+    let not_started = end(k, 1, Outcome::Retryable, Applied::No, message);
+    // Taken after the start, or refused by the fence when the start was never stored.
+    let ended = store.end(&owner, not_started.as_record_ref(), Durability::Buffered).await;
+    assert!(matches!(ended, Ok(()) | Err(JournalError::Conflict { .. })), "{RULE}: {ended:?}");
+    store.release(&k, &owner);
+    let unresolved = store.unresolved().await.expect("the store answers");
+    assert!(!unresolved.iter().any(|open| open.last.intent_key == k), "{RULE}: {unresolved:?}");
+    if let Some(recall) = store.recall(&k).await.expect("the store answers") {
+        assert_eq!(
+            (recall.attempts, recall.last.phase, recall.last.effect_applied),
+            (1, Phase::End, Some(Applied::No)),
+            "{RULE}: {:?}",
+            recall.last
+        );
+    }
 }
 
 /// An intent left unfinished by `owner`'s attempt 1, its claim given up (a worker that died).

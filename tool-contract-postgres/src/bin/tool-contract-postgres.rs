@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tool_contract::journal::inspect::{self, View};
 use tool_contract::journal::settle_command as command;
+use tool_contract::journal::terminal::{Terminal, escape};
 use tool_contract_postgres::{PgJournal, PgOptions, redact};
 
 const USAGE: &str = "usage:
@@ -42,24 +43,28 @@ enum Failure {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Both streams escape control characters: what the store, a tool or a person wrote reaches the
+    // terminal as text, whichever printer printed it.
+    let mut warn = Terminal::new(io::stderr());
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("tool-contract-postgres: cannot start: {e}");
+            let _ = writeln!(warn, "tool-contract-postgres: cannot start: {}", escape(&e.to_string()));
             return ExitCode::FAILURE;
         }
     };
     let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    let result = runtime.block_on(run(&args, &mut out)).and_then(|()| out.flush().map_err(written));
+    let mut out = Terminal::new(io::BufWriter::new(stdout.lock()));
+    let result =
+        runtime.block_on(run(&args, &mut out, &mut warn)).and_then(|()| out.flush().map_err(written));
     match result {
         Ok(()) | Err(Failure::Closed) => ExitCode::SUCCESS,
         Err(Failure::Usage(err)) => {
-            eprintln!("tool-contract-postgres: {err}\n{USAGE}");
+            let _ = writeln!(warn, "tool-contract-postgres: {}\n{USAGE}", escape(&err));
             ExitCode::from(2)
         }
         Err(Failure::Fatal(err)) => {
-            eprintln!("tool-contract-postgres: {err}");
+            let _ = writeln!(warn, "tool-contract-postgres: {}", escape(&err));
             ExitCode::FAILURE
         }
         Err(Failure::Exit(code)) => ExitCode::from(code),
@@ -73,9 +78,9 @@ fn written(e: io::Error) -> Failure {
     Failure::Fatal(format!("cannot write the output: {e}"))
 }
 
-async fn run(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
+async fn run(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
     match args.first().map(String::as_str) {
-        Some("log") => log(&args[1..], out).await,
+        Some("log") => log(&args[1..], out, warn).await,
         Some("forget") => forget(&args[1..], out).await,
         Some("settle") => settle(&args[1..], out).await,
         Some("-h" | "--help" | "help") => writeln!(out, "{USAGE}").map_err(written),
@@ -179,13 +184,14 @@ fn is_conninfo(text: &str) -> bool {
             .any(|pair| ["host=", "dbname=", "user=", "port="].iter().any(|k| pair.starts_with(k)))
 }
 
-async fn log(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
+async fn log(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
     let args = parse(args, &["--task", "--unresolved", "--json"])?;
     let view = View { task: args.task.as_deref(), unresolved: args.unresolved, json: args.json };
     if let Some(path) = args.conninfo.as_deref().filter(|given| !is_conninfo(given)) {
         let contents = tool_contract::journal::read_log(path).map_err(|e| Failure::Fatal(e.to_string()))?;
         for warning in &contents.warnings {
-            eprintln!("tool-contract-postgres: warning: {path} {warning}");
+            let _ =
+                writeln!(warn, "tool-contract-postgres: warning: {}", escape(&format!("{path} {warning}")));
         }
         return inspect::render(path, &contents.records, &contents.warnings, &view, out).map_err(written);
     }
@@ -202,5 +208,6 @@ async fn forget(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
         .remove_resolved_older_than(Duration::from_secs(days * 86_400))
         .await
         .map_err(|e| Failure::Fatal(e.to_string()))?;
+    let name = escape(&name);
     writeln!(out, "{name}: removed {removed} intents resolved more than {days} days ago").map_err(written)
 }

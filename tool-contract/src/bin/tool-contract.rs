@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use tool_contract::journal::inspect::{self, View};
 use tool_contract::journal::read_log;
 use tool_contract::journal::settle_command as command;
+use tool_contract::journal::terminal::{Terminal, escape};
 use tool_contract::{FileJournal, Intent, IntentKey};
 
 const USAGE: &str = "usage:
@@ -47,16 +48,19 @@ pub(crate) enum Failure {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    let result = run(&args, &mut out, &mut io::stderr()).and_then(|()| out.flush().map_err(written));
+    // Both streams escape control characters: what a log, a tool or a person wrote reaches the
+    // terminal as text, whichever printer printed it.
+    let mut out = Terminal::new(io::BufWriter::new(stdout.lock()));
+    let mut warn = Terminal::new(io::stderr());
+    let result = run(&args, &mut out, &mut warn).and_then(|()| out.flush().map_err(written));
     match result {
         Ok(()) | Err(Failure::Closed) => ExitCode::SUCCESS,
         Err(Failure::Usage(err)) => {
-            eprintln!("tool-contract: {err}\n{USAGE}");
+            let _ = writeln!(warn, "tool-contract: {}\n{USAGE}", escape(&err));
             ExitCode::from(2)
         }
         Err(Failure::Fatal(err)) => {
-            eprintln!("tool-contract: {err}");
+            let _ = writeln!(warn, "tool-contract: {}", escape(&err));
             ExitCode::FAILURE
         }
         Err(Failure::Exit(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
@@ -171,7 +175,7 @@ fn log_with(
     let contents = read_log(args.path).map_err(|e| Failure::Fatal(e.to_string()))?;
     for warning in &contents.warnings {
         // A warning that cannot be written is no reason to withhold the log.
-        let _ = writeln!(warn, "tool-contract: warning: {} {warning}", args.path);
+        let _ = writeln!(warn, "tool-contract: warning: {}", escape(&format!("{} {warning}", args.path)));
     }
     let view = View { task: args.task, unresolved: args.unresolved, json: args.json };
     inspect::render(args.path, &contents.records, &contents.warnings, &view, out).map_err(written)
@@ -236,7 +240,9 @@ fn compact(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result
         _ => return Err(Failure::Usage("`compact` takes the log's path and nothing else".to_owned())),
     };
     let done = FileJournal::compact(path).map_err(|e| Failure::Fatal(e.to_string()))?;
+    let path = escape(path);
     for warning in &done.dropped {
+        let warning = escape(&warning.to_string()).into_owned();
         let _ =
             writeln!(warn, "tool-contract: warning: {path} {warning} (not carried into the compacted log)");
     }

@@ -191,7 +191,7 @@ impl<'a> Log<'_, 'a> {
         };
         // A read's start record: losing it loses nothing a read needs, so a read never waits on it. A
         // store that hangs (a stuck disk) must not hold a side effect past its deadline; a start record
-        // that lands late reads as unfinished and is probed next time. Boxed: a store that answers at
+        // that lands late is followed by the end [`start_attempt`] writes after it. Boxed: a store that answers at
         // once leaves the call's future no room for the wait.
         let wait = if owner.is_some() { left } else { Duration::ZERO };
         match Box::pin(ready_or_within(appended, || wait)).await {
@@ -274,10 +274,13 @@ impl<'a> Log<'_, 'a> {
 /// Write the attempt's start record, then check the budget again: a side effect whose start record
 /// cannot be stored, or whose storing left less than the attempt may start with, is not started.
 /// A start the store did not confirm (refused, failed, or not answered within the budget) makes no
-/// attempt: nothing is written under its number, and the call speaks for the attempt before it
-/// (its id is never given to a request that was not sent). A start that was stored and then found
-/// the budget too short gets its end record, so the log says what the report says. `Ok` with the
-/// budget left for the attempt.
+/// attempt: the call speaks for the attempt before it (its id is never given to a request that was
+/// not sent). A start the store failed or did not answer may still be stored after the call gave up
+/// on it (a synced write that outlives its wait on a stalled disk): the call hands the store an end
+/// record saying the attempt was not started, fenced like every record about an attempt, so it is
+/// taken only after this owner's start of that attempt and the log never shows a call that sent
+/// nothing as one in doubt. A start that was stored and then found the budget too short gets its end
+/// record too, so the log says what the report says. `Ok` with the budget left for the attempt.
 pub(crate) async fn start_attempt(
     run: &mut Run<'_>,
     left: Duration,
@@ -291,6 +294,21 @@ pub(crate) async fn start_attempt(
     let stop = match started_record {
         Err(err) if side => {
             let stop = unstarted(run, &err);
+            // A start the fence refused is another owner's business: an end of ours would be refused
+            // the same way.
+            if !matches!(err, crate::JournalError::Conflict { .. }) {
+                let end = EndRecord {
+                    left,
+                    started,
+                    outcome: stop.outcome,
+                    applied: stop.applied,
+                    probe: None,
+                    message: &stop.message,
+                    value: value.as_ref(),
+                    last: false,
+                };
+                Box::pin(run.log().end(end)).await;
+            }
             let (task, key) = (run.task(), run.key());
             run.now_mut().unnumber(task, &key);
             return Err(stop);

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use super::terminal::{Terminal, escape};
 use super::{LastWord, Phase, Recall, Record, Warning};
 use crate::key::IntentKey;
 use crate::probe::ProbeMark;
@@ -72,6 +73,11 @@ impl Entry for Stored {
 /// who wrote them and when ([`Stored`]) show both: in JSON as `owner` and `written_at` beside the
 /// record's fields, in text after the record.
 ///
+/// Text from the log (a task's name, a message, a value) is printed with its control characters
+/// escaped ([`terminal`](super::terminal)): in text, a field's newlines too; in JSON, with JSON's own
+/// escapes, DEL, C1 controls and bidirectional overrides included, so the document still reads back the
+/// same.
+///
 /// ```
 /// use tool_contract::journal::inspect::{View, render};
 /// let mut out = Vec::new();
@@ -87,11 +93,13 @@ pub fn render<E: Entry>(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let tasks = group(records.iter().filter(|r| view.task.is_none_or(|t| r.record().task == t)));
+    let mut out = Terminal::new(out);
     if view.unresolved {
-        unresolved(log, view, &tasks, warnings, out)
+        unresolved(log, view, &tasks, warnings, &mut out)?;
     } else {
-        timeline(log, view, &tasks, warnings, out)
+        timeline(log, view, &tasks, warnings, &mut out)?;
     }
+    out.into_inner().map(drop)
 }
 
 /// One intent's records, in log order.
@@ -225,8 +233,8 @@ fn timeline<E: Entry>(
     }
     if tasks.is_empty() {
         return match view.task {
-            Some(task) => writeln!(out, "no attempt of task {task} in {}", log),
-            None => writeln!(out, "no attempt in {}", log),
+            Some(task) => writeln!(out, "no attempt of task {} in {}", escape(task), escape(log)),
+            None => writeln!(out, "no attempt in {}", escape(log)),
         };
     }
     for (n, (task, threads)) in tasks.iter().enumerate() {
@@ -236,7 +244,7 @@ fn timeline<E: Entry>(
         let attempts: u32 = threads.iter().map(|t| t.recall.attempts).sum();
         let (intents, attempts) =
             (plural(threads.len(), "intent", "intents"), plural(attempts as usize, "attempt", "attempts"));
-        writeln!(out, "task {task}: {intents}, {attempts}")?;
+        writeln!(out, "task {}: {intents}, {attempts}", escape(task))?;
         for thread in threads {
             thread_text(thread, out)?;
         }
@@ -269,13 +277,13 @@ fn thread_text<E: Entry>(thread: &Thread<'_, E>, out: &mut dyn Write) -> io::Res
         _ => last_word(&thread.recall).to_owned(),
     };
     let attempts = plural(thread.recall.attempts as usize, "attempt", "attempts");
-    writeln!(out, "  {} {}  {word} ({attempts})", thread.call, thread.key)?;
+    writeln!(out, "  {} {}  {word} ({attempts})", escape(thread.call), thread.key)?;
     for entry in &thread.records {
         let mut text = line(entry.record());
         match (entry.owner(), entry.written_at()) {
-            (Some(owner), Some(at)) => text.push_str(&format!("  [by {owner} at {at}]")),
-            (Some(owner), None) => text.push_str(&format!("  [by {owner}]")),
-            (None, Some(at)) => text.push_str(&format!("  [at {at}]")),
+            (Some(owner), Some(at)) => text.push_str(&format!("  [by {} at {}]", escape(owner), escape(at))),
+            (Some(owner), None) => text.push_str(&format!("  [by {}]", escape(owner))),
+            (None, Some(at)) => text.push_str(&format!("  [at {}]", escape(at))),
             (None, None) => {}
         }
         writeln!(out, "    {text}")?;
@@ -283,14 +291,13 @@ fn thread_text<E: Entry>(thread: &Thread<'_, E>, out: &mut dyn Write) -> io::Res
     Ok(())
 }
 
-/// One record of a timeline: `a2  2026-11-30T05:12:04Z  end    ok, effect yes: ... = 4411`.
+/// One record of a timeline: `a2  2026-11-30T05:12:04Z  end    ok, effect yes: ... = 4411`, every
+/// text from the log escaped.
 fn line(record: &Record) -> String {
+    let started = escape(&record.started);
     let what = match (record.phase, record.probe) {
         (Phase::Start, _) => {
-            return format!(
-                "a{}  {}  start  budget {}s",
-                record.attempt, record.started, record.budget_left_s
-            );
+            return format!("a{}  {started}  start  budget {}s", record.attempt, record.budget_left_s);
         }
         (Phase::End, Some(ProbeMark::Landed)) => "probe  landed ->".to_owned(),
         (Phase::End, Some(ProbeMark::NotLanded)) => "probe  not_landed ->".to_owned(),
@@ -300,10 +307,10 @@ fn line(record: &Record) -> String {
         (Phase::Approval, _) => {
             let at = record.approval.as_ref().map_or(record.started.as_str(), |note| note.at.as_str());
             let message = record.message.as_deref().unwrap_or_default();
-            return format!("a{}  {at}  approval  {message}", record.attempt);
+            return format!("a{}  {}  approval  {}", record.attempt, escape(at), escape(message));
         }
     };
-    let mut text = format!("a{}  {}  {what}", record.attempt, record.started);
+    let mut text = format!("a{}  {started}  {what}", record.attempt);
     if let Some(outcome) = record.outcome {
         text.push_str(&format!(" {outcome}"));
     }
@@ -311,12 +318,12 @@ fn line(record: &Record) -> String {
         text.push_str(&format!(", effect {applied}"));
     }
     if let Some(message) = &record.message {
-        text.push_str(&format!(": {message}"));
+        text.push_str(&format!(": {}", escape(message)));
     }
     if let Some(value) = &record.value {
         let value = value.to_string();
         if value.len() <= 60 {
-            text.push_str(&format!(" = {value}"));
+            text.push_str(&format!(" = {}", escape(&value)));
         } else {
             text.push_str(&format!(" = ({} bytes of JSON)", value.len()));
         }
@@ -356,7 +363,7 @@ fn unresolved<E: Entry>(
         return writeln!(out);
     }
     if open.is_empty() {
-        return writeln!(out, "no unresolved intent in {}", log);
+        return writeln!(out, "no unresolved intent in {}", escape(log));
     }
     let rows: Vec<[String; 6]> = open
         .iter()
@@ -364,19 +371,20 @@ fn unresolved<E: Entry>(
             let last = &t.recall.last;
             let why = match t.recall.last_word() {
                 LastWord::Unfinished => "started and never finished: probe before anything else".to_owned(),
-                _ => last.message.clone().unwrap_or_default(),
+                _ => escape(last.message.as_deref().unwrap_or_default()).into_owned(),
             };
             [
-                last.task.clone(),
-                t.call.to_owned(),
+                escape(&last.task).into_owned(),
+                escape(t.call).into_owned(),
                 t.key.to_string(),
-                last.attempt_id.clone(),
-                format!("{}  {}", last_word(&t.recall), last.started),
+                escape(&last.attempt_id).into_owned(),
+                format!("{}  {}", last_word(&t.recall), escape(&last.started)),
                 why,
             ]
         })
         .collect();
-    writeln!(out, "{} in {}", plural(rows.len(), "unresolved intent", "unresolved intents"), log)?;
+    let count = plural(rows.len(), "unresolved intent", "unresolved intents");
+    writeln!(out, "{count} in {}", escape(log))?;
     table(&rows, out)
 }
 

@@ -39,6 +39,7 @@ mod leases;
 mod memory;
 mod settle;
 mod stamp;
+pub mod terminal;
 
 pub use answer::Answer;
 pub use approval::{

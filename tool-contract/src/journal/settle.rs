@@ -660,9 +660,12 @@ pub mod command {
     }
 
     /// The line to print for what a settlement came to, and the exit code: 0 when it was recorded,
-    /// 1 when it was refused or not recorded.
+    /// 1 when it was refused or not recorded. The text a person or the log gave (the evidence, an
+    /// error naming the log) is escaped for the terminal ([`terminal`](crate::journal::terminal)),
+    /// in JSON with JSON's own escapes.
     pub fn outcome(done: Result<Record, SettleError>, json: bool) -> (String, u8) {
-        match (done, json) {
+        use crate::journal::terminal::escape;
+        let (line, code) = match (done, json) {
             (Ok(record), true) => (serde_json::json!({ "settled": true, "record": record }).to_string(), 0),
             (Ok(record), false) => {
                 let message = record.message.as_deref().unwrap_or_default();
@@ -672,6 +675,8 @@ pub mod command {
                 (serde_json::json!({ "settled": false, "refused": e.to_string() }).to_string(), 1)
             }
             (Err(e), false) => (e.to_string(), 1),
-        }
+        };
+        // One line: every control character in it came from the log or a person.
+        (escape(&line).into_owned(), code)
     }
 }

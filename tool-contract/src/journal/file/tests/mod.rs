@@ -221,17 +221,50 @@ async fn a_stalled_disk_refuses_the_side_effect_within_its_budget_and_stalls_no_
     assert!(report.message.contains("not stored within the budget"), "{}", report.message);
     assert_eq!(began.elapsed(), Duration::from_secs(2), "bounded by the budget, not by the disk");
     assert_eq!(ticks.load(SeqCst), 10);
-    // The store never confirmed the start, so the call made no attempt: its report names none, and
-    // nothing is written under attempt 1's number by a writer that does not know whether it is there.
+    // The store never confirmed the start, so the call made no attempt: its report names none.
     assert_eq!(report.attempt_id, "", "{}", report.message);
-    // The disk comes back: the start queued before the stall reaches the log with no end, so the next
-    // call of the intent probes before it sends.
+    assert!(report.message.ends_with("the attempt was not started"), "{}", report.message);
+    // The disk comes back: the start queued before the stall reaches the log, and after it the end
+    // the call wrote under its claim, saying what the report said. Nobody is asked about the intent,
+    // and its next call sends at once, with no probe: nothing was started.
     log.stall(false);
-    drop(task);
+    log.sync().await.unwrap();
+    assert_eq!(Journal::unresolved(&*log).await.unwrap(), [], "a call that sent nothing is not in doubt");
+    // The first task's budget is spent: the same task's work, run again with a new budget, on the
+    // real clock (a paused one would run the budget out while the writer thread syncs).
+    tokio::time::resume();
+    let probes = AtomicU32::new(0);
+    let task_again = Task::new("stalled-disk", "agent", Duration::from_secs(2)).journal(log.clone());
+    let again = engine::run(
+        &task_again,
+        &SEND,
+        task_again.key(&SEND, &"thread-9", None),
+        |_| async {
+            sent.fetch_add(1, SeqCst);
+            Ok::<u64, Class>(4411)
+        },
+        |_| async {
+            probes.fetch_add(1, SeqCst);
+            crate::Probe::NotLanded
+        },
+    )
+    .await;
+    assert_eq!((again.outcome, again.effect_applied), (Outcome::Ok, Applied::Yes), "{}", again.message);
+    assert_eq!((sent.load(SeqCst), probes.load(SeqCst)), (1, 0), "sent once, nothing probed");
+    drop((task, task_again));
     drop(log);
     let records = read_log(dir.log()).unwrap().records;
     let said: Vec<_> = records.iter().map(|r| (r.phase, r.attempt, r.outcome, r.effect_applied)).collect();
-    assert_eq!(said, [(Phase::Start, 1, None, None)]);
+    assert_eq!(
+        said,
+        [
+            (Phase::Start, 1, None, None),
+            (Phase::End, 1, Some(Outcome::Retryable), Some(Applied::No)),
+            (Phase::Start, 2, None, None),
+            (Phase::End, 2, Some(Outcome::Ok), Some(Applied::Yes)),
+        ]
+    );
+    assert!(records[1].message.as_deref().is_some_and(|m| m.ends_with("not started")), "{:?}", records[1]);
 }
 
 #[tokio::test(start_paused = true)]
