@@ -163,7 +163,7 @@ impl Person {
                 match peer.create_elicitation_with_timeout(form, Some(*within)).await {
                     Ok(answer) => Ok(answer),
                     Err(rmcp::ServiceError::Timeout { .. }) => {
-                        Err(format!("the person at the client did not answer within {}s", within.as_secs()))
+                        Err(format!("{} did not answer in time (within {})", self.who(), secs(*within)))
                     }
                     Err(e) => Err(format!("the person at the client could not be asked ({e})")),
                 }
@@ -172,6 +172,12 @@ impl Person {
             Reach::Nobody(why) => Err((*why).to_owned()),
         }
     }
+}
+
+/// A duration as seconds with one decimal, as the engine's reports write it.
+fn secs(d: Duration) -> String {
+    let tenths = d.as_millis() / 100;
+    format!("{}.{}s", tenths / 10, tenths % 10)
 }
 
 impl Approve for Person {

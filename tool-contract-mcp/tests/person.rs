@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, Implementation, ProtocolVersion,
-    RequestMetaObject,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, Implementation,
+    ProtocolVersion, RequestId, RequestMetaObject,
 };
-use rmcp::service::{RequestContext, RoleClient, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::{ClientHandler, ClientServiceExt, ServiceExt};
 use serde_json::{Map, Value, json};
 use tool_contract::{Call, Class, IntentKey, MemoryJournal, Probe, Toolbox, tool};
@@ -86,6 +86,9 @@ struct Person {
     elicits: bool,
     version: ProtocolVersion,
     forms: Arc<Mutex<Vec<String>>>,
+    /// The id of each `elicitation/create` the server sent, and each `notifications/cancelled` it sent.
+    asked: Arc<Mutex<Vec<RequestId>>>,
+    withdrawn: Arc<Mutex<Vec<CancelledNotificationParam>>>,
 }
 
 impl ClientHandler for Person {
@@ -102,8 +105,9 @@ impl ClientHandler for Person {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
+        self.asked.lock().unwrap().push(context.id.clone());
         let message = match &request {
             ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
             _ => String::new(),
@@ -127,12 +131,22 @@ impl ClientHandler for Person {
             }
         }
     }
+
+    async fn on_cancelled(
+        &self,
+        params: CancelledNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.withdrawn.lock().unwrap().push(params);
+    }
 }
 
 struct Setup {
     client: RunningService<RoleClient, Person>,
     bank: Arc<Bank>,
     forms: Arc<Mutex<Vec<String>>>,
+    asked: Arc<Mutex<Vec<RequestId>>>,
+    withdrawn: Arc<Mutex<Vec<CancelledNotificationParam>>>,
     log: Arc<MemoryJournal>,
 }
 
@@ -143,31 +157,45 @@ async fn connect(
     version: ProtocolVersion,
     within: Duration,
 ) -> Setup {
+    connect_with_budget(bank, person, elicits, version, within, Duration::from_secs(30)).await
+}
+
+async fn connect_with_budget(
+    bank: Bank,
+    person: Answer,
+    elicits: bool,
+    version: ProtocolVersion,
+    within: Duration,
+    budget: Duration,
+) -> Setup {
     let bank = Arc::new(bank);
     let mut toolbox = Toolbox::new();
     toolbox.add_method(Arc::clone(&bank), Bank::refund_tool()).unwrap();
     let log = Arc::new(MemoryJournal::new());
-    let server = McpServer::builder(toolbox)
-        .budget(Duration::from_secs(30))
-        .journal(log.clone())
-        .ask_within(within)
-        .build()
-        .unwrap();
+    let server =
+        McpServer::builder(toolbox).budget(budget).journal(log.clone()).ask_within(within).build().unwrap();
     let (server_side, client_side) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_side).await {
             let _ = running.waiting().await;
         }
     });
-    let forms = Arc::default();
-    let person = Person { answer: person, elicits, version: version.clone(), forms: Arc::clone(&forms) };
+    let (forms, asked, withdrawn) = (Arc::default(), Arc::default(), Arc::default());
+    let person = Person {
+        answer: person,
+        elicits,
+        version: version.clone(),
+        forms: Arc::clone(&forms),
+        asked: Arc::clone(&asked),
+        withdrawn: Arc::clone(&withdrawn),
+    };
     let client = if version >= ProtocolVersion::V_2026_07_28 {
         let mode = rmcp::service::ClientLifecycleMode::Discover { preferred_versions: vec![version] };
         person.serve_with_lifecycle(client_side, mode).await.expect("the client connects")
     } else {
         person.serve(client_side).await.expect("the client connects")
     };
-    Setup { client, bank, forms, log }
+    Setup { client, bank, forms, asked, withdrawn, log }
 }
 
 fn refund(order: &str) -> CallToolRequestParams {
@@ -248,14 +276,88 @@ async fn anything_but_a_typed_yes_is_a_no_and_nothing_is_attempted() {
     }
 }
 
-#[tokio::test]
-async fn a_person_who_does_not_answer_in_time_has_not_approved() {
-    let bank = Bank { busy_for: 1, ..Bank::default() };
+/// A budget shorter than the server's wait for a form, and one longer.
+const UNANSWERED: [(Duration, Duration); 2] =
+    [(Duration::from_secs(5), Duration::from_secs(50)), (Duration::from_secs(30), Duration::from_secs(2))];
+
+/// The person at the client never answers the form of a call of `bank`'s refund: the report, how long
+/// the call took, and the setup.
+async fn unanswered(bank: Bank, budget: Duration, within: Duration) -> (Value, Duration, Setup) {
+    let lost = bank.lost;
     let setup =
-        connect(bank, Answer::Hang, true, ProtocolVersion::V_2025_11_25, Duration::from_millis(300)).await;
+        connect_with_budget(bank, Answer::Hang, true, ProtocolVersion::V_2025_11_25, within, budget).await;
+    if lost {
+        // The call that made the attempt asks nobody; the next one asks.
+        setup.client.call_tool(refund("ord-1")).await.unwrap();
+    }
+    let started = tokio::time::Instant::now();
     let report = report(&setup.client.call_tool(refund("ord-1")).await.unwrap());
-    assert!(report["message"].as_str().unwrap().contains("did not answer within"), "{report}");
-    assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 1);
+    let took = started.elapsed();
+    // The withdrawal may follow the report: wait for it (on the paused clock, at no cost).
+    for _ in 0..100 {
+        if !setup.withdrawn.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    (report, took, setup)
+}
+
+/// The form the person never answered is withdrawn: `notifications/cancelled` naming its request id.
+fn assert_withdrawn(setup: &Setup, context: &str) {
+    let asked = setup.asked.lock().unwrap().clone();
+    let withdrawn = setup.withdrawn.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{context}: one form");
+    let ids: Vec<_> = withdrawn.iter().map(|w| w.request_id.clone()).collect();
+    assert_eq!(ids, vec![Some(asked[0].clone())], "{context}: the form withdrawn, once");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_person_who_does_not_answer_in_time_has_not_approved_whatever_the_budget() {
+    for (budget, within) in UNANSWERED {
+        let bank = Bank { busy_for: 1, ..Bank::default() };
+        let (report, took, setup) = unanswered(bank, budget, within).await;
+        let context = format!("budget {budget:?}, form {within:?}: {report}");
+        assert_eq!(
+            (report["outcome"].as_str(), report["effect_applied"].as_str()),
+            (Some("permanent"), Some("no")),
+            "{context}"
+        );
+        let message = report["message"].as_str().unwrap();
+        assert!(
+            message.contains(
+                "a second attempt was not approved: alice@desk (the person at the MCP client) did not answer \
+                 in time"
+            ),
+            "{context}"
+        );
+        assert!(took <= budget, "{context}: answered after {took:?}");
+        assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 1, "{context}");
+        if within < budget {
+            assert_withdrawn(&setup, &context);
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_person_who_does_not_answer_in_time_leaves_the_refund_in_doubt_whatever_the_budget() {
+    for (budget, within) in UNANSWERED {
+        let bank = Bank { lost: true, ..Bank::default() };
+        let (report, took, setup) = unanswered(bank, budget, within).await;
+        let context = format!("budget {budget:?}, form {within:?}: {report}");
+        assert_eq!(report["outcome"], "unknown", "{context}");
+        let message = report["message"].as_str().unwrap();
+        assert!(
+            message.contains("alice@desk (the person at the MCP client) did not answer in time"),
+            "{context}"
+        );
+        assert!(took <= budget, "{context}: answered after {took:?}");
+        assert_eq!(setup.bank.count(), 1, "{context}");
+        assert_eq!(setup.log.unresolved().len(), 1, "{context}: still in doubt");
+        if within < budget {
+            assert_withdrawn(&setup, &context);
+        }
+    }
 }
 
 /// One round by hand: the input-required answer to a call of `order`.
