@@ -29,7 +29,9 @@
 //!
 //! - **2025-06-18, 2025-11-25**, a client that declared elicitation: the server sends
 //!   `elicitation/create` during the call and waits for the answer, at most [`ASK_WITHIN`]
-//!   ([`Builder::ask_within`]), shorter than a client's own request timeout.
+//!   ([`Builder::ask_within`]), shorter than a client's own request timeout, and never past the
+//!   call's budget. A form the call stops waiting for is withdrawn (`notifications/cancelled` with
+//!   its request id), so a client that would show it late does not hold the agent.
 //! - **2026-07-28**: a server sends no request of its own. The call answers *input required*: the
 //!   form, and a request state sealed with the server's key ([`Builder::request_state_key`]; HMAC,
 //!   expiring after 15 minutes) naming the tool, the task, the intent and the attempt it answers for.
