@@ -73,6 +73,8 @@ enum Answer {
     Cancel,
     /// Never answer.
     Hang,
+    /// Settle landed once released, and not before.
+    Held(Arc<tokio::sync::Notify>),
     /// Settle: the verdict word and the evidence.
     Settle(&'static str, &'static str),
     /// Settle landed, naming the value as JSON text.
@@ -125,6 +127,10 @@ impl ClientHandler for Person {
             Answer::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
             Answer::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
             Answer::Hang => std::future::pending().await,
+            Answer::Held(release) => {
+                release.notified().await;
+                accept(json!({ "verdict": "landed", "evidence": "refund of 12.99 on the card statement" }))
+            }
             Answer::Settle(verdict, evidence) => accept(json!({ "verdict": verdict, "evidence": evidence })),
             Answer::SettleWith(value) => {
                 accept(json!({ "verdict": "landed", "evidence": "on the statement", "value": value }))
@@ -489,4 +495,52 @@ async fn a_value_the_person_gives_is_checked_against_the_tools_type() {
             assert_eq!(setup.log.unresolved().len(), 1, "nothing recorded: still in doubt");
         }
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn while_the_person_is_asked_no_other_call_of_the_intent_starts_an_attempt() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let bank = Bank { lost: true, ..Bank::default() };
+    let answer = Answer::Held(Arc::clone(&release));
+    let setup = connect(bank, answer, true, ProtocolVersion::V_2025_11_25, Duration::from_secs(50)).await;
+    let first = report(&setup.client.call_tool(refund("ord-1")).await.unwrap());
+    assert_eq!(first["outcome"], "unknown", "{first}");
+    let in_doubt = first["attempt_id"].as_str().unwrap().to_owned();
+
+    // The asking call: its question stays open until released.
+    let peer = setup.client.peer().clone();
+    let asking = tokio::spawn(async move { peer.call_tool(refund("ord-1")).await });
+    while setup.forms.lock().unwrap().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Another call of the same intent (another task object, the same log) while the question is open.
+    let peer = setup.client.peer().clone();
+    let other = tokio::spawn(async move { peer.call_tool(refund("ord-1")).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 1, "no attempt while the person is asked");
+    let starts = |setup: &Setup| {
+        setup.log.records().iter().filter(|r| r.phase == tool_contract::journal::Phase::Start).count()
+    };
+    assert_eq!(starts(&setup), 1, "no start record either");
+    assert_eq!(setup.forms.lock().unwrap().len(), 1, "and no second question");
+
+    release.notify_one();
+    let asked = report(&asking.await.unwrap().unwrap());
+    assert_eq!(
+        (asked["outcome"].as_str(), asked["attempt_id"].as_str()),
+        (Some("ok"), Some(in_doubt.as_str())),
+        "{asked}"
+    );
+    // The other call waited its turn and answers from the settlement (or, had it not waited, reported
+    // the intent busy); either way it asked nobody and attempted nothing.
+    let other = report(&other.await.unwrap().unwrap());
+    let busy = other["outcome"] != "ok" && other["effect_applied"] != "yes";
+    assert!(busy || other["attempt_id"] == in_doubt.as_str(), "{other}");
+    assert_eq!(setup.forms.lock().unwrap().len(), 1);
+    assert_eq!((setup.bank.attempts.load(Ordering::SeqCst), setup.bank.count()), (1, 1));
+    assert_eq!(starts(&setup), 1);
+    // Exactly one settlement, on the attempt the person was asked about.
+    let settlements: Vec<_> =
+        setup.log.records().into_iter().filter_map(|r| r.settled.map(|_| r.attempt_id)).collect();
+    assert_eq!(settlements, vec![in_doubt], "one settlement, on the attempt in doubt");
 }
