@@ -82,7 +82,7 @@ async fn through_mcp(
     let _ = client.cancel().await;
     let report: Report<Value> =
         serde_json::from_value(result.structured_content.expect("a report")).expect("a report");
-    assert_eq!(result.is_error, Some(report.outcome != tool_contract::Outcome::Ok));
+    assert_eq!(result.is_error, Some(tool_contract_mcp::is_error(report.outcome)));
     report
 }
 

@@ -6,8 +6,9 @@
 //!
 //! - `tools/list`: each tool's name, description, input and output schema, and the annotations its
 //!   effect kind implies (`readOnlyHint`, `destructiveHint`, `idempotentHint`), its kind under `_meta`.
-//! - `tools/call`: the report as `structuredContent` and as a text block, `isError` exactly when the
-//!   outcome is not `ok`, the intent key and attempt id in the result's `_meta`. Arguments that do not
+//! - `tools/call`: the report as `structuredContent` and as a text block, `isError` when the outcome
+//!   is `retryable` or `permanent` (not `ok`, not `unknown`: see [`is_error`]), the intent key and
+//!   attempt id in the result's `_meta`. Arguments that do not
 //!   decode are a report (`permanent`, effect `no`, the field named), which the model can act on; an
 //!   unknown tool is a protocol error.
 //! - The task and actor of a call come from the request's `_meta`, under [`TASK_META_KEY`] and
@@ -29,7 +30,9 @@
 //!
 //! - **2025-06-18, 2025-11-25**, a client that declared elicitation: the server sends
 //!   `elicitation/create` during the call and waits for the answer, at most [`ASK_WITHIN`]
-//!   ([`Builder::ask_within`]), shorter than a client's own request timeout.
+//!   ([`Builder::ask_within`]), shorter than a client's own request timeout, and never past the
+//!   call's budget. A form the call stops waiting for is withdrawn (`notifications/cancelled` with
+//!   its request id), so a client that would show it late does not hold the agent.
 //! - **2026-07-28**: a server sends no request of its own. The call answers *input required*: the
 //!   form, and a request state sealed with the server's key ([`Builder::request_state_key`]; HMAC,
 //!   expiring after 15 minutes) naming the tool, the task, the intent and the attempt it answers for.
@@ -397,13 +400,24 @@ impl McpServer {
         let mut result_meta = Map::new();
         result_meta.insert(INTENT_KEY_META_KEY.to_owned(), Value::String(key.clone()));
         result_meta.insert(ATTEMPT_ID_META_KEY.to_owned(), Value::String(report.attempt_id.clone()));
-        let mut result = match report.outcome {
-            Outcome::Ok => CallToolResult::success(text),
-            _ => CallToolResult::error(text),
+        let mut result = if is_error(report.outcome) {
+            CallToolResult::error(text)
+        } else {
+            CallToolResult::success(text)
         };
         result.structured_content = Some(report_value(report, key).map_err(unwritable)?);
         Ok(result.with_meta(Some(MetaObject(result_meta))))
     }
+}
+
+/// Whether a report with `outcome` is sent with `isError: true`: when the model should change something
+/// before calling again (`permanent`: its arguments, or its plan) or may call again later
+/// (`retryable`: nothing was applied). Never for `ok`, and never for `unknown`: an agent host that
+/// turns `isError` into a retry of the model (one that counts against a small limit and ends the run
+/// when it is spent) would push the model to call a side effect in doubt again, and would show it only
+/// the text, not the report; the report itself says the call is in doubt and what was done about it.
+pub fn is_error(outcome: Outcome) -> bool {
+    matches!(outcome, Outcome::Retryable | Outcome::Permanent)
 }
 
 /// A key as the 32 hex digits its JSON form has.

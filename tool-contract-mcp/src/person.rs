@@ -5,7 +5,9 @@
 //!
 //! - **2025-06-18, 2025-11-25** (the `initialize` era), a client that declared elicitation: the server
 //!   sends `elicitation/create` during the call and waits for the answer (at most
-//!   [`ASK_WITHIN`](crate::ASK_WITHIN) by default, shorter than a client's own request timeout).
+//!   [`ASK_WITHIN`](crate::ASK_WITHIN) by default, shorter than a client's own request timeout, and
+//!   never past the call's budget). A form the call stops waiting for (no answer in time, the budget
+//!   spent, the call cancelled) is withdrawn with `notifications/cancelled` naming its request id.
 //! - **2026-07-28**: a server may not send requests of its own. The call answers *input required*:
 //!   the form, and a request state sealed with the server's key (HMAC, expiring) that names the tool,
 //!   the task, the intent and the attempt the answer is for. The client retries the call with the
@@ -24,10 +26,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
-    InputRequests, InputRequiredResult, RequestStateCodec, SealOptions,
+    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationSchema, InputRequest, InputRequests, InputRequiredResult, RequestId,
+    RequestStateCodec, SealOptions, ServerRequest,
 };
-use rmcp::service::{Peer, RoleServer};
+use rmcp::service::{Peer, PeerRequestOptions, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_contract::task::BoxFuture;
@@ -160,10 +163,22 @@ impl Person {
     async fn elicit(&self, form: ElicitRequestParams) -> Result<ElicitResult, String> {
         match &self.inner.reach {
             Reach::Elicit(peer, within) => {
-                match peer.create_elicitation_with_timeout(form, Some(*within)).await {
-                    Ok(answer) => Ok(answer),
+                let request = ServerRequest::ElicitRequest(ElicitRequest::new(form));
+                let sent = peer.send_request_with_option(request, PeerRequestOptions::with_timeout(*within));
+                let handle = match sent.await {
+                    Ok(handle) => handle,
+                    Err(e) => return Err(format!("the person at the client could not be asked ({e})")),
+                };
+                // Withdrawn if this wait is abandoned (the call's budget ran out, the client cancelled
+                // the call): rmcp withdraws a question only on its own timeout.
+                let open = Open { peer: peer.clone(), id: Some(handle.id.clone()) };
+                let answer = handle.await_response().await;
+                open.closed();
+                match answer {
+                    Ok(ClientResult::ElicitResult(answer)) => Ok(answer),
+                    Ok(_) => Err("the client answered the form with something else: not an answer".into()),
                     Err(rmcp::ServiceError::Timeout { .. }) => {
-                        Err(format!("the person at the client did not answer within {}s", within.as_secs()))
+                        Err(format!("{} did not answer in time (within {})", self.who(), secs(*within)))
                     }
                     Err(e) => Err(format!("the person at the client could not be asked ({e})")),
                 }
@@ -172,6 +187,41 @@ impl Person {
             Reach::Nobody(why) => Err((*why).to_owned()),
         }
     }
+}
+
+/// An `elicitation/create` the client has not answered yet. Dropped before it is closed (its wait
+/// abandoned), it withdraws the question with `notifications/cancelled`, so a client that would show the
+/// form late does not hold the agent past the call's budget.
+struct Open {
+    peer: Peer<RoleServer>,
+    /// The request's id, until it is answered.
+    id: Option<RequestId>,
+}
+
+impl Open {
+    /// The request was answered (or rmcp withdrew it on its own timeout): nothing to withdraw.
+    fn closed(mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        // Outside a runtime (one shutting down) the client goes with it: nothing to tell.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let peer = self.peer.clone();
+        let reason = "the question was withdrawn: the call no longer waits for its answer".to_owned();
+        runtime.spawn(async move {
+            let _ = peer.notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason))).await;
+        });
+    }
+}
+
+/// A duration as seconds with one decimal, as the engine's reports write it.
+fn secs(d: Duration) -> String {
+    let tenths = d.as_millis() / 100;
+    format!("{}.{}s", tenths / 10, tenths % 10)
 }
 
 impl Approve for Person {

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, Implementation, ProtocolVersion,
-    RequestMetaObject,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, Implementation,
+    ProtocolVersion, RequestId, RequestMetaObject,
 };
-use rmcp::service::{RequestContext, RoleClient, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::{ClientHandler, ClientServiceExt, ServiceExt};
 use serde_json::{Map, Value, json};
 use tool_contract::{Call, Class, IntentKey, MemoryJournal, Probe, Toolbox, tool};
@@ -73,6 +73,8 @@ enum Answer {
     Cancel,
     /// Never answer.
     Hang,
+    /// Settle landed once released, and not before.
+    Held(Arc<tokio::sync::Notify>),
     /// Settle: the verdict word and the evidence.
     Settle(&'static str, &'static str),
     /// Settle landed, naming the value as JSON text.
@@ -86,6 +88,9 @@ struct Person {
     elicits: bool,
     version: ProtocolVersion,
     forms: Arc<Mutex<Vec<String>>>,
+    /// The id of each `elicitation/create` the server sent, and each `notifications/cancelled` it sent.
+    asked: Arc<Mutex<Vec<RequestId>>>,
+    withdrawn: Arc<Mutex<Vec<CancelledNotificationParam>>>,
 }
 
 impl ClientHandler for Person {
@@ -102,8 +107,9 @@ impl ClientHandler for Person {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
+        self.asked.lock().unwrap().push(context.id.clone());
         let message = match &request {
             ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
             _ => String::new(),
@@ -121,11 +127,23 @@ impl ClientHandler for Person {
             Answer::Decline => Ok(ElicitResult::new(ElicitationAction::Decline)),
             Answer::Cancel => Ok(ElicitResult::new(ElicitationAction::Cancel)),
             Answer::Hang => std::future::pending().await,
+            Answer::Held(release) => {
+                release.notified().await;
+                accept(json!({ "verdict": "landed", "evidence": "refund of 12.99 on the card statement" }))
+            }
             Answer::Settle(verdict, evidence) => accept(json!({ "verdict": verdict, "evidence": evidence })),
             Answer::SettleWith(value) => {
                 accept(json!({ "verdict": "landed", "evidence": "on the statement", "value": value }))
             }
         }
+    }
+
+    async fn on_cancelled(
+        &self,
+        params: CancelledNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.withdrawn.lock().unwrap().push(params);
     }
 }
 
@@ -133,6 +151,8 @@ struct Setup {
     client: RunningService<RoleClient, Person>,
     bank: Arc<Bank>,
     forms: Arc<Mutex<Vec<String>>>,
+    asked: Arc<Mutex<Vec<RequestId>>>,
+    withdrawn: Arc<Mutex<Vec<CancelledNotificationParam>>>,
     log: Arc<MemoryJournal>,
 }
 
@@ -143,31 +163,45 @@ async fn connect(
     version: ProtocolVersion,
     within: Duration,
 ) -> Setup {
+    connect_with_budget(bank, person, elicits, version, within, Duration::from_secs(30)).await
+}
+
+async fn connect_with_budget(
+    bank: Bank,
+    person: Answer,
+    elicits: bool,
+    version: ProtocolVersion,
+    within: Duration,
+    budget: Duration,
+) -> Setup {
     let bank = Arc::new(bank);
     let mut toolbox = Toolbox::new();
     toolbox.add_method(Arc::clone(&bank), Bank::refund_tool()).unwrap();
     let log = Arc::new(MemoryJournal::new());
-    let server = McpServer::builder(toolbox)
-        .budget(Duration::from_secs(30))
-        .journal(log.clone())
-        .ask_within(within)
-        .build()
-        .unwrap();
+    let server =
+        McpServer::builder(toolbox).budget(budget).journal(log.clone()).ask_within(within).build().unwrap();
     let (server_side, client_side) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_side).await {
             let _ = running.waiting().await;
         }
     });
-    let forms = Arc::default();
-    let person = Person { answer: person, elicits, version: version.clone(), forms: Arc::clone(&forms) };
+    let (forms, asked, withdrawn) = (Arc::default(), Arc::default(), Arc::default());
+    let person = Person {
+        answer: person,
+        elicits,
+        version: version.clone(),
+        forms: Arc::clone(&forms),
+        asked: Arc::clone(&asked),
+        withdrawn: Arc::clone(&withdrawn),
+    };
     let client = if version >= ProtocolVersion::V_2026_07_28 {
         let mode = rmcp::service::ClientLifecycleMode::Discover { preferred_versions: vec![version] };
         person.serve_with_lifecycle(client_side, mode).await.expect("the client connects")
     } else {
         person.serve(client_side).await.expect("the client connects")
     };
-    Setup { client, bank, forms, log }
+    Setup { client, bank, forms, asked, withdrawn, log }
 }
 
 fn refund(order: &str) -> CallToolRequestParams {
@@ -248,14 +282,84 @@ async fn anything_but_a_typed_yes_is_a_no_and_nothing_is_attempted() {
     }
 }
 
-#[tokio::test]
-async fn a_person_who_does_not_answer_in_time_has_not_approved() {
-    let bank = Bank { busy_for: 1, ..Bank::default() };
+/// A budget shorter than the server's wait for a form, and one longer.
+const UNANSWERED: [(Duration, Duration); 2] =
+    [(Duration::from_secs(5), Duration::from_secs(50)), (Duration::from_secs(30), Duration::from_secs(2))];
+
+/// The person at the client never answers the form of a call of `bank`'s refund: the report, how long
+/// the call took, and the setup.
+async fn unanswered(bank: Bank, budget: Duration, within: Duration) -> (Value, Duration, Setup) {
+    let lost = bank.lost;
     let setup =
-        connect(bank, Answer::Hang, true, ProtocolVersion::V_2025_11_25, Duration::from_millis(300)).await;
+        connect_with_budget(bank, Answer::Hang, true, ProtocolVersion::V_2025_11_25, within, budget).await;
+    if lost {
+        // The call that made the attempt asks nobody; the next one asks.
+        setup.client.call_tool(refund("ord-1")).await.unwrap();
+    }
+    let started = tokio::time::Instant::now();
     let report = report(&setup.client.call_tool(refund("ord-1")).await.unwrap());
-    assert!(report["message"].as_str().unwrap().contains("did not answer within"), "{report}");
-    assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 1);
+    let took = started.elapsed();
+    // The withdrawal may follow the report: wait for it (on the paused clock, at no cost).
+    for _ in 0..100 {
+        if !setup.withdrawn.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    (report, took, setup)
+}
+
+/// The form the person never answered is withdrawn: `notifications/cancelled` naming its request id.
+fn assert_withdrawn(setup: &Setup, context: &str) {
+    let asked = setup.asked.lock().unwrap().clone();
+    let withdrawn = setup.withdrawn.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{context}: one form");
+    let ids: Vec<_> = withdrawn.iter().map(|w| w.request_id.clone()).collect();
+    assert_eq!(ids, vec![Some(asked[0].clone())], "{context}: the form withdrawn, once");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_person_who_does_not_answer_in_time_has_not_approved_and_the_form_is_withdrawn() {
+    for (budget, within) in UNANSWERED {
+        let bank = Bank { busy_for: 1, ..Bank::default() };
+        let (report, took, setup) = unanswered(bank, budget, within).await;
+        let context = format!("budget {budget:?}, form {within:?}: {report}");
+        assert_eq!(
+            (report["outcome"].as_str(), report["effect_applied"].as_str()),
+            (Some("permanent"), Some("no")),
+            "{context}"
+        );
+        let message = report["message"].as_str().unwrap();
+        assert!(
+            message.contains(
+                "a second attempt was not approved: alice@desk (the person at the MCP client) did not answer \
+                 in time"
+            ),
+            "{context}"
+        );
+        assert!(took <= budget, "{context}: answered after {took:?}");
+        assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 1, "{context}");
+        assert_withdrawn(&setup, &context);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_person_who_does_not_answer_in_time_leaves_the_refund_in_doubt_and_the_form_is_withdrawn() {
+    for (budget, within) in UNANSWERED {
+        let bank = Bank { lost: true, ..Bank::default() };
+        let (report, took, setup) = unanswered(bank, budget, within).await;
+        let context = format!("budget {budget:?}, form {within:?}: {report}");
+        assert_eq!(report["outcome"], "unknown", "{context}");
+        let message = report["message"].as_str().unwrap();
+        assert!(
+            message.contains("alice@desk (the person at the MCP client) did not answer in time"),
+            "{context}"
+        );
+        assert!(took <= budget, "{context}: answered after {took:?}");
+        assert_eq!(setup.bank.count(), 1, "{context}");
+        assert_eq!(setup.log.unresolved().len(), 1, "{context}: still in doubt");
+        assert_withdrawn(&setup, &context);
+    }
 }
 
 /// One round by hand: the input-required answer to a call of `order`.
@@ -391,4 +495,52 @@ async fn a_value_the_person_gives_is_checked_against_the_tools_type() {
             assert_eq!(setup.log.unresolved().len(), 1, "nothing recorded: still in doubt");
         }
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn while_the_person_is_asked_no_other_call_of_the_intent_starts_an_attempt() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let bank = Bank { lost: true, ..Bank::default() };
+    let answer = Answer::Held(Arc::clone(&release));
+    let setup = connect(bank, answer, true, ProtocolVersion::V_2025_11_25, Duration::from_secs(50)).await;
+    let first = report(&setup.client.call_tool(refund("ord-1")).await.unwrap());
+    assert_eq!(first["outcome"], "unknown", "{first}");
+    let in_doubt = first["attempt_id"].as_str().unwrap().to_owned();
+
+    // The asking call: its question stays open until released.
+    let peer = setup.client.peer().clone();
+    let asking = tokio::spawn(async move { peer.call_tool(refund("ord-1")).await });
+    while setup.forms.lock().unwrap().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Another call of the same intent (another task object, the same log) while the question is open.
+    let peer = setup.client.peer().clone();
+    let other = tokio::spawn(async move { peer.call_tool(refund("ord-1")).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 1, "no attempt while the person is asked");
+    let starts = |setup: &Setup| {
+        setup.log.records().iter().filter(|r| r.phase == tool_contract::journal::Phase::Start).count()
+    };
+    assert_eq!(starts(&setup), 1, "no start record either");
+    assert_eq!(setup.forms.lock().unwrap().len(), 1, "and no second question");
+
+    release.notify_one();
+    let asked = report(&asking.await.unwrap().unwrap());
+    assert_eq!(
+        (asked["outcome"].as_str(), asked["attempt_id"].as_str()),
+        (Some("ok"), Some(in_doubt.as_str())),
+        "{asked}"
+    );
+    // The other call waited its turn and answers from the settlement (or, had it not waited, reported
+    // the intent busy); either way it asked nobody and attempted nothing.
+    let other = report(&other.await.unwrap().unwrap());
+    let busy = other["outcome"] != "ok" && other["effect_applied"] != "yes";
+    assert!(busy || other["attempt_id"] == in_doubt.as_str(), "{other}");
+    assert_eq!(setup.forms.lock().unwrap().len(), 1);
+    assert_eq!((setup.bank.attempts.load(Ordering::SeqCst), setup.bank.count()), (1, 1));
+    assert_eq!(starts(&setup), 1);
+    // Exactly one settlement, on the attempt the person was asked about.
+    let settlements: Vec<_> =
+        setup.log.records().into_iter().filter_map(|r| r.settled.map(|_| r.attempt_id)).collect();
+    assert_eq!(settlements, vec![in_doubt], "one settlement, on the attempt in doubt");
 }

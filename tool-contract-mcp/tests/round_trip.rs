@@ -373,3 +373,63 @@ async fn a_line_that_is_not_json_rpc_is_answered_with_its_id() {
     }
     assert_eq!(thread.bodies.load(Ordering::SeqCst), 0);
 }
+
+/// An order desk whose one tool ends as its argument says.
+struct Desk;
+
+impl Desk {
+    /// Cancel an order.
+    #[tool(effect = "send", probe = Self::cancelled, target = order, max_attempts = 1)]
+    async fn cancel_order(&self, order: String) -> Result<u64, Class> {
+        match order.as_str() {
+            "ok" => Ok(1),
+            "retryable" => Err(Class::retryable("503: the desk is busy")),
+            "permanent" => Err(Class::permanent("404: no such order")),
+            _ => Err(Class::unknown("the connection dropped after the request was sent")),
+        }
+    }
+
+    #[allow(clippy::ptr_arg)]
+    async fn cancelled(&self, order: &String, _key: IntentKey) -> Probe<u64> {
+        match order.as_str() {
+            "retryable" => Probe::NotLanded,
+            _ => Probe::Failed("the desk's log is unavailable".into()),
+        }
+    }
+}
+
+/// `isError` in the JSON-RPC response of a `tools/call`, for each outcome: true when the model should
+/// change something or may call again later (`permanent`, `retryable`), false for `ok` and for
+/// `unknown`, whose report says the call is in doubt (docs/agent-surface.md says why).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn is_error_is_set_for_retryable_and_permanent_only() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut toolbox = Toolbox::new();
+    toolbox.add_method(Arc::new(Desk), Desk::cancel_order_tool()).unwrap();
+    let server = McpServer::builder(toolbox).budget(Duration::from_secs(5)).build().unwrap();
+    let (server_side, client_side) = tokio::io::duplex(64 * 1024);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    tokio::spawn(server.serve_lines(server_read, server_write));
+    let (read, mut write) = tokio::io::split(client_side);
+    let mut lines = tokio::io::BufReader::new(read).lines();
+    let mut send = async |line: Value| {
+        write.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    };
+    send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }))
+    .await;
+    lines.next_line().await.unwrap().expect("an initialize answer");
+    send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await;
+    for (id, (outcome, is_error)) in
+        [("ok", false), ("retryable", true), ("permanent", true), ("unknown", false)].into_iter().enumerate()
+    {
+        let arguments = json!({ "order": outcome });
+        let params = json!({ "name": "cancel_order", "arguments": arguments });
+        send(json!({ "jsonrpc": "2.0", "id": id + 1, "method": "tools/call", "params": params })).await;
+        let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(answer["id"], json!(id + 1), "{answer}");
+        let result = &answer["result"];
+        assert_eq!(result["structuredContent"]["outcome"], outcome, "{answer}");
+        assert_eq!(result["isError"], is_error, "{outcome}: {answer}");
+    }
+}

@@ -16,7 +16,9 @@
 //! 4. The kind's [`AutoRetry`]: `destructive` never retries; an effect that may have landed is retried
 //!    only by `create` (same key); everything else stops `unknown` and escalates.
 //! 5. The attempt limit, then the budget (the next wait and the tool's floor must fit), then the
-//!    service's retry budget ([`crate::budget`]), then, for `money`, the approver's yes.
+//!    service's retry budget ([`crate::budget`]), then, for `money`, the approver's yes. An approver
+//!    who said no, or did not answer in time, is the reason the call stops, whatever the budget left
+//!    after asking: the wait for the answer may have spent it.
 //! 6. Otherwise: wait (backoff and `Retry-After`, within the budget) and attempt again.
 
 use crate::effect::{AutoRetry, BeforeSecond, EffectKind};
@@ -165,6 +167,11 @@ pub fn next(f: &Facts) -> Step {
     if f.made >= f.max_attempts {
         return Step::Stop(End::GaveUp);
     }
+    // An approver's no (or no answer), once asked, is why the call stops, whatever the budget left
+    // after asking.
+    if f.approved == Some(false) {
+        return Step::Stop(End::Denied);
+    }
     if f.room != Room::Enough {
         return Step::Stop(End::OutOfBudget(f.room));
     }
@@ -305,6 +312,10 @@ mod tests {
         assert_eq!(next(&short), Step::Stop(End::OutOfBudget(Room::AskedTooLong)));
         assert_eq!(next(&Facts { has_approver: false, ..probed(Money) }), Step::Stop(End::NoApprover));
         assert_eq!(next(&Facts { approved: Some(false), ..probed(Money) }), Step::Stop(End::Denied));
+        // Asking may spend the budget (a person who does not answer): the no is still the reason.
+        let asked_out =
+            Facts { approved: Some(false), room: Room::TooShort, retry_budget: false, ..probed(Money) };
+        assert_eq!(next(&asked_out), Step::Stop(End::Denied));
         assert_eq!(next(&Facts { approved: Some(true), ..probed(Money) }), Step::Retry);
     }
 

@@ -216,7 +216,7 @@ pub enum Reason {
     RetryBudgetSpent,
     /// A second attempt of a `money` tool needs an approver, and none is configured.
     NoApprover,
-    /// The approver refused a second attempt.
+    /// The approver refused a second attempt, or did not answer in time.
     Denied,
     /// The attempt log could not be claimed, read or written: nothing was started.
     StoreFailed,

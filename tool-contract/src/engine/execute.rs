@@ -251,16 +251,22 @@ async fn approve(run: &Run<'_>, class: &Class) -> Result<String, Stop> {
     let left = request.left;
     let answer = match tokio::time::timeout(left, approver.approve(&request)).await {
         Ok(answer) => answer,
-        Err(_) => Approval::Denied(format!("no answer within the {} the budget had left", secs(left))),
+        Err(_) => Approval::Denied(unanswered(&approver.who(), left)),
     };
     crate::observe::approval_answered(answer == Approval::Approved);
     match answer {
         Approval::Approved => Ok(approver.who_approved(&request)),
         Approval::Denied(why) => {
-            let why = format!("the approver refused a second attempt: {why}");
+            // A no, or no answer: the approver's words say which.
+            let why = format!("a second attempt was not approved: {why}");
             Err(Stop::said(Outcome::Permanent, Applied::No, class, &why, None, Reason::Denied))
         }
     }
+}
+
+/// Why a question the budget ran out on has no answer: `who` was asked and did not answer in time.
+fn unanswered(who: &str, left: Duration) -> String {
+    format!("{who} did not answer in time (within the {} the budget had left)", secs(left))
 }
 
 /// What the person asked about an intent in doubt found.
@@ -292,15 +298,14 @@ async fn ask_person(
         history: format!("{}; the probe could not tell ({unsure})", class.message()),
     };
     let left = task.remaining();
-    let asked = tokio::time::timeout(left, approver.settle(&question)).await;
-    let settle =
-        match asked.unwrap_or_else(|_| Some(Err(format!("no answer within the {} left", secs(left))))) {
-            None => return Person::CannotTell(unsure.to_owned()),
-            Some(Err(why)) => {
-                return Person::CannotTell(format!("{unsure}; the person asked could not tell: {why}"));
-            }
-            Some(Ok(settle)) => settle,
-        };
+    let settle = match tokio::time::timeout(left, approver.settle(&question)).await {
+        Err(_) => return Person::CannotTell(format!("{unsure}; {}", unanswered(&approver.who(), left))),
+        Ok(None) => return Person::CannotTell(unsure.to_owned()),
+        Ok(Some(Err(why))) => {
+            return Person::CannotTell(format!("{unsure}; the person asked could not tell: {why}"));
+        }
+        Ok(Some(Ok(settle))) => settle,
+    };
     // The tool is known here: a value that is not one of its values is not recorded.
     if let Some(why) = settle.value_given().and_then(&misfit) {
         let name = run.spec().name();
