@@ -5,6 +5,8 @@
 //!
 //! ```text
 //! tool-contract console /var/lib/agent/attempts.log [--listen 127.0.0.1:0] [--read-only] [--by NAME]
+//!     [--operators FILE] [--allow-remote --tls-cert FILE --tls-key FILE --host NAME...]
+//! TOOL_CONTRACT_PG=postgres://ops@db/agents tool-contract console [--pg-ca-file FILE] [--read-only]
 //! ```
 //!
 //! The console reads a file log while an agent holds it (the log is append-only: it indexes what was
@@ -15,13 +17,22 @@
 //!
 //! # Security
 //!
-//! - It binds 127.0.0.1 by default; another address needs [`Options::allow_remote`] and a token of
-//!   the operator's own ([`Options::token`]).
-//! - It prints one address with a random token at start. Opening it exchanges the token for a session
-//!   cookie (`HttpOnly`, `SameSite=Strict`); a browser without the cookie gets the token prompt.
-//! - Every request's `Host` must be the console's own address (a page of another name resolving to
-//!   127.0.0.1, DNS rebinding, is refused).
-//! - Every `POST` needs the cookie and a same-origin `Origin` or `Sec-Fetch-Site`: a form posted from a
+//! - It binds 127.0.0.1 by default; another address needs [`Options::allow_remote`], a token of the
+//!   operator's own ([`Options::token`]) or named operators ([`Options::operators`]), and TLS
+//!   ([`Options::tls`], feature `tls`). A wildcard address answers only to [`Options::hosts`].
+//! - Logging in (the printed address with its token, or the token prompt) opens a session of its own,
+//!   drawn from the operating system's random source, in a cookie named for the console's port
+//!   (`HttpOnly`, `SameSite=Strict`, `Secure` over TLS). A session ends when its person logs out, after
+//!   [`Options::idle_timeout`] unused, or [`Options::session_lifetime`] after its login. A printed
+//!   random token logs in for [`Options::session_lifetime`] from the start.
+//! - Every settlement and answer is recorded under the name of the person logged in: an operator's
+//!   own, or [`Options::by`] for the console's token; every name is checked against
+//!   [`tool_contract::journal::MAX_BY_BYTES`] at start.
+//! - Five failed logins from one client within a minute, and the next are answered 429 with
+//!   `Retry-After`.
+//! - Every request's `Host` must be the console's own address or one of [`Options::hosts`] (a page of
+//!   another name resolving to the console, DNS rebinding, is refused).
+//! - Every `POST` needs a session and a same-origin `Origin` or `Sec-Fetch-Site`: a form posted from a
 //!   page of another origin (another port of 127.0.0.1 included) is refused.
 //! - Every text from the log is escaped where it is shown (a settlement's evidence is one operator's
 //!   input shown to others).
