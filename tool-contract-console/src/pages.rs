@@ -20,8 +20,13 @@ padding:.25em .6em;text-align:left;vertical-align:top}th{background:#f4f4f4}.dou
 textarea{width:100%;min-height:4em}.notice{background:#fff4e5;border:1px solid #f0c36d;padding:.5em .8em}\
 code{font-size:12px}";
 
-/// A whole page around `body`.
+/// A whole page around `body`, for a browser logged in (it has a button to log out).
 fn page(title: &str, base: &str, body: Markup) -> Markup {
+    page_of(title, base, true, body)
+}
+
+/// A whole page around `body`; with a button to log out when `logged_in`.
+fn page_of(title: &str, base: &str, logged_in: bool, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -32,7 +37,15 @@ fn page(title: &str, base: &str, body: Markup) -> Markup {
                 style { (PreEscaped(STYLE)) }
             }
             body {
-                nav { a href={ (base) "/" } { "Overview" } }
+                nav {
+                    a href={ (base) "/" } { "Overview" }
+                    @if logged_in {
+                        " "
+                        form.logout method="post" action={ (base) "/logout" } style="display:inline" {
+                            button type="submit" { "Log out" }
+                        }
+                    }
+                }
                 (body)
             }
         }
@@ -41,13 +54,14 @@ fn page(title: &str, base: &str, body: Markup) -> Markup {
 
 /// The page asking for the token, for a browser without the console's cookie.
 pub fn token_prompt(base: &str) -> Markup {
-    page(
+    page_of(
         "Token",
         base,
+        false,
         html! {
             h1 { "This console needs its token" }
-            p { "Open the address the console printed when it started, or paste its token here." }
-            form method="get" action={ (base) "/login" } {
+            p { "Open the address the console printed when it started, or paste your token here." }
+            form method="post" action={ (base) "/login" } {
                 label { "Token " input type="password" name="token" autocomplete="off"; }
                 " " button type="submit" { "Open" }
             }

@@ -232,7 +232,7 @@ fn a_tools_text_is_printed_with_its_control_characters_escaped() {
     let missing = format!("{path}\u{1b}[2J\u{9b}.missing");
     let output = command(&["log", &missing], None);
     assert!(!output.status.success());
-    assert_eq!(raw(&text(&output.stderr)), vec![], "{}", text(&output.stderr));
+    assert_eq!(raw(&text(&output.stderr)), Vec::<char>::new(), "{}", text(&output.stderr));
     assert!(text(&output.stderr).contains(r"\u001b[2J\u009b.missing"), "{}", text(&output.stderr));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -50,7 +50,7 @@ pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warni
 pub use memory::{CompactMemoryJournal, MemoryJournal};
 #[doc(hidden)]
 pub use settle::command as settle_command;
-pub use settle::{MAX_EVIDENCE_BYTES, Settle, SettleError, Settlement, Verdict, Via, settle};
+pub use settle::{MAX_BY_BYTES, MAX_EVIDENCE_BYTES, Settle, SettleError, Settlement, Verdict, Via, settle};
 pub use stamp::{parse_rfc3339, rfc3339, wall_clock};
 pub(crate) use stamp::{wall_clock_at, with_stamp};
 

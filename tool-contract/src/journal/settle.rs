@@ -57,8 +57,10 @@ use crate::report::{Applied, Outcome};
 /// The most evidence a settlement holds: 1 KiB of UTF-8.
 pub const MAX_EVIDENCE_BYTES: usize = 1024;
 
-/// The longest a person's name may be in a record (a settler's, an approver's), in bytes.
-pub(crate) const MAX_BY_BYTES: usize = 200;
+/// The longest a person's name may be in a record (a settler's, an approver's), in bytes: a name
+/// longer than this is refused when a settlement or an approval is written, so a tool that takes a
+/// name up front (the operator console's `--by`, its operators) checks it against this at start.
+pub const MAX_BY_BYTES: usize = 200;
 
 /// How long [`settle`] waits while another settler (or a call) holds the intent before it gives up.
 const BUSY_WAIT: Duration = Duration::from_secs(5);
