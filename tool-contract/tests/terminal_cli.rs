@@ -130,6 +130,8 @@ fn every_command_prints_a_tools_text_with_its_control_characters_escaped() {
         log,
         "--intent",
         &key,
+        "--attempt",
+        "1",
         "--not-landed",
         "--evidence",
         &evidence,
@@ -141,8 +143,19 @@ fn every_command_prints_a_tools_text_with_its_control_characters_escaped() {
     assert!(out.contains(r"by ops\u009b2J"), "{out}");
     // The same settlement again is refused, and the refusal is printed escaped too, in text and JSON.
     for json in [false, true] {
-        let mut args =
-            vec!["settle", log, "--intent", &key, "--landed", "--evidence", &evidence, "--by", "ops"];
+        let mut args = vec![
+            "settle",
+            log,
+            "--intent",
+            &key,
+            "--attempt",
+            "1",
+            "--landed",
+            "--evidence",
+            &evidence,
+            "--by",
+            "ops",
+        ];
         if json {
             args.push("--json");
         }
