@@ -15,9 +15,10 @@
 //! `Authorization: Bearer T` (needed for an address other than loopback), `--allow-origin O` lets a
 //! browser page from `O` call it. `--fault lost-refund` loses the reply of each refund's first attempt
 //! after applying it and makes the refund's probe fail: the refund ends `unknown`, in doubt, for a
-//! person to settle (`tool-contract settle LOG --intent KEY --landed ...`, with `--log`, or the person
-//! at a client that declared elicitation, asked on the next call). `--fault busy-refund` refuses each
-//! refund's first attempt (nothing refunded): the second needs the person at the client's approval,
+//! person to settle (`tool-contract settle LOG --intent KEY --attempt N --landed ...`, with `--log`,
+//! or the person at a client that declared elicitation, asked on the next call). `--fault
+//! busy-refund` refuses each refund's first attempt (nothing refunded): the second needs the person
+//! at the client's approval,
 //! or, with `--approve-in-log` (and `--log`), an operator's answer in the log (`tool-contract console
 //! LOG` lists the question, with approve and deny forms).
 
