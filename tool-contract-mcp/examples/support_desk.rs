@@ -3,11 +3,13 @@
 //! `list_refunds` (read).
 //!
 //! ```text
-//! cargo run -p tool-contract-mcp --example support_desk -- [--log PATH] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund|lost-notice]
+//! cargo run -p tool-contract-mcp --example support_desk -- [--log PATH [--log-wait S]] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund|lost-notice]
 //! cargo run -p tool-contract-mcp --features http --example support_desk -- --http 127.0.0.1:8000 [--token T] [--allow-origin O]
 //! ```
 //!
-//! `--log PATH` keeps the attempt log in a file (default: in memory); `--budget-s N` is each call's
+//! `--log PATH` keeps the attempt log in a file (default: in memory); one process holds it at a time,
+//! for its life, and another waits for it up to `--log-wait S` seconds (default 30), saying so on
+//! standard error (for a client that starts a server per call); `--budget-s N` is each call's
 //! budget, 1 s to a year (default 60). The server prints its instance id on standard error: the task
 //! of calls that name none under `_meta` `dev.tool-contract/task`, random at every start unless
 //! `--instance-id ID` names it; with `--log`, a stable id makes keys survive a restart. With the `http`
@@ -213,7 +215,7 @@ pub fn toolbox(desk: Arc<Desk>) -> Result<Toolbox, tool_contract::toolbox::Dupli
     Ok(toolbox)
 }
 
-const USAGE: &str = "usage: support_desk [--log PATH [--approve-in-log]] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund|lost-notice] [--http ADDR [--token T] [--allow-origin O] [--console]]";
+const USAGE: &str = "usage: support_desk [--log PATH [--log-wait S] [--approve-in-log]] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund|lost-notice] [--http ADDR [--token T] [--allow-origin O] [--console]]";
 
 /// What `--help` says after the usage line.
 const HELP: &str = "
@@ -222,6 +224,8 @@ list_notices (read), post_notice (send, probed), delete_notice (destructive, pro
 refund (money, probed) and list_refunds (read).
 
   --log PATH          keep the attempt log in a file (default: in memory)
+  --log-wait S        while another process holds the --log file, wait up to S seconds for it,
+                      0 to a day (default 30); a process holds the log until it exits
   --approve-in-log    ask before a refund's second attempt in the --log file, for an operator
                       to answer (`tool-contract console LOG`), instead of the person at the client
   --budget-s N        each call's budget in seconds, 1 to a year (default 60)
@@ -239,6 +243,12 @@ refund (money, probed) and list_refunds (read).
   --fault lost-notice lose each notice's first attempt on the way (nothing posted, no answer) and
                       make the notice's probe fail: the notice is left in doubt for an operator
 ";
+
+/// How long a server waits for a `--log` file another process holds, unless `--log-wait` says.
+const LOG_WAIT_S: u64 = 30;
+
+/// The longest `--log-wait`: a day.
+const MAX_LOG_WAIT_S: u64 = 86_400;
 
 /// The longest budget a call may be given: a year.
 const MAX_BUDGET_S: u64 = 365 * 86_400;
@@ -272,8 +282,8 @@ struct Setup {
 
 fn server(args: &[String]) -> Result<Setup, Asked> {
     let (mut http, mut token, mut origins) = (None, None, Vec::new());
-    let (mut log_path, mut console, mut in_log) = (None, false, false);
-    let mut journal: Option<Arc<FileJournal>> = None;
+    let (mut log_path, mut console, mut in_log) = (None::<String>, false, false);
+    let mut log_wait = None;
     let fault =
         args.iter().position(|a| a == "--fault").map(|at| args.get(at + 1).map_or("", String::as_str));
     let desk = match fault {
@@ -294,11 +304,19 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
         match arg.as_str() {
             "--log" => {
-                let path = value()?;
-                log_path = Some(path.clone());
-                let log = Arc::new(FileJournal::open(path).map_err(|error| format!("{path}: {error}"))?);
-                builder = builder.journal(log.clone());
-                journal = Some(log);
+                log_path = Some(value()?.clone());
+            }
+            "--log-wait" => {
+                let text = value()?;
+                match text.parse() {
+                    Ok(seconds @ 0..=MAX_LOG_WAIT_S) => log_wait = Some(seconds),
+                    _ => {
+                        return Err(format!(
+                            "--log-wait {text}: a whole number of seconds from 0 to {MAX_LOG_WAIT_S} (a day)"
+                        )
+                        .into());
+                    }
+                }
             }
             "--budget-s" => {
                 let text = value()?;
@@ -346,6 +364,24 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
         let build = "cargo run -p tool-contract-mcp --features http --example support_desk";
         return Err(format!("--http needs the `http` feature: {build}").into());
     }
+    if log_wait.is_some() && log_path.is_none() {
+        return Err(format!("--log-wait waits for the --log file: give --log PATH\n{USAGE}").into());
+    }
+    let journal = match &log_path {
+        Some(path) => {
+            // A client that starts a server per call starts the next while the last still holds the
+            // log: this one waits for it, within the bound, and says so once.
+            let wait = log_wait.unwrap_or(LOG_WAIT_S);
+            let log = FileJournal::open_waiting(path, Duration::from_secs(wait), || {
+                eprintln!("support_desk: waiting up to {wait}s for {path}, open by another process");
+            })
+            .map_err(|error| format!("{path}: {error}"))?;
+            let log = Arc::new(log);
+            builder = builder.journal(log.clone());
+            Some(log)
+        }
+        None => None,
+    };
     if in_log {
         let Some(journal) = journal else {
             return Err(format!("--approve-in-log asks in the --log file: give --log PATH\n{USAGE}").into());

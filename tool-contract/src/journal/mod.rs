@@ -463,11 +463,16 @@ pub enum JournalError {
     /// Another process (or another `FileJournal` in this one) has the log open: one appender at a
     /// time, or two of them would each send what the other already sent. Nothing was read or changed.
     #[error(
-        "{log} is open by another process (or by another FileJournal in this one); one process appends to a log at a time: stop the other or give this one its own log"
+        "{log} is open by another process (or by another FileJournal in this one){}; one process appends to a log at a time: stop the other or give this one its own log",
+        waited_for(*.waited)
     )]
     InUse {
         /// The log's name (a path for the file store).
         log: String,
+        /// How long this opener waited for the other to let go of the log before giving up: zero for
+        /// [`FileJournal::open`](crate::FileJournal::open), the bound given to
+        /// [`FileJournal::open_waiting`](crate::FileJournal::open_waiting).
+        waited: Duration,
     },
     /// The store refuses records: an earlier write or sync failed, so what reached stable storage is
     /// no longer known.
@@ -497,6 +502,11 @@ pub enum JournalError {
         /// What it does not keep.
         what: String,
     },
+}
+
+/// How [`JournalError::InUse`] says how long its opener waited: nothing when it did not wait.
+fn waited_for(waited: Duration) -> String {
+    if waited.is_zero() { String::new() } else { format!(" (waited {:.1} s for it)", waited.as_secs_f64()) }
 }
 
 impl From<std::io::Error> for JournalError {

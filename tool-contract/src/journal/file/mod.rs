@@ -35,6 +35,8 @@
 //! One process appends to a log at a time, and the log enforces it: [`FileJournal::open`] takes an
 //! exclusive lock on the file (`flock(2)`; the operating system drops it when the process dies), so a
 //! second opener, in another process or in this one, gets [`JournalError::InUse`] naming the path.
+//! [`FileJournal::open_waiting`] waits for the lock within a bound instead (for processes that each
+//! hold the log briefly, such as a server started per tool call), saying once that it waits.
 //! [`FileJournal::compact`] takes the same lock and is refused while an agent has the log open. The
 //! inspector ([`read_log`]) reads without it.
 //!
@@ -321,9 +323,43 @@ impl FileJournal {
     /// Unreadable lines are skipped and kept as [`FileJournal::warnings`]. A file that holds something
     /// other than an attempt log is refused with [`JournalError::NotALog`] and left untouched.
     pub fn open(path: impl AsRef<Path>) -> Result<FileJournal, JournalError> {
+        FileJournal::open_waiting(path, Duration::ZERO, || {})
+    }
+
+    /// [`FileJournal::open`], but when another process (or another `FileJournal` in this one) has the
+    /// log open, wait up to `wait` for it to let go, trying the lock again every 50 ms; `waiting` is
+    /// called once, when the first try finds the log taken, so the caller can say that it waits. Gives
+    /// up with [`JournalError::InUse`] naming how long it waited. Blocks the calling thread while it
+    /// waits (from an async runtime, call it on a blocking thread).
+    ///
+    /// This suits processes that each hold the log briefly, such as a server started for one tool call
+    /// that exits after it: the next one opens the log when the last one exits. A process holds the log
+    /// for as long as its `FileJournal` lives, so a long-lived holder makes every other opener wait out
+    /// its bound and fail; several processes appending at once need a shared store instead.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tool_contract::{FileJournal, JournalError};
+    ///
+    /// let path = std::env::temp_dir().join(format!("open-waiting-doc-{}.log", std::process::id()));
+    /// let first = FileJournal::open(&path)?;
+    /// let mut said = false;
+    /// let second = FileJournal::open_waiting(&path, Duration::from_millis(120), || said = true);
+    /// assert!(matches!(second, Err(JournalError::InUse { waited, .. }) if waited >= Duration::from_millis(120)));
+    /// assert!(said);
+    /// drop(first);
+    /// let again = FileJournal::open_waiting(&path, Duration::from_secs(1), || unreachable!("the log is free"))?;
+    /// # drop(again); std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_waiting(
+        path: impl AsRef<Path>,
+        wait: Duration,
+        waiting: impl FnOnce(),
+    ) -> Result<FileJournal, JournalError> {
         let path = path.as_ref().to_path_buf();
         let (mut file, created) = open_or_create(&path)?;
-        lock(&file, &path)?;
+        lock_waiting(&file, &path, wait, waiting)?;
         let opened = file.metadata().ok().and_then(|metadata| identity(&metadata));
         let cannot_read = |e| io_error(format!("cannot read {}", path.display()), e);
         // The beginning says what the file is; the rest is streamed, a chunk at a time.

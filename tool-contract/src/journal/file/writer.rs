@@ -16,12 +16,43 @@ pub(super) fn identity(_: &fs::Metadata) -> Option<Identity> {
     None
 }
 
+/// How often [`lock_waiting`] tries the lock again while another holds it.
+pub(super) const LOCK_POLL: Duration = Duration::from_millis(50);
+
 /// Takes the log's exclusive lock, or says who has it.
 pub(super) fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
-    match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(fs::TryLockError::WouldBlock) => Err(JournalError::InUse { log: path.display().to_string() }),
-        Err(fs::TryLockError::Error(e)) => Err(io_error(format!("cannot lock {}", path.display()), e)),
+    lock_waiting(file, path, Duration::ZERO, || {})
+}
+
+/// Takes the log's exclusive lock, trying again every [`LOCK_POLL`] while another holds it, until `wait`
+/// has passed; `waiting` is called once, when the first try finds the lock taken (never with a zero
+/// `wait`). Gives up with [`JournalError::InUse`] naming how long it waited.
+pub(super) fn lock_waiting(
+    file: &File,
+    path: &Path,
+    wait: Duration,
+    waiting: impl FnOnce(),
+) -> Result<(), JournalError> {
+    let began = std::time::Instant::now();
+    let mut waiting = Some(waiting);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(fs::TryLockError::WouldBlock) => {
+                let waited = began.elapsed();
+                if waited >= wait {
+                    let waited = if wait.is_zero() { Duration::ZERO } else { waited };
+                    return Err(JournalError::InUse { log: path.display().to_string(), waited });
+                }
+                if let Some(say) = waiting.take() {
+                    say();
+                }
+                std::thread::sleep(LOCK_POLL.min(wait - waited));
+            }
+            Err(fs::TryLockError::Error(e)) => {
+                return Err(io_error(format!("cannot lock {}", path.display()), e));
+            }
+        }
     }
 }
 

@@ -19,6 +19,47 @@ async fn a_second_opener_is_refused_naming_the_path_and_loses_nothing() {
 }
 
 #[tokio::test]
+async fn a_waiting_opener_gets_the_log_once_the_holder_lets_go_and_says_it_waits_once() {
+    let dir = Scratch::new("waiting-opener");
+    let first = FileJournal::open(dir.log()).unwrap();
+    first.append(record("a", Phase::Start, 1, None).as_record_ref(), Durability::Synced).await.unwrap();
+    let holder = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        drop(first);
+    });
+    let said = std::cell::Cell::new(0);
+    let began = std::time::Instant::now();
+    let second = FileJournal::open_waiting(dir.log(), Duration::from_secs(10), || said.set(said.get() + 1))
+        .expect("the log once the first lets go");
+    let took = began.elapsed();
+    holder.join().unwrap();
+    assert_eq!(said.get(), 1, "it says once that it waits");
+    assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(second.stats().records_read, 1);
+}
+
+#[tokio::test]
+async fn a_waiting_opener_gives_up_after_its_bound_naming_how_long_it_waited() {
+    let dir = Scratch::new("waiting-gives-up");
+    let _first = FileJournal::open(dir.log()).unwrap();
+    let said = std::cell::Cell::new(0);
+    let began = std::time::Instant::now();
+    let Err(refused) =
+        FileJournal::open_waiting(dir.log(), Duration::from_millis(200), || said.set(said.get() + 1))
+    else {
+        panic!("a second opener got the log")
+    };
+    let took = began.elapsed();
+    assert_eq!(said.get(), 1);
+    let JournalError::InUse { waited, .. } = &refused else { panic!("{refused:?}") };
+    assert!(*waited >= Duration::from_millis(200) && *waited <= took, "{waited:?} of {took:?}");
+    assert!(refused.to_string().contains("(waited 0."), "{refused}");
+    // A plain open does not wait, and says nothing of waiting.
+    let Err(plain) = FileJournal::open(dir.log()) else { panic!("a second opener got the log") };
+    assert!(!plain.to_string().contains("waited"), "{plain}");
+}
+
+#[tokio::test]
 async fn compaction_is_refused_while_an_agent_has_the_log_open() {
     let dir = Scratch::new("compact-in-use");
     let agent = FileJournal::open(dir.log()).unwrap();
