@@ -169,7 +169,9 @@ pub(crate) fn run(
         Command::Log(flags) => log(&flags, out, warn),
         Command::Compact { path } => compact(&path, out, warn),
         Command::Settle(flags) => settle(&flags.check().map_err(usage)?, out),
-        Command::Console { .. } => helper("tool-contract-console", "the console", "tool-contract-console"),
+        Command::Console { .. } => {
+            helper("tool-contract-console", "the console", "tool-contract-console --features cli")
+        }
     }
 }
 
