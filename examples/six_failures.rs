@@ -342,7 +342,10 @@ async fn main() -> ExitCode {
         println!("\n{passed} of {} scenarios pass", verdicts.len());
     }
     eprintln!("attempt log: {}", log_path.display());
-    eprintln!("read it:     cargo run -q --bin tool-contract -- log {}", log_path.display());
+    eprintln!(
+        "read it:     cargo run -q -p tool-contract --features cli --bin tool-contract -- log {}",
+        log_path.display()
+    );
     if verdicts.iter().all(|v| v.pass) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 

@@ -339,8 +339,8 @@ impl Target for LogFile {
         let path_arg = path.to_string_lossy().into_owned();
         let flags: &[&[&str]] = &[&[], &["--unresolved"], &["--json"], &["--task", "t-1", "--json"]];
         let flag = flags[(fnv(input) % flags.len() as u64) as usize];
-        let mut args = vec!["log".to_owned(), path_arg];
-        args.extend(flag.iter().map(|f| (*f).to_owned()));
+        let mut args = vec!["tool-contract".into(), "log".into(), path_arg.into()];
+        args.extend(flag.iter().map(std::ffi::OsString::from));
         let mut out = Vec::new();
         let inspected = cli::run(&args, &mut out, &mut Vec::new()).is_ok();
         signature(&[shape, u64::from(inspected)])
@@ -683,20 +683,33 @@ impl Target for KeyCommand {
     }
 
     fn run(&mut self, input: &[u8]) -> u64 {
-        let mut args = vec!["key".to_owned()];
+        let mut args: Vec<std::ffi::OsString> = vec!["tool-contract".into(), "key".into()];
         if !input.is_empty() {
-            args.extend(input.split(|b| *b == 0).map(|arg| String::from_utf8_lossy(arg).into_owned()));
+            args.extend(input.split(|b| *b == 0).map(|arg| String::from_utf8_lossy(arg).into_owned().into()));
         }
         let mut out = Vec::new();
         match cli::run(&args, &mut out, &mut Vec::new()) {
             Ok(()) => {
                 let text = String::from_utf8(out).expect("the key is text");
+                // Asked for the help or the version (`-h`, `--help`, or `h` in a cluster of short flags
+                // such as `-Vx`): that is printed instead.
+                let asked = |long: &str, short: char| {
+                    args.iter().filter_map(|arg| arg.to_str()).any(|arg| {
+                        arg == long || (arg.starts_with('-') && !arg.starts_with("--") && arg.contains(short))
+                    })
+                };
+                if text.starts_with("usage: tool-contract key ") && asked("--help", 'h') {
+                    return 2;
+                }
+                if text.starts_with("tool-contract-key ") && asked("--version", 'V') {
+                    return 3;
+                }
                 let hex = text.trim_end();
                 assert_eq!(hex.len(), 32, "`{hex}`");
                 assert_eq!(IntentKey::parse(hex).ok().map(|key| key.to_string()).as_deref(), Some(hex));
                 1
             }
-            Err(_) => 2 + (args.len() as u64).min(12),
+            Err(_) => 4 + (args.len() as u64).min(12),
         }
     }
 }

@@ -4,36 +4,75 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::error::ErrorKind;
+use clap::{CommandFactory, FromArgMatches, Parser};
+use tool_contract::journal::settle_command::{HELP_TEMPLATE, usage_error};
 use tool_contract_console::{Console, Operator, Options, check_name};
 
-const USAGE: &str = "usage:
-  tool-contract console [LOG] [--listen 127.0.0.1:PORT] [--read-only] [--by NAME] [--operators FILE]
-                        [--pg-url-file FILE] [--pg-ca-file FILE]
-                        [--allow-remote --tls-cert FILE --tls-key FILE --host NAME... (--token-file FILE | --operators FILE)]
-      serve a page over an attempt log: the intents in doubt, their timelines, settling them. LOG is
-      a file log's path; without it, the fleet's store in PostgreSQL whose connection string is in
-      --pg-url-file FILE or else the environment variable TOOL_CONTRACT_PG (kept out of the process
-      list). Prints the address to open (with its token) on standard output.
-      --listen ADDR      where to listen (default 127.0.0.1:0, a free port)
-      --read-only        show, never change: no form, every POST refused; over PostgreSQL the
-                         schema is checked, never created or migrated
-      --by NAME          who settles when logged in with the console's token (default: $USER;
-                         at most 200 bytes)
-      --operators FILE   the people who may log in, one a line: a name, then the SHA-256 in hex of
-                         that person's token (`alice 5e884898...`); each is recorded under their
-                         own name, and the console's token logs no one in
-      --token-file FILE  the console's token, read from FILE (default: a random one, printed,
-                         which logs in for 12 hours)
-      --idle-minutes N   a session unused N minutes ends (default 30)
-      --session-hours N  a session ends N hours after its login (default 12)
-      --allow-remote     listen on an address other than loopback: needs TLS, and --token-file or
-                         --operators
-      --tls-cert FILE    serve HTTPS with this PEM certificate chain (and --tls-key FILE, its key)
-      --host NAME        a name the console is opened by (repeatable): accepted in the Host check;
-                         a wildcard --listen (0.0.0.0) needs one
-      --pg-url-file FILE the PostgreSQL connection string, read from FILE
-      --pg-ca-file FILE  reach PostgreSQL over TLS, trusting the PEM certificates in FILE
-                         (`sslmode=require` in the connection string: TLS or nothing)";
+/// The command line: one definition, from which the help and the usage errors are printed.
+#[derive(Parser)]
+#[command(
+    name = "tool-contract-console",
+    version,
+    help_template = HELP_TEMPLATE,
+    about = "Serve a page over an attempt log: the intents in doubt, their timelines, settling them.",
+    long_about = "Serve a page over an attempt log: the intents in doubt, their timelines, settling them. \
+                  Prints the address to open (with its token) on standard output. Run as \
+                  `tool-contract console` too.",
+    after_help = "Exit codes: 0 served until stopped; 1 could not serve; 2 bad usage."
+)]
+struct Flags {
+    /// A file log's path; without it, the fleet's store in PostgreSQL whose connection string is in
+    /// --pg-url-file FILE or else the environment variable TOOL_CONTRACT_PG (kept out of the
+    /// process list)
+    #[arg(value_name = "LOG")]
+    log: Option<String>,
+    /// Where to listen (default 127.0.0.1:0, a free port)
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// Show, never change: no form, every POST refused; over PostgreSQL the schema is checked, never
+    /// created or migrated
+    #[arg(long)]
+    read_only: bool,
+    /// Who settles when logged in with the console's token (default: $USER; at most 200 bytes)
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
+    by: Option<String>,
+    /// The people who may log in, one a line: a name, then the SHA-256 in hex of that person's token
+    /// (`alice 5e884898...`); each is recorded under their own name, and the console's token logs no
+    /// one in
+    #[arg(long, value_name = "FILE")]
+    operators: Option<String>,
+    /// The console's token, read from FILE (default: a random one, printed, which logs in for 12
+    /// hours)
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<String>,
+    /// A session unused N minutes ends (default 30)
+    #[arg(long, value_name = "N")]
+    idle_minutes: Option<String>,
+    /// A session ends N hours after its login (default 12)
+    #[arg(long, value_name = "N")]
+    session_hours: Option<String>,
+    /// Listen on an address other than loopback: needs TLS, and --token-file or --operators
+    #[arg(long)]
+    allow_remote: bool,
+    /// Serve HTTPS with this PEM certificate chain (and --tls-key FILE, its key)
+    #[arg(long, value_name = "FILE")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert, in PEM
+    #[arg(long, value_name = "FILE")]
+    tls_key: Option<PathBuf>,
+    /// A name the console is opened by (repeatable): accepted in the Host check; a wildcard --listen
+    /// (0.0.0.0) needs one
+    #[arg(long, value_name = "NAME")]
+    host: Vec<String>,
+    /// The PostgreSQL connection string, read from FILE
+    #[arg(long, value_name = "FILE")]
+    pg_url_file: Option<PathBuf>,
+    /// Reach PostgreSQL over TLS, trusting the PEM certificates in FILE (`sslmode=require` in the
+    /// connection string: TLS or nothing)
+    #[arg(long, value_name = "FILE")]
+    pg_ca_file: Option<PathBuf>,
+}
 
 /// The variable that holds the connection string when no log is named.
 const CONNINFO_VAR: &str = "TOOL_CONTRACT_PG";
@@ -60,72 +99,50 @@ fn minutes(flag: &str, text: &str, unit: u64) -> Result<Duration, String> {
     }
 }
 
-fn options(args: &[String]) -> Result<Command, String> {
+/// What the flags ask for, or what is wrong with them.
+fn options(flags: Flags) -> Result<Command, String> {
     let mut options = Options {
         by: std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "operator".to_owned()),
         ..Options::default()
     };
-    let (mut log, mut pg_url_file, mut pg_ca_file, mut cert, mut key) = (None, None, None, None, None);
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut value = |flag: &str| it.next().cloned().ok_or_else(|| format!("`{flag}` needs a value"));
-        match arg.as_str() {
-            "--listen" => {
-                let addr = value("--listen")?;
-                options.listen =
-                    addr.parse().map_err(|_| format!("`--listen {addr}`: an address like 127.0.0.1:8080"))?;
-            }
-            "--read-only" => options.read_only = true,
-            "--by" => {
-                let by = value("--by")?;
-                check_name(&by).map_err(|why| format!("`--by`: the name {why}"))?;
-                options.by = by;
-            }
-            "--operators" => {
-                let path = value("--operators")?;
-                let text =
-                    std::fs::read_to_string(&path).map_err(|e| format!("`--operators {path}`: {e}"))?;
-                options.operators =
-                    Operator::parse_file(&text).map_err(|why| format!("`--operators {path}`: {why}"))?;
-            }
-            "--allow-remote" => options.allow_remote = true,
-            "--token-file" => {
-                let path = value("--token-file")?;
-                let token = read_secret("--token-file", &path)?;
-                if token.len() < 16 {
-                    return Err(format!("`--token-file {path}`: the token must be at least 16 characters"));
-                }
-                options.token = Some(token);
-            }
-            "--idle-minutes" => {
-                options.idle_timeout = minutes("--idle-minutes", &value("--idle-minutes")?, 60)?
-            }
-            "--session-hours" => {
-                options.session_lifetime = minutes("--session-hours", &value("--session-hours")?, 3600)?;
-            }
-            "--host" => options.hosts.push(value("--host")?),
-            "--tls-cert" => cert = Some(PathBuf::from(value("--tls-cert")?)),
-            "--tls-key" => key = Some(PathBuf::from(value("--tls-key")?)),
-            "--pg-url-file" => pg_url_file = Some(PathBuf::from(value("--pg-url-file")?)),
-            "--pg-ca-file" => pg_ca_file = Some(PathBuf::from(value("--pg-ca-file")?)),
-            "-h" | "--help" => return Err(String::new()),
-            flag if flag.starts_with("--") => return Err(format!("unknown flag `{flag}`")),
-            path => {
-                if log.replace(path.to_owned()).is_some() {
-                    return Err(format!("one log at a time: unexpected `{path}`"));
-                }
-            }
-        }
+    if let Some(addr) = flags.listen {
+        options.listen =
+            addr.parse().map_err(|_| format!("`--listen {addr}`: an address like 127.0.0.1:8080"))?;
     }
-    let tls = match (cert, key) {
+    options.read_only = flags.read_only;
+    if let Some(by) = flags.by {
+        check_name(&by).map_err(|why| format!("`--by`: the name {why}"))?;
+        options.by = by;
+    }
+    if let Some(path) = flags.operators {
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("`--operators {path}`: {e}"))?;
+        options.operators =
+            Operator::parse_file(&text).map_err(|why| format!("`--operators {path}`: {why}"))?;
+    }
+    options.allow_remote = flags.allow_remote;
+    if let Some(path) = flags.token_file {
+        let token = read_secret("--token-file", &path)?;
+        if token.len() < 16 {
+            return Err(format!("`--token-file {path}`: the token must be at least 16 characters"));
+        }
+        options.token = Some(token);
+    }
+    if let Some(n) = flags.idle_minutes {
+        options.idle_timeout = minutes("--idle-minutes", &n, 60)?;
+    }
+    if let Some(n) = flags.session_hours {
+        options.session_lifetime = minutes("--session-hours", &n, 3600)?;
+    }
+    options.hosts.extend(flags.host);
+    let tls = match (flags.tls_cert, flags.tls_key) {
         (Some(cert), Some(key)) => Some((cert, key)),
         (None, None) => None,
         _ => return Err("`--tls-cert FILE` and `--tls-key FILE` go together".into()),
     };
-    if log.is_some() && pg_url_file.is_some() {
+    if flags.log.is_some() && flags.pg_url_file.is_some() {
         return Err("a log's path or `--pg-url-file`, not both".into());
     }
-    Ok(Command { log, pg_url_file, pg_ca_file, tls, options })
+    Ok(Command { log: flags.log, pg_url_file: flags.pg_url_file, pg_ca_file: flags.pg_ca_file, tls, options })
 }
 
 fn is_conninfo(text: &str) -> bool {
@@ -134,20 +151,22 @@ fn is_conninfo(text: &str) -> bool {
 
 fn main() -> ExitCode {
     // `tool-contract console ...` runs this with its own arguments: skip the word `console`.
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("console") {
-        args.remove(0);
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|first| first == "console") {
+        args.remove(1);
     }
-    let mut command = match options(&args) {
-        Ok(parsed) => parsed,
-        Err(why) if why.is_empty() => {
-            println!("{USAGE}");
+    let mut cli = Flags::command();
+    let mut command = match cli.try_get_matches_from_mut(&args) {
+        Ok(matches) => match Flags::from_arg_matches(&matches).map_err(|e| usage_error(&e)).and_then(options)
+        {
+            Ok(command) => command,
+            Err(why) => return usage(&why, &mut cli),
+        },
+        Err(err) if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            print!("{}", err.render());
             return ExitCode::SUCCESS;
         }
-        Err(why) => {
-            eprintln!("tool-contract console: {why}\n{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(err) => return usage(&usage_error(&err), &mut cli),
     };
     // Where the log is: a file's path, or a connection string (from a file, the environment, or, as
     // before, the command line).
@@ -163,10 +182,7 @@ fn main() -> ExitCode {
     };
     let conninfo = match conninfo {
         Ok(conninfo) => conninfo,
-        Err(why) => {
-            eprintln!("tool-contract console: {why}\n{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(why) => return usage(&why, &mut cli),
     };
     if let Some((cert, key)) = &command.tls
         && let Err(why) = serve_tls(&mut command.options, cert, key)
@@ -210,6 +226,12 @@ fn main() -> ExitCode {
         running.serve().await;
         ExitCode::SUCCESS
     })
+}
+
+/// A usage error: what is wrong, and the command's help, on standard error; exit code 2.
+fn usage(why: &str, cli: &mut clap::Command) -> ExitCode {
+    eprint!("tool-contract console: {why}\n{}", cli.render_help());
+    ExitCode::from(2)
 }
 
 /// Serve HTTPS with the certificate chain and key in these PEM files.

@@ -5,35 +5,81 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::error::ErrorKind;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use tool_contract::journal::inspect::{self, View};
-use tool_contract::journal::settle_command as command;
+use tool_contract::journal::settle_command::{self as command, HELP_TEMPLATE};
 use tool_contract::journal::terminal::{Terminal, escape};
 use tool_contract_postgres::{PgJournal, PgOptions, redact};
 
-const USAGE: &str = "usage:
-  tool-contract-postgres log [CONNINFO|PATH] [--task T] [--unresolved] [--json]
-      print each task's attempts as a timeline, as `tool-contract log` does; a PATH (anything
-      but a connection string) is read as a file log, so this one command reads both
-      --task T      only the attempts of task T
-      --unresolved  only the intents in doubt: unfinished, unknown, or their effect unknown (the escalation queue)
-      --json        one JSON document on one line, for machines
-  tool-contract-postgres settle [CONNINFO] --intent KEY --attempt N|ID (--landed [--value JSON] | --not-landed)
-                --evidence TEXT --by NAME [--json]
-      record what a person found of an intent in doubt, as `tool-contract settle` does; safe
-      while workers run (the settlement is written under the intent's claim)
-      exit 0: recorded; 1: refused (the intent's state is named) or not recorded; 2: bad usage
-  tool-contract-postgres forget --older-than-days N [CONNINFO]
-      remove the intents resolved more than N days ago (never one in doubt, never
-      one a worker holds); safe while workers run
-CONNINFO is a connection string (postgres://user@host/db or host=... dbname=...); without it, the
-environment variable TOOL_CONTRACT_PG, which keeps a password out of the process list. The log is
-read without changing anything: no schema is created.";
+/// The command line: one definition, from which the help and the usage errors are printed.
+#[derive(Parser)]
+#[command(
+    name = "tool-contract-postgres",
+    version,
+    propagate_version = true,
+    help_template = HELP_TEMPLATE,
+    about = "An operator's view of an attempt log in PostgreSQL, and its retention.",
+    after_help = "CONNINFO is a connection string (postgres://user@host/db or host=... dbname=...); without \
+                  it, the environment variable TOOL_CONTRACT_PG, which keeps a password out of the process \
+                  list.\nExit codes: 0 done; 1 refused or failed; 2 bad usage."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print each task's attempts as a timeline, as `tool-contract log` does.
+    ///
+    /// A PATH (anything but a connection string) is read as a file log, so this one command reads
+    /// both. The log is read without changing anything: no schema is created.
+    #[command(help_template = HELP_TEMPLATE)]
+    Log {
+        /// The connection string, or a file log's path
+        #[arg(value_name = "CONNINFO|PATH")]
+        log: Option<String>,
+        /// Only the attempts of task T
+        #[arg(long, value_name = "T", allow_hyphen_values = true)]
+        task: Option<String>,
+        /// Only the intents in doubt: unfinished, unknown, or their effect unknown (the escalation
+        /// queue)
+        #[arg(long)]
+        unresolved: bool,
+        /// One JSON document on one line, for machines
+        #[arg(long)]
+        json: bool,
+    },
+    /// Record what a person found of an intent in doubt, as `tool-contract settle` does.
+    ///
+    /// Safe while workers run: the settlement is written under the intent's claim.
+    #[command(
+        help_template = HELP_TEMPLATE,
+        after_help = "Exit codes: 0 recorded; 1 refused (the intent's state is named) or not recorded; \
+                      2 bad usage."
+    )]
+    Settle(command::Flags),
+    /// Remove the intents resolved more than N days ago.
+    ///
+    /// Never one in doubt, never one a worker holds; safe while workers run.
+    #[command(help_template = HELP_TEMPLATE)]
+    Forget {
+        /// The connection string
+        #[arg(value_name = "CONNINFO")]
+        conninfo: Option<String>,
+        /// Remove the intents resolved more than N days ago
+        #[arg(long, value_name = "N", required = true)]
+        older_than_days: String,
+    },
+}
 
 /// The variable that holds the connection string when the command line does not.
 const CONNINFO_VAR: &str = "TOOL_CONTRACT_PG";
 
 enum Failure {
-    Usage(String),
+    /// The command line is wrong: the message, and the help of the command it was for.
+    Usage(String, String),
     Fatal(String),
     /// Standard output was closed (`| head`): what was wanted was read.
     Closed,
@@ -42,7 +88,7 @@ enum Failure {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // Both streams escape control characters: what the store, a tool or a person wrote reaches the
     // terminal as text, whichever printer printed it.
     let mut warn = Terminal::new(io::stderr());
@@ -59,8 +105,8 @@ fn main() -> ExitCode {
         runtime.block_on(run(&args, &mut out, &mut warn)).and_then(|()| out.flush().map_err(written));
     match result {
         Ok(()) | Err(Failure::Closed) => ExitCode::SUCCESS,
-        Err(Failure::Usage(err)) => {
-            let _ = writeln!(warn, "tool-contract-postgres: {}\n{USAGE}", escape(&err));
+        Err(Failure::Usage(err, usage)) => {
+            let _ = write!(warn, "tool-contract-postgres: {}\n{usage}", escape(&err));
             ExitCode::from(2)
         }
         Err(Failure::Fatal(err)) => {
@@ -71,6 +117,17 @@ fn main() -> ExitCode {
     }
 }
 
+impl Failure {
+    /// A usage error found after the command line was read (no connection string), with the help
+    /// `usage` adds.
+    fn usage(self, usage: impl FnOnce(String) -> Failure) -> Failure {
+        match self {
+            Failure::Usage(err, help) if help.is_empty() => usage(err),
+            other => other,
+        }
+    }
+}
+
 fn written(e: io::Error) -> Failure {
     if e.kind() == io::ErrorKind::BrokenPipe {
         return Failure::Closed;
@@ -78,76 +135,52 @@ fn written(e: io::Error) -> Failure {
     Failure::Fatal(format!("cannot write the output: {e}"))
 }
 
-async fn run(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
-    match args.first().map(String::as_str) {
-        Some("log") => log(&args[1..], out, warn).await,
-        Some("forget") => forget(&args[1..], out).await,
-        Some("settle") => settle(&args[1..], out).await,
-        Some("-h" | "--help" | "help") => writeln!(out, "{USAGE}").map_err(written),
-        Some(other) => Err(Failure::Usage(format!("unknown command `{other}`"))),
-        None => Err(Failure::Usage("missing command".to_owned())),
+/// Runs the command line `args` (the program's name first).
+async fn run(args: &[std::ffi::OsString], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
+    let mut cli = Cli::command();
+    cli.build();
+    // The help of the command named, or else of them all: what a usage error shows.
+    let help_of = |cli: &mut clap::Command| match args.get(1).and_then(|name| cli.find_subcommand_mut(name)) {
+        Some(sub) => sub.render_help().to_string(),
+        None => cli.render_help().to_string(),
+    };
+    let matches = match cli.try_get_matches_from_mut(args) {
+        Ok(matches) => matches,
+        Err(err) if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            return write!(out, "{}", err.render()).map_err(written);
+        }
+        Err(err) => return Err(Failure::Usage(command::usage_error(&err), help_of(&mut cli))),
+    };
+    let mut usage = |err: String| Failure::Usage(err, help_of(&mut cli));
+    match Cli::from_arg_matches(&matches).map_err(|err| usage(command::usage_error(&err)))?.command {
+        Command::Log { log: conninfo, task, unresolved, json } => {
+            let view = View { task: task.as_deref(), unresolved, json };
+            self::log(conninfo, &view, out, warn).await.map_err(|e| e.usage(usage))
+        }
+        Command::Forget { conninfo, older_than_days } => {
+            let days = older_than_days.parse::<u64>().ok().filter(|d| *d <= 36_500).ok_or_else(|| {
+                usage(format!("`--older-than-days` takes a number of days, not `{older_than_days}`"))
+            })?;
+            forget(conninfo, days, out).await.map_err(|e| e.usage(usage))
+        }
+        Command::Settle(mut flags) => {
+            // The connection string may come from the environment.
+            if flags.log.is_none() {
+                flags.log = Some(std::env::var(CONNINFO_VAR).map_err(|_| usage(no_conninfo()))?);
+            }
+            let asked = flags.check().map_err(&mut usage)?;
+            settle(&asked, out).await.map_err(|e| e.usage(usage))
+        }
     }
 }
 
-/// The flags of one command, and the connection string.
-#[derive(Default)]
-struct Args {
-    conninfo: Option<String>,
-    task: Option<String>,
-    unresolved: bool,
-    json: bool,
-    days: Option<u64>,
-}
-
-fn parse(args: &[String], flags: &[&str]) -> Result<Args, Failure> {
-    let mut parsed = Args::default();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let flag = arg.as_str();
-        if flag.starts_with("--") && !flags.contains(&flag) {
-            return Err(Failure::Usage(format!("unknown flag `{flag}`")));
-        }
-        match flag {
-            "--task" => {
-                let value = it.next().ok_or_else(|| Failure::Usage("`--task` needs a value".to_owned()))?;
-                if parsed.task.replace(value.clone()).is_some() {
-                    return Err(Failure::Usage("`--task` given twice".to_owned()));
-                }
-            }
-            "--unresolved" => parsed.unresolved = true,
-            "--json" => parsed.json = true,
-            "--older-than-days" => {
-                let value = it
-                    .next()
-                    .ok_or_else(|| Failure::Usage("`--older-than-days` needs a value".to_owned()))?;
-                let days = value.parse::<u64>().ok().filter(|d| *d <= 36_500).ok_or_else(|| {
-                    Failure::Usage(format!("`--older-than-days` takes a number of days, not `{value}`"))
-                })?;
-                parsed.days = Some(days);
-            }
-            value => {
-                if parsed.conninfo.replace(value.to_owned()).is_some() {
-                    return Err(Failure::Usage("one log at a time: two connection strings given".to_owned()));
-                }
-            }
-        }
-    }
-    Ok(parsed)
+/// Why the command line names no store.
+fn no_conninfo() -> String {
+    format!("no connection string: give one, or set {CONNINFO_VAR}")
 }
 
 /// `settle`: a settlement written through the store, under the intent's claim.
-async fn settle(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
-    // The connection string may come from the environment: the command line's log is then absent.
-    let mut args = args.to_vec();
-    let given = args.iter().any(|a| is_conninfo(a));
-    if !given {
-        args.push(
-            std::env::var(CONNINFO_VAR).map_err(|_| {
-                Failure::Usage(format!("no connection string: give one, or set {CONNINFO_VAR}"))
-            })?,
-        );
-    }
-    let asked = command::parse(&args).map_err(Failure::Usage)?;
+async fn settle(asked: &command::Args, out: &mut dyn Write) -> Result<(), Failure> {
     let (journal, _) = open(Some(asked.log.clone()), false).await?;
     let done = tool_contract::settle(&journal, &asked.key, asked.attempt, &asked.settle).await;
     let (line, code) = command::outcome(done, asked.json);
@@ -165,8 +198,7 @@ async fn settle(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
 async fn open(conninfo: Option<String>, read_only: bool) -> Result<(PgJournal, String), Failure> {
     let conninfo = match conninfo {
         Some(given) => given,
-        None => std::env::var(CONNINFO_VAR)
-            .map_err(|_| Failure::Usage(format!("no connection string: give one, or set {CONNINFO_VAR}")))?,
+        None => std::env::var(CONNINFO_VAR).map_err(|_| Failure::Usage(no_conninfo(), String::new()))?,
     };
     let options = PgOptions::default().pool_size(1).read_only(read_only);
     let journal =
@@ -184,26 +216,29 @@ fn is_conninfo(text: &str) -> bool {
             .any(|pair| ["host=", "dbname=", "user=", "port="].iter().any(|k| pair.starts_with(k)))
 }
 
-async fn log(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
-    let args = parse(args, &["--task", "--unresolved", "--json"])?;
-    let view = View { task: args.task.as_deref(), unresolved: args.unresolved, json: args.json };
-    if let Some(path) = args.conninfo.as_deref().filter(|given| !is_conninfo(given)) {
+/// `log`: the timeline of the store named, or of a file log.
+async fn log(
+    conninfo: Option<String>,
+    view: &View<'_>,
+    out: &mut dyn Write,
+    warn: &mut dyn Write,
+) -> Result<(), Failure> {
+    if let Some(path) = conninfo.as_deref().filter(|given| !is_conninfo(given)) {
         let contents = tool_contract::journal::read_log(path).map_err(|e| Failure::Fatal(e.to_string()))?;
         for warning in &contents.warnings {
             let _ =
                 writeln!(warn, "tool-contract-postgres: warning: {}", escape(&format!("{path} {warning}")));
         }
-        return inspect::render(path, &contents.records, &contents.warnings, &view, out).map_err(written);
+        return inspect::render(path, &contents.records, &contents.warnings, view, out).map_err(written);
     }
-    let (journal, name) = open(args.conninfo, true).await?;
-    let records = journal.records(args.task.as_deref()).await.map_err(|e| Failure::Fatal(e.to_string()))?;
-    inspect::render(&name, &records, &[], &view, out).map_err(written)
+    let (journal, name) = open(conninfo, true).await?;
+    let records = journal.records(view.task).await.map_err(|e| Failure::Fatal(e.to_string()))?;
+    inspect::render(&name, &records, &[], view, out).map_err(written)
 }
 
-async fn forget(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
-    let args = parse(args, &["--older-than-days"])?;
-    let days = args.days.ok_or_else(|| Failure::Usage("missing `--older-than-days N`".to_owned()))?;
-    let (journal, name) = open(args.conninfo, true).await?;
+/// `forget`: the intents resolved more than `days` days ago removed.
+async fn forget(conninfo: Option<String>, days: u64, out: &mut dyn Write) -> Result<(), Failure> {
+    let (journal, name) = open(conninfo, true).await?;
     let removed = journal
         .remove_resolved_older_than(Duration::from_secs(days * 86_400))
         .await

@@ -3,40 +3,112 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use tool_contract::journal::inspect::{self, View};
 use tool_contract::journal::read_log;
-use tool_contract::journal::settle_command as command;
+use tool_contract::journal::settle_command::{self as command, HELP_TEMPLATE};
 use tool_contract::journal::terminal::{Terminal, escape};
 use tool_contract::{FileJournal, Intent, IntentKey};
 
-const USAGE: &str = "usage:
-  tool-contract key --task T --actor A --verb V --target X [--slot S]
-      print the intent key of one intent (32 hex characters)
-  tool-contract log PATH|postgres://... [--task T] [--unresolved] [--json]
-      print each task's attempts in an attempt log as a timeline (a log in PostgreSQL is
-      read by the `tool-contract-postgres` command, with the same arguments)
-      --task T      only the attempts of task T
-      --unresolved  only the intents in doubt: unfinished, unknown, or their effect unknown (the escalation queue)
-      --json        one JSON document on one line, for machines
-  tool-contract settle PATH|postgres://... --intent KEY --attempt N|ID
-                (--landed [--value JSON] | --not-landed) --evidence TEXT --by NAME [--json] [--wait SECONDS]
-      record what a person found of an intent in doubt: it landed (later calls answer ok with
-      the value, nothing repeated) or it did not (the next call makes the next attempt).
-      --attempt names the attempt you examined (its number, or its attempt id as `log` shows it):
-      refused, naming the newer one, if another attempt has started since. Works while an agent
-      holds the log: the agent picks the request up (--wait, default 10 s, at most 600).
-      exit 0: recorded; 1: refused (the intent's state is named) or not recorded; 2: bad usage
-  tool-contract console PATH [--listen 127.0.0.1:PORT] [--read-only] [--by NAME]
-      a local page over the attempt log (while an agent holds it): the intents in doubt, their
-      timelines, settling them; run by the `tool-contract-console` command (its --help says more)
-  tool-contract compact PATH
-      rewrite an attempt log keeping each intent's latest attempt, atomically;
-      run it while no process has the log open";
+/// The command line: one definition, from which the help and the usage errors are printed.
+#[derive(Parser)]
+#[command(
+    name = "tool-contract",
+    version,
+    propagate_version = true,
+    help_template = HELP_TEMPLATE,
+    about = "Operator tools for intents and attempt logs.",
+    after_help = "Exit codes: 0 done; 1 refused or failed (said on standard error, or on standard output \
+                  with --json); 2 bad usage."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the intent key of one intent (32 hex characters).
+    #[command(help_template = HELP_TEMPLATE)]
+    Key(KeyFlags),
+    /// Print each task's attempts in an attempt log as a timeline.
+    ///
+    /// A log in PostgreSQL is read by the `tool-contract-postgres` command, with the same arguments.
+    #[command(help_template = HELP_TEMPLATE)]
+    Log(LogFlags),
+    /// Record what a person found of an intent in doubt.
+    ///
+    /// It landed (later calls answer ok with the value, nothing repeated) or it did not (the next
+    /// call makes the next attempt). Works while an agent holds the log: the agent picks the request
+    /// up (--wait).
+    #[command(
+        help_template = HELP_TEMPLATE,
+        after_help = "Exit codes: 0 recorded; 1 refused (the intent's state is named) or not recorded; \
+                      2 bad usage."
+    )]
+    Settle(command::Flags),
+    /// Serve a local page over an attempt log, to settle the intents in doubt.
+    ///
+    /// The page (while an agent holds the log) shows the intents in doubt and their timelines, and
+    /// settles them. Run by the `tool-contract-console` command, which is given these arguments
+    /// (`tool-contract-console --help` lists its flags).
+    #[command(help_template = HELP_TEMPLATE)]
+    Console {
+        /// The log and the console's flags, passed on as given
+        #[arg(value_name = "ARGS", trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
+    /// Rewrite an attempt log keeping each intent's latest attempt.
+    ///
+    /// The log is replaced atomically; run it while no process has the log open.
+    #[command(help_template = HELP_TEMPLATE)]
+    Compact {
+        /// The attempt log's path
+        #[arg(value_name = "PATH")]
+        path: String,
+    },
+}
+
+#[derive(clap::Args)]
+struct KeyFlags {
+    /// The task
+    #[arg(long, value_name = "T", allow_hyphen_values = true)]
+    task: String,
+    /// The actor
+    #[arg(long, value_name = "A", allow_hyphen_values = true)]
+    actor: String,
+    /// The verb
+    #[arg(long, value_name = "V", allow_hyphen_values = true)]
+    verb: String,
+    /// The target
+    #[arg(long, value_name = "X", allow_hyphen_values = true)]
+    target: String,
+    /// The slot, when one task does the same thing more than once
+    #[arg(long, value_name = "S", allow_hyphen_values = true)]
+    slot: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct LogFlags {
+    /// The attempt log: a file's path, or a PostgreSQL connection string
+    #[arg(value_name = "PATH|postgres://...")]
+    path: String,
+    /// Only the attempts of task T
+    #[arg(long, value_name = "T", allow_hyphen_values = true)]
+    task: Option<String>,
+    /// Only the intents in doubt: unfinished, unknown, or their effect unknown (the escalation queue)
+    #[arg(long)]
+    unresolved: bool,
+    /// One JSON document on one line, for machines
+    #[arg(long)]
+    json: bool,
+}
 
 /// Why the command stopped.
 pub(crate) enum Failure {
-    /// The command line is wrong: the message and the usage.
-    Usage(String),
+    /// The command line is wrong: the message, and the help of the command it was for.
+    Usage(String, String),
     /// The work failed: one line.
     Fatal(String),
     /// Standard output was closed (`| head`): not an error.
@@ -46,7 +118,7 @@ pub(crate) enum Failure {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let stdout = io::stdout();
     // Both streams escape control characters: what a log, a tool or a person wrote reaches the
     // terminal as text, whichever printer printed it.
@@ -55,8 +127,8 @@ fn main() -> ExitCode {
     let result = run(&args, &mut out, &mut warn).and_then(|()| out.flush().map_err(written));
     match result {
         Ok(()) | Err(Failure::Closed) => ExitCode::SUCCESS,
-        Err(Failure::Usage(err)) => {
-            let _ = writeln!(warn, "tool-contract: {}\n{USAGE}", escape(&err));
+        Err(Failure::Usage(err, usage)) => {
+            let _ = write!(warn, "tool-contract: {}\n{usage}", escape(&err));
             ExitCode::from(2)
         }
         Err(Failure::Fatal(err)) => {
@@ -67,20 +139,39 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs one command; its output goes to `out`, warnings to `warn`.
-pub(crate) fn run(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
-    match args.first().map(String::as_str) {
-        Some("key") => {
-            let key = key(&args[1..]).map_err(Failure::Usage)?;
-            writeln!(out, "{key}").map_err(written)
+/// Runs the command line `args` (the program's name first); its output goes to `out`, warnings to
+/// `warn`.
+pub(crate) fn run(
+    args: &[std::ffi::OsString],
+    out: &mut dyn Write,
+    warn: &mut dyn Write,
+) -> Result<(), Failure> {
+    let mut cli = Cli::command();
+    cli.build();
+    // The help of the command named, or else of them all: what a usage error shows.
+    let help_of = |cli: &mut clap::Command, name: Option<&std::ffi::OsString>| match name
+        .and_then(|name| cli.find_subcommand_mut(name))
+    {
+        Some(sub) => sub.render_help().to_string(),
+        None => cli.render_help().to_string(),
+    };
+    let matches = match cli.try_get_matches_from_mut(args) {
+        Ok(matches) => matches,
+        Err(err) if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            return write!(out, "{}", err.render()).map_err(written);
         }
-        Some("log") => log(&args[1..], out, warn),
-        Some("compact") => compact(&args[1..], out, warn),
-        Some("settle") => settle(&args[1..], out),
-        Some("console") => helper("tool-contract-console", "the console", "tool-contract-console"),
-        Some("-h" | "--help" | "help") => writeln!(out, "{USAGE}").map_err(written),
-        Some(other) => Err(Failure::Usage(format!("unknown command `{other}`"))),
-        None => Err(Failure::Usage("missing command".to_owned())),
+        Err(err) => return Err(Failure::Usage(command::usage_error(&err), help_of(&mut cli, args.get(1)))),
+    };
+    let mut usage = |err: String| Failure::Usage(err, help_of(&mut cli, args.get(1)));
+    let parsed = Cli::from_arg_matches(&matches).map_err(|err| usage(command::usage_error(&err)))?;
+    match parsed.command {
+        Command::Key(flags) => writeln!(out, "{}", key(&flags)).map_err(written),
+        Command::Log(flags) => log(&flags, out, warn),
+        Command::Compact { path } => compact(&path, out, warn),
+        Command::Settle(flags) => settle(&flags.check().map_err(usage)?, out),
+        Command::Console { .. } => {
+            helper("tool-contract-console", "the console", "tool-contract-console --features cli")
+        }
     }
 }
 
@@ -92,93 +183,35 @@ fn written(err: io::Error) -> Failure {
     }
 }
 
-fn key(args: &[String]) -> Result<IntentKey, String> {
-    let (mut task, mut actor, mut verb, mut target, mut slot) = (None, None, None, None, None);
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let slot_for = match flag.as_str() {
-            "--task" => &mut task,
-            "--actor" => &mut actor,
-            "--verb" => &mut verb,
-            "--target" => &mut target,
-            "--slot" => &mut slot,
-            other => return Err(format!("unknown flag `{other}`")),
-        };
-        let value = it.next().ok_or_else(|| format!("`{flag}` needs a value"))?;
-        if slot_for.replace(value.as_str()).is_some() {
-            return Err(format!("`{flag}` given twice"));
-        }
-    }
-    let mut intent = Intent::new(
-        need(task, "--task")?,
-        need(actor, "--actor")?,
-        need(verb, "--verb")?,
-        need(target, "--target")?,
-    );
-    if let Some(slot) = slot {
+fn key(flags: &KeyFlags) -> IntentKey {
+    let mut intent = Intent::new(&flags.task, &flags.actor, &flags.verb, &flags.target);
+    if let Some(slot) = &flags.slot {
         intent = intent.slot(slot);
     }
-    Ok(intent.key())
+    intent.key()
 }
 
-fn need<'a>(value: Option<&'a str>, flag: &str) -> Result<&'a str, String> {
-    value.ok_or_else(|| format!("missing `{flag}`"))
-}
-
-struct LogArgs<'a> {
-    path: &'a str,
-    task: Option<&'a str>,
-    unresolved: bool,
-    json: bool,
-}
-
-fn log_args(args: &[String]) -> Result<LogArgs<'_>, String> {
-    let (mut path, mut task, mut unresolved, mut json) = (None, None, false, false);
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--task" => {
-                let value = it.next().ok_or("`--task` needs a value")?;
-                if task.replace(value.as_str()).is_some() {
-                    return Err("`--task` given twice".to_owned());
-                }
-            }
-            "--unresolved" => unresolved = true,
-            "--json" => json = true,
-            flag if flag.starts_with("--") => return Err(format!("unknown flag `{flag}`")),
-            value => {
-                if path.replace(value).is_some() {
-                    return Err(format!("one log at a time: unexpected `{value}`"));
-                }
-            }
-        }
-    }
-    let path = path.ok_or("missing the log's path")?;
-    Ok(LogArgs { path, task, unresolved, json })
-}
-
-fn log(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
-    log_with(args, out, warn, "tool-contract-postgres")
+fn log(flags: &LogFlags, out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
+    log_with(flags, out, warn, "tool-contract-postgres")
 }
 
 /// `log`, reading a PostgreSQL log with the command `pg_command`.
 fn log_with(
-    args: &[String],
+    args: &LogFlags,
     out: &mut dyn Write,
     warn: &mut dyn Write,
     pg_command: &str,
 ) -> Result<(), Failure> {
-    let args = log_args(args).map_err(Failure::Usage)?;
-    if is_postgres(args.path) {
+    if is_postgres(&args.path) {
         return postgres(pg_command);
     }
-    let contents = read_log(args.path).map_err(|e| Failure::Fatal(e.to_string()))?;
+    let contents = read_log(&args.path).map_err(|e| Failure::Fatal(e.to_string()))?;
     for warning in &contents.warnings {
         // A warning that cannot be written is no reason to withhold the log.
         let _ = writeln!(warn, "tool-contract: warning: {}", escape(&format!("{} {warning}", args.path)));
     }
-    let view = View { task: args.task, unresolved: args.unresolved, json: args.json };
-    inspect::render(args.path, &contents.records, &contents.warnings, &view, out).map_err(written)
+    let view = View { task: args.task.as_deref(), unresolved: args.unresolved, json: args.json };
+    inspect::render(&args.path, &contents.records, &contents.warnings, &view, out).map_err(written)
 }
 
 /// A PostgreSQL connection string rather than a path.
@@ -189,11 +222,15 @@ fn is_postgres(log: &str) -> bool {
 /// A log in PostgreSQL is read by `tool-contract-postgres`, the command of the store's crate (this
 /// crate does not depend on it): run it with the same arguments, found beside this command or on `PATH`.
 fn postgres(name: &str) -> Result<(), Failure> {
-    helper(name, "the log given is a PostgreSQL database: reading it", "tool-contract-postgres")
+    helper(
+        name,
+        "the log given is a PostgreSQL database: reading it",
+        "tool-contract-postgres --features cli",
+    )
 }
 
 /// Run the command `name` of another crate of this project (`what` needs it; it is installed from
-/// `package`) with this command's arguments, found beside this command or on `PATH`.
+/// `package`, with its features) with this command's arguments, found beside this command or on `PATH`.
 fn helper(name: &str, what: &str, package: &str) -> Result<(), Failure> {
     let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|dir| dir.join(name)));
     let program = beside.filter(|p| p.is_file()).map_or_else(|| name.into(), std::ffi::OsString::from);
@@ -210,8 +247,7 @@ fn helper(name: &str, what: &str, package: &str) -> Result<(), Failure> {
     }
 }
 
-fn settle(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
-    let asked = command::parse(args).map_err(Failure::Usage)?;
+fn settle(asked: &command::Args, out: &mut dyn Write) -> Result<(), Failure> {
     if is_postgres(&asked.log) {
         return postgres("tool-contract-postgres");
     }
@@ -233,12 +269,7 @@ fn settle(args: &[String], out: &mut dyn Write) -> Result<(), Failure> {
     }
 }
 
-fn compact(args: &[String], out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
-    let path = match args {
-        [path] if !path.starts_with("--") => path,
-        [] => return Err(Failure::Usage("missing the log's path".to_owned())),
-        _ => return Err(Failure::Usage("`compact` takes the log's path and nothing else".to_owned())),
-    };
+fn compact(path: &str, out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), Failure> {
     let done = FileJournal::compact(path).map_err(|e| Failure::Fatal(e.to_string()))?;
     let path = escape(path);
     for warning in &done.dropped {
@@ -260,10 +291,14 @@ mod tests {
 
     #[test]
     fn a_postgres_log_without_its_command_says_how_to_install_it_and_hides_the_password() {
-        let args: Vec<String> =
-            ["log", "postgres://agent:hunter2@db.invalid/agents"].iter().map(|s| (*s).to_owned()).collect();
+        let flags = LogFlags {
+            path: "postgres://agent:hunter2@db.invalid/agents".to_owned(),
+            task: None,
+            unresolved: false,
+            json: false,
+        };
         let Err(Failure::Fatal(message)) =
-            log_with(&args[1..], &mut Vec::new(), &mut Vec::new(), "no-such-command")
+            log_with(&flags, &mut Vec::new(), &mut Vec::new(), "no-such-command")
         else {
             panic!("a missing command is an error")
         };

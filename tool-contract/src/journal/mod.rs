@@ -49,6 +49,7 @@ pub use approval::{
 pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::{CompactMemoryJournal, MemoryJournal};
 #[doc(hidden)]
+#[cfg(feature = "cli")]
 pub use settle::command as settle_command;
 pub use settle::{MAX_BY_BYTES, MAX_EVIDENCE_BYTES, Settle, SettleError, Settlement, Verdict, Via, settle};
 pub use stamp::{parse_rfc3339, rfc3339, wall_clock};

@@ -519,8 +519,9 @@ pub(crate) fn one_line(text: &str) -> String {
 }
 
 /// Not public API: the `settle` command line, read alike by `tool-contract settle` and
-/// `tool-contract-postgres settle`.
+/// `tool-contract-postgres settle` (feature `cli`), and what the commands' usage errors say.
 #[doc(hidden)]
+#[cfg(feature = "cli")]
 pub mod command {
     use std::time::Duration;
 
@@ -557,38 +558,116 @@ pub mod command {
         wait: Option<Duration>,
     }
 
-    /// Read the command line after `settle`.
-    pub fn parse(args: &[String]) -> Result<Args, String> {
-        let mut given = Given::default();
-        let mut it = args.iter();
-        while let Some(arg) = it.next() {
-            let mut value_of =
-                |flag: &str| it.next().map(String::as_str).ok_or_else(|| format!("`{flag}` needs a value"));
-            match arg.as_str() {
-                "--intent" => given.intent = Some(value_of("--intent")?),
-                "--attempt" => given.attempt = Some(value_of("--attempt")?),
-                "--landed" | "--not-landed" => {
-                    let said = if arg == "--landed" { Verdict::Landed } else { Verdict::NotLanded };
-                    if given.verdict.replace(said).is_some_and(|was| was != said) {
-                        return Err(
-                            "`--landed` and `--not-landed` exclude each other: say what was found".into()
-                        );
-                    }
+    /// The flags of `settle`, read alike by both commands. The checks that go beyond one flag (what
+    /// is missing, what excludes what, what a value must look like) are made by [`Flags::check`], so
+    /// each says what to give.
+    #[derive(clap::Args, Debug)]
+    pub struct Flags {
+        /// The attempt log: a file's path, or a PostgreSQL connection string
+        #[arg(value_name = "LOG")]
+        pub log: Option<String>,
+        /// The intent in doubt: its key, 32 hex characters (`log` shows it)
+        #[arg(long, value_name = "KEY", allow_hyphen_values = true)]
+        pub intent: Option<String>,
+        /// The attempt you examined: its number, or its attempt id as `log` shows it; refused,
+        /// naming the newer one, if another attempt has started since
+        #[arg(long, value_name = "N|ID", allow_hyphen_values = true)]
+        pub attempt: Option<String>,
+        /// The effect landed: later calls answer ok with the value, nothing repeated
+        #[arg(long)]
+        pub landed: bool,
+        /// The effect did not land: the next call makes the next attempt
+        #[arg(long)]
+        pub not_landed: bool,
+        /// With --landed: the call's value, as JSON (a string is quoted: '"text"')
+        #[arg(long, value_name = "JSON", allow_hyphen_values = true)]
+        pub value: Option<String>,
+        /// What was seen, and where
+        #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+        pub evidence: Option<String>,
+        /// Who settles it
+        #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
+        pub by: Option<String>,
+        /// One JSON document on one line, for machines
+        #[arg(long)]
+        pub json: bool,
+        /// A file log held by an agent: how long to wait for it to take the request, in seconds
+        /// (default 10, at most 600)
+        #[arg(long, value_name = "SECONDS")]
+        pub wait: Option<String>,
+    }
+
+    impl Flags {
+        /// The settlement asked for, or what is wrong with the command line.
+        pub fn check(&self) -> Result<Args, String> {
+            let verdict = match (self.landed, self.not_landed) {
+                (true, true) => {
+                    return Err("`--landed` and `--not-landed` exclude each other: say what was found".into());
                 }
-                "--value" => given.value = Some(value_of("--value")?),
-                "--evidence" => given.evidence = Some(value_of("--evidence")?),
-                "--by" => given.by = Some(value_of("--by")?),
-                "--json" => given.json = true,
-                "--wait" => given.wait = Some(wait(value_of("--wait")?)?),
-                flag if flag.starts_with("--") => return Err(format!("unknown flag `{flag}`")),
-                path => {
-                    if given.log.replace(path).is_some() {
-                        return Err(format!("one log at a time: unexpected `{path}`"));
-                    }
-                }
+                (true, false) => Some(Verdict::Landed),
+                (false, true) => Some(Verdict::NotLanded),
+                (false, false) => None,
+            };
+            let given = Given {
+                log: self.log.as_deref(),
+                intent: self.intent.as_deref(),
+                attempt: self.attempt.as_deref(),
+                verdict,
+                value: self.value.as_deref(),
+                evidence: self.evidence.as_deref(),
+                by: self.by.as_deref(),
+                json: self.json,
+                wait: self.wait.as_deref().map(wait).transpose()?,
+            };
+            complete(given)
+        }
+    }
+
+    /// The layout of every command's help: the usage line first, as a usage error shows it.
+    pub const HELP_TEMPLATE: &str = "usage: {usage}\n\n{about-with-newline}\n{all-args}{after-help}";
+
+    /// What is wrong with a command line, in one line naming the flag: the message a usage error
+    /// starts with (the command's help follows it).
+    pub fn usage_error(err: &clap::Error) -> String {
+        use clap::error::{ContextKind, ContextValue, ErrorKind};
+        let flag = |kind| match err.get(kind) {
+            Some(ContextValue::String(text)) => Some(text.clone()),
+            Some(ContextValue::Strings(texts)) => texts.first().cloned(),
+            _ => None,
+        };
+        // `--task <T>` names the flag `--task`.
+        let name = |text: String| text.split(' ').next().unwrap_or_default().to_owned();
+        let invalid = flag(ContextKind::InvalidArg).map(name);
+        match (err.kind(), invalid) {
+            (ErrorKind::UnknownArgument, Some(arg)) if arg.starts_with('-') => {
+                format!("unknown flag `{arg}`")
+            }
+            (ErrorKind::UnknownArgument, Some(arg)) => format!("unexpected `{arg}`"),
+            (ErrorKind::InvalidSubcommand, _) => match flag(ContextKind::InvalidSubcommand) {
+                Some(command) => format!("unknown command `{command}`"),
+                None => "unknown command".to_owned(),
+            },
+            (ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand, _) => {
+                "missing command".to_owned()
+            }
+            (ErrorKind::MissingRequiredArgument, Some(arg)) => format!("missing `{arg}`"),
+            (ErrorKind::ArgumentConflict, Some(arg))
+                if flag(ContextKind::PriorArg).map(name) == Some(arg.clone()) =>
+            {
+                format!("`{arg}` given twice")
+            }
+            (ErrorKind::InvalidValue, Some(arg))
+                if flag(ContextKind::InvalidValue).is_none_or(|v| v.is_empty()) =>
+            {
+                format!("`{arg}` needs a value")
+            }
+            _ => {
+                // Any other: clap's own first line, without its `error: `.
+                let text = err.render().to_string();
+                let line = text.lines().next().unwrap_or_default();
+                line.strip_prefix("error: ").unwrap_or(line).to_owned()
             }
         }
-        complete(given)
     }
 
     fn wait(secs: &str) -> Result<Duration, String> {
