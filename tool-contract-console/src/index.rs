@@ -169,7 +169,7 @@ impl Index {
     pub fn in_doubt(&self) -> Vec<&Recall> {
         let mut open: Vec<&Recall> =
             self.intents.values().map(|i| &i.recall).filter(|r| r.is_unresolved()).collect();
-        open.sort_by(|a, b| (&a.last.started, a.last.intent_key).cmp(&(&b.last.started, b.last.intent_key)));
+        open.sort_by(|a, b| tool_contract::rules::queue_order(&a.last, &b.last));
         open
     }
 
@@ -181,9 +181,8 @@ impl Index {
             .asked
             .values()
             .filter(|asked| {
-                let note = asked.approval.as_ref();
-                note.and_then(|n| n.until.as_deref()).is_some_and(|until| until >= now.as_str())
-                    && self.intent(&asked.intent_key).is_some_and(|r| r.attempts == asked.attempt)
+                let attempts = self.intent(&asked.intent_key).map_or(0, |r| r.attempts);
+                tool_contract::rules::waiting_question(Some(asked), attempts, &now).is_some()
             })
             .collect();
         pending.sort_by(|a, b| {

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use tool_contract::journal::inspect::Stored;
-use tool_contract::journal::{ApprovalStep, LastWord, Phase, Recall, Record, parse_rfc3339};
+use tool_contract::journal::{ApprovalStep, Phase, Recall, Record, parse_rfc3339};
 
 use crate::index::WORDS;
 
@@ -86,15 +86,7 @@ fn age(started: &str, now: SystemTime) -> String {
 }
 
 fn word(recall: &Recall) -> String {
-    match recall.last_word() {
-        LastWord::Unfinished => "unfinished".into(),
-        LastWord::Ok(_) if recall.settlement().is_some() => "settled landed".into(),
-        LastWord::Ok(_) => "ok".into(),
-        LastWord::Ended(outcome) if recall.settlement().is_some() => {
-            format!("settled not landed ({outcome})")
-        }
-        LastWord::Ended(outcome) => outcome.as_str().into(),
-    }
+    tool_contract::rules::last_word_in_words(recall)
 }
 
 fn intents_table(recalls: &[&Recall], now: SystemTime, base: &str) -> Markup {
@@ -277,13 +269,8 @@ fn answer_form(asked: &Record, settling: &Settling<'_>) -> Markup {
 /// The question among `records` still waiting at `now` (the last approval record, a question about the
 /// attempt after the intent's highest, not past its `until`).
 fn waiting<'a>(recall: &Recall, records: &[&'a Record], now: SystemTime) -> Option<&'a Record> {
-    let last = *records.iter().rev().find(|r| r.phase == Phase::Approval)?;
-    let note = last.approval.as_ref()?;
-    let now = tool_contract::journal::rfc3339(now);
-    (note.step == ApprovalStep::Asked
-        && recall.attempts == last.attempt
-        && note.until.as_deref().is_some_and(|until| until >= now.as_str()))
-    .then_some(last)
+    let last = records.iter().rev().find(|r| !tool_contract::rules::counts_as_attempt(r.phase)).copied();
+    tool_contract::rules::waiting_question(last, recall.attempts, &tool_contract::journal::rfc3339(now))
 }
 
 /// A task's intents, in order.

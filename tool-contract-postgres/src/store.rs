@@ -193,7 +193,7 @@ impl PgJournal {
                         let last = record_of(row).map_err(Fault::corrupt)?;
                         open.push(Recall { attempts: last.attempt, last });
                     }
-                    Ok(sort_unresolved(open))
+                    Ok(tool_contract::rules::sort_queue(open))
                 })
             })
             .await
@@ -368,19 +368,6 @@ fn fold(rows: &[tokio_postgres::Row]) -> Result<Option<Recall>, Fault> {
         }
     }
     Ok(recall)
-}
-
-/// Oldest first, by start time, then task, attempt and key: the order of the embedded stores.
-fn sort_unresolved(mut open: Vec<Recall>) -> Vec<Recall> {
-    open.sort_by(|a, b| {
-        (&a.last.started, &a.last.task, a.last.attempt, a.last.intent_key).cmp(&(
-            &b.last.started,
-            &b.last.task,
-            b.last.attempt,
-            b.last.intent_key,
-        ))
-    });
-    open
 }
 
 /// How many [`Durability::Lazy`] records are held at most; past it the oldest is dropped (a read's
@@ -586,7 +573,7 @@ impl Inner {
                 if last.as_ref() == Some(&*record) {
                     return Ok(true);
                 }
-                if !tool_contract::journal::approval_follows(&record.as_record_ref(), last.as_ref()) {
+                if !tool_contract::rules::may_follow(&record.as_record_ref(), last.as_ref()) {
                     return Ok(false);
                 }
                 let mut params = fields.params().to_vec();
@@ -784,7 +771,7 @@ impl Journal for PgJournal {
     }
 
     fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
-        if record.phase != tool_contract::journal::Phase::Approval {
+        if tool_contract::rules::counts_as_attempt(record.phase) {
             return Answer::now(Ok(false));
         }
         let (fields, record) = (Fields::of(&record), record.to_record());

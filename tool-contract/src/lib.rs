@@ -72,6 +72,7 @@ pub mod probe;
 pub mod report;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
+pub mod rules;
 pub mod spec;
 pub mod task;
 mod text;

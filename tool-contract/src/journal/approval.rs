@@ -215,9 +215,8 @@ pub async fn answer_approval(
     }
     // Bound to what the person examined, by the rule settlements follow: the attempt before the one
     // asked about is still the intent's last.
-    if let Some(recall) = journal.recall(key).await?
-        && let Some(now) = super::settle::other_attempt(attempt - 1, &recall)
-    {
+    let recall = journal.recall(key).await?;
+    if let Some(now) = recall.as_ref().and_then(|recall| crate::rules::answer_bound(attempt - 1, recall)) {
         return Err(not_asked(now));
     }
     let Some(asked) = journal.approval(key).await? else {
@@ -236,6 +235,11 @@ pub async fn answer_approval(
     if let Some(until) = question.until.as_deref().filter(|until| *until < note.at.as_str()) {
         return Err(not_asked(format!("the question waited until {until} and is closed")));
     }
+    // The one rule of a waiting question, as the console shows it; the checks above say why not.
+    let attempts = recall.as_ref().map_or(asked.attempt, |recall| recall.attempts);
+    if crate::rules::waiting_question(Some(&asked), attempts, &note.at).is_none() {
+        return Err(not_asked("no question about this attempt waits".into()));
+    }
     let record = record_of(&asked, note);
     if journal.approval_step(record.as_record_ref()).await? {
         return Ok(record);
@@ -252,18 +256,7 @@ pub async fn answer_approval(
     }
 }
 
-/// The one rule every store applies in [`Journal::approval_step`]: whether `record` may follow
-/// `last`, the intent's last approval record. A question always may; an answer only to the question
-/// about the same attempt, still unanswered.
-pub fn may_follow(record: &super::RecordRef<'_>, last: Option<&Record>) -> bool {
-    match record.approval.map(|note| note.step) {
-        Some(Step::Asked) => true,
-        Some(Step::Approved | Step::Denied) => last.is_some_and(|last| {
-            last.attempt == record.attempt && last.approval.as_ref().is_some_and(|n| n.step == Step::Asked)
-        }),
-        None => false,
-    }
-}
+pub(crate) use crate::rules::may_follow;
 
 /// Approval through the attempt log: a second `money` attempt asked of a person who answers from
 /// another process (the operator console, or code of one's own), with both the question and the

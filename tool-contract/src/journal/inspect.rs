@@ -340,7 +340,7 @@ fn unresolved<E: Entry>(
 ) -> io::Result<()> {
     let mut open: Vec<&Thread<'_, E>> =
         tasks.iter().flat_map(|(_, threads)| threads).filter(|t| t.recall.is_unresolved()).collect();
-    open.sort_by(|a, b| a.recall.last.started.cmp(&b.recall.last.started));
+    open.sort_by(|a, b| crate::rules::queue_order(&a.recall.last, &b.recall.last));
     if view.json {
         let unresolved = open
             .iter()

@@ -44,7 +44,6 @@ pub mod terminal;
 pub use answer::Answer;
 pub use approval::{
     ApprovalError, ApprovalNote, Decision, LogApprover, MAX_WHY_BYTES, Step as ApprovalStep, answer_approval,
-    may_follow as approval_follows,
 };
 pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::{CompactMemoryJournal, MemoryJournal};
@@ -397,10 +396,10 @@ impl Recall {
 
     /// Fold the intent's next record in, by the rule of [`index_record`].
     pub fn update(&mut self, record: &Record) {
-        if supersedes(record.phase, record.attempt, self.attempts, self.last.phase) {
+        if crate::rules::supersedes(record.phase, record.attempt, self.attempts, self.last.phase) {
             self.last = record.clone();
         }
-        if record.phase != Phase::Approval {
+        if crate::rules::counts_as_attempt(record.phase) {
             self.attempts = self.attempts.max(record.attempt);
         }
     }
@@ -420,23 +419,12 @@ impl Recall {
     /// `true` when the intent waits on someone: unfinished, ended `unknown`, or ended with its effect
     /// unknown.
     pub fn is_unresolved(&self) -> bool {
-        is_open(self.last.phase, self.last.outcome, self.last.effect_applied)
+        crate::rules::in_doubt(self.last.phase, self.last.outcome, self.last.effect_applied)
     }
 
     /// The settlement a person gave on the intent's last attempt, if its last word is one.
     pub fn settlement(&self) -> Option<&Settlement> {
         self.last.settled.as_ref().filter(|_| self.last.phase == Phase::Settled)
-    }
-}
-
-/// [`Recall::is_unresolved`] of a last record with this phase, outcome and effect: a start, an end
-/// `unknown` (or with no outcome), or an end whose effect is unknown (a refusal after an attempt that
-/// may have landed: the next call probes it first). A settlement never is.
-pub(crate) fn is_open(phase: Phase, outcome: Option<Outcome>, effect: Option<Applied>) -> bool {
-    match phase {
-        Phase::Start | Phase::Approval => true,
-        Phase::End => matches!(outcome, None | Some(Outcome::Unknown)) || effect == Some(Applied::Unknown),
-        Phase::Settled => false,
     }
 }
 
@@ -778,33 +766,6 @@ pub fn index_record(index: &mut HashMap<IntentKey, Recall>, record: &Record) {
             entry.insert(Recall::from_record(record.clone()));
         }
     }
-}
-
-/// The rule every index follows: a record of attempt `attempt` becomes the intent's last word when its
-/// attempt is higher than the highest one seen so far (`kept`), or the same one and the last word kept
-/// (of phase `kept_phase`) is not a settlement. So the last word is the last record of the highest
-/// attempt, an end record for an older attempt (a late completion) does not hide a newer start, and a
-/// person's settlement of an attempt stands whatever is written about that attempt after it. An
-/// `approval` record (`phase`) never is the last word, and one kept (an intent known by nothing else)
-/// gives way to any other record.
-pub(crate) fn supersedes(phase: Phase, attempt: u32, kept: u32, kept_phase: Phase) -> bool {
-    phase != Phase::Approval
-        && (kept_phase == Phase::Approval
-            || attempt > kept
-            || attempt == kept && kept_phase != Phase::Settled)
-}
-
-/// Oldest first, by start time, then task, attempt and key.
-pub(crate) fn sort_unresolved(mut open: Vec<Recall>) -> Vec<Recall> {
-    open.sort_by(|a, b| {
-        (&a.last.started, &a.last.task, a.last.attempt, a.last.intent_key).cmp(&(
-            &b.last.started,
-            &b.last.task,
-            b.last.attempt,
-            b.last.intent_key,
-        ))
-    });
-    open
 }
 
 /// A tool's value as the attempt log records it, to answer a call repeated after its effect landed

@@ -347,61 +347,6 @@ fn settled_already(record: &Record) -> String {
     }
 }
 
-/// The state of an intent that cannot be settled, in words; `None` when it can be.
-pub(crate) fn not_in_doubt(recall: &Recall) -> Option<String> {
-    let last = &recall.last;
-    match (last.phase, last.outcome) {
-        (Phase::Start, _) | (Phase::End, None | Some(Outcome::Unknown)) => None,
-        // An end whose effect is unknown (a refusal after an attempt that may have landed).
-        (Phase::End, _) if last.effect_applied == Some(Applied::Unknown) => None,
-        (Phase::End, Some(outcome)) => Some(format!(
-            "its last attempt ({}) ended {outcome} with its effect {}",
-            last.attempt_id,
-            last.effect_applied.unwrap_or(Applied::Unknown)
-        )),
-        (Phase::Settled, _) => Some(format!("its last attempt ({}) is settled", last.attempt_id)),
-        (Phase::Approval, _) => None,
-    }
-}
-
-/// The one rule that binds a person's answer to what they examined: `examined` is the attempt whose
-/// records the person looked at (the attempt a settlement is about; for an approval, the attempt
-/// before the one it lets start). `None` while it is still the intent's highest attempt (`recall`
-/// read under the claim, or by the store's own rule); otherwise the intent's last attempt, in words.
-pub(crate) fn other_attempt(examined: u32, recall: &Recall) -> Option<String> {
-    let last = &recall.last;
-    if recall.attempts == examined && last.attempt == examined {
-        return None;
-    }
-    if examined > recall.attempts {
-        return Some(format!(
-            "the intent has no attempt {examined}: its last is attempt {} ({}), which {}",
-            recall.attempts,
-            last.attempt_id,
-            state_in_words(last)
-        ));
-    }
-    Some(format!(
-        "attempt {} ({}) has started since, and {}",
-        last.attempt,
-        last.attempt_id,
-        state_in_words(last)
-    ))
-}
-
-/// Where an attempt stands by its last record, in words: `never ended`, `ended retryable with its
-/// effect no`, `is settled landed by alice`.
-fn state_in_words(last: &Record) -> String {
-    match (last.phase, last.outcome, &last.settled) {
-        (Phase::Settled, _, Some(s)) => format!("is settled {} by {}", s.verdict, one_line(&s.by)),
-        (Phase::Start | Phase::Approval, _, _) | (Phase::End, None, _) => "never ended".into(),
-        (_, Some(outcome), _) => {
-            format!("ended {outcome} with its effect {}", last.effect_applied.unwrap_or(Applied::Unknown))
-        }
-        (Phase::Settled, None, None) => "is settled".into(),
-    }
-}
-
 /// Settle attempt `attempt` of the intent `key` in `journal`: claim the intent, check that the attempt
 /// is still its last, that it is in doubt and not settled yet, and write the settlement (synced)
 /// under the claim. The record written, or why nothing was.
@@ -487,13 +432,13 @@ async fn write(
     recall: Option<Recall>,
 ) -> Result<Record, SettleError> {
     let Some(recall) = recall else { return Err(SettleError::NotFound { key: *key }) };
-    if let Some(now) = other_attempt(attempt, &recall) {
+    if let Some(now) = crate::rules::answer_bound(attempt, &recall) {
         return Err(SettleError::OtherAttempt { key: *key, attempt, now, last: Box::new(recall.last) });
     }
     if recall.settlement().is_some() {
         return Err(SettleError::AlreadySettled { key: *key, record: Box::new(recall.last) });
     }
-    if let Some(state) = not_in_doubt(&recall) {
+    if let Some(state) = crate::rules::not_in_doubt(&recall) {
         return Err(SettleError::NotInDoubt { key: *key, state });
     }
     let record = settle.record_for(&recall.last, super::rfc3339(super::wall_clock()));
@@ -513,10 +458,7 @@ async fn write(
     }
 }
 
-/// `text` on one line: line breaks and other control characters as spaces.
-pub(crate) fn one_line(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
-}
+pub(crate) use crate::rules::one_line;
 
 /// Not public API: the `settle` command line, read alike by `tool-contract settle` and
 /// `tool-contract-postgres settle` (feature `cli`), and what the commands' usage errors say.

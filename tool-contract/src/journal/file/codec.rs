@@ -94,7 +94,7 @@ fn word(out: &mut Vec<u8>, name: Option<&str>) {
 pub(super) const RECORD_HEAD: &[u8] = br#"{"phase":"#;
 
 /// What indexing needs of a line: its intent key, attempt, phase, and whether it leaves the intent in
-/// doubt ([`crate::journal::is_open`]).
+/// doubt ([`crate::rules::in_doubt`]).
 pub(super) type Checked = (IntentKey, u32, Phase, bool);
 
 /// The fast path of recovery: a line in the form this crate writes (the fields of [`Record`] in order, no
@@ -152,7 +152,7 @@ pub(super) fn quick_check(line: &[u8]) -> Option<Checked> {
         at.value(0)?;
     }
     at.expect(b"}")?;
-    let open = crate::journal::is_open(phase, outcome, effect);
+    let open = crate::rules::in_doubt(phase, outcome, effect);
     (at.at == line.len()).then_some((key, attempt, phase, open))
 }
 

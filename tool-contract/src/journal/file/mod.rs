@@ -58,12 +58,10 @@ use tokio::sync::oneshot;
 use std::time::Duration;
 
 use super::leases::Leases;
-use super::{
-    Answer, Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef,
-    sort_unresolved, supersedes,
-};
+use super::{Answer, Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef};
 use crate::key::{IntentKey, KeyHashing};
 use crate::report::Outcome;
+use crate::rules::{sort_queue as sort_unresolved, supersedes};
 
 mod codec;
 mod compact;
@@ -576,7 +574,7 @@ impl Journal for FileJournal {
     }
 
     fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
-        if record.phase != Phase::Approval {
+        if crate::rules::counts_as_attempt(record.phase) {
             return Answer::now(Ok(false));
         }
         match self.write(record, crate::journal::approval::DURABILITY, None) {

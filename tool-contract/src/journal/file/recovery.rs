@@ -74,7 +74,7 @@ impl Entry {
             self.line.clear();
             self.line.extend_from_slice(line);
         }
-        if phase != Phase::Approval {
+        if crate::rules::counts_as_attempt(phase) {
             self.attempts = self.attempts.max(attempt);
         }
     }
@@ -281,7 +281,7 @@ fn fold_lines(
             None => {
                 // Any other form: the schema itself reads it (allocating, as only such lines do).
                 let record = serde_json::from_slice::<Record>(line)?;
-                let open = crate::journal::is_open(record.phase, record.outcome, record.effect_applied);
+                let open = crate::rules::in_doubt(record.phase, record.outcome, record.effect_applied);
                 (record.intent_key, record.attempt, record.phase, open)
             }
         };

@@ -102,7 +102,7 @@ impl State {
     fn index_line(&mut self, record: &RecordRef<'_>, at: std::ops::Range<usize>) {
         let line = &self.pending[at];
         let (attempt, phase) = (record.attempt, record.phase);
-        let open = crate::journal::is_open(phase, record.outcome, record.effect_applied);
+        let open = crate::rules::in_doubt(phase, record.outcome, record.effect_applied);
         match self.index.entry(record.intent_key) {
             std::collections::hash_map::Entry::Occupied(kept) => {
                 kept.into_mut().update(attempt, phase, open, line);
@@ -165,7 +165,7 @@ impl FileJournal {
                 return Err(JournalError::Conflict { log, attempt_id, why });
             }
         }
-        if record.phase == Phase::Approval {
+        if !crate::rules::counts_as_attempt(record.phase) {
             if !state.approvals.may_take(&record) {
                 let (log, attempt_id) =
                     (self.shared.path.display().to_string(), record.attempt_id.to_owned());

@@ -6,11 +6,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::leases::Leases;
-use super::{
-    Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef, is_open,
-    sort_unresolved, supersedes,
-};
+use super::{Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef};
 use crate::key::IntentKey;
+use crate::rules::{counts_as_attempt, in_doubt as is_open, sort_queue as sort_unresolved, supersedes};
 
 mod compact;
 pub use compact::CompactMemoryJournal;
@@ -88,7 +86,7 @@ impl Plain {
         ) {
             kept.last = at;
         }
-        if record.phase != super::Phase::Approval {
+        if counts_as_attempt(record.phase) {
             kept.attempts = kept.attempts.max(record.attempt);
         }
         self.records.push(record);

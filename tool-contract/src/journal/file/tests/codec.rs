@@ -359,5 +359,5 @@ fn a_log_of_tricky_lines_is_indexed_as_serde_reads_it() {
 
 /// Whether a record leaves its intent in doubt, as the quick check says it.
 fn open(record: &Record) -> bool {
-    crate::journal::is_open(record.phase, record.outcome, record.effect_applied)
+    crate::rules::in_doubt(record.phase, record.outcome, record.effect_applied)
 }

@@ -10,9 +10,9 @@ use std::time::Duration;
 use crate::journal::leases::Leases;
 use crate::journal::{
     Answer, Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef,
-    sort_unresolved, supersedes,
 };
 use crate::key::{IntentKey, KeyHashing};
+use crate::rules::{counts_as_attempt, sort_queue as sort_unresolved, supersedes};
 
 mod stored;
 use stored::{
@@ -266,7 +266,7 @@ impl MemoryState {
                 if supersedes(phase, attempt, kept.attempts, kept_phase) {
                     kept.last = at;
                 }
-                if phase != Phase::Approval {
+                if counts_as_attempt(phase) {
                     kept.attempts = kept.attempts.max(attempt);
                 }
                 kept.id
@@ -321,7 +321,7 @@ impl CompactMemoryJournal {
         let settled = (state.index.iter())
             .filter(|(key, kept)| {
                 let last = &state.records[kept.last];
-                !crate::journal::is_open(last.phase, last.outcome, last.effect_applied)
+                !crate::rules::in_doubt(last.phase, last.outcome, last.effect_applied)
                     && !state.leases.is_held(key)
             })
             .map(|(key, kept)| (kept.last, *key));
@@ -379,7 +379,7 @@ impl CompactMemoryJournal {
         let state = self.lock();
         let open = state.index.values().filter(|kept| {
             let last = &state.records[kept.last];
-            crate::journal::is_open(last.phase, last.outcome, last.effect_applied)
+            crate::rules::in_doubt(last.phase, last.outcome, last.effect_applied)
         });
         sort_unresolved(open.map(|&kept| state.recall(kept)).collect())
     }

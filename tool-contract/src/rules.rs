@@ -1,0 +1,369 @@
+//! The contract's rules over records, each written once.
+//!
+//! Every reader of an attempt log (the engine, each store, the console, the commands) asks these
+//! functions, and nothing else, what the records mean:
+//!
+//! | rule | function |
+//! |---|---|
+//! | whether a record is an attempt's (an approval record is not) | [`counts_as_attempt`] |
+//! | whether an intent is in doubt, by its last word | [`in_doubt`] |
+//! | which record is an intent's last word | [`supersedes`] |
+//! | the order of the escalation queue | [`queue_order`] |
+//! | the question still waiting for a person's answer | [`waiting_question`] |
+//! | whether an approval record may follow the last one | [`may_follow`] |
+//! | whether a person's answer is about the attempt they examined | [`answer_bound`] |
+//! | an intent's last word, and an attempt's state, in words | [`last_word_in_words`], [`attempt_state`] |
+//!
+//! PostgreSQL's store states some of them again in SQL, where the database must apply them (the
+//! highest attempt, the last word, the queue's order); its SQL is held to these functions by the store
+//! suite (`tool_contract_testing::stores`).
+//!
+//! Each function is pure: records in, one answer out.
+//!
+//! ```
+//! use tool_contract::journal::Phase;
+//! use tool_contract::report::{Applied, Outcome};
+//! use tool_contract::rules;
+//!
+//! // An end whose effect is unknown (a refusal after an attempt that may have landed) is in doubt.
+//! assert!(rules::in_doubt(Phase::End, Some(Outcome::Retryable), Some(Applied::Unknown)));
+//! // A settlement never is.
+//! assert!(!rules::in_doubt(Phase::Settled, Some(Outcome::Retryable), Some(Applied::No)));
+//! // A late end of attempt 1 does not hide attempt 2's start.
+//! assert!(!rules::supersedes(Phase::End, 1, 2, Phase::Start));
+//! ```
+
+use std::cmp::Ordering;
+
+use crate::journal::{LastWord, Phase, Recall, Record, RecordRef};
+use crate::report::{Applied, Outcome};
+
+/// Whether a record of this phase is about an attempt: starts, ends (probe verdicts included) and
+/// settlements are; an `approval` record (a question before the next attempt, or its answer) is not,
+/// so it never counts toward the intent's highest attempt and is never its last word.
+pub const fn counts_as_attempt(phase: Phase) -> bool {
+    !matches!(phase, Phase::Approval)
+}
+
+/// Whether an intent whose last word has this phase, outcome and effect is *in doubt*: its last attempt
+/// started and never ended, ended `unknown` (or with no outcome), or ended with its effect unknown (a
+/// refusal after an attempt that may have landed: its next call probes it first). A settlement never
+/// is. An approval record alone (an intent known by nothing else) is treated as unfinished.
+pub const fn in_doubt(phase: Phase, outcome: Option<Outcome>, effect: Option<Applied>) -> bool {
+    match phase {
+        Phase::Start | Phase::Approval => true,
+        Phase::End => {
+            matches!(outcome, None | Some(Outcome::Unknown)) || matches!(effect, Some(Applied::Unknown))
+        }
+        Phase::Settled => false,
+    }
+}
+
+/// The last-word rule: a record of attempt `attempt` (of phase `phase`) becomes the intent's last word
+/// when its attempt is higher than the highest one seen so far (`kept`), or the same one and the last
+/// word kept (of phase `kept_phase`) is not a settlement. So the last word is the last record of the
+/// highest attempt, an end record for an older attempt (a late completion) does not hide a newer start,
+/// and a person's settlement of an attempt stands whatever is written about that attempt after it. An
+/// `approval` record never is the last word, and one kept (an intent known by nothing else) gives way
+/// to any other record.
+pub const fn supersedes(phase: Phase, attempt: u32, kept: u32, kept_phase: Phase) -> bool {
+    counts_as_attempt(phase)
+        && (!counts_as_attempt(kept_phase)
+            || attempt > kept
+            || (attempt == kept && !matches!(kept_phase, Phase::Settled)))
+}
+
+/// The escalation queue's order, of two intents' last words: oldest first by start time, then task,
+/// attempt and key (so two readers of one log list it alike).
+pub fn queue_order(a: &Record, b: &Record) -> Ordering {
+    (&a.started, &a.task, a.attempt, a.intent_key).cmp(&(&b.started, &b.task, b.attempt, b.intent_key))
+}
+
+/// `open` in the escalation queue's order ([`queue_order`]).
+pub fn sort_queue(mut open: Vec<Recall>) -> Vec<Recall> {
+    open.sort_by(|a, b| queue_order(&a.last, &b.last));
+    open
+}
+
+/// The question still waiting for a person's answer at `now` (RFC 3339 UTC, as the log writes times),
+/// given the intent's last approval record and its highest attempt: a question (`asked`), about the
+/// attempt after the highest, not past its `until`. `None` when nothing waits: never asked, answered,
+/// closed, or asked before an attempt that has started since.
+pub fn waiting_question<'a>(
+    last_approval: Option<&'a Record>,
+    attempts: u32,
+    now: &str,
+) -> Option<&'a Record> {
+    let last = last_approval?;
+    let note = last.approval.as_ref()?;
+    (last.phase == Phase::Approval
+        && note.step == crate::journal::ApprovalStep::Asked
+        && last.attempt == attempts
+        && note.until.as_deref().is_some_and(|until| until >= now))
+    .then_some(last)
+}
+
+/// The rule every store applies to an approval record: whether `record` may follow `last`, the
+/// intent's last approval record. A question always may; an answer only to the question about the
+/// same attempt, still unanswered. At most one answer counts per question.
+pub fn may_follow(record: &RecordRef<'_>, last: Option<&Record>) -> bool {
+    use crate::journal::ApprovalStep;
+    match record.approval.map(|note| note.step) {
+        Some(ApprovalStep::Asked) => true,
+        Some(ApprovalStep::Approved | ApprovalStep::Denied) => last.is_some_and(|last| {
+            last.attempt == record.attempt
+                && last.approval.as_ref().is_some_and(|n| n.step == ApprovalStep::Asked)
+        }),
+        None => false,
+    }
+}
+
+/// The rule that binds a person's answer to what they examined: `examined` is the attempt whose
+/// records the person looked at (the attempt a settlement is about; for an approval, the attempt
+/// before the one it lets start). `None` while it is still the intent's highest attempt (`recall`
+/// read under the claim, or by the store's own rule); otherwise the intent's last attempt, in words,
+/// for the refusal.
+pub fn answer_bound(examined: u32, recall: &Recall) -> Option<String> {
+    let last = &recall.last;
+    if recall.attempts == examined && last.attempt == examined {
+        return None;
+    }
+    if examined > recall.attempts {
+        return Some(format!(
+            "the intent has no attempt {examined}: its last is attempt {} ({}), which {}",
+            recall.attempts,
+            last.attempt_id,
+            attempt_state(last)
+        ));
+    }
+    Some(format!(
+        "attempt {} ({}) has started since, and {}",
+        last.attempt,
+        last.attempt_id,
+        attempt_state(last)
+    ))
+}
+
+/// Where an attempt stands by its last record, in words: `never ended`, `ended retryable with its
+/// effect no`, `is settled landed by alice`.
+pub fn attempt_state(last: &Record) -> String {
+    match (last.phase, last.outcome, &last.settled) {
+        (Phase::Settled, _, Some(s)) => format!("is settled {} by {}", s.verdict, one_line(&s.by)),
+        (Phase::Start | Phase::Approval, _, _) | (Phase::End, None, _) => "never ended".into(),
+        (_, Some(outcome), _) => {
+            format!("ended {outcome} with its effect {}", last.effect_applied.unwrap_or(Applied::Unknown))
+        }
+        (Phase::Settled, None, None) => "is settled".into(),
+    }
+}
+
+/// Why an intent cannot be settled, in words (`its last attempt (ord-7741-dc01d768-a2) ended ok with
+/// its effect yes`); `None` when it is in doubt ([`in_doubt`]) and so can be.
+pub fn not_in_doubt(recall: &Recall) -> Option<String> {
+    let last = &recall.last;
+    if in_doubt(last.phase, last.outcome, last.effect_applied) {
+        return None;
+    }
+    Some(match last.phase {
+        Phase::Settled => format!("its last attempt ({}) is settled", last.attempt_id),
+        _ => format!(
+            "its last attempt ({}) ended {} with its effect {}",
+            last.attempt_id,
+            last.outcome.unwrap_or(Outcome::Unknown),
+            last.effect_applied.unwrap_or(Applied::Unknown)
+        ),
+    })
+}
+
+/// An intent's last word in a few words, one vocabulary for every reader: `unfinished`, `ok`,
+/// `settled landed`, `settled not landed (retryable)`, or the outcome it ended with (`unknown`,
+/// `retryable`, `permanent`).
+pub fn last_word_in_words(recall: &Recall) -> String {
+    let settled = recall.settlement().is_some();
+    match recall.last_word() {
+        LastWord::Unfinished => "unfinished".into(),
+        LastWord::Ok(_) if settled => "settled landed".into(),
+        LastWord::Ok(_) => "ok".into(),
+        LastWord::Ended(outcome) if settled => format!("settled not landed ({outcome})"),
+        LastWord::Ended(outcome) => outcome.as_str().into(),
+    }
+}
+
+/// `text` on one line: line breaks and other control characters as spaces.
+pub(crate) fn one_line(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{ApprovalNote, ApprovalStep, Settle, Verdict};
+    use Applied::{No, Unknown as EffectUnknown, Yes};
+    use Outcome::{Ok as Done, Permanent, Retryable, Unknown};
+    use Phase::{Approval, End, Settled, Start};
+
+    fn record(phase: Phase, attempt: u32, outcome: Option<Outcome>, effect: Option<Applied>) -> Record {
+        Record {
+            phase,
+            task: "t".into(),
+            call: "refund".into(),
+            intent_key: crate::Intent::new("t", "a", "refund", "order-9").key(),
+            attempt,
+            attempt_id: format!("t-a{attempt}"),
+            started: "2026-12-01T00:00:00Z".into(),
+            budget_left_s: 60,
+            outcome,
+            effect_applied: effect,
+            probe: None,
+            message: None,
+            retry_at: None,
+            value: None,
+            settled: None,
+            approval: None,
+        }
+    }
+
+    fn question(attempt: u32, step: ApprovalStep, until: Option<&str>) -> Record {
+        Record {
+            approval: Some(ApprovalNote {
+                step,
+                by: "ops".into(),
+                why: "503".into(),
+                at: "2026-12-01T00:00:00Z".into(),
+                until: until.map(str::to_owned),
+                os_user: None,
+            }),
+            ..record(Approval, attempt, None, None)
+        }
+    }
+
+    #[test]
+    fn in_doubt_as_a_table() {
+        let table = [
+            (Start, None, None, true),
+            (End, None, None, true),
+            (End, Some(Unknown), Some(EffectUnknown), true),
+            (End, Some(Retryable), Some(EffectUnknown), true),
+            (End, Some(Permanent), Some(EffectUnknown), true),
+            (End, Some(Retryable), Some(No), false),
+            (End, Some(Done), Some(Yes), false),
+            (End, Some(Done), Some(No), false),
+            (Settled, Some(Done), Some(Yes), false),
+            (Settled, Some(Retryable), Some(No), false),
+            (Approval, None, None, true),
+        ];
+        for (phase, outcome, effect, doubt) in table {
+            assert_eq!(in_doubt(phase, outcome, effect), doubt, "{phase:?} {outcome:?} {effect:?}");
+        }
+    }
+
+    #[test]
+    fn the_last_word_as_a_table() {
+        // (the record's phase and attempt, the kept highest attempt and last word's phase, replaces?)
+        let table = [
+            (Start, 2, 1, End, true),
+            (End, 1, 2, Start, false),
+            (End, 2, 2, Start, true),
+            (End, 2, 2, Settled, false),
+            (Settled, 2, 2, End, true),
+            (Start, 3, 2, Settled, true),
+            (Approval, 3, 2, End, false),
+            (End, 1, 2, Approval, true),
+            (Approval, 1, 0, Approval, false),
+        ];
+        for (phase, attempt, kept, kept_phase, replaces) in table {
+            assert_eq!(
+                supersedes(phase, attempt, kept, kept_phase),
+                replaces,
+                "{phase:?} a{attempt} over {kept_phase:?} a{kept}"
+            );
+        }
+        assert!(counts_as_attempt(Settled) && !counts_as_attempt(Approval));
+    }
+
+    #[test]
+    fn the_queue_is_oldest_first_then_task_attempt_key() {
+        let a = Record { started: "2026-12-01T00:00:01Z".into(), ..record(Start, 1, None, None) };
+        let b = Record {
+            started: "2026-12-01T00:00:00Z".into(),
+            task: "z".into(),
+            ..record(Start, 1, None, None)
+        };
+        let c = Record { started: "2026-12-01T00:00:00Z".into(), ..record(Start, 2, None, None) };
+        let d = Record { started: "2026-12-01T00:00:00Z".into(), ..record(Start, 1, None, None) };
+        let sorted = sort_queue(
+            vec![a.clone(), b.clone(), c.clone(), d.clone()].into_iter().map(Recall::from_record).collect(),
+        );
+        let order: Vec<&Record> = sorted.iter().map(|r| &r.last).collect();
+        assert_eq!(order, vec![&d, &c, &b, &a]);
+    }
+
+    #[test]
+    fn the_waiting_question_as_a_table() {
+        let now = "2026-12-01T00:01:00Z";
+        let open = Some("2026-12-01T00:05:00Z");
+        let closed = Some("2026-12-01T00:00:30Z");
+        let table = [
+            (Some(question(1, ApprovalStep::Asked, open)), 1, true),
+            (Some(question(1, ApprovalStep::Asked, Some(now))), 1, true),
+            (Some(question(1, ApprovalStep::Asked, closed)), 1, false),
+            (Some(question(1, ApprovalStep::Asked, open)), 2, false),
+            (Some(question(1, ApprovalStep::Approved, None)), 1, false),
+            (Some(question(1, ApprovalStep::Denied, None)), 1, false),
+            (None, 1, false),
+        ];
+        for (last, attempts, waits) in table {
+            assert_eq!(
+                waiting_question(last.as_ref(), attempts, now).is_some(),
+                waits,
+                "{last:?} of {attempts}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_answer_follows_only_its_own_open_question() {
+        let asked = question(1, ApprovalStep::Asked, Some("2999-01-01T00:00:00Z"));
+        let yes = question(1, ApprovalStep::Approved, None);
+        let other = question(2, ApprovalStep::Approved, None);
+        assert!(may_follow(&asked.as_record_ref(), None));
+        assert!(may_follow(&asked.as_record_ref(), Some(&yes)));
+        assert!(may_follow(&yes.as_record_ref(), Some(&asked)));
+        assert!(!may_follow(&yes.as_record_ref(), Some(&yes)), "one answer per question");
+        assert!(!may_follow(&other.as_record_ref(), Some(&asked)), "an answer about another attempt");
+        assert!(!may_follow(&yes.as_record_ref(), None), "an answer to nothing");
+    }
+
+    #[test]
+    fn an_answer_is_bound_to_the_attempt_examined() {
+        let recall = |last: Record| Recall { attempts: last.attempt, last };
+        let second = recall(record(End, 2, Some(Unknown), Some(EffectUnknown)));
+        assert_eq!(answer_bound(2, &second), None);
+        let moved = answer_bound(1, &second).unwrap_or_default();
+        assert!(
+            moved.contains("attempt 2 (t-a2) has started since") && moved.contains("ended unknown"),
+            "{moved}"
+        );
+        let never = answer_bound(3, &second).unwrap_or_default();
+        assert!(never.contains("no attempt 3"), "{never}");
+        let settled = Settle::new(Verdict::Landed, "alice", "seen")
+            .record_for(&second.last, "2026-12-01T00:02:00Z".into());
+        assert!(attempt_state(&settled).contains("is settled landed by alice"));
+    }
+
+    #[test]
+    fn the_last_word_in_words() {
+        let words = |last: Record| last_word_in_words(&Recall { attempts: last.attempt, last });
+        assert_eq!(words(record(Start, 1, None, None)), "unfinished");
+        assert_eq!(words(record(End, 1, Some(Done), Some(Yes))), "ok");
+        assert_eq!(words(record(End, 1, Some(Unknown), Some(EffectUnknown))), "unknown");
+        assert_eq!(words(record(End, 1, Some(Retryable), Some(No))), "retryable");
+        let last = record(End, 1, Some(Unknown), Some(EffectUnknown));
+        let landed =
+            Settle::new(Verdict::Landed, "alice", "seen").record_for(&last, "2026-12-01T00:02:00Z".into());
+        assert_eq!(words(landed), "settled landed");
+        let gone = Settle::new(Verdict::NotLanded, "alice", "not seen")
+            .record_for(&last, "2026-12-01T00:02:00Z".into());
+        assert_eq!(words(gone), "settled not landed (retryable)");
+    }
+}
