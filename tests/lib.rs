@@ -19,12 +19,19 @@ pub mod chapters {
     pub struct AttemptLog;
     #[doc = include_str!("../docs/agent-surface.md")]
     pub struct AgentSurface;
-    #[doc = include_str!("../docs/postgres.md")]
-    pub struct Postgres;
     #[doc = include_str!("../docs/observability.md")]
     pub struct Observability;
     #[doc = include_str!("../docs/testing-kit.md")]
     pub struct TestingKit;
     #[doc = include_str!("../docs/fuzzing.md")]
     pub struct Fuzzing;
+    #[doc = include_str!("../docs/unknown.md")]
+    pub struct Unknown;
+    #[doc = include_str!("../docs/console.md")]
+    pub struct Console;
+    #[doc = include_str!("../docs/FLEET.md")]
+    pub struct Fleet;
+    #[doc = include_str!("../docs/README.md")]
+    pub struct ReadingOrder;
+    // docs/postgres.md needs `tool-contract-postgres`: its holder is in that crate's lib.rs.
 }

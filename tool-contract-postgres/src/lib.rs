@@ -117,3 +117,11 @@ pub use options::PgOptions;
 pub use rustls;
 pub use schema::SCHEMA_VERSION;
 pub use store::PgJournal;
+
+// ---------------------------------------------------------------------------------------------------
+// Doctest holders: the docs/ chapters whose examples need this crate, compiled as doctests.
+
+/// The examples of docs/postgres.md, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/postgres.md")]
+pub struct PostgresChapter;
