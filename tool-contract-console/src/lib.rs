@@ -3,6 +3,15 @@
 //! intent in doubt and approving or denying a `money` retry (`tool_contract::LogApprover`), in a
 //! browser, without JavaScript.
 //!
+//! # Features
+//!
+//! | feature | what it adds | default |
+//! |---|---|---|
+//! | `postgres` | serving a log in PostgreSQL (`tool-contract console postgres://...`) | yes |
+//! | `postgres-tls` | reaching PostgreSQL over TLS (rustls): `--pg-ca-file`, `sslmode=require`; turns on `postgres` | yes |
+//! | `tls` | serving the console over HTTPS (rustls): [`Options::tls`], `--tls-cert`, `--tls-key` | yes |
+//! | `cli` | the `tool-contract-console` command (`cargo install --path tool-contract-console --features cli` from a checkout); turns on `postgres` | no |
+//!
 //! ```text
 //! tool-contract console /var/lib/agent/attempts.log [--listen 127.0.0.1:0] [--read-only] [--by NAME]
 //!     [--operators FILE] [--allow-remote --tls-cert FILE --tls-key FILE --host NAME...]
@@ -36,7 +45,7 @@
 //!   page of another origin (another port of 127.0.0.1 included) is refused.
 //! - Every text from the log is escaped where it is shown (a settlement's evidence is one operator's
 //!   input shown to others).
-
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 use std::convert::Infallible;

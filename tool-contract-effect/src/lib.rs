@@ -1,6 +1,13 @@
 //! The effect kinds of tool-contract and the policy table each one carries: the one table the runtime's
 //! executor of the policy and the `#[tool]` attribute's checks both read. Use it through the
 //! `tool-contract` crate (`tool_contract::EffectKind`).
+//!
+//! # Features
+//!
+//! | feature | what it adds | default |
+//! |---|---|---|
+//! | `serde` | `Serialize` and `Deserialize` for [`EffectKind`] (lowercase names), as the runtime crate uses it | no |
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

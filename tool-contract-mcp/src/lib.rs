@@ -1,5 +1,14 @@
 //! An MCP server for a [`Toolbox`]: every tool's contract, reached over the Model Context Protocol.
 //!
+//! # Features
+//!
+//! | feature | what it adds | default |
+//! |---|---|---|
+//! | `http` | MCP over streamable HTTP: 127.0.0.1 unless told otherwise, `Origin` checked, a bearer token if set | no |
+//! | `console` | the operator console (`tool-contract-console`) mounted at `/console` beside the MCP endpoint; turns on `http` | no |
+//! | `tracing` | a `tools/call {tool}` server span around each call, with the tool's `execute_tool` span inside | no |
+//! | `otel` | the server span continues the client's trace from the request's `_meta` `traceparent`; turns on `tracing` | no |
+//!
 //! MCP clients must re-send a `tools/call` whose reply stream broke, and the protocol has no
 //! idempotency key. This server gives every call an intent key from its task and its `target`, so a
 //! re-sent call is recognised in the attempt log and not repeated.
@@ -73,6 +82,7 @@
 //! server.serve_stdio().await
 //! # }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "http")]
 pub mod http;

@@ -2,6 +2,14 @@
 //! attempted by one worker at a time, and a worker that dies mid-call is taken over by another that
 //! probes first.
 //!
+//! # Features
+//!
+//! | feature | what it adds | default |
+//! |---|---|---|
+//! | `testing` | a throwaway PostgreSQL server started from the system's binaries, for tests | no |
+//! | `tls` | connections over TLS with rustls: [`PgJournal::connect_tls`] | no |
+//! | `cli` | the `tool-contract-postgres` command (`cargo install --path tool-contract-postgres --features cli` from a checkout) | no |
+//!
 //! [`PgJournal`] implements [`Journal`](tool_contract::Journal); give it to a task and every call of
 //! the task claims its intent and writes ahead to PostgreSQL:
 //!
@@ -93,7 +101,7 @@
 //!
 //! - `testing`: `testing::PgServer`, a throwaway server started from the system's binaries, for tests.
 //! - `tls`: [`PgJournal::connect_tls`], connections encrypted with rustls (pure Rust, no OpenSSL).
-
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

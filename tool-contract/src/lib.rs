@@ -14,31 +14,65 @@
 //! ([`Classify`]), probes before any second attempt of a side effect ([`Probe`]), and applies the retry
 //! policy of the tool's [`EffectKind`].
 //!
-//! ```
-//! use std::time::Duration;
-//! use tool_contract::{Applied, Class, EffectKind, Outcome, Probe, Task, ToolSpec, engine};
+//! # Features
 //!
-//! const POST_NOTICE: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send)
-//!     .deadline_floor(Duration::from_secs(2));
+//! | feature | what it adds | default |
+//! |---|---|---|
+//! | `reqwest` | the `reqwest` module: classification of reqwest errors and responses, and the intent key as `Idempotency-Key` | no |
+//! | `tracing` | a span per call, attempt and probe (OpenTelemetry GenAI names), and events, on the `tracing` crate | no |
+//! | `metrics` | counters and histograms of calls, outcomes, probes and refusals, on the `metrics` facade | no |
+//! | `cli` | the `tool-contract` command (`cargo install --path tool-contract --features cli` from a checkout) and its command line | no |
+//!
+//! # A tool
+//!
+//! [`tool`] turns an async function into a tool: a wrapper that takes the [`Task`] and returns a
+//! [`Report`]. Here a `send` lands and its reply is lost; the probe finds it, the report says `ok`, and
+//! the same intent asked again is answered from the attempt log, not sent twice.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicU32, Ordering};
+//! use std::time::Duration;
+//! use tool_contract::{Applied, Call, Class, IntentKey, MemoryJournal, Outcome, Probe, Reason, Task, tool};
+//!
+//! static POSTED: AtomicU32 = AtomicU32::new(0);
+//!
+//! /// Post a notice to a support thread.
+//! #[tool(effect = "send", probe = notice_landed, target = thread, deadline_floor = "1s")]
+//! async fn post_notice(call: &Call, thread: String, text: String) -> Result<u64, Class> {
+//!     // A real tool sends `call.key()` downstream as the `Idempotency-Key` header.
+//!     let _ = (call.key(), thread, text);
+//!     POSTED.fetch_add(1, Ordering::SeqCst);
+//!     // The notice landed; the connection dropped before the answer came back.
+//!     Err(Class::unknown("connection reset after the request was sent"))
+//! }
+//!
+//! /// Find the notice carrying `key` in the thread: the read that settles an unknown.
+//! async fn notice_landed(thread: &String, text: &String, key: IntentKey) -> Probe<u64> {
+//!     let _ = (thread, text, key);
+//!     if POSTED.load(Ordering::SeqCst) > 0 { Probe::Landed(4411) } else { Probe::NotLanded }
+//! }
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! let task = Task::new("ord-7741", "agent:support", Duration::from_secs(30));
-//! let key = task.key(&POST_NOTICE, &"thread-9", None);
-//! let report = engine::run(
-//!     &task,
-//!     &POST_NOTICE,
-//!     key,
-//!     // The attempt: the connection drops after the notice was sent.
-//!     |_call| async { Err::<u64, _>(Class::unknown("connection reset after the request was sent")) },
-//!     // The probe: a read of the thread finds the notice carrying this key.
-//!     |_key| async { Probe::Landed(4411u64) },
-//! )
-//! .await;
-//! assert_eq!(report.outcome, Outcome::Ok);
-//! assert_eq!(report.effect_applied, Applied::Yes);
-//! assert_eq!(report.value, Some(4411));
+//! let task = Task::new("ticket-5", "agent:support", Duration::from_secs(30))
+//!     .journal(Arc::new(MemoryJournal::new()));
+//! let report = post_notice(&task, "thread-9".into(), "your refund was sent".into()).await;
+//! assert_eq!((report.outcome, report.effect_applied), (Outcome::Ok, Applied::Yes));
+//! assert_eq!((report.value, report.reason), (Some(4411), Reason::Landed));
+//! // The same intent again (a model that repeats itself): answered from the log, not sent again.
+//! let again = post_notice(&task, "thread-9".into(), "your refund was sent".into()).await;
+//! assert_eq!((again.reason, POSTED.load(Ordering::SeqCst)), (Reason::Replayed, 1));
 //! # }
 //! ```
+//!
+//! # The chapters
+//!
+//! The guide is in the `docs/` folder of the repository, one chapter a file: "The contract"
+//! (`contract.md`: the report, the intent key, the policy per effect kind, the deadline budget), "The
+//! `#[tool]` attribute" (`macro.md`), "When the answer is unknown" (`unknown.md`), "The attempt log
+//! and its stores" (`attempt-log.md`), "Tools a model can call" (`agent-surface.md`), "The operator
+//! console" (`console.md`), "A fleet on PostgreSQL" (`postgres.md`), "Observability and the retry
+//! budget" (`observability.md`), "The testing kit" (`testing-kit.md`) and "Fuzzing" (`fuzzing.md`).
 //!
 //! # The public API
 //!
@@ -56,6 +90,7 @@
 //!
 //! Where each rule is decided in the code is in CONTRIBUTING.md ("Where each rule lives").
 #![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod budget;
 pub mod bulk;
