@@ -12,7 +12,7 @@ use crate::classify::{Class, Classify};
 use crate::effect::EffectKind;
 use crate::journal::{LastWord, Recall};
 use crate::key::IntentKey;
-use crate::policy::Settle;
+use crate::policy::{Settle, Start};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Item, Outcome, Reason, Report};
 use crate::spec::ToolSpec;
@@ -149,11 +149,12 @@ impl<I, A, P> Parts<I, A, P> {
         summarise(run, honest(&self.results, &self.maybe), self.words, "", None)
     }
 
-    /// A `money` batch resumed after an attempt that applied nothing (by its own word, or a person's
-    /// settlement): its next attempt is a second attempt, which the approver says yes to first, in
-    /// whichever call it comes. What the log says stands for the probe's "not landed".
-    fn second_money_attempt(&mut self, run: &mut Run<'_>, why: String) {
-        if run.spec().effect() == crate::EffectKind::Money {
+    /// A batch resumed after an attempt that applied nothing (by its own word, or a person's
+    /// settlement), of a kind whose second attempt the approver says yes to first
+    /// ([`policy::asks_approval`](crate::policy::asks_approval)), in whichever call it comes: what the
+    /// log says stands for the probe's "not landed", and the policy asks before the next attempt.
+    fn second_attempt(&mut self, run: &mut Run<'_>, why: String) {
+        if crate::policy::asks_approval(run.spec().effect()) {
             self.last = Some(Class::retryable(why));
             run.now_mut().known_not_landed();
         }
@@ -324,12 +325,13 @@ where
     fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<()>> {
         let recorded =
             recall.last.value.as_ref().and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
-        if let Some(settled) = recall.settlement() {
+        let start = crate::policy::start(Some(&recall), run.spec().effect());
+        if recall.settlement().is_some() {
             // A person settled the batch: landed, every item (or the items the settlement names) is
             // done and nothing is sent again; not landed, every item is open again.
-            if settled.verdict != crate::Verdict::Landed {
+            if start != Start::Settled {
                 let why = recall.last.message.clone().unwrap_or_default();
-                self.second_money_attempt(run, why);
+                self.second_attempt(run, why);
                 return None;
             }
             crate::observe::replayed(run.spec());
@@ -381,7 +383,7 @@ where
                     };
                 }
             }
-            (LastWord::Ended(outcome), None) if recall.last.effect_applied == Some(Applied::No) => {
+            (LastWord::Ended(outcome), None) if matches!(start, Start::Fresh | Start::SecondAttempt { .. }) => {
                 second = Some(format!(
                     "attempt {} ended {outcome} with its effect no in an earlier call",
                     recall.last.attempt_id
@@ -397,7 +399,7 @@ where
             (LastWord::Ok(_), None) => {}
         }
         if let Some(why) = second {
-            self.second_money_attempt(run, why);
+            self.second_attempt(run, why);
         }
         None
     }

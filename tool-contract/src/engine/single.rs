@@ -11,7 +11,7 @@ use super::state::{Run, Stop};
 use crate::call::Call;
 use crate::classify::{Class, Classify};
 use crate::journal::{LastWord, LogValue, Recall, Verdict};
-use crate::policy::Settle;
+use crate::policy::{Settle, Start};
 use crate::probe::{Probe, ProbeMark, Prober};
 use crate::report::{Applied, Outcome, Reason, Report};
 
@@ -61,43 +61,41 @@ where
     }
 
     fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<T>> {
-        if let Some(settled) = recall.settlement() {
-            if settled.verdict == Verdict::Landed {
-                return Some(run.reports().settled(&recall.last));
-            }
-            // A person found it did not land: the next attempt, as after a probe's "not landed".
-            let why = recall.last.message.unwrap_or_default();
-            self.last = Some(Class::retryable(why));
-            run.now_mut().known_not_landed();
-            return None;
-        }
         let id = run.now().id();
-        let earlier = match recall.last_word() {
-            LastWord::Ok(value) => match value.map(T::from_log) {
+        let earlier = match crate::policy::start(Some(&recall), run.spec().effect()) {
+            Start::Fresh => return None,
+            Start::Settled => return Some(run.reports().settled(&recall.last)),
+            Start::Replay => match recall.last.value.as_ref().map(T::from_log) {
                 Some(Ok(value)) => return Some(run.reports().replayed(value)),
-                _ => Some(format!("attempt {id} is recorded ok but its value is not in the log")),
+                _ => format!("attempt {id} is recorded ok but its value is not in the log"),
             },
-            LastWord::Unfinished => Some(format!(
-                "attempt {id} started in an earlier call of this intent and never finished (the call was \
-                 dropped or its process stopped)"
-            )),
-            // An end that applied nothing for sure leaves nothing to resolve; but money's next attempt is
-            // a second attempt, which the approver says yes to first, in whichever call it comes.
-            LastWord::Ended(outcome) if recall.last.effect_applied == Some(Applied::No) => {
-                if run.spec().effect() == crate::EffectKind::Money {
-                    let why = format!("attempt {id} ended {outcome} with its effect no in an earlier call");
-                    self.last = Some(Class::retryable(why));
-                    run.now_mut().known_not_landed();
-                }
+            // What the log says stands for the probe's "not landed": the next attempt is a second one.
+            Start::SecondAttempt { .. } => {
+                let why = match (recall.settlement(), recall.last.outcome) {
+                    // A person found it did not land: the next attempt, as after a probe's "not landed".
+                    (Some(_), _) => recall.last.message.unwrap_or_default(),
+                    (None, outcome) => format!(
+                        "attempt {id} ended {} with its effect no in an earlier call",
+                        outcome.unwrap_or(crate::Outcome::Unknown)
+                    ),
+                };
+                self.last = Some(Class::retryable(why));
+                run.now_mut().known_not_landed();
                 return None;
             }
-            LastWord::Ended(outcome) => Some(format!(
-                "attempt {id} ended {outcome} in an earlier run with its effect {}",
-                recall.last.effect_applied.unwrap_or(Applied::Unknown)
-            )),
+            Start::Probe => match recall.last_word() {
+                LastWord::Ended(outcome) => format!(
+                    "attempt {id} ended {outcome} in an earlier run with its effect {}",
+                    recall.last.effect_applied.unwrap_or(Applied::Unknown)
+                ),
+                _ => format!(
+                    "attempt {id} started in an earlier call of this intent and never finished (the call was \
+                     dropped or its process stopped)"
+                ),
+            },
         };
-        self.last = earlier.map(Class::unknown);
-        run.now_mut().may_have_landed(self.last.is_some());
+        self.last = Some(Class::unknown(earlier));
+        run.now_mut().may_have_landed(true);
         None
     }
 
