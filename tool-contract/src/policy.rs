@@ -244,7 +244,11 @@ pub fn start(recall: Option<&crate::journal::Recall>, kind: EffectKind) -> Start
         // An end that applied nothing for sure leaves nothing to resolve; but money's next attempt is a
         // second attempt, which the approver says yes to first, in whichever call it comes.
         LastWord::Ended(_) if recall.last.effect_applied == Some(Applied::No) => {
-            if money { Start::SecondAttempt { approve_first: true } } else { Start::Fresh }
+            if money {
+                Start::SecondAttempt { approve_first: true }
+            } else {
+                Start::Fresh
+            }
         }
         LastWord::Ended(_) => Start::Probe,
     }
@@ -489,7 +493,9 @@ mod tests {
             approval: None,
         };
         let unknown = record(Phase::End, Some(Outcome::Unknown), Some(Applied::Unknown));
-        let settled = |verdict| Settlement::new(verdict, "alice", "seen").record_for(&unknown, "2026-12-01T00:01:00Z".into());
+        let settled = |verdict| {
+            Settlement::new(verdict, "alice", "seen").record_for(&unknown, "2026-12-01T00:01:00Z".into())
+        };
         let lasts = [
             ("started", record(Phase::Start, None, None)),
             ("ok", record(Phase::End, Some(Outcome::Ok), Some(Applied::Yes))),

@@ -383,7 +383,9 @@ where
                     };
                 }
             }
-            (LastWord::Ended(outcome), None) if matches!(start, Start::Fresh | Start::SecondAttempt { .. }) => {
+            (LastWord::Ended(outcome), None)
+                if matches!(start, Start::Fresh | Start::SecondAttempt { .. }) =>
+            {
                 second = Some(format!(
                     "attempt {} ended {outcome} with its effect no in an earlier call",
                     recall.last.attempt_id

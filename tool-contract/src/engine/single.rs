@@ -10,7 +10,7 @@ use super::log::{EndRecord, Pending};
 use super::state::{Run, Stop};
 use crate::call::Call;
 use crate::classify::{Class, Classify};
-use crate::journal::{LastWord, LogValue, Recall, Verdict};
+use crate::journal::{LastWord, LogValue, Recall};
 use crate::policy::{Settle, Start};
 use crate::probe::{Probe, ProbeMark, Prober};
 use crate::report::{Applied, Outcome, Reason, Report};
