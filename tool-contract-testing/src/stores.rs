@@ -647,10 +647,11 @@ pub async fn a_settlement_is_bound_to_its_attempt(store: &dyn Journal, scope: &s
     const RULE: &str = "a settlement lands on the attempt it names, or nowhere";
     let worker = Owner::new(format!("{scope}-bound-worker"));
     let k = key(scope, "settle-bound");
-    // The person opens attempt 1's page ...
-    left_unfinished(store, k, &worker, RULE).await;
-    // ... while the agent probes it (not landed), makes attempt 2, and that one ends in doubt too.
+    // The agent's attempt 1 is left unfinished, and the person opens its page ... while the agent
+    // probes it (not landed), makes attempt 2, and that one ends in doubt too. One claim throughout: a
+    // release may reach the store after a claim made just after it.
     claim(store, k, &worker, RULE).await;
+    store.start(&worker, record(k, Phase::Start, 1).as_record_ref(), Durability::Synced).await.expect(RULE);
     store
         .end(&worker, verdict(k, 1, ProbeMark::NotLanded).as_record_ref(), Durability::Buffered)
         .await
