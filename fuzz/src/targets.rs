@@ -252,7 +252,7 @@ impl Target for LogBytes {
                 assert!(contents.records.len() as u64 + contents.warnings.len() as u64 <= lines);
                 let mut index: HashMap<IntentKey, Recall> = HashMap::new();
                 for record in &contents.records {
-                    journal::index_record(&mut index, record);
+                    tool_contract::__private::index_record(&mut index, record);
                 }
                 let unresolved = index.values().filter(|recall| recall.is_unresolved()).count();
                 for recall in index.values() {

@@ -7,10 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use tool_contract::journal::{ApprovalError, ApprovalStep, Phase, Record};
 use tool_contract::{
     Applied, Class, Decision, EffectKind, FileJournal, IntentKey, Journal, LogApprover, MemoryJournal,
     Outcome, Probe, Reason, Report, Task, ToolSpec, answer_approval, engine,
+};
+use tool_contract::{
+    journal::{ApprovalStep, Phase, Record},
+    person::ApprovalError,
 };
 
 const REFUND: ToolSpec = ToolSpec::new("refund", EffectKind::Money);

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use tool_contract::journal::ApprovalError;
 use tool_contract::journal::inspect::Stored;
 use tool_contract::journal::{Recall, Record};
+use tool_contract::person::ApprovalError;
 use tool_contract::{Decision, IntentKey, Settle, SettleError};
 
 use crate::index::Index;

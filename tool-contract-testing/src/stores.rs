@@ -18,14 +18,17 @@
 
 use std::time::Duration;
 
-use tool_contract::journal::{
-    ApprovalError, ApprovalNote, ApprovalStep, Claimed, Decision, Durability, Journal, JournalError,
-    LastWord, Owner, Phase, Record, Settle, SettleError, Verdict, answer_approval, settle,
-};
 use tool_contract::key::{Intent, IntentKey};
 use tool_contract::probe::ProbeMark;
 use tool_contract::report::{Applied, Outcome};
 use tool_contract::rules;
+use tool_contract::{
+    journal::{
+        ApprovalNote, ApprovalStep, Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase,
+        Record, Verdict,
+    },
+    person::{ApprovalError, Decision, Settle, SettleError, answer_approval, settle},
+};
 
 /// A lease long enough that no step of the suite outlives it.
 const LEASE: Duration = Duration::from_secs(60);

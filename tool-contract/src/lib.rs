@@ -102,6 +102,7 @@ pub mod engine;
 pub mod journal;
 pub mod key;
 mod observe;
+pub mod person;
 pub(crate) mod policy;
 pub mod probe;
 pub mod report;
@@ -120,17 +121,18 @@ pub use classify::{Body, Class, Classify, HttpReply, RetryAfter};
 pub use effect::EffectKind;
 pub use engine::run;
 pub use journal::{
-    CompactMemoryJournal, Decision, Durability, FileJournal, Journal, JournalError, LogApprover, LogValue,
-    MemoryJournal, Record, Settle, SettleError, Settlement, Verdict, Via, answer_approval, settle,
+    CompactMemoryJournal, Durability, FileJournal, Journal, JournalError, LogValue, MemoryJournal, Record,
+    Settlement, Verdict, Via,
 };
 pub use key::{Intent, IntentKey};
+pub use person::{
+    Approval, ApprovalRequest, Approve, Decision, InDoubt, LogApprover, Settle, SettleError, answer_approval,
+    settle,
+};
 pub use probe::{NoProbe, Probe, Prober};
 pub use report::{Applied, Item, Outcome, Reason, Report};
 pub use spec::{Backoff, Dedupe, Jitter, ToolSpec};
-pub use task::{
-    Approval, ApprovalRequest, Approve, Escalate, Escalation, EscalationQueue, InDoubt, Task, TaskFactory,
-    TaskTemplate,
-};
+pub use task::{Escalate, Escalation, EscalationQueue, Task, TaskFactory, TaskTemplate};
 pub use tool_contract_macros::tool;
 pub use toolbox::Toolbox;
 

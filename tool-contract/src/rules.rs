@@ -197,7 +197,8 @@ pub(crate) fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::{ApprovalNote, ApprovalStep, Settle, Verdict};
+    use crate::journal::{ApprovalNote, ApprovalStep, Verdict};
+    use crate::person::Settle;
     use Applied::{No, Unknown as EffectUnknown, Yes};
     use Outcome::{Ok as Done, Permanent, Retryable, Unknown};
     use Phase::{Approval, End, Settled, Start};

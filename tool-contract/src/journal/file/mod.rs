@@ -69,7 +69,8 @@ mod recovery;
 mod requests;
 mod writer;
 
-pub use requests::{MAX_REQUEST_BYTES, REQUEST_LIFETIME, request_approval, request_settlement, requests_dir};
+pub use crate::person::REQUEST_LIFETIME;
+pub use requests::{MAX_REQUEST_BYTES, request_approval, request_settlement, requests_dir};
 
 use codec::*;
 use recovery::*;
@@ -234,7 +235,7 @@ struct State {
     /// Each intent's last approval record written since the log was opened: the questions this
     /// process asks wait here for their answers (a question left by an earlier process has nobody
     /// waiting for it).
-    approvals: crate::journal::approval::Approvals,
+    approvals: crate::journal::notes::Approvals,
     /// The file ends with a torn line: the next record starts with a newline.
     needs_newline: bool,
     /// Records queued for the writer thread, whole lines, in the order of the appends. Every `write(2)`
@@ -577,7 +578,7 @@ impl Journal for FileJournal {
         if crate::rules::counts_as_attempt(record.phase) {
             return Answer::now(Ok(false));
         }
-        match self.write(record, crate::journal::approval::DURABILITY, None) {
+        match self.write(record, crate::journal::notes::DURABILITY, None) {
             Err(JournalError::Conflict { why, .. }) if why == writer::APPROVAL_REFUSED => {
                 Answer::now(Ok(false))
             }

@@ -46,17 +46,14 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{FileJournal, Shared};
-use crate::journal::approval::{ApprovalError, Decision, answer_approval};
-use crate::journal::settle::{SettleError, settle_now};
-use crate::journal::{JournalError, Record, Settle};
+use crate::journal::{JournalError, Record};
 use crate::key::IntentKey;
+use crate::person::{
+    ApprovalError, Decision, REQUEST_LIFETIME, Settle, SettleError, answer_approval, settle_now,
+};
 
 /// How often a holder looks for requests.
 pub(super) const LOOK_EVERY: Duration = Duration::from_millis(200);
-
-/// The longest a request is good for after it was written: 10 minutes. A settler waits at most this
-/// long for the holder; a request older than this (or than its settler's wait) is answered `expired`.
-pub const REQUEST_LIFETIME: Duration = Duration::from_secs(600);
 
 /// The largest request file a holder reads: a request is a few hundred bytes, its evidence at most
 /// 1 KiB.
@@ -380,7 +377,7 @@ fn user_name(uid: u32) -> String {
         })
     });
     match name {
-        Some(name) => format!("uid {uid} ({})", super::super::settle::one_line(&name)),
+        Some(name) => format!("uid {uid} ({})", crate::rules::one_line(&name)),
         None => format!("uid {uid}"),
     }
 }

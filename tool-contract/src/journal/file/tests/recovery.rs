@@ -531,7 +531,7 @@ fn every_reader_judges_a_mutated_field_as_the_schema_does() {
         value: Some(serde_json::json!({ "id": 7 })),
         ..record("a", Phase::End, 2, Some(Outcome::Retryable))
     };
-    let settled = crate::journal::Settle::new(crate::journal::Verdict::Landed, "alice", "seen")
+    let settled = crate::person::Settle::new(crate::journal::Verdict::Landed, "alice", "seen")
         .value(7)
         .record_for(&record("a", Phase::Start, 2, None), "2026-11-30T05:13:00Z".into());
     let approval = Record {
