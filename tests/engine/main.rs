@@ -292,7 +292,10 @@ async fn unknown_without_an_escalation_sink_says_so() {
 struct Says(Approval, Arc<AtomicU32>);
 
 impl Approve for Says {
-    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> tool_contract::task::BoxFuture<'a, Approval> {
+    fn approve<'a>(
+        &'a self,
+        _request: &'a ApprovalRequest,
+    ) -> tool_contract::journal::BoxFuture<'a, Approval> {
         self.1.fetch_add(1, Ordering::SeqCst);
         Box::pin(std::future::ready(self.0.clone()))
     }

@@ -243,7 +243,10 @@ impl Person {
 struct Asks(Arc<Person>);
 
 impl tool_contract::Approve for Asks {
-    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> tool_contract::task::BoxFuture<'a, Approval> {
+    fn approve<'a>(
+        &'a self,
+        _request: &'a ApprovalRequest,
+    ) -> tool_contract::journal::BoxFuture<'a, Approval> {
         self.0.approvals.fetch_add(1, Ordering::SeqCst);
         let answer = if self.0.approves { Approval::Approved } else { Approval::Denied("no".into()) };
         Box::pin(async move { answer })
@@ -252,7 +255,7 @@ impl tool_contract::Approve for Asks {
     fn settle<'a>(
         &'a self,
         question: &'a tool_contract::InDoubt,
-    ) -> tool_contract::task::BoxFuture<'a, Option<Result<Settle, String>>> {
+    ) -> tool_contract::journal::BoxFuture<'a, Option<Result<Settle, String>>> {
         self.0.asked.fetch_add(1, Ordering::SeqCst);
         let answer = self.0.found.clone().map(|found| {
             found.map(|verdict| {

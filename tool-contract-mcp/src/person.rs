@@ -33,7 +33,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tool_contract::task::BoxFuture;
+use tool_contract::journal::BoxFuture;
 use tool_contract::{Approval, ApprovalRequest, Approve, InDoubt, IntentKey, Settle, Verdict, Via};
 
 /// How long a sealed request state stays good.

@@ -12,7 +12,7 @@ pub use crate::define::{Definition, Params};
 pub use crate::engine::run;
 pub use crate::engine::run_bulk;
 pub use crate::toolbox::{
-    Args, BoxFuture, JsonAttempt, JsonProbe, ModelArg, ModelValue, ToolFn, Unwritten, into_json, json_answer,
+    Args, JsonAttempt, JsonProbe, ModelArg, ModelValue, ToolFn, Unwritten, into_json, json_answer,
     json_verdict, run_json,
 };
 pub use crate::{

@@ -8,14 +8,12 @@ use tokio::time::Instant;
 
 use crate::budget::RetryBudgets;
 
-use crate::journal::{Journal, Recall};
+use crate::journal::{BoxFuture, Journal, Recall};
 use crate::key::IntentKey;
 use crate::key::KeyHashing;
 use crate::person::Approve;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
-
-pub use crate::journal::BoxFuture;
 
 /// One piece of work an agent does for someone: its identity, its actor, one wall-clock budget, and the
 /// people or systems that hear about what it cannot resolve alone.

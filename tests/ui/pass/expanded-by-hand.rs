@@ -11,9 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_contract::define::{Definition, Params};
-use tool_contract::toolbox::{
-    Args, BoxFuture, ModelArg, ModelValue, ToolFn, Unwritten, json_answer, json_verdict, run_json,
-};
+use tool_contract::{toolbox::{Args, ModelArg, ModelValue, ToolFn, Unwritten, json_answer, json_verdict, run_json}, journal::BoxFuture};
 use tool_contract::{
     Call, Class, Classify, EffectKind, IntentKey, Probe, Report, Task, ToolSpec, Toolbox, engine, tool,
 };

@@ -17,8 +17,9 @@ use tool_contract::key::IntentKey;
 use tool_contract::probe::ProbeMark;
 use tool_contract::report::{Applied, Outcome, Report};
 use tool_contract::{
+    journal::BoxFuture,
     person::{Approval, ApprovalRequest, Approve},
-    task::{BoxFuture, EscalationQueue, Task},
+    task::{EscalationQueue, Task},
 };
 
 mod expect;

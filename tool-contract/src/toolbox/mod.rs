@@ -74,7 +74,7 @@ use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
 use crate::task::Task;
 
-pub use crate::journal::BoxFuture;
+use crate::journal::BoxFuture;
 
 /// How deep a model's arguments may nest. `serde_json` refuses deeper text already; this also holds for
 /// a `Value` built in memory.
