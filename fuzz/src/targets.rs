@@ -8,8 +8,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_contract::classify::{self, Body, HttpReply, RetryAfter};
+use tool_contract::effect::EffectKind;
 use tool_contract::journal::{self, Recall};
-use tool_contract::{Call, Class, EffectKind, FileJournal, IntentKey, Item, Probe, Task, Toolbox, tool};
+use tool_contract::{Call, Class, FileJournal, IntentKey, Item, Probe, Task, Toolbox, tool};
 use tool_contract_mcp::McpServer;
 
 use crate::Target;
@@ -369,7 +370,7 @@ struct Row {
     cells: Vec<i64>,
 }
 
-impl tool_contract::ItemId for Row {
+impl tool_contract::bulk::ItemId for Row {
     fn item_id(&self) -> String {
         self.id.clone()
     }

@@ -305,7 +305,7 @@ mod tests {
     use tool_contract::journal::HEADER;
 
     fn line(task: &str, attempt: u32, phase: Phase, outcome: Option<Outcome>) -> String {
-        let key = tool_contract::Intent::new(task, "agent", "post_notice", "thread-9").key();
+        let key = tool_contract::key::Intent::new(task, "agent", "post_notice", "thread-9").key();
         let record = Record {
             phase,
             task: task.into(),

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{end, key, lease_left, start, starts};
+use tool_contract::effect::EffectKind;
 use tool_contract::journal::{Claimed, LastWord, Owner};
-use tool_contract::{
-    Class, Durability, EffectKind, Journal, JournalError, MemoryJournal, Outcome, Probe, Task, ToolSpec,
-    engine,
-};
+use tool_contract::journal::{Durability, Journal, JournalError};
+use tool_contract::spec::ToolSpec;
+use tool_contract::{Class, MemoryJournal, Outcome, Probe, Task, engine};
 use tool_contract_postgres::{PgJournal, PgOptions, SCHEMA_VERSION};
 
 const SYNCED: Durability = Durability::Synced;

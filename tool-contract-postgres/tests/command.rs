@@ -6,9 +6,10 @@ mod common;
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use tool_contract::Outcome;
+use tool_contract::journal::Journal;
 use tool_contract::journal::inspect::{View, render};
 use tool_contract::journal::{Durability, Owner};
-use tool_contract::{Journal, Outcome};
 
 fn command(args: &[&str], conninfo_var: Option<&str>) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tool-contract-postgres"));

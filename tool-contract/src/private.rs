@@ -8,17 +8,18 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+pub use crate::classify::Classify;
 pub use crate::define::{Definition, Params};
+pub use crate::effect::EffectKind;
 pub use crate::engine::run;
 pub use crate::engine::run_bulk;
+pub use crate::probe::NoProbe;
+pub use crate::spec::{Backoff, Dedupe, Jitter, ToolSpec};
 pub use crate::toolbox::{
     Args, JsonAttempt, JsonProbe, ModelArg, ModelValue, ToolFn, Unwritten, into_json, json_answer,
     json_verdict, run_json,
 };
-pub use crate::{
-    Backoff, Call, Classify, Dedupe, EffectKind, IntentKey, Item, Jitter, NoProbe, Probe, Report, Task,
-    ToolSpec,
-};
+pub use crate::{Call, IntentKey, Item, Probe, Report, Task};
 pub use core::time::Duration;
 
 /// Helpers the other crates of this workspace share with this one (the console's index and pages,

@@ -131,7 +131,7 @@ impl Task {
     /// The retry budgets this task's retries draw on, one per service ([`crate::budget`]): by default
     /// its own (20 % of the first attempts of the last 10 s, plus 10 retries a second), shared with its
     /// clones and the tasks made from it with [`Task::new_like`]. Give every task of a process the same
-    /// one to guard the services they share; [`RetryBudget::UNLIMITED`](crate::RetryBudget::UNLIMITED)
+    /// one to guard the services they share; [`RetryBudget::UNLIMITED`](crate::budget::RetryBudget::UNLIMITED)
     /// turns the guard off.
     pub fn retry_budgets(mut self, budgets: RetryBudgets) -> Task {
         self.budgets = budgets;
@@ -187,7 +187,7 @@ impl Task {
     /// The intent key of a call of `spec` on `target` (and `slot`) in this task.
     pub fn key(
         &self,
-        spec: &crate::ToolSpec,
+        spec: &crate::spec::ToolSpec,
         target: &dyn fmt::Display,
         slot: Option<&dyn fmt::Display>,
     ) -> IntentKey {
@@ -242,7 +242,8 @@ impl fmt::Debug for Task {
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use tool_contract::{Escalation, MemoryJournal, Task, TaskTemplate};
+/// use tool_contract::task::{Escalation, TaskTemplate};
+/// use tool_contract::{MemoryJournal, Task};
 ///
 /// let template = TaskTemplate::default()
 ///     .journal(Arc::new(MemoryJournal::new()))
@@ -388,7 +389,8 @@ where
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// use std::time::Duration;
-/// use tool_contract::{Escalation, Task};
+/// use tool_contract::task::Escalation;
+/// use tool_contract::Task;
 ///
 /// let (sink, mut escalations) = tokio::sync::mpsc::unbounded_channel::<Escalation>();
 /// let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).escalate_to(sink);
@@ -466,7 +468,7 @@ mod tests {
         let mut request = ApprovalRequest {
             task: "t".into(),
             call: "charge_card".into(),
-            key: crate::Intent::new("t", "a", "charge_card", "card-1").key(),
+            key: crate::key::Intent::new("t", "a", "charge_card", "card-1").key(),
             next_attempt: 2,
             history: "502 after the request was sent".into(),
             left: Duration::from_secs(30),

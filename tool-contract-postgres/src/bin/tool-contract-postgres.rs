@@ -182,7 +182,7 @@ fn no_conninfo() -> String {
 /// `settle`: a settlement written through the store, under the intent's claim.
 async fn settle(asked: &command::Args, out: &mut dyn Write) -> Result<(), Failure> {
     let (journal, _) = open(Some(asked.log.clone()), false).await?;
-    let done = tool_contract::settle(&journal, &asked.key, asked.attempt, &asked.settle).await;
+    let done = tool_contract::person::settle(&journal, &asked.key, asked.attempt, &asked.settle).await;
     let (line, code) = command::outcome(done, asked.json);
     match code {
         0 => writeln!(out, "{line}").map_err(written),

@@ -15,7 +15,7 @@ use tool_contract::journal::{
 };
 use tool_contract::key::IntentKey;
 use tool_contract::probe::ProbeMark;
-use tool_contract::report::{Applied, Outcome, Report};
+use tool_contract::{Applied, Outcome, Report};
 use tool_contract::{
     journal::BoxFuture,
     person::{Approval, ApprovalRequest, Approve},
@@ -205,7 +205,7 @@ fn unreachable_report() -> Report<()> {
         message: "no bulk tool".to_owned(),
         value: None,
         items: Vec::new(),
-        reason: tool_contract::report::Reason::Unrecorded,
+        reason: tool_contract::Reason::Unrecorded,
     }
 }
 

@@ -402,8 +402,8 @@ impl<T: Serialize + serde::de::DeserializeOwned> LogValue for T {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Intent;
-    use crate::report::Outcome;
+    use crate::Outcome;
+    use crate::key::Intent;
 
     fn record(phase: Phase, attempt: u32, outcome: Option<Outcome>) -> Record {
         Record {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{ApprovalNote, Settlement, Verdict};
 use crate::key::IntentKey;
 use crate::probe::ProbeMark;
-use crate::report::{Applied, Outcome};
+use crate::{Applied, Outcome};
 
 /// Whether a record is a promise made before an attempt, the account given after it, or a person's
 /// word on it (a settlement, an approval).

@@ -187,7 +187,7 @@ pub async fn answer_approval(
 /// another process (the operator console, or code of one's own), with both the question and the
 /// answer kept as records.
 ///
-/// [`LogApprover`] is an [`Approve`](crate::Approve) that writes an `approval` record with step
+/// [`LogApprover`] is an [`Approve`](crate::person::Approve) that writes an `approval` record with step
 /// `asked` (what the first attempt left, and until when it waits), then waits for the record that
 /// answers it: [`answer_approval`] writes `approved` or `denied` with who and why. A store keeps at
 /// most one answer to one question ([`Journal::approval_step`]): two people answering at once, exactly
@@ -200,8 +200,12 @@ pub async fn answer_approval(
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use tool_contract::{Call, Class, Decision, Intent, IntentKey, Journal, LogApprover, MemoryJournal, Outcome};
-/// use tool_contract::{Probe, Task, answer_approval, tool};
+/// use tool_contract::journal::Journal;
+/// use tool_contract::key::Intent;
+/// use tool_contract::person::{Decision, LogApprover};
+/// use tool_contract::{Call, Class, IntentKey, MemoryJournal, Outcome};
+/// use tool_contract::person::answer_approval;
+/// use tool_contract::{Probe, Task, tool};
 ///
 /// /// Refund an order; the bank refuses the first attempt, paying nothing.
 /// #[tool(effect = "money", target = order, probe = find_refund)]

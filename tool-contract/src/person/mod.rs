@@ -76,7 +76,8 @@ pub enum Approval {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_contract::{Approval, ApprovalRequest, Task};
+/// use tool_contract::person::{Approval, ApprovalRequest};
+/// use tool_contract::Task;
 ///
 /// let task = Task::new("ord-1", "agent", Duration::from_secs(30)).approver(|request: ApprovalRequest| async move {
 ///     if request.next_attempt <= 2 { Approval::Approved } else { Approval::Denied("one retry at most".into()) }

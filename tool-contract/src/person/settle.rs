@@ -9,7 +9,7 @@
 //! another attempt has started since (the agent probed, found nothing, and tried again), it is refused
 //! with [`SettleError::OtherAttempt`], naming the newer attempt and its state, so a verdict about
 //! attempt 1 never lands on attempt 2. An answer to an approval is bound the same way
-//! ([`answer_approval`](crate::answer_approval)), by the same rule. What the engine does with it:
+//! ([`answer_approval`](crate::person::answer_approval)), by the same rule. What the engine does with it:
 //!
 //! - [`Verdict::Landed`]: every later call of the intent answers `ok`, effect `yes`, with the settled
 //!   value (or none), and makes no attempt and no probe.
@@ -19,7 +19,9 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use tool_contract::{Class, Journal, MemoryJournal, Outcome, Settle, Task, Verdict, settle, tool};
+//! use tool_contract::journal::{Journal, Verdict};
+//! use tool_contract::person::{Settle, settle};
+//! use tool_contract::{Class, MemoryJournal, Outcome, Task, tool};
 //!
 //! /// Post a notice; its probe cannot tell (the thread's API is down).
 //! #[tool(effect = "send", target = thread, probe = check_thread)]
@@ -53,8 +55,8 @@ use serde::{Deserialize, Serialize};
 use crate::journal::{Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record};
 use crate::journal::{Settlement, Verdict, Via, notes::problem_of, rfc3339, wall_clock};
 use crate::key::IntentKey;
-use crate::report::{Applied, Outcome};
 use crate::rules::one_line;
+use crate::{Applied, Outcome};
 
 /// How long [`settle`](crate::person::settle) waits while another settler (or a call) holds the intent before it gives up.
 const BUSY_WAIT: Duration = Duration::from_secs(5);

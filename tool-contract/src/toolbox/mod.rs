@@ -63,16 +63,16 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::call::Call;
+use crate::Call;
 use crate::classify::{Class, Classify};
 use crate::define::{Definition, Format, Params};
 use crate::engine::{One, drive_in_parts};
 use crate::journal::LogValue;
 use crate::key::IntentKey;
 use crate::probe::Probe;
-use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
 use crate::task::Task;
+use crate::{Applied, Outcome, Report};
 
 use crate::journal::BoxFuture;
 
@@ -387,7 +387,7 @@ impl Args {
             message,
             value: None,
             items: Vec::new(),
-            reason: crate::report::Reason::BadArguments,
+            reason: crate::Reason::BadArguments,
         }
     }
 }
@@ -472,7 +472,10 @@ pub fn run_json<'a>(
         let mut report = match probe {
             // The engine's `run`, its attempt loop in an allocation of its own (the future is boxed anyway).
             Some(probe) => drive_in_parts(task, spec, key, One::new(attempt, probe).checking(check)).await,
-            None => drive_in_parts(task, spec, key, One::new(attempt, crate::NoProbe).checking(check)).await,
+            None => {
+                drive_in_parts(task, spec, key, One::new(attempt, crate::probe::NoProbe).checking(check))
+                    .await
+            }
         };
         if let Some(why) = unwritten.0.get()
             && report.value == Some(Value::Null)

@@ -59,8 +59,8 @@ use std::time::Duration;
 
 use super::leases::Leases;
 use super::{Answer, Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef};
+use crate::Outcome;
 use crate::key::{IntentKey, KeyHashing};
-use crate::report::Outcome;
 use crate::rules::{sort_queue as sort_unresolved, supersedes};
 
 mod codec;
@@ -178,7 +178,10 @@ pub struct JournalStats {
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use tool_contract::{Class, EffectKind, FileJournal, Journal, Probe, Task, ToolSpec, engine};
+/// use tool_contract::effect::EffectKind;
+/// use tool_contract::journal::Journal;
+/// use tool_contract::spec::ToolSpec;
+/// use tool_contract::{Class, FileJournal, Probe, Task, engine};
 ///
 /// const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
 ///
@@ -338,7 +341,8 @@ impl FileJournal {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tool_contract::{FileJournal, JournalError};
+    /// use tool_contract::journal::JournalError;
+    /// use tool_contract::FileJournal;
     ///
     /// let path = std::env::temp_dir().join(format!("open-waiting-doc-{}.log", std::process::id()));
     /// let first = FileJournal::open(&path)?;

@@ -1,12 +1,12 @@
 use super::*;
 use crate::journal::{Claimed, Durability, MemoryJournal, Owner, Recall, RecordRef};
-use crate::report::{Applied, Outcome};
+use crate::{Applied, Outcome};
 
 fn request(next_attempt: u32) -> ApprovalRequest {
     ApprovalRequest {
         task: "t".into(),
         call: "refund".into(),
-        key: crate::Intent::new("t", "a", "refund", "order-9").key(),
+        key: crate::key::Intent::new("t", "a", "refund", "order-9").key(),
         next_attempt,
         history: "503".into(),
         left: Duration::from_secs(60),

@@ -198,7 +198,7 @@ async fn attempt_numbers_continue_after_an_older_process() {
         &READ,
         k,
         |call: crate::Call| async move { Ok::<u32, Class>(call.attempt()) },
-        crate::NoProbe,
+        crate::probe::NoProbe,
     )
     .await;
     assert_eq!(report.value, Some(3));
