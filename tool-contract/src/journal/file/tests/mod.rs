@@ -460,6 +460,7 @@ async fn tasks_appending_at_once_leave_whole_lines_in_order_per_task() {
 }
 
 mod codec;
+mod compaction;
 mod recovery;
 
 /// Issue 23, item 6: opening a new log on a disk whose writes and syncs hang returns at once: the
