@@ -29,6 +29,7 @@ use crate::key::IntentKey;
 
 mod answer;
 pub mod file;
+pub(crate) mod index;
 pub mod inspect;
 mod leases;
 mod memory;

@@ -1,13 +1,7 @@
 //! What a person's word on an attempt records, as data: a settlement ([`Settlement`]) and an approval
 //! note ([`ApprovalNote`]). Making them is [`crate::person`]'s work.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
-
-use super::{Durability, Phase, Record};
-use crate::key::IntentKey;
-use crate::rules::may_follow;
 
 /// The most evidence a settlement holds: 1 KiB of UTF-8.
 pub const MAX_EVIDENCE_BYTES: usize = 1024;
@@ -184,29 +178,3 @@ impl ApprovalNote {
         }
     }
 }
-
-/// What a store keeps of approvals: each intent's last approval record.
-#[derive(Debug, Default)]
-pub(crate) struct Approvals(HashMap<IntentKey, Record>);
-
-impl Approvals {
-    /// The intent's last approval record.
-    pub(crate) fn last(&self, key: &IntentKey) -> Option<&Record> {
-        self.0.get(key)
-    }
-
-    /// Keep `record` if it is an approval record (as the intent's last).
-    pub(crate) fn note(&mut self, record: &super::RecordRef<'_>) {
-        if record.phase == Phase::Approval {
-            self.0.insert(record.intent_key, record.to_record());
-        }
-    }
-
-    /// Whether `record` may follow what is kept ([`may_follow`]).
-    pub(crate) fn may_take(&self, record: &super::RecordRef<'_>) -> bool {
-        may_follow(record, self.0.get(&record.intent_key))
-    }
-}
-
-/// How approval records are written: a question and its answer at once, and synced.
-pub(crate) const DURABILITY: Durability = Durability::Synced;

@@ -1,9 +1,6 @@
 //! The records of the attempt log, as data: a [`Record`] and its borrowed form, the [`Phase`] it is
 //! in, and what a store knows of one intent ([`Recall`], [`LastWord`]).
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
-
 use serde::{Deserialize, Serialize};
 
 use super::{ApprovalNote, Settlement, Verdict};
@@ -343,58 +340,4 @@ pub enum LastWord<'a> {
     Ok(Option<&'a serde_json::Value>),
     /// It ended with this outcome (never `ok`).
     Ended(Outcome),
-}
-
-impl Recall {
-    /// What the log knows of an intent after its first record.
-    pub fn from_record(record: Record) -> Recall {
-        Recall { attempts: record.attempt, last: record }
-    }
-
-    /// Fold the intent's next record in, by the rule of [`index_record`].
-    pub fn update(&mut self, record: &Record) {
-        if crate::rules::supersedes(record.phase, record.attempt, self.attempts, self.last.phase) {
-            self.last = record.clone();
-        }
-        if crate::rules::counts_as_attempt(record.phase) {
-            self.attempts = self.attempts.max(record.attempt);
-        }
-    }
-
-    /// The intent's last word.
-    pub fn last_word(&self) -> LastWord<'_> {
-        match (self.last.phase, self.last.outcome) {
-            // An approval record is never a last word once anything else is known; alone, the intent
-            // is treated as unfinished, which only probes.
-            (Phase::Start | Phase::Approval, _) | (Phase::End, None) => LastWord::Unfinished,
-            (Phase::End | Phase::Settled, Some(Outcome::Ok)) => LastWord::Ok(self.last.value.as_ref()),
-            (Phase::End | Phase::Settled, Some(outcome)) => LastWord::Ended(outcome),
-            (Phase::Settled, None) => LastWord::Ended(Outcome::Unknown),
-        }
-    }
-
-    /// `true` when the intent waits on someone: unfinished, ended `unknown`, or ended with its effect
-    /// unknown.
-    pub fn is_unresolved(&self) -> bool {
-        crate::rules::in_doubt(self.last.phase, self.last.outcome, self.last.effect_applied)
-    }
-
-    /// The settlement a person gave on the intent's last attempt, if its last word is one.
-    pub fn settlement(&self) -> Option<&Settlement> {
-        self.last.settled.as_ref().filter(|_| self.last.phase == Phase::Settled)
-    }
-}
-
-/// Fold one record into an index of intents: the shared rule of every store.
-///
-/// Records are folded in log order. The highest attempt number is kept, and the last record of the
-/// highest attempt is the intent's last word: an end record for an older attempt (a late completion)
-/// does not hide a newer start.
-pub fn index_record(index: &mut HashMap<IntentKey, Recall>, record: &Record) {
-    match index.entry(record.intent_key) {
-        Entry::Occupied(entry) => entry.into_mut().update(record),
-        Entry::Vacant(entry) => {
-            entry.insert(Recall::from_record(record.clone()));
-        }
-    }
 }

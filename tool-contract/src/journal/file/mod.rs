@@ -186,7 +186,7 @@ struct State {
     /// Each intent's last approval record written since the log was opened: the questions this
     /// process asks wait here for their answers (a question left by an earlier process has nobody
     /// waiting for it).
-    approvals: crate::journal::notes::Approvals,
+    approvals: crate::journal::index::Approvals,
     /// The file ends with a torn line: the next record starts with a newline.
     needs_newline: bool,
     /// Records queued for the writer thread, whole lines, in the order of the appends. Every `write(2)`

@@ -78,7 +78,7 @@ impl Journal for FileJournal {
         if crate::rules::counts_as_attempt(record.phase) {
             return Answer::now(Ok(false));
         }
-        match self.write(record, crate::journal::notes::DURABILITY, None) {
+        match self.write(record, crate::journal::index::DURABILITY, None) {
             Err(JournalError::Conflict { why, .. }) if why == writer::APPROVAL_REFUSED => {
                 Answer::now(Ok(false))
             }

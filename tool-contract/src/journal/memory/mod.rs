@@ -44,7 +44,7 @@ struct Plain {
     /// Who holds which intent.
     leases: Leases,
     /// Each intent's last approval record.
-    approvals: super::notes::Approvals,
+    approvals: super::index::Approvals,
 }
 
 /// The intents to forget once a store holds `held` intents, more than `max` (its bound): of the
