@@ -167,8 +167,9 @@ const NO_APPROVALS: &str = "approvals (the memory, file and PostgreSQL stores do
 /// [`append_attempt`](Journal::append_attempt) (a read's two records as one entry),
 /// [`attempts`](Journal::attempts) (a read's numbering without decoding a record) and
 /// [`flush`](Journal::flush). [`approval`](Journal::approval) and
-/// [`approval_step`](Journal::approval_step) keep the questions of a [`LogApprover`](crate::person::LogApprover) and their answers;
-/// a store without them says so ([`JournalError::Unsupported`]) and a `LogApprover` on it says no. The
+/// [`approval_step`](Journal::approval_step) keep the questions of a
+/// [`LogApprover`](crate::person::LogApprover) and their answers; a store without them says so
+/// ([`JournalError::Unsupported`]) and a `LogApprover` on it says no. The
 /// conformance suite (`tool_contract_testing::stores`) checks the
 /// contract through the required methods and the defaults alike.
 ///
@@ -294,9 +295,10 @@ pub trait Journal: Send + Sync {
     /// store is unreachable.
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>>;
 
-    /// The intent's last `approval` record (a question, or its answer), for [`LogApprover`](crate::person::LogApprover) and
-    /// [`answer_approval`](crate::person::answer_approval); `Ok(None)` when none was written. The default: this store keeps no
-    /// approvals ([`JournalError::Unsupported`]).
+    /// The intent's last `approval` record (a question, or its answer), for
+    /// [`LogApprover`](crate::person::LogApprover) and [`answer_approval`](crate::person::answer_approval);
+    /// `Ok(None)` when none was written. The default: this store keeps no approvals
+    /// ([`JournalError::Unsupported`]).
     fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
         let _ = key;
         Answer::now(Err(JournalError::Unsupported { log: "this store".into(), what: NO_APPROVALS.into() }))

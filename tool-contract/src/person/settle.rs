@@ -9,7 +9,7 @@
 //! another attempt has started since (the agent probed, found nothing, and tried again), it is refused
 //! with [`SettleError::OtherAttempt`], naming the newer attempt and its state, so a verdict about
 //! attempt 1 never lands on attempt 2. An answer to an approval is bound the same way
-//! ([`answer_approval`](crate::person::answer_approval)), by the same rule. What the engine does with it:
+//! ([`answer_approval`](super::answer_approval)), by the same rule. What the engine does with it:
 //!
 //! - [`Verdict::Landed`]: every later call of the intent answers `ok`, effect `yes`, with the settled
 //!   value (or none), and makes no attempt and no probe.
@@ -58,7 +58,7 @@ use crate::key::IntentKey;
 use crate::rules::one_line;
 use crate::{Applied, Outcome};
 
-/// How long [`settle`](crate::person::settle) waits while another settler (or a call) holds the intent before it gives up.
+/// How long [`settle`] waits while another settler (or a call) holds the intent before it gives up.
 const BUSY_WAIT: Duration = Duration::from_secs(5);
 
 /// The lease a settler takes: time to check and write one record. Short, so a settler that stops
