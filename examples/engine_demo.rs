@@ -6,9 +6,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tool_contract::{
-    Class, EffectKind, EscalationQueue, IntentKey, NoProbe, Probe, Report, Task, ToolSpec, engine,
-};
+use tool_contract::effect::EffectKind;
+use tool_contract::probe::NoProbe;
+use tool_contract::spec::ToolSpec;
+use tool_contract::task::EscalationQueue;
+use tool_contract::{Class, IntentKey, Probe, Report, Task, engine};
 
 /// A notice board that applies a post and then, the first time, loses the reply.
 #[derive(Default)]

@@ -19,8 +19,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tool_contract::classify::Body;
+use tool_contract::effect::EffectKind;
 use tool_contract::reqwest::{RequestBuilderExt, read};
-use tool_contract::{Body, Call, Class, EffectKind, FileJournal, IntentKey, Item, Probe, Report, Task, tool};
+use tool_contract::{Call, Class, FileJournal, IntentKey, Item, Probe, Report, Task, tool};
 use tool_contract_testing::http::LoopbackServer;
 use tool_contract_testing::{Conformance, FakeService, Timing, Verdict};
 

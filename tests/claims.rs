@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use tool_contract::effect::EffectKind;
 use tool_contract::journal::{Claimed, Owner};
-use tool_contract::{
-    Applied, Class, EffectKind, FileJournal, Journal, JournalError, MemoryJournal, Outcome, Probe, Task,
-    ToolSpec, engine,
-};
+use tool_contract::journal::{Journal, JournalError};
+use tool_contract::spec::ToolSpec;
+use tool_contract::{Applied, Class, FileJournal, MemoryJournal, Outcome, Probe, Task, engine};
 
 const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
 
@@ -146,7 +146,7 @@ async fn every_store_fences_start_records_by_claim_and_attempt() {
         ("file", Arc::new(FileJournal::open(dir.join("attempts.log")).unwrap())),
     ];
     for (name, store) in stores {
-        let key = tool_contract::Intent::new("t", "a", "post", name).key();
+        let key = tool_contract::key::Intent::new("t", "a", "post", name).key();
         let (a, b) = (Owner::new("a"), Owner::new("b"));
         let start = |attempt: u32| tool_contract::journal::Record {
             phase: tool_contract::journal::Phase::Start,
@@ -166,7 +166,7 @@ async fn every_store_fences_start_records_by_claim_and_attempt() {
             settled: None,
             approval: None,
         };
-        let durable = tool_contract::Durability::Synced;
+        let durable = tool_contract::journal::Durability::Synced;
         let refused = |r: Result<(), JournalError>| matches!(r, Err(JournalError::Conflict { .. }));
         assert!(refused(store.start(&a, start(1).as_record_ref(), durable).await), "{name}: no claim");
         assert_eq!(store.claim(&key, &a, Duration::from_secs(10)).await.unwrap(), Claimed::Held(None));
@@ -346,7 +346,7 @@ async fn the_embedded_stores_pass_the_store_conformance_suite() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     tool_contract_testing::stores::all(&MemoryJournal::new(), "memory").await;
-    tool_contract_testing::stores::all(&tool_contract::CompactMemoryJournal::new(), "compact").await;
+    tool_contract_testing::stores::all(&tool_contract::journal::CompactMemoryJournal::new(), "compact").await;
     tool_contract_testing::stores::all(&FileJournal::open(dir.join("attempts.log")).unwrap(), "file").await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -418,7 +418,7 @@ impl Journal for Link {
         &self,
         owner: &Owner,
         record: tool_contract::journal::RecordRef<'_>,
-        durability: tool_contract::Durability,
+        durability: tool_contract::journal::Durability,
     ) -> Held<'_> {
         let (owner, record) = (owner.clone(), record.to_record());
         self.send(move |inner| {
@@ -429,7 +429,7 @@ impl Journal for Link {
         &self,
         owner: &Owner,
         record: tool_contract::journal::RecordRef<'_>,
-        durability: tool_contract::Durability,
+        durability: tool_contract::journal::Durability,
     ) -> Held<'_> {
         let (owner, record) = (owner.clone(), record.to_record());
         self.send(move |inner| {
@@ -439,7 +439,7 @@ impl Journal for Link {
     fn append(
         &self,
         record: tool_contract::journal::RecordRef<'_>,
-        durability: tool_contract::Durability,
+        durability: tool_contract::journal::Durability,
     ) -> Held<'_> {
         let record = record.to_record();
         self.send(move |inner| {
@@ -464,9 +464,9 @@ const TRANSFER: ToolSpec =
     ToolSpec::new("transfer", EffectKind::Money).deadline_floor(Duration::from_millis(500));
 
 async fn transfer(journal: Arc<dyn Journal>, applied: &AtomicU32) -> tool_contract::Report<u64> {
-    let task = Task::new("ord-7741", "agent", Duration::from_secs(2))
-        .journal(journal)
-        .approver(|_: tool_contract::ApprovalRequest| async { tool_contract::Approval::Approved });
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(2)).journal(journal).approver(
+        |_: tool_contract::person::ApprovalRequest| async { tool_contract::person::Approval::Approved },
+    );
     engine::run(
         &task,
         &TRANSFER,

@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use tool_contract::{Dedupe, EffectKind, NoProbe, Probe, Report, Task, ToolSpec, engine};
+use tool_contract::effect::EffectKind;
+use tool_contract::probe::NoProbe;
+use tool_contract::spec::{Dedupe, ToolSpec};
+use tool_contract::{Probe, Report, Task, engine};
 use tool_contract_testing::{
     Conformance, FakeService, Scenario, Verdict, batch_probe, batch_result, single_result,
 };

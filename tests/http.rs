@@ -2,7 +2,7 @@
 //! faults happen at the socket (a connection closed after the effect was applied, a reply held back).
 //! Real clock, short figures ([`Timing::REAL`]).
 
-use tool_contract::EffectKind;
+use tool_contract::effect::EffectKind;
 use tool_contract_testing::{Conformance, Scenario, Timing, Verdict};
 use tool_contract_tests::http_tools::{post, write_rows};
 

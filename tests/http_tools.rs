@@ -4,8 +4,11 @@
 
 use std::time::Duration;
 
+use tool_contract::classify::Body;
+use tool_contract::effect::EffectKind;
 use tool_contract::reqwest::{RequestBuilderExt, read};
-use tool_contract::{Body, Class, EffectKind, IntentKey, Item, Probe, Report, Task, ToolSpec, engine};
+use tool_contract::spec::ToolSpec;
+use tool_contract::{Class, IntentKey, Item, Probe, Report, Task, engine};
 use tool_contract_testing::FakeService;
 use tool_contract_testing::http::LoopbackServer;
 

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tool_contract::journal::{Phase, Record, read_log};
+use tool_contract::key::Intent;
 use tool_contract::probe::ProbeMark;
-use tool_contract::{Applied, Intent, IntentKey, Outcome};
+use tool_contract::{Applied, IntentKey, Outcome};
 
 const CHILD: &str = env!("CARGO_BIN_EXE_journal-crash-child");
 /// Bounds every wait on the child; the child reaches its stop point in milliseconds.

@@ -19,7 +19,7 @@
 //!   newline, as a `write(2)` cut short by a crash leaves it, then stop.
 //!
 //! - `settle-landed`, `settle-not-landed`: no engine run; settle the intent as a person would
-//!   (`tool_contract::settle`, landed with the value the service holds, or not landed), then stop.
+//!   (`tool_contract::person::settle`, landed with the value the service holds, or not landed), then stop.
 //!
 //! Stopping creates `DIR/stopped` and blocks the thread (so the engine cannot go on, nor time out)
 //! until the process is killed.
@@ -31,8 +31,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use tool_contract::effect::EffectKind;
 use tool_contract::journal::{Phase, Record};
-use tool_contract::{Class, EffectKind, FileJournal, IntentKey, Probe, Task, ToolSpec, engine};
+use tool_contract::spec::ToolSpec;
+use tool_contract::{Class, FileJournal, IntentKey, Probe, Task, engine};
 
 const POST_NOTICE: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
 
@@ -102,7 +104,8 @@ async fn post(dir: &Path, stop: &str) {
 /// Settle the intent as a person who looked at the thread, then stop: the process dies right after
 /// the settlement was recorded.
 async fn settle_then_stop(dir: &Path, verdict: &str) -> ! {
-    use tool_contract::{Settle, Verdict};
+    use tool_contract::journal::Verdict;
+    use tool_contract::person::Settle;
     let log = FileJournal::open(dir.join("attempts.log")).unwrap();
     let task = Task::new("ord-7741", "agent:support", Duration::from_secs(60));
     let key = task.key(&POST_NOTICE, &"thread-9", None);
@@ -111,7 +114,7 @@ async fn settle_then_stop(dir: &Path, verdict: &str) -> ! {
             .json_value(service_find(dir, key).map(serde_json::Value::from)),
         _ => Settle::new(Verdict::NotLanded, "alice", "thread-9 holds no notice"),
     };
-    tool_contract::settle(&log, &key, 1, &settle).await.unwrap();
+    tool_contract::person::settle(&log, &key, 1, &settle).await.unwrap();
     stop_here(dir);
 }
 
@@ -134,7 +137,7 @@ fn service_find(dir: &Path, key: IntentKey) -> Option<u64> {
 }
 
 fn tear_a_line(dir: &Path) {
-    let key = tool_contract::Intent::new("ord-7741", "agent:support", "post_notice", "thread-9").key();
+    let key = tool_contract::key::Intent::new("ord-7741", "agent:support", "post_notice", "thread-9").key();
     let record = Record {
         phase: Phase::Start,
         task: "ord-7741".into(),

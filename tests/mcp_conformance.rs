@@ -6,7 +6,8 @@ use std::sync::Arc;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, RequestMetaObject};
 use serde_json::{Map, Value, json};
-use tool_contract::{Call, Class, EffectKind, IntentKey, Item, Probe, Report, Task, Toolbox, tool};
+use tool_contract::effect::EffectKind;
+use tool_contract::{Call, Class, IntentKey, Item, Probe, Report, Task, Toolbox, tool};
 use tool_contract_mcp::{ACTOR_META_KEY, McpServer, TASK_META_KEY};
 use tool_contract_testing::{Conformance, FakeService, Verdict, batch_probe, batch_result, single_result};
 

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tool_contract::{Class, EscalationQueue, Probe, Task, tool};
+use tool_contract::task::EscalationQueue;
+use tool_contract::{Class, Probe, Task, tool};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};

@@ -4,10 +4,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use tool_contract::{
-    Backoff, Class, EffectKind, Jitter, NoProbe, Outcome, Probe, RetryBudget, RetryBudgets, Task, ToolSpec,
-    engine,
-};
+use tool_contract::budget::{RetryBudget, RetryBudgets};
+use tool_contract::effect::EffectKind;
+use tool_contract::probe::NoProbe;
+use tool_contract::spec::{Backoff, Jitter, ToolSpec};
+use tool_contract::{Class, Outcome, Probe, Task, engine};
 
 const NO_JITTER: Backoff =
     Backoff { base: Duration::from_millis(100), max: Duration::from_secs(1), jitter: Jitter::None };

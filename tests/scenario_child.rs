@@ -11,7 +11,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tool_contract::{EffectKind, EscalationQueue, FileJournal, Task};
+use tool_contract::effect::EffectKind;
+use tool_contract::task::EscalationQueue;
+use tool_contract::{FileJournal, Task};
 use tool_contract_tests::http_tools::{post_at, write_rows_at};
 
 fn main() {

@@ -10,9 +10,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_contract::define::{Definition, Format};
+use tool_contract::key::Intent;
 use tool_contract::toolbox::{DuplicateTool, UnknownTool};
 use tool_contract::{
-    Applied, Call, Class, Intent, IntentKey, Item, MemoryJournal, Outcome, Probe, Task, Toolbox, tool,
+    Applied, Call, Class, IntentKey, Item, MemoryJournal, Outcome, Probe, Task, Toolbox, tool,
 };
 
 fn task(id: &str) -> Task {

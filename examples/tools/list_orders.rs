@@ -9,7 +9,9 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tool_contract::{Class, EffectKind, Outcome, Task, ToolSpec, engine};
+use tool_contract::effect::EffectKind;
+use tool_contract::spec::ToolSpec;
+use tool_contract::{Class, Outcome, Task, engine};
 
 /// How many times each page was fetched.
 static FETCHED: Mutex<[u32; 5]> = Mutex::new([0; 5]);

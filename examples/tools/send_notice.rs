@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tool_contract::{Applied, Call, Class, Classify, IntentKey, Outcome, Probe, Task, tool};
+use tool_contract::classify::Classify;
+use tool_contract::{Applied, Call, Class, IntentKey, Outcome, Probe, Task, tool};
 
 /// A support thread, by number.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, JsonSchema)]

@@ -8,8 +8,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_contract::classify::{self, Body, HttpReply, RetryAfter};
+use tool_contract::effect::EffectKind;
 use tool_contract::journal::{self, Recall};
-use tool_contract::{Call, Class, EffectKind, FileJournal, IntentKey, Item, Probe, Task, Toolbox, tool};
+use tool_contract::{Call, Class, FileJournal, IntentKey, Item, Probe, Task, Toolbox, tool};
 use tool_contract_mcp::McpServer;
 
 use crate::Target;
@@ -252,7 +253,7 @@ impl Target for LogBytes {
                 assert!(contents.records.len() as u64 + contents.warnings.len() as u64 <= lines);
                 let mut index: HashMap<IntentKey, Recall> = HashMap::new();
                 for record in &contents.records {
-                    journal::index_record(&mut index, record);
+                    tool_contract::__private::index_record(&mut index, record);
                 }
                 let unresolved = index.values().filter(|recall| recall.is_unresolved()).count();
                 for recall in index.values() {
@@ -369,7 +370,7 @@ struct Row {
     cells: Vec<i64>,
 }
 
-impl tool_contract::ItemId for Row {
+impl tool_contract::bulk::ItemId for Row {
     fn item_id(&self) -> String {
         self.id.clone()
     }

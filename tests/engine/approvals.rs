@@ -7,10 +7,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use tool_contract::journal::{ApprovalError, ApprovalStep, Phase, Record};
+use tool_contract::effect::EffectKind;
+use tool_contract::journal::Journal;
+use tool_contract::person::{Decision, LogApprover, answer_approval};
+use tool_contract::spec::ToolSpec;
 use tool_contract::{
-    Applied, Class, Decision, EffectKind, FileJournal, IntentKey, Journal, LogApprover, MemoryJournal,
-    Outcome, Probe, Reason, Report, Task, ToolSpec, answer_approval, engine,
+    Applied, Class, FileJournal, IntentKey, MemoryJournal, Outcome, Probe, Reason, Report, Task, engine,
+};
+use tool_contract::{
+    journal::{ApprovalStep, Phase, Record},
+    person::ApprovalError,
 };
 
 const REFUND: ToolSpec = ToolSpec::new("refund", EffectKind::Money);
@@ -155,7 +161,7 @@ async fn the_budget_bounds_the_wait_for_an_answer() {
 #[tokio::test(start_paused = true)]
 async fn answers_that_are_not_answers_are_refused_with_nothing_written() {
     let log = MemoryJournal::new();
-    let key = tool_contract::Intent::new("ord-7741", "agent", "refund", "order-9").key();
+    let key = tool_contract::key::Intent::new("ord-7741", "agent", "refund", "order-9").key();
     let nothing = answer_approval(&log, &key, 2, &Decision::approve("alice", "ok")).await;
     assert!(matches!(nothing, Err(ApprovalError::NotAsked { .. })), "{nothing:?}");
     let no_reason = answer_approval(&log, &key, 2, &Decision::approve("alice", "  ")).await;

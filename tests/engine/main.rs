@@ -5,10 +5,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tool_contract::{
-    Applied, Approval, ApprovalRequest, Approve, Backoff, Class, Dedupe, EffectKind, EscalationQueue, Item,
-    Jitter, MemoryJournal, NoProbe, Outcome, Probe, Task, ToolSpec, engine,
-};
+use tool_contract::effect::EffectKind;
+use tool_contract::person::{Approval, ApprovalRequest, Approve};
+use tool_contract::probe::NoProbe;
+use tool_contract::spec::{Backoff, Dedupe, Jitter, ToolSpec};
+use tool_contract::task::EscalationQueue;
+use tool_contract::{Applied, Class, Item, MemoryJournal, Outcome, Probe, Task, engine};
 
 const NO_JITTER: Backoff =
     Backoff { base: Duration::from_millis(100), max: Duration::from_secs(5), jitter: Jitter::None };
@@ -292,7 +294,10 @@ async fn unknown_without_an_escalation_sink_says_so() {
 struct Says(Approval, Arc<AtomicU32>);
 
 impl Approve for Says {
-    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> tool_contract::task::BoxFuture<'a, Approval> {
+    fn approve<'a>(
+        &'a self,
+        _request: &'a ApprovalRequest,
+    ) -> tool_contract::journal::BoxFuture<'a, Approval> {
         self.1.fetch_add(1, Ordering::SeqCst);
         Box::pin(std::future::ready(self.0.clone()))
     }

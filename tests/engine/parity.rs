@@ -134,7 +134,10 @@ async fn bulk(kind: EffectKind, script: &[Answer], found: Found, name: &str) -> 
 struct Approves(Approval);
 
 impl Approve for Approves {
-    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> tool_contract::task::BoxFuture<'a, Approval> {
+    fn approve<'a>(
+        &'a self,
+        _request: &'a ApprovalRequest,
+    ) -> tool_contract::journal::BoxFuture<'a, Approval> {
         let answer = self.0.clone();
         Box::pin(async move { answer })
     }

@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tool_contract::effect::EffectKind;
+use tool_contract::journal::{Journal, Verdict};
 use tool_contract::journal::{Owner, Phase};
-use tool_contract::{
-    Applied, Approval, ApprovalRequest, Class, EffectKind, IntentKey, Journal, MemoryJournal, Outcome, Probe,
-    Reason, Settle, SettleError, Task, ToolSpec, Verdict, engine, settle,
-};
+use tool_contract::person::{Approval, ApprovalRequest, Settle, SettleError, settle};
+use tool_contract::spec::ToolSpec;
+use tool_contract::{Applied, Class, IntentKey, MemoryJournal, Outcome, Probe, Reason, Task, engine};
 
 /// A send whose requests may stay in flight for a minute: a probe's "not landed" is trusted only after.
 const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send).settle(Duration::from_secs(60));
@@ -126,7 +127,7 @@ async fn not_landed_makes_exactly_one_next_attempt_without_probe_or_settle_wait(
 }
 
 /// An approver that answers as told and counts the requests.
-fn approver(answer: Approval, asked: Arc<AtomicU32>) -> impl tool_contract::Approve + 'static {
+fn approver(answer: Approval, asked: Arc<AtomicU32>) -> impl tool_contract::person::Approve + 'static {
     move |_request: ApprovalRequest| {
         asked.fetch_add(1, Ordering::SeqCst);
         let answer = answer.clone();
@@ -242,8 +243,11 @@ impl Person {
 /// The task's approver: the person, shared with the test.
 struct Asks(Arc<Person>);
 
-impl tool_contract::Approve for Asks {
-    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> tool_contract::task::BoxFuture<'a, Approval> {
+impl tool_contract::person::Approve for Asks {
+    fn approve<'a>(
+        &'a self,
+        _request: &'a ApprovalRequest,
+    ) -> tool_contract::journal::BoxFuture<'a, Approval> {
         self.0.approvals.fetch_add(1, Ordering::SeqCst);
         let answer = if self.0.approves { Approval::Approved } else { Approval::Denied("no".into()) };
         Box::pin(async move { answer })
@@ -251,13 +255,13 @@ impl tool_contract::Approve for Asks {
 
     fn settle<'a>(
         &'a self,
-        question: &'a tool_contract::InDoubt,
-    ) -> tool_contract::task::BoxFuture<'a, Option<Result<Settle, String>>> {
+        question: &'a tool_contract::person::InDoubt,
+    ) -> tool_contract::journal::BoxFuture<'a, Option<Result<Settle, String>>> {
         self.0.asked.fetch_add(1, Ordering::SeqCst);
         let answer = self.0.found.clone().map(|found| {
             found.map(|verdict| {
                 let settle = Settle::new(verdict, &question.actor, format!("looked at {}", question.call))
-                    .via(tool_contract::Via::Client);
+                    .via(tool_contract::journal::Via::Client);
                 if verdict == Verdict::Landed { settle.value(4411) } else { settle }
             })
         });
@@ -298,7 +302,7 @@ async fn the_next_call_asks_the_person_and_honours_landed() {
     assert_eq!((person.asked.load(Ordering::SeqCst), attempts), (1, 0));
     assert!(report.message.contains("settled landed by agent:desk via client"), "{}", report.message);
     let recall = log.recall(&report.idempotency_key).unwrap();
-    assert_eq!(recall.settlement().map(|s| s.via), Some(tool_contract::Via::Client));
+    assert_eq!(recall.settlement().map(|s| s.via), Some(tool_contract::journal::Via::Client));
 }
 
 #[tokio::test(start_paused = true)]
@@ -451,7 +455,7 @@ async fn an_approver_that_does_not_answer_within_the_budget_has_not_approved() {
 async fn an_intent_whose_last_end_left_its_effect_unknown_can_be_settled() {
     use tool_contract::journal::{Durability, Record};
     let log = MemoryJournal::new();
-    let key = tool_contract::Intent::new("ord-7741", "agent", "refund", "ord-1").key();
+    let key = tool_contract::key::Intent::new("ord-7741", "agent", "refund", "ord-1").key();
     let owner = Owner::new("worker-1.1");
     let record = |phase, outcome: Option<Outcome>, effect: Option<Applied>| Record {
         phase,

@@ -90,7 +90,7 @@ async fn an_async_escalation_sink_gets_the_escalation_and_a_hung_one_is_left_beh
     // A sink that takes a while (a ticketing API): the call waits for it.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let task = Task::new("escalate-async", "agent", Duration::from_secs(30)).escalate_to(
-        move |escalation: tool_contract::Escalation| {
+        move |escalation: tool_contract::task::Escalation| {
             let tx = tx.clone();
             async move {
                 tokio::time::sleep(Duration::from_secs(2)).await;
@@ -108,7 +108,7 @@ async fn an_async_escalation_sink_gets_the_escalation_and_a_hung_one_is_left_beh
 
     // A sink that never answers: the report comes back after 5 s, saying it was not escalated.
     let task = Task::new("escalate-hung", "agent", Duration::from_secs(30))
-        .escalate_to(|_: tool_contract::Escalation| std::future::pending::<()>());
+        .escalate_to(|_: tool_contract::task::Escalation| std::future::pending::<()>());
     let key = task.key(&spec, &"user-8", None);
     let began = Instant::now();
     let report =

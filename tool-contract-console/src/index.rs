@@ -8,7 +8,10 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tool_contract::journal::{ApprovalStep, Phase, Recall, Record, parse_rfc3339};
+use tool_contract::{
+    __private::parse_rfc3339,
+    journal::{ApprovalStep, Phase, Recall, Record},
+};
 use tool_contract::{IntentKey, Outcome};
 
 /// How much of the log is read at a time.
@@ -176,7 +179,7 @@ impl Index {
     /// The questions waiting for an answer at `now` (asked, unanswered, not past their `until`, and
     /// about the attempt after the intent's highest), oldest first.
     pub fn pending(&self, now: SystemTime) -> Vec<&Record> {
-        let now = tool_contract::journal::rfc3339(now);
+        let now = tool_contract::__private::rfc3339(now);
         let mut pending: Vec<&Record> = self
             .asked
             .values()
@@ -302,7 +305,7 @@ mod tests {
     use tool_contract::journal::HEADER;
 
     fn line(task: &str, attempt: u32, phase: Phase, outcome: Option<Outcome>) -> String {
-        let key = tool_contract::Intent::new(task, "agent", "post_notice", "thread-9").key();
+        let key = tool_contract::key::Intent::new(task, "agent", "post_notice", "thread-9").key();
         let record = Record {
             phase,
             task: task.into(),

@@ -1,6 +1,6 @@
 //! A local operator console for a tool-contract attempt log: the calls waiting for approval and the
 //! intents in doubt first, each intent's timeline, each task's intents, what ended lately, settling an
-//! intent in doubt and approving or denying a `money` retry (`tool_contract::LogApprover`), in a
+//! intent in doubt and approving or denying a `money` retry (`tool_contract::person::LogApprover`), in a
 //! browser, without JavaScript.
 //!
 //! # Features
@@ -62,7 +62,9 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use maud::Markup;
 use tokio::net::TcpListener;
-use tool_contract::{Decision, IntentKey, Settle, Verdict};
+use tool_contract::IntentKey;
+use tool_contract::journal::Verdict;
+use tool_contract::person::{Decision, Settle};
 
 mod door;
 mod index;

@@ -6,7 +6,10 @@ use std::time::SystemTime;
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use tool_contract::journal::inspect::Stored;
-use tool_contract::journal::{ApprovalStep, Phase, Recall, Record, parse_rfc3339};
+use tool_contract::{
+    __private::parse_rfc3339,
+    journal::{ApprovalStep, Phase, Recall, Record},
+};
 
 use crate::index::WORDS;
 
@@ -270,7 +273,7 @@ fn answer_form(asked: &Record, settling: &Settling<'_>) -> Markup {
 /// attempt after the intent's highest, not past its `until`).
 fn waiting<'a>(recall: &Recall, records: &[&'a Record], now: SystemTime) -> Option<&'a Record> {
     let last = records.iter().rev().find(|r| !tool_contract::rules::counts_as_attempt(r.phase)).copied();
-    tool_contract::rules::waiting_question(last, recall.attempts, &tool_contract::journal::rfc3339(now))
+    tool_contract::rules::waiting_question(last, recall.attempts, &tool_contract::__private::rfc3339(now))
 }
 
 /// A task's intents, in order.

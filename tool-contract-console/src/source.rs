@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use tool_contract::journal::ApprovalError;
+use tool_contract::IntentKey;
 use tool_contract::journal::inspect::Stored;
 use tool_contract::journal::{Recall, Record};
-use tool_contract::{Decision, IntentKey, Settle, SettleError};
+use tool_contract::person::ApprovalError;
+use tool_contract::person::{Decision, Settle, SettleError};
 
 use crate::index::Index;
 use crate::pages::{MAX_ROWS, Overview};
@@ -126,7 +127,7 @@ impl Source {
             }
             #[cfg(feature = "postgres")]
             Source::Postgres { journal, .. } => {
-                use tool_contract::Journal;
+                use tool_contract::journal::Journal;
                 let Some(recall) = journal.recall(key).await.map_err(|e| e.to_string())? else {
                     return Ok(None);
                 };
@@ -161,7 +162,7 @@ impl Source {
             }
             #[cfg(feature = "postgres")]
             Source::Postgres { journal, .. } => {
-                tool_contract::answer_approval(journal, &key, attempt, &decision).await
+                tool_contract::person::answer_approval(journal, &key, attempt, &decision).await
             }
         }
     }
@@ -190,7 +191,9 @@ impl Source {
                 .unwrap_or_else(|e| Err(SettleError::Invalid(format!("the settlement stopped: {e}"))))
             }
             #[cfg(feature = "postgres")]
-            Source::Postgres { journal, .. } => tool_contract::settle(journal, &key, attempt, &settle).await,
+            Source::Postgres { journal, .. } => {
+                tool_contract::person::settle(journal, &key, attempt, &settle).await
+            }
         }
     }
 }

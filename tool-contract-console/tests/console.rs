@@ -292,7 +292,7 @@ async fn a_money_retry_waits_for_the_console_and_counts_one_answer() {
     let log = Arc::new(FileJournal::open(&path).unwrap());
     let task = Task::new("ticket-12", "agent", Duration::from_secs(60))
         .journal(log.clone())
-        .approver(tool_contract::LogApprover::new(log.clone()).wait(Duration::from_secs(30)));
+        .approver(tool_contract::person::LogApprover::new(log.clone()).wait(Duration::from_secs(30)));
     let running =
         Console::bind(&path, Options { by: "ops-alice".into(), ..Options::default() }).await.unwrap();
     let (addr, url) = (running.addr, running.url.clone());

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tool_contract::journal::Journal;
 use tool_contract::journal::Owner;
-use tool_contract::{Class, Journal, Outcome, Probe, Task, tool};
+use tool_contract::{Class, Outcome, Probe, Task, tool};
 use tool_contract_console::{Console, Options};
 use tool_contract_postgres::PgJournal;
 use tool_contract_postgres::testing::{PgServer, ServerError};
@@ -70,7 +71,7 @@ async fn the_console_settles_an_intent_of_a_fleets_store() {
     assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
     let key = first.idempotency_key.to_string();
     // Another worker of the fleet holds another intent meanwhile.
-    let other = tool_contract::Intent::new("ticket-other", "agent", "post_notice", "x").key();
+    let other = tool_contract::key::Intent::new("ticket-other", "agent", "post_notice", "x").key();
     shared.claim(&other, &Owner::new("worker-2.1"), Duration::from_secs(60)).await.unwrap();
 
     let running = Console::bind_postgres(journal, Options { by: "pg-operator".into(), ..Options::default() })
@@ -143,7 +144,7 @@ async fn the_console_approves_a_workers_money_retry_through_the_store() {
     let worker: Arc<dyn Journal> = Arc::new(PgJournal::connect(&conninfo).await.unwrap());
     let task = Task::new("ticket-pg-refund", "agent", Duration::from_secs(60))
         .journal(worker.clone())
-        .approver(tool_contract::LogApprover::new(worker.clone()).wait(Duration::from_secs(30)));
+        .approver(tool_contract::person::LogApprover::new(worker.clone()).wait(Duration::from_secs(30)));
     let call = tokio::spawn(async move { refund(&task, "order-1").await });
 
     let journal = PgJournal::connect(&conninfo).await.unwrap();

@@ -1,6 +1,6 @@
 //! The effect kinds of tool-contract and the policy table each one carries: the one table the runtime's
 //! executor of the policy and the `#[tool]` attribute's checks both read. Use it through the
-//! `tool-contract` crate (`tool_contract::EffectKind`).
+//! `tool-contract` crate (`tool_contract::effect::EffectKind`).
 //!
 //! # Features
 //!

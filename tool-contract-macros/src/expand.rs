@@ -418,7 +418,7 @@ fn probe_on(
                 ::std::boxed::Box::pin(async move {
                     let #verdict: #verdict_ty = #call;
                     #private::json_verdict(#verdict, __unwritten)
-                }) as #private::BoxFuture<'_, _>
+                }) as ::tool_contract::journal::BoxFuture<'_, _>
             }
         },
     })
@@ -722,7 +722,7 @@ fn json_run(
             #(#copies)*
             let __unwritten = &__unwritten;
             ::std::boxed::Box::pin(async move { #private::json_answer(#body.await, __unwritten) })
-                as #private::BoxFuture<'_, _>
+                as ::tool_contract::journal::BoxFuture<'_, _>
         };
         #probe
     }

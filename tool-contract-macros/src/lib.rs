@@ -54,7 +54,9 @@ use syn::ItemFn;
 ///
 /// ```
 /// # use std::time::Duration;
-/// # use tool_contract::{Call, Class, EffectKind, IntentKey, Probe, Report, Task, ToolSpec, engine};
+/// # use tool_contract::effect::EffectKind;
+/// # use tool_contract::spec::ToolSpec;
+/// # use tool_contract::{Call, Class, IntentKey, Probe, Report, Task, engine};
 /// # async fn notice_landed(thread: &String, text: &String, key: IntentKey) -> Probe<u64> { Probe::NotLanded }
 /// /// Post a notice to a support thread.
 /// async fn post_notice(task: &Task, thread: String, text: String) -> Report<u64> {
@@ -196,7 +198,8 @@ use syn::ItemFn;
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_contract::{Call, Class, Intent, IntentKey, Probe, Task, tool};
+/// use tool_contract::key::Intent;
+/// use tool_contract::{Call, Class, IntentKey, Probe, Task, tool};
 ///
 /// async fn reminded(user: &String, n: &u32, sent_at: &u64, key: IntentKey) -> Probe<()> { Probe::NotLanded }
 ///

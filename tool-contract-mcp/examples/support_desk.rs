@@ -387,7 +387,8 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
             return Err(format!("--approve-in-log asks in the --log file: give --log PATH\n{USAGE}").into());
         };
         // The question waits as long as the call's budget lets it.
-        let approver = tool_contract::LogApprover::new(journal).wait(Duration::from_secs(MAX_BUDGET_S));
+        let approver =
+            tool_contract::person::LogApprover::new(journal).wait(Duration::from_secs(MAX_BUDGET_S));
         builder = builder.approver(approver);
     }
     let server = builder.build().map_err(|e| e.to_string())?;

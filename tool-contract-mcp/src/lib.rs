@@ -109,10 +109,11 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
+use tool_contract::journal::Journal;
+use tool_contract::person::Approve;
+use tool_contract::task::{Escalate, TaskFactory, TaskTemplate};
 pub use tool_contract::toolbox::BudgetTooShort;
-use tool_contract::{
-    Approve, Escalate, IntentKey, Journal, Outcome, Report, Task, TaskFactory, TaskTemplate, Toolbox,
-};
+use tool_contract::{IntentKey, Outcome, Report, Task, Toolbox};
 
 /// The request `_meta` key that names the task a call works for (its durable identity: the order, the
 /// ticket).
@@ -631,7 +632,8 @@ impl ServerHandler for McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tool_contract::{Applied, Intent, report::Item};
+    use tool_contract::key::Intent;
+    use tool_contract::{Applied, Item};
 
     fn report(outcome: Outcome, value: Option<Value>, items: Vec<Item>) -> Report<Value> {
         Report {

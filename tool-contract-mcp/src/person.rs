@@ -33,8 +33,10 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tool_contract::task::BoxFuture;
-use tool_contract::{Approval, ApprovalRequest, Approve, InDoubt, IntentKey, Settle, Verdict, Via};
+use tool_contract::IntentKey;
+use tool_contract::journal::BoxFuture;
+use tool_contract::journal::{Verdict, Via};
+use tool_contract::person::{Approval, ApprovalRequest, Approve, InDoubt, Settle};
 
 /// How long a sealed request state stays good.
 const STATE_TTL: Duration = Duration::from_secs(15 * 60);
@@ -426,7 +428,7 @@ mod tests {
     use super::*;
 
     fn key() -> IntentKey {
-        tool_contract::Intent::new("ord-7741", "agent", "refund", "ord-7741").key()
+        tool_contract::key::Intent::new("ord-7741", "agent", "refund", "ord-7741").key()
     }
 
     #[test]

@@ -384,12 +384,9 @@ async fn a_request_state_approves_one_attempt_of_one_intent_and_a_changed_byte_n
         connect(bank, Answer::Approve, true, ProtocolVersion::V_2026_07_28, Duration::from_secs(5)).await;
     let input = round(&setup, "ord-1").await;
     let state = input.request_state.clone().expect("a sealed state");
-    let key = setup
-        .log
-        .unresolved()
-        .first()
-        .map(|r| r.last.intent_key)
-        .unwrap_or_else(|| tool_contract::Intent::new("ticket-7", "alice@desk", "refund", "ord-1").key());
+    let key = setup.log.unresolved().first().map(|r| r.last.intent_key).unwrap_or_else(|| {
+        tool_contract::key::Intent::new("ticket-7", "alice@desk", "refund", "ord-1").key()
+    });
     let end = key.to_string()[26..].to_owned();
     let yes = json!({ "action": "accept", "content": { "approve": true, "confirm": end } });
 
@@ -450,7 +447,10 @@ async fn the_next_call_of_a_lost_refund_asks_the_person_whether_it_landed() {
         let key: IntentKey = serde_json::from_value(second["idempotency_key"].clone()).unwrap();
         let settled = setup.log.recall(&key).unwrap();
         let settlement = settled.settlement().expect("a settlement in the log").clone();
-        assert_eq!((settlement.by.as_str(), settlement.via), ("alice@desk", tool_contract::Via::Client));
+        assert_eq!(
+            (settlement.by.as_str(), settlement.via),
+            ("alice@desk", tool_contract::journal::Via::Client)
+        );
         // And a later call answers from it, asking nobody.
         let third = report(&setup.client.call_tool(refund("ord-1")).await.unwrap());
         assert_eq!(third["outcome"], "ok");

@@ -18,8 +18,12 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tokio::sync::{Mutex, Semaphore};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Statement};
+use tool_contract::effect::EffectKind;
+use tool_contract::journal::Journal;
 use tool_contract::journal::Owner;
-use tool_contract::{Class, EffectKind, Intent, Journal, Probe, Task, ToolSpec, engine};
+use tool_contract::key::Intent;
+use tool_contract::spec::ToolSpec;
+use tool_contract::{Class, Probe, Task, engine};
 use tool_contract_postgres::testing::PgServer;
 use tool_contract_postgres::{PgJournal, PgOptions};
 

@@ -4,7 +4,7 @@
 use std::io;
 
 use tokio_postgres::error::SqlState;
-use tool_contract::JournalError;
+use tool_contract::journal::JournalError;
 
 /// A failed step of an operation.
 #[derive(Debug)]

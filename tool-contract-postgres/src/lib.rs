@@ -10,7 +10,7 @@
 //! | `tls` | connections over TLS with rustls: [`PgJournal::connect_tls`] | no |
 //! | `cli` | the `tool-contract-postgres` command (`cargo install --path tool-contract-postgres --features cli` from a checkout) | no |
 //!
-//! [`PgJournal`] implements [`Journal`](tool_contract::Journal); give it to a task and every call of
+//! [`PgJournal`] implements [`Journal`](tool_contract::journal::Journal); give it to a task and every call of
 //! the task claims its intent and writes ahead to PostgreSQL:
 //!
 //! ```no_run
@@ -19,7 +19,7 @@
 //! use tool_contract::Task;
 //! use tool_contract_postgres::PgJournal;
 //!
-//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tool_contract::JournalError> {
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), tool_contract::journal::JournalError> {
 //! // Creates the schema on first use; workers connecting at once migrate it once.
 //! let journal = Arc::new(PgJournal::connect("postgres://agent:secret@db.internal/agents").await?);
 //! let task = Task::new("ord-7741", "agent:billing", Duration::from_secs(30)).journal(journal.clone());
@@ -50,13 +50,13 @@
 //! 1. **The fence is the start row.** A start is one statement: it locks the caller's claim row,
 //!    checks that its lease runs and that the attempt is the highest + 1, and inserts the row; the
 //!    unique index refuses a second start of one attempt even if two owners both believed they held
-//!    the intent. Refused: [`JournalError::Conflict`](tool_contract::JournalError::Conflict), nothing
+//!    the intent. Refused: [`JournalError::Conflict`](tool_contract::journal::JournalError::Conflict), nothing
 //!    written.
 //! 2. **Every holder's write is conditional on the claim**, checked by the server in the statement
 //!    that writes. An end record (an attempt's end, a probe's verdict) is one statement too: it locks
 //!    the writer's claim row, checks that its lease runs and that the writer started that attempt
 //!    (its fenced start row carries the writer as owner) or, for a probe's verdict, that the attempt
-//!    is the highest; else [`JournalError::Conflict`](tool_contract::JournalError::Conflict), nothing
+//!    is the highest; else [`JournalError::Conflict`](tool_contract::journal::JournalError::Conflict), nothing
 //!    written. So a record held back by a partition and delivered after another worker took the
 //!    intent over changes nothing; and a late end of an old attempt does not hide a newer start (the
 //!    folding rule of [`Recall::update`](tool_contract::journal::Recall)).
@@ -73,10 +73,10 @@
 //!
 //! # Durability
 //!
-//! A side effect's start record ([`Durability::Synced`](tool_contract::Durability)) commits with
+//! A side effect's start record ([`Durability::Synced`](tool_contract::journal::Durability)) commits with
 //! `synchronous_commit` on (or the server's stronger setting); other records commit asynchronously
 //! (`synchronous_commit = off` for their transaction only). A read's start record
-//! ([`Durability::Lazy`](tool_contract::Durability)) is held in the process and written just before the
+//! ([`Durability::Lazy`](tool_contract::journal::Durability)) is held in the process and written just before the
 //! next record of its intent.
 //!
 //! # Faults
@@ -84,7 +84,7 @@
 //! Every operation runs on a pooled connection; a lost connection or a restarting server is tried
 //! again on a new connection a few times with a short backoff ([`PgOptions::retries`]), all within
 //! [`PgOptions::op_timeout`] and the caller's own deadline. What still fails is a
-//! [`JournalError`](tool_contract::JournalError), never a panic: a side effect whose start cannot be
+//! [`JournalError`](tool_contract::journal::JournalError), never a panic: a side effect whose start cannot be
 //! stored is not attempted. A fenced start tried again after its answer was lost is recognised as the
 //! caller's own and accepted once.
 //!

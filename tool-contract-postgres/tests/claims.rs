@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{end, key, lease_left, start, starts};
+use tool_contract::effect::EffectKind;
 use tool_contract::journal::{Claimed, LastWord, Owner};
-use tool_contract::{
-    Class, Durability, EffectKind, Journal, JournalError, MemoryJournal, Outcome, Probe, Task, ToolSpec,
-    engine,
-};
+use tool_contract::journal::{Durability, Journal, JournalError};
+use tool_contract::spec::ToolSpec;
+use tool_contract::{Class, MemoryJournal, Outcome, Probe, Task, engine};
 use tool_contract_postgres::{PgJournal, PgOptions, SCHEMA_VERSION};
 
 const SYNCED: Durability = Durability::Synced;
@@ -256,12 +256,12 @@ async fn rule_5_lease_times_come_from_the_servers_clock_only() {
     let lease = Duration::from_secs(5);
     journal.claim(&k, &a, lease).await.unwrap();
     memory.claim(&k, &a, lease).await.unwrap();
-    let wall = tool_contract::journal::wall_clock();
+    let wall = tool_contract::__private::wall_clock();
 
     tokio::time::pause();
     tokio::time::advance(Duration::from_secs(3600)).await;
     tokio::time::resume();
-    let jumped = tool_contract::journal::wall_clock().duration_since(wall).unwrap();
+    let jumped = tool_contract::__private::wall_clock().duration_since(wall).unwrap();
     assert!(jumped >= Duration::from_secs(3600), "the worker's clock moved {jumped:?}");
 
     // A store on the worker's clock would call the lease over (the memory store does)...

@@ -6,9 +6,11 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tool_contract::Journal;
+use tool_contract::effect::EffectKind;
+use tool_contract::journal::Journal;
 use tool_contract::journal::{Claimed, Owner, Phase};
-use tool_contract::{Applied, EffectKind, Outcome, Probe, Report, Task, ToolSpec, engine};
+use tool_contract::spec::ToolSpec;
+use tool_contract::{Applied, Outcome, Probe, Report, Task, engine};
 use tool_contract_postgres::PgJournal;
 use tool_contract_testing::{
     Conformance, FakeService, Timing, Verdict, batch_probe, batch_result, single_result,
@@ -90,7 +92,7 @@ async fn a_send_through_the_engine_is_logged_and_never_repeated() {
     for row in &stored {
         assert!(row.owner.as_deref().is_some_and(|o| !o.is_empty()), "{row:?}");
         let at = row.written_at.as_deref().unwrap_or_default();
-        assert!(tool_contract::journal::parse_rfc3339(at).is_some(), "written_at {at:?}");
+        assert!(tool_contract::__private::parse_rfc3339(at).is_some(), "written_at {at:?}");
     }
     let records: Vec<_> = stored.into_iter().map(|row| row.record).collect();
     let phases: Vec<(Phase, u32, Option<Outcome>)> =
@@ -172,7 +174,9 @@ async fn the_six_conformance_scenarios_pass_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_settlement_on_postgres_is_honoured_by_the_next_call() {
     use std::sync::atomic::{AtomicU32, Ordering};
-    use tool_contract::{Class, Settle, Verdict};
+    use tool_contract::Class;
+    use tool_contract::journal::Verdict;
+    use tool_contract::person::Settle;
     let Some((journal, _)) = common::journal("engine_settle").await else { return };
     let journal = Arc::new(journal);
     let spec = spec(EffectKind::Send);
@@ -204,7 +208,7 @@ async fn a_settlement_on_postgres_is_honoured_by_the_next_call() {
         let before = attempts.load(Ordering::SeqCst);
         let settle = Settle::new(verdict, "alice", "looked at the thread");
         let settle = if verdict == Verdict::Landed { settle.value(7u64) } else { settle };
-        tool_contract::settle(&*journal, &key, 1, &settle).await.unwrap();
+        tool_contract::person::settle(&*journal, &key, 1, &settle).await.unwrap();
         let report = call(false).await;
         assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(7)), "{verdict:?}: {}", report.message);
         assert_eq!(attempts.load(Ordering::SeqCst) - before, attempts_after, "{verdict:?}");

@@ -11,11 +11,12 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixStream};
 use tokio::sync::watch;
+use tool_contract::effect::EffectKind;
 use tool_contract::journal::{Claimed, Owner, Phase, Record};
-use tool_contract::{
-    Applied, Approval, ApprovalRequest, Class, Durability, EffectKind, Journal, JournalError, Outcome, Probe,
-    Task, ToolSpec, engine,
-};
+use tool_contract::journal::{Durability, Journal, JournalError};
+use tool_contract::person::{Approval, ApprovalRequest};
+use tool_contract::spec::ToolSpec;
+use tool_contract::{Applied, Class, Outcome, Probe, Task, engine};
 use tool_contract_postgres::{PgJournal, PgOptions};
 
 /// A TCP proxy to the server's Unix socket that can stop forwarding (holding what it reads, both ways)

@@ -4,8 +4,9 @@
 mod common;
 
 use common::{end, key};
+use tool_contract::Outcome;
 use tool_contract::journal::Record;
-use tool_contract::{Durability, Journal, Outcome};
+use tool_contract::journal::{Durability, Journal};
 
 /// Issue 22, item 3: one record schema, and PostgreSQL's row decoder judges it as every other reader
 /// does. Each column of a stored end record is set to a value the JSON form of a record could hold

@@ -11,7 +11,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tool_contract::Journal;
+use tool_contract::journal::Journal;
 use tool_contract_postgres::PgOptions;
 use tool_contract_testing::sim::{self, Clock, Failure};
 

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{end, key, start};
+use tool_contract::effect::EffectKind;
 use tool_contract::journal::{Claimed, LastWord, Owner, Record};
+use tool_contract::journal::{Durability, Journal, JournalError};
 use tool_contract::probe::ProbeMark;
-use tool_contract::{
-    Applied, Class, Durability, EffectKind, Journal, JournalError, MemoryJournal, Outcome, Probe, Task,
-    ToolSpec, engine,
-};
+use tool_contract::spec::ToolSpec;
+use tool_contract::{Applied, Class, MemoryJournal, Outcome, Probe, Task, engine};
 use tool_contract_postgres::testing::PgServer;
 use tool_contract_postgres::{PgJournal, PgOptions};
 
@@ -212,7 +212,7 @@ async fn read_count(task: &Task, reads: &AtomicU32) -> tool_contract::Report<u32
         &COUNT,
         task.key(&COUNT, &"t", None),
         |_| async { Ok::<u32, tool_contract::Class>(reads.fetch_add(1, Ordering::SeqCst)) },
-        tool_contract::NoProbe,
+        tool_contract::probe::NoProbe,
     )
     .await
 }

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use tool_contract::journal::Owner;
-use tool_contract::{Journal, JournalError};
+use tool_contract::journal::{Journal, JournalError};
 use tool_contract_postgres::rustls::pki_types::CertificateDer;
 use tool_contract_postgres::rustls::pki_types::pem::PemObject;
 use tool_contract_postgres::rustls::{ClientConfig, RootCertStore};
@@ -42,7 +42,7 @@ async fn a_store_over_tls_and_the_connections_it_refuses() {
     let owner = Owner::new("worker-tls.1");
     journal.claim(&key, &owner, Duration::from_secs(30)).await.unwrap();
     journal
-        .start(&owner, common::start(key, 1).as_record_ref(), tool_contract::Durability::Synced)
+        .start(&owner, common::start(key, 1).as_record_ref(), tool_contract::journal::Durability::Synced)
         .await
         .unwrap();
     assert_eq!(journal.try_recall(&key).await.unwrap().map(|r| r.attempts), Some(1));

@@ -48,8 +48,11 @@ use rig_core::completion::message::ToolName;
 use rig_core::tool::{ContextValue, DynamicTool, ToolContext, ToolErrorKind, ToolExecutionError, ToolOutput};
 use rig_core::wasm_compat::WasmBoxedFuture;
 use serde::{Deserialize, Serialize};
+use tool_contract::journal::Journal;
+use tool_contract::person::Approve;
+use tool_contract::task::{Escalate, TaskFactory, TaskTemplate};
 pub use tool_contract::toolbox::BudgetTooShort;
-use tool_contract::{Approve, Escalate, Journal, Task, TaskFactory, TaskTemplate, Toolbox};
+use tool_contract::{Task, Toolbox};
 
 /// The task and actor of a call, as a rig context value (key `dev.tool-contract/task`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

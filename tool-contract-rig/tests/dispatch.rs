@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use rig_core::tool::ToolContext;
 use serde_json::{Value, json};
-use tool_contract::{Class, Intent, IntentKey, Probe, Task, Toolbox, tool};
+use tool_contract::key::Intent;
+use tool_contract::{Class, IntentKey, Probe, Task, Toolbox, tool};
 use tool_contract_rig::{RigToolbox, TaskName};
 
 static SENT: AtomicU32 = AtomicU32::new(0);
@@ -131,7 +132,8 @@ async fn charge_landed(_: &String, _: IntentKey) -> Probe<u64> {
 #[tokio::test]
 async fn the_adapters_approver_and_sink_serve_calls_named_by_a_task_name() {
     use std::sync::Mutex;
-    use tool_contract::{Approval, ApprovalRequest, Escalation};
+    use tool_contract::person::{Approval, ApprovalRequest};
+    use tool_contract::task::Escalation;
     let asked = Arc::new(Mutex::new(Vec::new()));
     let escalated = Arc::new(AtomicU32::new(0));
     let mut toolbox = Toolbox::new();

@@ -10,7 +10,7 @@ use tool_contract::classify::{self, Body, Class, HttpReply};
 use tool_contract::effect::EffectKind;
 use tool_contract::key::IntentKey;
 use tool_contract::probe::Probe;
-use tool_contract::report::{Applied, Item};
+use tool_contract::{Applied, Item};
 
 /// One injected failure, consumed by one request in the order planned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,7 +115,7 @@ pub enum Lookup {
 /// It runs on tokio's clock, so scenarios run on a paused clock in tests. Clones share one service.
 ///
 /// ```
-/// use tool_contract::Intent;
+/// use tool_contract::key::Intent;
 /// use tool_contract_testing::{FakeService, Fault, Reply, Transport};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {

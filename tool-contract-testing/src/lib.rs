@@ -9,7 +9,7 @@
 //!   contract's invariants on every run.
 //!   [`sim::check_on`] runs it on a store of your own (PostgreSQL, say), with lost connections, slow
 //!   commits and leases cut short;
-//! - [`stores`]: the conformance suite every [`Journal`](tool_contract::Journal) runs (claims, the fence on
+//! - [`stores`]: the conformance suite every [`Journal`](tool_contract::journal::Journal) runs (claims, the fence on
 //!   starts and on every record about an attempt).
 //!
 //! Wire your tool to the fake (its client talks to [`FakeService`] instead of the network, its probe
@@ -18,7 +18,8 @@
 //! ```
 //! use std::time::Duration;
 //! use tool_contract_testing::{Conformance, FakeService, single_result};
-//! use tool_contract::{Call, Class, EffectKind, IntentKey, Probe, Report, Task, tool};
+//! use tool_contract::effect::EffectKind;
+//! use tool_contract::{Call, Class, IntentKey, Probe, Report, Task, tool};
 //!
 //! /// The author's tool, on a client that here is the fake service.
 //! struct Notices(FakeService);

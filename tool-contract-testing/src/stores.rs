@@ -18,14 +18,17 @@
 
 use std::time::Duration;
 
-use tool_contract::journal::{
-    ApprovalError, ApprovalNote, ApprovalStep, Claimed, Decision, Durability, Journal, JournalError,
-    LastWord, Owner, Phase, Record, Settle, SettleError, Verdict, answer_approval, settle,
-};
 use tool_contract::key::{Intent, IntentKey};
 use tool_contract::probe::ProbeMark;
-use tool_contract::report::{Applied, Outcome};
 use tool_contract::rules;
+use tool_contract::{Applied, Outcome};
+use tool_contract::{
+    journal::{
+        ApprovalNote, ApprovalStep, Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase,
+        Record, Verdict,
+    },
+    person::{ApprovalError, Decision, Settle, SettleError, answer_approval, settle},
+};
 
 /// A lease long enough that no step of the suite outlives it.
 const LEASE: Duration = Duration::from_secs(60);
@@ -678,7 +681,7 @@ pub async fn a_settlement_is_bound_to_its_attempt(store: &dyn Journal, scope: &s
     assert_eq!((written.phase, written.attempt), (Phase::Settled, 2), "{RULE}");
 }
 
-/// A question to a person before attempt `attempt + 1`, as [`tool_contract::LogApprover`] asks it.
+/// A question to a person before attempt `attempt + 1`, as [`tool_contract::person::LogApprover`] asks it.
 fn question(key: IntentKey, attempt: u32) -> Record {
     Record {
         message: Some(format!("approval of attempt {} asked", attempt + 1)),

@@ -20,7 +20,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use tool_contract::{Class, FileJournal, Journal, Outcome, Probe, Task, tool};
+use tool_contract::journal::Journal;
+use tool_contract::{Class, FileJournal, Outcome, Probe, Task, tool};
 
 /// The instant fake service: takes the notice, hands back its id.
 async fn fake_post(thread: u64) -> Result<u64, Class> {

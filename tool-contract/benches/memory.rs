@@ -24,7 +24,8 @@ use std::time::Duration;
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use tokio::sync::Semaphore;
-use tool_contract::{Class, CompactMemoryJournal, FileJournal, Journal, Outcome, Probe, Task, tool};
+use tool_contract::journal::{CompactMemoryJournal, Journal};
+use tool_contract::{Class, FileJournal, Outcome, Probe, Task, tool};
 
 /// Counts the bytes the program holds, and the most it held since the last [`reset_peak`].
 struct Counting;

@@ -18,7 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tool_contract::{Class, CompactMemoryJournal, FileJournal, Journal, MemoryJournal, Outcome, Task, tool};
+use tool_contract::journal::{CompactMemoryJournal, Journal};
+use tool_contract::{Class, FileJournal, MemoryJournal, Outcome, Task, tool};
 
 #[path = "common/by_hand.rs"]
 mod by_hand;

@@ -16,7 +16,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tool_contract::{Class, CompactMemoryJournal, MemoryJournal, Task, tool};
+use tool_contract::journal::CompactMemoryJournal;
+use tool_contract::{Class, MemoryJournal, Task, tool};
 
 #[path = "../benches/common/by_hand.rs"]
 #[allow(dead_code)]

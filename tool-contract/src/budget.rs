@@ -8,14 +8,15 @@
 //! with "retry budget spent for SERVICE"; the caller decides when to come back. Probes are never
 //! refused: they are the reads that resolve an `unknown`, and they retry nothing.
 //!
-//! The budgets are kept per service name ([`crate::ToolSpec::service`], by default the tool's name) in
+//! The budgets are kept per service name ([`crate::spec::ToolSpec::service`], by default the tool's name) in
 //! a [`RetryBudgets`], shared by a task's clones and the tasks made from it with [`crate::Task::new_like`]
 //! (as the MCP server and the rig adapter make one per call); give tasks made otherwise the same one
 //! with [`crate::Task::retry_budgets`].
 //!
 //! ```
 //! use std::time::Duration;
-//! use tool_contract::{RetryBudget, RetryBudgets, Task};
+//! use tool_contract::budget::{RetryBudget, RetryBudgets};
+//! use tool_contract::Task;
 //!
 //! // A third of recent first attempts, and 2 retries a second, over a 30 s window.
 //! let budgets = RetryBudgets::new(RetryBudget::new(Duration::from_secs(30), 2, 33));

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::Item;
 use crate::key::IntentKey;
-use crate::report::Item;
 
 /// The items an attempt of a call in parts reported before it returned.
 pub(crate) type Progress = Arc<Mutex<Vec<Item>>>;
@@ -81,7 +81,10 @@ impl Call {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tool_contract::{Class, EffectKind, Item, NoProbe, Outcome, Task, ToolSpec, engine};
+    /// use tool_contract::effect::EffectKind;
+    /// use tool_contract::probe::NoProbe;
+    /// use tool_contract::spec::ToolSpec;
+    /// use tool_contract::{Class, Item, Outcome, Task, engine};
     ///
     /// const INDEX: ToolSpec = ToolSpec::new("index_docs", EffectKind::Read).max_attempts(1);
     ///

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use crate::effect::EffectKind;
-use crate::report::{Applied, Outcome};
+use crate::{Applied, Outcome};
 
 /// A failure, classified: the outcome it leads to, whether the effect landed, how long the service asked
 /// to wait, and one line for the model.
@@ -106,7 +106,8 @@ impl fmt::Display for Class {
 /// Implement it for each tool error type; the engine calls it on every failed attempt.
 ///
 /// ```
-/// use tool_contract::{Class, Classify};
+/// use tool_contract::classify::Classify;
+/// use tool_contract::Class;
 ///
 /// enum ThreadError { Locked, Gone, Dropped }
 ///
@@ -179,7 +180,9 @@ pub struct HttpReply<'a> {
 /// A `Retry-After` HTTP-date is measured from [`crate::journal::wall_clock`].
 ///
 /// ```
-/// use tool_contract::{Applied, Body, EffectKind, HttpReply, Outcome, classify};
+/// use tool_contract::classify::{Body, HttpReply};
+/// use tool_contract::effect::EffectKind;
+/// use tool_contract::{Applied, Outcome, classify};
 ///
 /// let reply = HttpReply { status: 502, retry_after: None, body: &Body::Fine };
 /// let class = classify::http(EffectKind::Send, reply).unwrap();

@@ -5,7 +5,8 @@
 //! written by hand builds one with [`Definition::new`] and [`Params`].
 //!
 //! ```
-//! use tool_contract::{EffectKind, ToolSpec};
+//! use tool_contract::effect::EffectKind;
+//! use tool_contract::spec::ToolSpec;
 //! use tool_contract::define::{Definition, Format, Params};
 //!
 //! const SPEC: ToolSpec = ToolSpec::new("read_price", EffectKind::Read);

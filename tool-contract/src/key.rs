@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 /// `slot` separates acts that are genuinely repeated inside one task (reminder #1, reminder #2).
 ///
 /// ```
-/// use tool_contract::Intent;
+/// use tool_contract::key::Intent;
 ///
 /// let key = Intent::new("ord-7741", "agent:billing", "charge_card", "card-42").key();
 /// assert_eq!(key.to_string().len(), 32);

@@ -11,8 +11,8 @@
 //!   `Retry-After`, the task's budget left, one line for the model, and per-item results for bulk work.
 //!
 //! The [`engine`] runs each call under the task's one deadline budget, classifies failures
-//! ([`Classify`]), probes before any second attempt of a side effect ([`Probe`]), and applies the retry
-//! policy of the tool's [`EffectKind`].
+//! ([`Classify`](classify::Classify)), probes before any second attempt of a side effect ([`Probe`]),
+//! and applies the retry policy of the tool's [`effect::EffectKind`].
 //!
 //! # Features
 //!
@@ -76,16 +76,18 @@
 //!
 //! # The public API
 //!
+//! The crate root holds what nearly every user names; the rest is in the module that owns it.
+//!
 //! | for | items |
 //! |---|---|
 //! | the contract a call returns | [`Report`], [`Outcome`], [`Applied`], [`Item`], [`Reason`] |
-//! | what a tool is | [`ToolSpec`] (with [`Backoff`], [`Jitter`], [`Dedupe`]), [`EffectKind`] and its [`EffectKind::policy`] table |
-//! | writing a tool | [`tool`] (the attribute), or by hand: [`engine::run`], [`engine::run_bulk`], [`engine::run_pages`] with a [`Call`] per attempt |
-//! | failures and probes | [`Classify`], [`Class`], [`HttpReply`], [`RetryAfter`], [`Body`]; [`Probe`], [`Prober`], [`NoProbe`], [`BulkProber`], [`ItemId`] |
-//! | the task an agent runs | [`Task`], [`TaskTemplate`], [`TaskFactory`], [`IntentKey`], [`Intent`]; people in the loop: [`Approve`], [`Approval`], [`ApprovalRequest`], [`InDoubt`], [`Escalate`], [`Escalation`], [`EscalationQueue`] |
-//! | retries across tasks | [`RetryBudgets`], [`RetryBudget`] |
-//! | settling an intent in doubt (a person's verdict) | [`settle`], [`Settle`], [`Verdict`], [`Via`], [`Settlement`], [`SettleError`] |
-//! | the attempt log and its stores | [`journal::Journal`], [`MemoryJournal`], [`FileJournal`], [`Record`], [`Durability`], [`JournalError`], [`LogValue`]; reading a log: [`journal::read_log`], [`journal::inspect`] |
+//! | writing a tool | [`tool`] (the attribute) with a [`Call`] per attempt, [`Class`], [`Probe`], [`IntentKey`]; by hand: [`engine::run`], [`engine::run_bulk`], [`engine::run_pages`] |
+//! | what a tool is | [`spec`]: [`ToolSpec`](spec::ToolSpec) (with its backoff, jitter and dedupe); [`effect`]: [`effect::EffectKind`] and its [`policy`](effect::EffectKind::policy) table |
+//! | failures and probes | [`classify`]: [`Classify`](classify::Classify), [`HttpReply`](classify::HttpReply), [`RetryAfter`](classify::RetryAfter), [`Body`](classify::Body); [`probe`]: [`Prober`](probe::Prober), [`NoProbe`](probe::NoProbe); [`bulk`]: [`BulkProber`](bulk::BulkProber), [`ItemId`](bulk::ItemId) |
+//! | the task an agent runs | [`Task`]; [`task`]: templates and factories, escalation ([`Escalate`](task::Escalate), [`EscalationQueue`](task::EscalationQueue)); [`key`]: [`Intent`](key::Intent) |
+//! | people in the loop | [`person`]: approving a second `money` attempt ([`Approve`](person::Approve), [`LogApprover`](person::LogApprover), [`answer_approval`](person::answer_approval)), settling an intent in doubt ([`settle`](person::settle), [`person::Settle`]) |
+//! | retries across tasks | [`budget`]: [`RetryBudgets`](budget::RetryBudgets), [`RetryBudget`](budget::RetryBudget) |
+//! | the attempt log and its stores | [`MemoryJournal`], [`FileJournal`]; [`journal`]: the [`Journal`](journal::Journal) trait, the records ([`Record`](journal::Record), [`Settlement`](journal::Settlement)), reading a log ([`journal::read_log`], [`journal::inspect`]); [`rules`]: the rules over records |
 //! | calling tools by name (a model's tool call) | [`Toolbox`], [`define`] (definitions and schemas) |
 //!
 //! Where each rule is decided in the code is in CONTRIBUTING.md ("Where each rule lives").
@@ -94,7 +96,7 @@
 
 pub mod budget;
 pub mod bulk;
-pub mod call;
+mod call;
 pub mod classify;
 pub mod define;
 pub mod effect;
@@ -102,9 +104,10 @@ pub mod engine;
 pub mod journal;
 pub mod key;
 mod observe;
+pub mod person;
 pub(crate) mod policy;
 pub mod probe;
-pub mod report;
+mod report;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
 pub mod rules;
@@ -113,26 +116,23 @@ pub mod task;
 mod text;
 pub mod toolbox;
 
-pub use budget::{RetryBudget, RetryBudgets};
-pub use bulk::{BulkProber, ItemId};
 pub use call::Call;
-pub use classify::{Body, Class, Classify, HttpReply, RetryAfter};
-pub use effect::EffectKind;
-pub use engine::run;
-pub use journal::{
-    CompactMemoryJournal, Decision, Durability, FileJournal, Journal, JournalError, LogApprover, LogValue,
-    MemoryJournal, Record, Settle, SettleError, Settlement, Verdict, Via, answer_approval, settle,
-};
-pub use key::{Intent, IntentKey};
-pub use probe::{NoProbe, Probe, Prober};
+pub use classify::Class;
+pub use journal::{FileJournal, MemoryJournal};
+pub use key::IntentKey;
+pub use probe::Probe;
 pub use report::{Applied, Item, Outcome, Reason, Report};
-pub use spec::{Backoff, Dedupe, Jitter, ToolSpec};
-pub use task::{
-    Approval, ApprovalRequest, Approve, Escalate, Escalation, EscalationQueue, InDoubt, Task, TaskFactory,
-    TaskTemplate,
-};
+pub use task::Task;
 pub use tool_contract_macros::tool;
 pub use toolbox::Toolbox;
+
+// Shorthands inside this crate for the engine and the policy, which name these from the root; not
+// public (each item's public path is in its module).
+pub(crate) use effect::EffectKind;
+pub(crate) use journal::{JournalError, Verdict};
+pub(crate) use person::Settle;
+#[cfg(test)]
+pub(crate) use {key::Intent, person::Approval, spec::ToolSpec, task::EscalationQueue};
 
 /// Not public API: the paths the `#[tool]` attribute's generated code uses.
 #[doc(hidden)]

@@ -15,8 +15,8 @@
 use std::time::Duration;
 
 use crate::probe::ProbeMark;
-use crate::report::{Applied, Outcome};
 use crate::spec::ToolSpec;
+use crate::{Applied, Outcome};
 
 /// The span of one call, and when it began.
 pub(crate) struct CallObserver {

@@ -8,18 +8,30 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+pub use crate::classify::Classify;
 pub use crate::define::{Definition, Params};
+pub use crate::effect::EffectKind;
 pub use crate::engine::run;
 pub use crate::engine::run_bulk;
+pub use crate::probe::NoProbe;
+pub use crate::spec::{Backoff, Dedupe, Jitter, ToolSpec};
 pub use crate::toolbox::{
-    Args, BoxFuture, JsonAttempt, JsonProbe, ModelArg, ModelValue, ToolFn, Unwritten, into_json, json_answer,
+    Args, JsonAttempt, JsonProbe, ModelArg, ModelValue, ToolFn, Unwritten, into_json, json_answer,
     json_verdict, run_json,
 };
-pub use crate::{
-    Backoff, Call, Classify, Dedupe, EffectKind, IntentKey, Item, Jitter, NoProbe, Probe, Report, Task,
-    ToolSpec,
-};
+pub use crate::{Call, IntentKey, Item, Probe, Report, Task};
 pub use core::time::Duration;
+
+/// Helpers the other crates of this workspace share with this one (the console's index and pages,
+/// the fuzz targets, tests): the attempt log's timestamps and its fold of records into an index.
+pub use crate::journal::index::index_record;
+pub use crate::journal::stamp::{parse_rfc3339, rfc3339, wall_clock};
+
+/// The `settle` command line, shared by the commands of this workspace (feature `cli`).
+#[cfg(feature = "cli")]
+pub mod settle_command {
+    pub use crate::person::command::*;
+}
 pub use serde_json::Value;
 
 /// A tool argument: each attempt gets its own copy, made by [`arg`].

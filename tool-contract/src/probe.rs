@@ -14,7 +14,7 @@ use crate::key::IntentKey;
 /// service still holds (queued behind a gateway, held by a worker that was killed and will restart, a
 /// tool timeout shorter than the service's processing) reads as not landed, and lands later. If the
 /// service can hold a request, give the tool a settle window (`#[tool(settle = "30s")]`,
-/// [`ToolSpec::settle`](crate::ToolSpec::settle)): `NotLanded` is then trusted only once that long has
+/// [`ToolSpec::settle`](crate::spec::ToolSpec::settle)): `NotLanded` is then trusted only once that long has
 /// passed since the attempt was sent; until then the engine waits within the budget and probes again,
 /// and when the budget cannot hold the wait the call ends `unknown`. Without one, `NotLanded` is
 /// trusted at once, and a held request can land beside a second attempt.

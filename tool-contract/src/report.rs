@@ -169,7 +169,10 @@ pub struct Report<T> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_contract::{Class, EffectKind, NoProbe, Reason, Task, ToolSpec, engine};
+/// use tool_contract::effect::EffectKind;
+/// use tool_contract::probe::NoProbe;
+/// use tool_contract::spec::ToolSpec;
+/// use tool_contract::{Class, Reason, Task, engine};
 ///
 /// const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
 ///
@@ -189,7 +192,7 @@ pub enum Reason {
     Replayed,
     /// A probe found an earlier attempt landed: not repeated.
     Landed,
-    /// A person settled the intent as landed (a [`Settlement`](crate::Settlement) in the attempt
+    /// A person settled the intent as landed (a [`Settlement`](crate::journal::Settlement) in the attempt
     /// log): answered from it, nothing attempted and nothing probed.
     Settled,
     /// As the tool's last attempt answered (its error, classified), with nothing more to do under
@@ -257,7 +260,7 @@ impl<T> Report<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Intent;
+    use crate::key::Intent;
 
     fn sample() -> Report<Vec<String>> {
         Report {

@@ -6,7 +6,9 @@
 //!
 //! ```no_run
 //! use tool_contract::reqwest::{RequestBuilderExt, read};
-//! use tool_contract::{Body, Call, Class, EffectKind};
+//! use tool_contract::classify::Body;
+//! use tool_contract::effect::EffectKind;
+//! use tool_contract::{Call, Class};
 //!
 //! async fn post_notice(client: &::reqwest::Client, call: &Call, url: &str) -> Result<Vec<u8>, Class> {
 //!     let sent = client.post(url).idempotency_key(call).body("hello").send().await;
@@ -17,7 +19,7 @@
 //! }
 //! ```
 
-use crate::call::Call;
+use crate::Call;
 use crate::classify::{self, Body, Class, HttpReply};
 use crate::effect::EffectKind;
 

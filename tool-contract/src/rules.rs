@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use tool_contract::journal::Phase;
-//! use tool_contract::report::{Applied, Outcome};
+//! use tool_contract::{Applied, Outcome};
 //! use tool_contract::rules;
 //!
 //! // An end whose effect is unknown (a refusal after an attempt that may have landed) is in doubt.
@@ -36,7 +36,7 @@
 use std::cmp::Ordering;
 
 use crate::journal::{LastWord, Phase, Recall, Record, RecordRef};
-use crate::report::{Applied, Outcome};
+use crate::{Applied, Outcome};
 
 /// Whether a record of this phase is about an attempt: starts, ends (probe verdicts included) and
 /// settlements are; an `approval` record (a question before the next attempt, or its answer) is not,
@@ -197,7 +197,8 @@ pub(crate) fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::{ApprovalNote, ApprovalStep, Settle, Verdict};
+    use crate::journal::{ApprovalNote, ApprovalStep, Verdict};
+    use crate::person::Settle;
     use Applied::{No, Unknown as EffectUnknown, Yes};
     use Outcome::{Ok as Done, Permanent, Retryable, Unknown};
     use Phase::{Approval, End, Settled, Start};
@@ -207,7 +208,7 @@ mod tests {
             phase,
             task: "t".into(),
             call: "refund".into(),
-            intent_key: crate::Intent::new("t", "a", "refund", "order-9").key(),
+            intent_key: crate::key::Intent::new("t", "a", "refund", "order-9").key(),
             attempt,
             attempt_id: format!("t-a{attempt}"),
             started: "2026-12-01T00:00:00Z".into(),

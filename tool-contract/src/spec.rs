@@ -67,7 +67,8 @@ fn splitmix64(mut x: u64) -> u64 {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_contract::{EffectKind, ToolSpec};
+/// use tool_contract::effect::EffectKind;
+/// use tool_contract::spec::ToolSpec;
 ///
 /// const POST_NOTICE: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send)
 ///     .deadline_floor(Duration::from_secs(2));

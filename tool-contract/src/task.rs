@@ -8,13 +8,12 @@ use tokio::time::Instant;
 
 use crate::budget::RetryBudgets;
 
-use crate::journal::{Journal, Recall};
+use crate::journal::{BoxFuture, Journal, Recall};
 use crate::key::IntentKey;
 use crate::key::KeyHashing;
+use crate::person::Approve;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
-
-pub use crate::journal::BoxFuture;
 
 /// One piece of work an agent does for someone: its identity, its actor, one wall-clock budget, and the
 /// people or systems that hear about what it cannot resolve alone.
@@ -132,7 +131,7 @@ impl Task {
     /// The retry budgets this task's retries draw on, one per service ([`crate::budget`]): by default
     /// its own (20 % of the first attempts of the last 10 s, plus 10 retries a second), shared with its
     /// clones and the tasks made from it with [`Task::new_like`]. Give every task of a process the same
-    /// one to guard the services they share; [`RetryBudget::UNLIMITED`](crate::RetryBudget::UNLIMITED)
+    /// one to guard the services they share; [`RetryBudget::UNLIMITED`](crate::budget::RetryBudget::UNLIMITED)
     /// turns the guard off.
     pub fn retry_budgets(mut self, budgets: RetryBudgets) -> Task {
         self.budgets = budgets;
@@ -188,7 +187,7 @@ impl Task {
     /// The intent key of a call of `spec` on `target` (and `slot`) in this task.
     pub fn key(
         &self,
-        spec: &crate::ToolSpec,
+        spec: &crate::spec::ToolSpec,
         target: &dyn fmt::Display,
         slot: Option<&dyn fmt::Display>,
     ) -> IntentKey {
@@ -243,7 +242,8 @@ impl fmt::Debug for Task {
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use tool_contract::{Escalation, MemoryJournal, Task, TaskTemplate};
+/// use tool_contract::task::{Escalation, TaskTemplate};
+/// use tool_contract::{MemoryJournal, Task};
 ///
 /// let template = TaskTemplate::default()
 ///     .journal(Arc::new(MemoryJournal::new()))
@@ -389,7 +389,8 @@ where
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// use std::time::Duration;
-/// use tool_contract::{Escalation, Task};
+/// use tool_contract::task::Escalation;
+/// use tool_contract::Task;
 ///
 /// let (sink, mut escalations) = tokio::sync::mpsc::unbounded_channel::<Escalation>();
 /// let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).escalate_to(sink);
@@ -441,105 +442,10 @@ impl Escalate for EscalationQueue {
     }
 }
 
-/// What an approver is asked before a second attempt of a `money` call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApprovalRequest {
-    /// The task's id.
-    pub task: String,
-    /// The tool's name.
-    pub call: String,
-    /// The intent at stake.
-    pub key: IntentKey,
-    /// The attempt about to start.
-    pub next_attempt: u32,
-    /// What happened so far, in one line.
-    pub history: String,
-    /// The task's budget left when asked: the engine waits for the answer that long at most, so an
-    /// approver that records its question closes it before then.
-    pub left: Duration,
-}
-
-/// What a person is asked when a call resumes an intent left in doubt and its probe still cannot tell
-/// whether the attempt landed ([`Approve::settle`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InDoubt {
-    /// The task's id.
-    pub task: String,
-    /// Who the task acts for: the settlement's `by` when the asker has no better name.
-    pub actor: String,
-    /// The tool's name.
-    pub call: String,
-    /// The intent in doubt.
-    pub key: IntentKey,
-    /// The attempt in doubt.
-    pub attempt_id: String,
-    /// What the log and the probe said, in one line.
-    pub history: String,
-}
-
-/// An approver's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Approval {
-    /// Go ahead with the second attempt.
-    Approved,
-    /// Do not; the reason is reported.
-    Denied(String),
-}
-
-/// Says yes or no to a second attempt of a `money` call.
-///
-/// An async closure of the request does, as does any type implementing the trait:
-///
-/// ```
-/// use std::time::Duration;
-/// use tool_contract::{Approval, ApprovalRequest, Task};
-///
-/// let task = Task::new("ord-1", "agent", Duration::from_secs(30)).approver(|request: ApprovalRequest| async move {
-///     if request.next_attempt <= 2 { Approval::Approved } else { Approval::Denied("one retry at most".into()) }
-/// });
-/// # let _ = task;
-/// ```
-pub trait Approve: Send + Sync {
-    /// Decide on one request.
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
-
-    /// Asked when a call resumes an intent left in doubt and its probe still cannot tell: what a
-    /// person found, as a settlement the engine records under the call's claim and honours at once
-    /// (`landed`: the call answers `ok` from it; `not_landed`: the next attempt, after
-    /// [`Approve::approve`] for `money`). `Some(Err(why))` when the person could not tell or could not
-    /// be asked; `None`, the default, when this approver asks nobody.
-    fn settle<'a>(&'a self, question: &'a InDoubt) -> BoxFuture<'a, Option<Result<crate::Settle, String>>> {
-        let _ = question;
-        Box::pin(std::future::ready(None))
-    }
-
-    /// Who says yes, as the start record of an approved attempt names them (`approved by ...`).
-    fn who(&self) -> String {
-        "the task's approver".to_owned()
-    }
-
-    /// Who said yes to `request`, as the start record of the approved attempt names them: asked once,
-    /// right after [`Approve::approve`] approved it. The default is [`Approve::who`]; an approver whose
-    /// answer comes from a person it learns of per request (such as [`crate::LogApprover`]) names them.
-    fn who_approved(&self, request: &ApprovalRequest) -> String {
-        let _ = request;
-        self.who()
-    }
-}
-
-impl<F, Fut> Approve for F
-where
-    F: Fn(ApprovalRequest) -> Fut + Send + Sync,
-    Fut: std::future::Future<Output = Approval> + Send + 'static,
-{
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
-        Box::pin(self(request.clone()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::person::{Approval, ApprovalRequest};
 
     #[tokio::test(start_paused = true)]
     async fn remaining_follows_the_paused_clock() {
@@ -562,7 +468,7 @@ mod tests {
         let mut request = ApprovalRequest {
             task: "t".into(),
             call: "charge_card".into(),
-            key: crate::Intent::new("t", "a", "charge_card", "card-1").key(),
+            key: crate::key::Intent::new("t", "a", "charge_card", "card-1").key(),
             next_attempt: 2,
             history: "502 after the request was sent".into(),
             left: Duration::from_secs(30),

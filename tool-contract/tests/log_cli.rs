@@ -6,8 +6,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 use tool_contract::journal::{Phase, Record, read_log};
+use tool_contract::key::Intent;
 use tool_contract::probe::ProbeMark;
-use tool_contract::{Applied, Intent, Outcome};
+use tool_contract::{Applied, Outcome};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tool-contract");
 

@@ -182,7 +182,7 @@ fn a_directory_others_may_write_takes_no_request_and_says_so_once() {
     assert_eq!(settled(&dir), 0, "a forged request is not applied");
     // A settler refuses to leave its evidence there.
     let log = FileJournal::open(dir.log()).unwrap();
-    let settle = tool_contract::Settle::new(tool_contract::Verdict::Landed, "bob", "seen");
+    let settle = tool_contract::person::Settle::new(tool_contract::journal::Verdict::Landed, "bob", "seen");
     let key = tool_contract::IntentKey::parse(&key).unwrap();
     let refused = tool_contract::journal::file::request_settlement(
         &dir.log(),

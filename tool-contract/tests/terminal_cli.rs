@@ -8,7 +8,8 @@ use std::process::{Command, Output};
 
 use tool_contract::journal::terminal::is_escaped;
 use tool_contract::journal::{HEADER, Phase, Record};
-use tool_contract::{Applied, Intent, Outcome};
+use tool_contract::key::Intent;
+use tool_contract::{Applied, Outcome};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tool-contract");
 

@@ -4,7 +4,8 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tool_contract::{Call, Class, Intent, Outcome, Task, tool};
+use tool_contract::key::Intent;
+use tool_contract::{Call, Class, Outcome, Task, tool};
 
 static SEEN: Mutex<Vec<(String, u32, bool)>> = Mutex::new(Vec::new());
 

@@ -11,12 +11,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_contract::define::{Definition, Params};
-use tool_contract::toolbox::{
-    Args, BoxFuture, ModelArg, ModelValue, ToolFn, Unwritten, json_answer, json_verdict, run_json,
-};
-use tool_contract::{
-    Call, Class, Classify, EffectKind, IntentKey, Probe, Report, Task, ToolSpec, Toolbox, engine, tool,
-};
+use tool_contract::{toolbox::{Args, ModelArg, ModelValue, ToolFn, Unwritten, json_answer, json_verdict, run_json}, journal::BoxFuture};
+use tool_contract::classify::Classify;
+use tool_contract::effect::EffectKind;
+use tool_contract::spec::ToolSpec;
+use tool_contract::{Call, Class, IntentKey, Probe, Report, Task, Toolbox, engine, tool};
 
 /// A support thread.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tool_contract::{Call, Class, Classify, IntentKey, Outcome, Probe, Report, Task, tool};
+use tool_contract::classify::Classify;
+use tool_contract::{Call, Class, IntentKey, Outcome, Probe, Report, Task, tool};
 
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct ThreadId(u32);

@@ -6,9 +6,11 @@
 
 use std::time::Duration;
 
-use tool_contract::{
-    Call, Class, Dedupe, EffectKind, IntentKey, Item, NoProbe, Probe, Report, Task, ToolSpec, run, tool,
-};
+use tool_contract::effect::EffectKind;
+use tool_contract::engine::run;
+use tool_contract::probe::NoProbe;
+use tool_contract::spec::{Dedupe, ToolSpec};
+use tool_contract::{Call, Class, IntentKey, Item, Probe, Report, Task, tool};
 
 /// A probe.
 pub async fn found(target: &String, key: IntentKey) -> Probe<u64> {

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use tool_contract::{Call, Class, Intent, IntentKey, Probe, Task, tool};
+use tool_contract::key::Intent;
+use tool_contract::{Call, Class, IntentKey, Probe, Task, tool};
 
 /// Finds the reminder carrying `key`.
 pub async fn reminder_landed(user: &String, n: &u32, key: IntentKey) -> Probe<IntentKey> {

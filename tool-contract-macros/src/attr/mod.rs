@@ -74,7 +74,7 @@ pub const MAX_ATTEMPTS_LIMIT: u32 = 100;
 /// The longest tool name MCP allows.
 pub const MAX_NAME: usize = 128;
 
-/// The effect kinds, spelled as in `tool_contract::EffectKind`.
+/// The effect kinds, spelled as in `tool_contract::effect::EffectKind`.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Kind {
     Read,
@@ -113,7 +113,7 @@ impl Kind {
         self.effect().policy().probe
     }
 
-    /// The variant of `tool_contract::EffectKind`.
+    /// The variant of `tool_contract::effect::EffectKind`.
     pub fn variant(self) -> Ident {
         let name = match self {
             Kind::Read => "Read",

@@ -153,7 +153,7 @@ pub fn ours() -> McpServer {
     let mut toolbox = Toolbox::new();
     toolbox.add(read_price_tool()).expect("one tool");
     McpServer::builder(toolbox)
-        .journal(std::sync::Arc::new(tool_contract::CompactMemoryJournal::new()))
+        .journal(std::sync::Arc::new(tool_contract::journal::CompactMemoryJournal::new()))
         .build()
         .expect("the default budget holds the tools")
 }

@@ -11,7 +11,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tool_contract::{EffectKind, IntentKey, Outcome, Report, Task, ToolSpec, engine};
+use tool_contract::effect::EffectKind;
+use tool_contract::spec::ToolSpec;
+use tool_contract::{IntentKey, Outcome, Report, Task, engine};
 use tool_contract_postgres::{PgJournal, PgOptions};
 
 use crate::fake::{self, Reporter};

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use tool_contract::__private::settle_command::{self as command, HELP_TEMPLATE};
 use tool_contract::journal::inspect::{self, View};
-use tool_contract::journal::settle_command::{self as command, HELP_TEMPLATE};
 use tool_contract::journal::terminal::{Terminal, escape};
 use tool_contract_postgres::{PgJournal, PgOptions, redact};
 
@@ -182,7 +182,7 @@ fn no_conninfo() -> String {
 /// `settle`: a settlement written through the store, under the intent's claim.
 async fn settle(asked: &command::Args, out: &mut dyn Write) -> Result<(), Failure> {
     let (journal, _) = open(Some(asked.log.clone()), false).await?;
-    let done = tool_contract::settle(&journal, &asked.key, asked.attempt, &asked.settle).await;
+    let done = tool_contract::person::settle(&journal, &asked.key, asked.attempt, &asked.settle).await;
     let (line, code) = command::outcome(done, asked.json);
     match code {
         0 => writeln!(out, "{line}").map_err(written),

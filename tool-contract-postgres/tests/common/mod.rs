@@ -76,7 +76,7 @@ pub async fn lease_left(client: &Client, key: &IntentKey) -> Option<Duration> {
 }
 
 pub fn key(name: &str) -> IntentKey {
-    tool_contract::Intent::new("pg-test", "agent", "post_notice", name).key()
+    tool_contract::key::Intent::new("pg-test", "agent", "post_notice", name).key()
 }
 
 pub fn start(key: IntentKey, attempt: u32) -> Record {

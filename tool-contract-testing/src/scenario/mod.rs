@@ -15,8 +15,12 @@ use tool_contract::journal::{
 };
 use tool_contract::key::IntentKey;
 use tool_contract::probe::ProbeMark;
-use tool_contract::report::{Applied, Outcome, Report};
-use tool_contract::task::{Approval, ApprovalRequest, Approve, BoxFuture, EscalationQueue, Task};
+use tool_contract::{Applied, Outcome, Report};
+use tool_contract::{
+    journal::BoxFuture,
+    person::{Approval, ApprovalRequest, Approve},
+    task::{EscalationQueue, Task},
+};
 
 mod expect;
 mod tap;
@@ -85,7 +89,7 @@ impl Timing {
     /// The two waits within the budget: delta-seconds with a `429`, then an HTTP-date with a `503`.
     fn retry_afters(self) -> [RetryAfter; 2] {
         let t = self;
-        let (sys0, inst0) = (tool_contract::journal::wall_clock(), tokio::time::Instant::now());
+        let (sys0, inst0) = (tool_contract::__private::wall_clock(), tokio::time::Instant::now());
         let at = sys0 + Duration::from_secs(t.retry_after_s + 1);
         // The header's own time, on tokio's clock: HTTP-dates have one-second resolution.
         let at_instant = inst0
@@ -201,7 +205,7 @@ fn unreachable_report() -> Report<()> {
         message: "no bulk tool".to_owned(),
         value: None,
         items: Vec::new(),
-        reason: tool_contract::report::Reason::Unrecorded,
+        reason: tool_contract::Reason::Unrecorded,
     }
 }
 

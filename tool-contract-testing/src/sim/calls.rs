@@ -8,9 +8,9 @@ use super::Schedule;
 use crate::fake::{FakeService, batch_probe, batch_result, single_result};
 use tool_contract::effect::EffectKind;
 use tool_contract::probe::{NoProbe, Probe};
-use tool_contract::report::{Applied, Outcome, Report};
 use tool_contract::spec::ToolSpec;
 use tool_contract::task::Task;
+use tool_contract::{Applied, Outcome, Report};
 
 /// The per-item invariants of a bulk call.
 pub(super) fn items_kept(

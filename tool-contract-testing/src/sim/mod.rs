@@ -41,9 +41,9 @@ use tool_contract::budget::{RetryBudget, RetryBudgets};
 use tool_contract::classify::Body;
 use tool_contract::effect::EffectKind;
 use tool_contract::journal::{Journal, MemoryJournal};
-use tool_contract::report::{Applied, Outcome, Report};
 use tool_contract::spec::{Dedupe, ToolSpec};
 use tool_contract::task::{EscalationQueue, Task};
+use tool_contract::{Applied, Outcome, Report};
 
 mod calls;
 mod faulty;

@@ -5,7 +5,8 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use tool_contract::journal::{Phase, Record};
-use tool_contract::{Applied, Intent, Outcome};
+use tool_contract::key::Intent;
+use tool_contract::{Applied, Outcome};
 
 /// `true` under `cargo bench` (full sizes), `false` under `cargo test --benches` (a quick check).
 pub fn bench_mode() -> bool {

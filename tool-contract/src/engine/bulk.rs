@@ -28,10 +28,13 @@ use crate::task::Task;
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_contract::{Applied, Class, EffectKind, Item, NoProbe, Outcome, Task, ToolSpec, engine};
+/// use tool_contract::effect::EffectKind;
+/// use tool_contract::probe::NoProbe;
+/// use tool_contract::spec::ToolSpec;
+/// use tool_contract::{Applied, Class, Item, Outcome, Task, engine};
 ///
 /// const WRITE_ROWS: ToolSpec = ToolSpec::new("write_rows", EffectKind::Create)
-///     .dedupe(tool_contract::Dedupe::Receiver);
+///     .dedupe(tool_contract::spec::Dedupe::Receiver);
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let task = Task::new("sheet-import", "agent", Duration::from_secs(30));

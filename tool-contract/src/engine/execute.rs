@@ -11,10 +11,10 @@ use super::guard::{guarded, secs};
 use super::log::end_record;
 use super::state::{Run, Stop};
 use crate::classify::Class;
+use crate::person::{Approval, ApprovalRequest};
 use crate::policy::{self, End, Facts, Room, Settle, Step};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Reason};
-use crate::task::{Approval, ApprovalRequest};
 
 /// How the policy ends a call, for its shape to report.
 pub(crate) enum Close {
@@ -289,7 +289,7 @@ async fn ask_person(
 ) -> Person {
     let task = run.task();
     let Some(approver) = task.approver_ref() else { return Person::CannotTell(unsure.to_owned()) };
-    let question = crate::task::InDoubt {
+    let question = crate::person::InDoubt {
         task: task.id().to_owned(),
         actor: task.actor().to_owned(),
         call: run.spec().name().to_owned(),

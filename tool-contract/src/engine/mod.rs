@@ -48,7 +48,10 @@ pub use pages::run_pages;
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_contract::{Class, EffectKind, NoProbe, Outcome, Task, ToolSpec, engine};
+/// use tool_contract::effect::EffectKind;
+/// use tool_contract::probe::NoProbe;
+/// use tool_contract::spec::ToolSpec;
+/// use tool_contract::{Class, Outcome, Task, engine};
 ///
 /// const PRICE: ToolSpec = ToolSpec::new("read_price", EffectKind::Read);
 ///

@@ -42,7 +42,9 @@ impl<P: ItemId> ItemId for Page<P> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tool_contract::{Class, EffectKind, Outcome, Task, ToolSpec, engine};
+/// use tool_contract::effect::EffectKind;
+/// use tool_contract::spec::ToolSpec;
+/// use tool_contract::{Class, Outcome, Task, engine};
 ///
 /// const LIST_ORDERS: ToolSpec = ToolSpec::new("list_orders", EffectKind::Read).max_attempts(1);
 ///

@@ -81,7 +81,7 @@ impl Entry for Stored {
 /// ```
 /// use tool_contract::journal::inspect::{View, render};
 /// let mut out = Vec::new();
-/// let records: &[tool_contract::Record] = &[];
+/// let records: &[tool_contract::journal::Record] = &[];
 /// render("attempts.log", records, &[], &View::default(), &mut out).unwrap();
 /// assert_eq!(String::from_utf8(out).unwrap(), "no attempt in attempts.log\n");
 /// ```
@@ -273,7 +273,7 @@ fn tasks_doc<'a, E: Entry>(tasks: &'a [(&'a str, Vec<Thread<'a, E>>)]) -> Vec<Ta
 fn thread_text<E: Entry>(thread: &Thread<'_, E>, out: &mut dyn Write) -> io::Result<()> {
     let word = match thread.recall.last_word() {
         LastWord::Unfinished => "unfinished: probe before anything else".to_owned(),
-        LastWord::Ended(crate::report::Outcome::Unknown) => "unknown: unresolved".to_owned(),
+        LastWord::Ended(crate::Outcome::Unknown) => "unknown: unresolved".to_owned(),
         _ => last_word(&thread.recall).to_owned(),
     };
     let attempts = plural(thread.recall.attempts as usize, "attempt", "attempts");

@@ -140,7 +140,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn one_owner_at_a_time_until_the_lease_ends() {
-        let key = crate::Intent::new("t", "a", "post", "x").key();
+        let key = crate::key::Intent::new("t", "a", "post", "x").key();
         let start = |attempt| record(key, Phase::Start, attempt, None);
         let (a, b) = (Owner::new("a"), Owner::new("b"));
         let mut leases = Leases::default();
@@ -162,7 +162,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_end_comes_from_the_attempts_starter_or_is_the_holders_probe_verdict() {
-        let key = crate::Intent::new("t", "a", "post", "ends").key();
+        let key = crate::key::Intent::new("t", "a", "post", "ends").key();
         let end = |attempt, probe| record(key, Phase::End, attempt, probe);
         let (a, b) = (Owner::new("a"), Owner::new("b"));
         let mut leases = Leases::default();

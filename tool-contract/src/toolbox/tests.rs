@@ -4,6 +4,7 @@ use serde_json::json;
 
 use super::*;
 use crate::effect::EffectKind;
+use crate::{Class, Probe};
 
 const SPEC: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
 

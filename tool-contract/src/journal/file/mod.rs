@@ -58,18 +58,22 @@ use tokio::sync::oneshot;
 use std::time::Duration;
 
 use super::leases::Leases;
-use super::{Answer, Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef};
+use super::{Answer, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef};
+use crate::Outcome;
 use crate::key::{IntentKey, KeyHashing};
-use crate::report::Outcome;
 use crate::rules::{sort_queue as sort_unresolved, supersedes};
 
 mod codec;
 mod compact;
+mod read;
 mod recovery;
 mod requests;
+mod store;
 mod writer;
 
-pub use requests::{MAX_REQUEST_BYTES, REQUEST_LIFETIME, request_approval, request_settlement, requests_dir};
+pub use crate::person::REQUEST_LIFETIME;
+pub use read::{LogContents, Warning, parse_log, read_log};
+pub use requests::{MAX_REQUEST_BYTES, request_approval, request_settlement, requests_dir};
 
 use codec::*;
 use recovery::*;
@@ -85,61 +89,6 @@ pub(crate) const CHUNK_BYTES: usize = CHUNK;
 thread_local! {
     /// Test only: the logs this thread opens start with their writer stalled (a disk that hangs).
     static OPEN_STALLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// A line of a log that is not a record: it was skipped, and the rest of the log is used. Line 0 is
-/// about the log as a whole (its request directory cannot be used).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Warning {
-    /// The line's number, from 1; 0 for the log as a whole.
-    pub line: u64,
-    /// What is wrong with it.
-    pub message: String,
-}
-
-impl fmt::Display for Warning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line {
-            0 => f.write_str(&self.message),
-            line => write!(f, "line {line}: {}", self.message),
-        }
-    }
-}
-
-/// A log read whole, for inspection.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LogContents {
-    /// Every readable record, in log order.
-    pub records: Vec<Record>,
-    /// The lines that were skipped.
-    pub warnings: Vec<Warning>,
-}
-
-/// Read a log whole without opening it for appends (the file is neither created nor changed).
-///
-/// Fails on a missing or unreadable file, and with [`JournalError::NotALog`] on a file that holds
-/// something else.
-pub fn read_log(path: impl AsRef<Path>) -> Result<LogContents, JournalError> {
-    let path = path.as_ref();
-    let bytes = read_path(path)?;
-    let (records, scan) = parse_all(&bytes).map_err(|why| not_a_log(path, why))?;
-    Ok(LogContents { records, warnings: scan.warnings })
-}
-
-/// Parse a log's bytes as [`read_log`] parses a file's; `name` stands for the log in errors. For a log
-/// shipped elsewhere (a backup, an upload) and for tests.
-///
-/// ```
-/// use tool_contract::journal::parse_log;
-///
-/// let contents = parse_log("upload", b"").unwrap();
-/// assert!(contents.records.is_empty());
-/// assert!(parse_log("upload", b"\x7fELF\x02\x01").is_err());
-/// ```
-pub fn parse_log(name: &str, bytes: &[u8]) -> Result<LogContents, JournalError> {
-    let (records, scan) =
-        parse_all(bytes).map_err(|why| JournalError::NotALog { log: name.to_owned(), why })?;
-    Ok(LogContents { records, warnings: scan.warnings })
 }
 
 /// What a compaction did.
@@ -177,7 +126,10 @@ pub struct JournalStats {
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use tool_contract::{Class, EffectKind, FileJournal, Journal, Probe, Task, ToolSpec, engine};
+/// use tool_contract::effect::EffectKind;
+/// use tool_contract::journal::Journal;
+/// use tool_contract::spec::ToolSpec;
+/// use tool_contract::{Class, FileJournal, Probe, Task, engine};
 ///
 /// const POST: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
 ///
@@ -234,7 +186,7 @@ struct State {
     /// Each intent's last approval record written since the log was opened: the questions this
     /// process asks wait here for their answers (a question left by an earlier process has nobody
     /// waiting for it).
-    approvals: crate::journal::approval::Approvals,
+    approvals: crate::journal::index::Approvals,
     /// The file ends with a torn line: the next record starts with a newline.
     needs_newline: bool,
     /// Records queued for the writer thread, whole lines, in the order of the appends. Every `write(2)`
@@ -337,7 +289,8 @@ impl FileJournal {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tool_contract::{FileJournal, JournalError};
+    /// use tool_contract::journal::JournalError;
+    /// use tool_contract::FileJournal;
     ///
     /// let path = std::env::temp_dir().join(format!("open-waiting-doc-{}.log", std::process::id()));
     /// let first = FileJournal::open(&path)?;
@@ -503,88 +456,6 @@ impl FileJournal {
         sort_unresolved(
             state.index.iter().filter(|(_, e)| e.is_unresolved()).map(|(k, e)| e.recall(*k)).collect(),
         )
-    }
-}
-
-impl Journal for FileJournal {
-    fn claim(
-        &self,
-        key: &IntentKey,
-        owner: &Owner,
-        lease: Duration,
-    ) -> Answer<'_, Result<Claimed, JournalError>> {
-        let mut state = self.shared.lock();
-        let state = &mut *state;
-        let index = &state.index;
-        Answer::now(Ok(state.leases.claim(*key, owner, lease, || index.get(key).map(|e| e.recall(*key)))))
-    }
-
-    fn release(&self, key: &IntentKey, owner: &Owner) {
-        self.shared.lock().leases.release(key, owner);
-    }
-
-    fn start(
-        &self,
-        owner: &Owner,
-        record: RecordRef<'_>,
-        durability: Durability,
-    ) -> Answer<'_, Result<(), JournalError>> {
-        self.append_now(record, durability, Some(owner))
-    }
-
-    fn end(
-        &self,
-        owner: &Owner,
-        record: RecordRef<'_>,
-        durability: Durability,
-    ) -> Answer<'_, Result<(), JournalError>> {
-        self.append_now(record, durability, Some(owner))
-    }
-
-    fn append(&self, record: RecordRef<'_>, durability: Durability) -> Answer<'_, Result<(), JournalError>> {
-        self.append_now(record, durability, None)
-    }
-
-    fn attempts(&self, key: &IntentKey) -> Answer<'_, Result<Option<u32>, JournalError>> {
-        Answer::now(Ok(self.shared.lock().index.get(key).map(|entry| entry.attempts)))
-    }
-
-    fn flush(&self) -> Result<(), JournalError> {
-        let mut state = self.shared.lock();
-        if let Some(why) = &state.failed {
-            return Err(self.shared.failed(why));
-        }
-        if !state.pending.is_empty() && !state.wake {
-            state.wake = true;
-            self.shared.to_syncer.notify_one();
-        }
-        Ok(())
-    }
-
-    fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {
-        Answer::now(Ok(FileJournal::recall(self, key)))
-    }
-
-    fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
-        Answer::now(Ok(FileJournal::unresolved(self)))
-    }
-
-    fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
-        Answer::now(Ok(self.shared.lock().approvals.last(key).cloned()))
-    }
-
-    fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
-        if crate::rules::counts_as_attempt(record.phase) {
-            return Answer::now(Ok(false));
-        }
-        match self.write(record, crate::journal::approval::DURABILITY, None) {
-            Err(JournalError::Conflict { why, .. }) if why == writer::APPROVAL_REFUSED => {
-                Answer::now(Ok(false))
-            }
-            Err(e) => Answer::now(Err(e)),
-            Ok(None) => Answer::now(Ok(true)),
-            Ok(Some(wait)) => Answer::later(async move { self.settle(wait.await).map(|()| true) }),
-        }
     }
 }
 

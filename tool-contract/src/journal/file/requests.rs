@@ -2,7 +2,7 @@
 //! picks up.
 //!
 //! One process appends to a log at a time, so a settlement made while an agent runs cannot be written
-//! by the settler (nor an answer to an approval the agent waits for, [`crate::LogApprover`], by the
+//! by the settler (nor an answer to an approval the agent waits for, [`crate::person::LogApprover`], by the
 //! person giving it). It leaves a request instead, a file in the directory beside the log named after it
 //! (`attempts.log.settle/`), and the holder settles it under its own lock, as [`settle`] would, then
 //! answers in a file beside the request:
@@ -20,7 +20,7 @@
 //! # Bounds
 //!
 //! - A request names the attempt the person examined; the holder refuses it when another attempt has
-//!   started since, as [`settle`](crate::settle) and [`answer_approval`] do.
+//!   started since, as [`settle`](crate::person::settle) and [`answer_approval`] do.
 //! - A request expires: at the end of its settler's wait, and at most [`REQUEST_LIFETIME`] after it was
 //!   written, whatever it says. An expired request is answered `expired` and never applied, so one left
 //!   by a settler that was killed does not settle, hours later, whatever attempt is last by then.
@@ -46,17 +46,14 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{FileJournal, Shared};
-use crate::journal::approval::{ApprovalError, Decision, answer_approval};
-use crate::journal::settle::{SettleError, settle_now};
-use crate::journal::{JournalError, Record, Settle};
+use crate::journal::{JournalError, Record};
 use crate::key::IntentKey;
+use crate::person::{
+    ApprovalError, Decision, REQUEST_LIFETIME, Settle, SettleError, answer_approval, settle_now,
+};
 
 /// How often a holder looks for requests.
 pub(super) const LOOK_EVERY: Duration = Duration::from_millis(200);
-
-/// The longest a request is good for after it was written: 10 minutes. A settler waits at most this
-/// long for the holder; a request older than this (or than its settler's wait) is answered `expired`.
-pub const REQUEST_LIFETIME: Duration = Duration::from_secs(600);
 
 /// The largest request file a holder reads: a request is a few hundred bytes, its evidence at most
 /// 1 KiB.
@@ -114,7 +111,7 @@ enum Answer {
 }
 
 /// Answer the question about attempt `attempt` of intent `key` that the process holding the file log at
-/// `log` waits on ([`crate::LogApprover`]): through that holder, waiting for it up to `wait`. A log no
+/// `log` waits on ([`crate::person::LogApprover`]): through that holder, waiting for it up to `wait`. A log no
 /// process holds has nobody waiting, and takes no answer. Blocking: call it from a thread of its own in
 /// async code.
 pub fn request_approval(
@@ -160,7 +157,7 @@ pub fn request_approval(
 /// Settle attempt `attempt` of the intent `key` of the file log at `log`, held by another process or
 /// by none: through the holder (a request it picks up, waiting for its answer up to `wait`, at most
 /// [`REQUEST_LIFETIME`]) or, when no process holds the log, by opening it. The record written, or why
-/// none was ([`settle`](crate::settle) says which attempt may be settled). Blocking: call it from a
+/// none was ([`settle`](crate::person::settle) says which attempt may be settled). Blocking: call it from a
 /// thread of its own in async code.
 pub fn request_settlement(
     log: &Path,
@@ -380,7 +377,7 @@ fn user_name(uid: u32) -> String {
         })
     });
     match name {
-        Some(name) => format!("uid {uid} ({})", super::super::settle::one_line(&name)),
+        Some(name) => format!("uid {uid} ({})", crate::rules::one_line(&name)),
         None => format!("uid {uid}"),
     }
 }
@@ -426,7 +423,7 @@ fn invalid(why: String) -> Answer {
 }
 
 /// Answer one request read from `file`: refused as `expired` past its expiry or [`REQUEST_LIFETIME`]
-/// after the file was written, else settled or answered as [`settle`](crate::settle) or
+/// after the file was written, else settled or answered as [`settle`](crate::person::settle) or
 /// [`answer_approval`] would, with the file's owner recorded.
 fn answer(shared: &Arc<Shared>, request: Request, file: &RequestFile) -> Answer {
     let now = crate::journal::wall_clock();

@@ -44,7 +44,7 @@ struct Plain {
     /// Who holds which intent.
     leases: Leases,
     /// Each intent's last approval record.
-    approvals: super::approval::Approvals,
+    approvals: super::index::Approvals,
 }
 
 /// The intents to forget once a store holds `held` intents, more than `max` (its bound): of the
@@ -263,8 +263,8 @@ impl Journal for MemoryJournal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Outcome;
     use crate::journal::Phase;
-    use crate::report::Outcome;
 
     fn key(name: &str) -> IntentKey {
         crate::key::Intent::new("t", "agent", "post", name).key()

@@ -127,10 +127,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::*;
+use crate::effect::EffectKind;
 use crate::journal::{LastWord, Phase};
+use crate::key::Intent;
 use crate::probe::ProbeMark;
-use crate::report::{Applied, Outcome};
-use crate::{Class, EffectKind, Intent, Probe, Task, ToolSpec, engine};
+use crate::spec::ToolSpec;
+use crate::{Applied, Outcome};
+use crate::{Class, Probe, Task, engine};
 
 /// A directory of its own for one test, removed at the end.
 struct Scratch(PathBuf);
@@ -328,7 +331,7 @@ async fn a_read_that_waits_has_its_start_record_written() {
                 Ok::<usize, Class>(seen.lines().count())
             }
         },
-        crate::NoProbe,
+        crate::probe::NoProbe,
     )
     .await;
     assert_eq!(report.value, Some(2), "the header and the start record");
@@ -457,6 +460,7 @@ async fn tasks_appending_at_once_leave_whole_lines_in_order_per_task() {
 }
 
 mod codec;
+mod compaction;
 mod recovery;
 
 /// Issue 23, item 6: opening a new log on a disk whose writes and syncs hang returns at once: the

@@ -63,7 +63,7 @@ struct MemoryState {
     /// Who holds which intent.
     leases: Leases,
     /// Each intent's last approval record.
-    approvals: crate::journal::approval::Approvals,
+    approvals: crate::journal::index::Approvals,
 }
 
 impl MemoryState {

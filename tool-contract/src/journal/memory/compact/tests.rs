@@ -2,7 +2,7 @@
 //! and the engine's forms recognised.
 use super::stored::{eq, is_decimal_of, strip};
 use super::*;
-use crate::report::{Applied, Outcome};
+use crate::{Applied, Outcome};
 
 fn key(target: &str) -> IntentKey {
     IntentKey::derive("t-1", "agent", "post_notice", &target, None)
@@ -175,14 +175,17 @@ fn the_records_read_back_are_the_records_appended_whatever_is_folded() {
 
 #[tokio::test(start_paused = true)]
 async fn a_read_leaves_its_start_and_end_whether_it_waits_or_not() {
-    use crate::{Class, EffectKind, Task, ToolSpec, engine};
+    use crate::effect::EffectKind;
+    use crate::spec::ToolSpec;
+    use crate::{Class, Task, engine};
     use std::sync::Arc;
     const READ: ToolSpec = ToolSpec::new("read_price", EffectKind::Read);
     let log = Arc::new(CompactMemoryJournal::new());
     let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
     let key = task.key(&READ, &"sku", None);
     // Answered at once: the start record waited in the engine and both went in together.
-    let report = engine::run(&task, &READ, key, |_| async { Ok::<u64, Class>(4406) }, crate::NoProbe).await;
+    let report =
+        engine::run(&task, &READ, key, |_| async { Ok::<u64, Class>(4406) }, crate::probe::NoProbe).await;
     assert_eq!(report.outcome, Outcome::Ok);
     let said = |log: &CompactMemoryJournal| -> Vec<(Phase, u32)> {
         log.records().iter().map(|r| (r.phase, r.attempt)).collect()
@@ -198,7 +201,7 @@ async fn a_read_leaves_its_start_and_end_whether_it_waits_or_not() {
             tokio::time::sleep(Duration::from_millis(10)).await;
             Ok::<Vec<(Phase, u32)>, Class>(said(seen))
         },
-        crate::NoProbe,
+        crate::probe::NoProbe,
     )
     .await;
     assert_eq!(report.value, Some(vec![(Phase::Start, 1), (Phase::End, 1), (Phase::Start, 2)]));

@@ -6,15 +6,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::settle::{MAX_BY_BYTES, one_line};
-use super::{Durability, Journal, JournalError, Phase, Record};
-use super::{rfc3339, wall_clock};
-use crate::journal::BoxFuture;
+use super::{Approval, ApprovalRequest, Approve};
+use crate::journal::{ApprovalNote, ApprovalStep as Step, BoxFuture, MAX_WHY_BYTES};
+use crate::journal::{Journal, JournalError, Phase, Record, rfc3339, wall_clock};
 use crate::key::IntentKey;
-use crate::task::{Approval, ApprovalRequest, Approve};
-
-/// The longest reason an approval record keeps, in bytes.
-pub const MAX_WHY_BYTES: usize = 1024;
+use crate::rules::one_line;
 
 /// How long before the engine stops waiting (the task's budget left) a [`LogApprover`] closes its
 /// question: time to record the denial.
@@ -25,75 +21,6 @@ const LONGEST_WAIT: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 /// How often a [`LogApprover`] looks for the answer.
 const LOOK_EVERY: Duration = Duration::from_millis(250);
-
-/// Where an approval stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Step {
-    /// The engine asked a person before the next attempt, and waits.
-    Asked,
-    /// The person said yes: the next attempt may start.
-    Approved,
-    /// The person said no (or nobody answered in time): no attempt.
-    Denied,
-}
-
-impl Step {
-    /// `asked`, `approved` or `denied`, as the log writes it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Step::Asked => "asked",
-            Step::Approved => "approved",
-            Step::Denied => "denied",
-        }
-    }
-}
-
-/// An `approval` record's account: the step, who, why, when, and (on a question) until when the
-/// asker waits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ApprovalNote {
-    /// Asked, approved or denied.
-    pub step: Step,
-    /// On a question, who is asked; on an answer, who answered.
-    pub by: String,
-    /// On a question, what the attempts so far left; on an answer, the reason given.
-    pub why: String,
-    /// When the record was written, RFC 3339 UTC.
-    pub at: String,
-    /// On a question: when the asker stops waiting, RFC 3339 UTC. Absent on an answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub until: Option<String>,
-    /// On an answer that came through the file log's request directory: the operating-system user
-    /// that wrote the request (`uid 1000 (alice)`), beside the `by` it claims.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub os_user: Option<String>,
-}
-
-impl ApprovalNote {
-    /// What is wrong with the account, if anything: no name, no reason or too long a one, a deadline
-    /// on an answer or none on a question.
-    pub fn problem(&self) -> Option<String> {
-        if self.by.trim().is_empty() {
-            return Some("an approval record names who (`by`)".into());
-        }
-        if self.by.len() > MAX_BY_BYTES {
-            return Some(format!("`by` is {} bytes; at most {MAX_BY_BYTES}", self.by.len()));
-        }
-        if self.why.trim().is_empty() {
-            return Some("an approval record says why (`why`)".into());
-        }
-        if self.why.len() > MAX_WHY_BYTES {
-            return Some(format!("`why` is {} bytes; at most {MAX_WHY_BYTES}", self.why.len()));
-        }
-        match (self.step, &self.until) {
-            (Step::Asked, None) => Some("a question (`asked`) says until when it waits (`until`)".into()),
-            (Step::Approved | Step::Denied, Some(_)) => Some("only a question (`asked`) has `until`".into()),
-            _ => None,
-        }
-    }
-}
 
 /// A person's answer to a question [`LogApprover`] asked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,13 +183,11 @@ pub async fn answer_approval(
     }
 }
 
-pub(crate) use crate::rules::may_follow;
-
 /// Approval through the attempt log: a second `money` attempt asked of a person who answers from
 /// another process (the operator console, or code of one's own), with both the question and the
 /// answer kept as records.
 ///
-/// [`LogApprover`] is an [`Approve`](crate::Approve) that writes an `approval` record with step
+/// [`LogApprover`] is an [`Approve`](crate::person::Approve) that writes an `approval` record with step
 /// `asked` (what the first attempt left, and until when it waits), then waits for the record that
 /// answers it: [`answer_approval`] writes `approved` or `denied` with who and why. A store keeps at
 /// most one answer to one question ([`Journal::approval_step`]): two people answering at once, exactly
@@ -275,8 +200,12 @@ pub(crate) use crate::rules::may_follow;
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use tool_contract::{Call, Class, Decision, Intent, IntentKey, Journal, LogApprover, MemoryJournal, Outcome};
-/// use tool_contract::{Probe, Task, answer_approval, tool};
+/// use tool_contract::journal::Journal;
+/// use tool_contract::key::Intent;
+/// use tool_contract::person::{Decision, LogApprover};
+/// use tool_contract::{Call, Class, IntentKey, MemoryJournal, Outcome};
+/// use tool_contract::person::answer_approval;
+/// use tool_contract::{Probe, Task, tool};
 ///
 /// /// Refund an order; the bank refuses the first attempt, paying nothing.
 /// #[tool(effect = "money", target = order, probe = find_refund)]
@@ -460,240 +389,5 @@ impl Approve for LogApprover {
     }
 }
 
-/// What a store keeps of approvals: each intent's last approval record.
-#[derive(Debug, Default)]
-pub(crate) struct Approvals(HashMap<IntentKey, Record>);
-
-impl Approvals {
-    /// The intent's last approval record.
-    pub(crate) fn last(&self, key: &IntentKey) -> Option<&Record> {
-        self.0.get(key)
-    }
-
-    /// Keep `record` if it is an approval record (as the intent's last).
-    pub(crate) fn note(&mut self, record: &super::RecordRef<'_>) {
-        if record.phase == Phase::Approval {
-            self.0.insert(record.intent_key, record.to_record());
-        }
-    }
-
-    /// Whether `record` may follow what is kept ([`may_follow`]).
-    pub(crate) fn may_take(&self, record: &super::RecordRef<'_>) -> bool {
-        may_follow(record, self.0.get(&record.intent_key))
-    }
-}
-
-/// How approval records are written: a question and its answer at once, and synced.
-pub(crate) const DURABILITY: Durability = Durability::Synced;
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::journal::{Claimed, MemoryJournal, Owner, Recall, RecordRef};
-    use crate::report::{Applied, Outcome};
-
-    fn request(next_attempt: u32) -> ApprovalRequest {
-        ApprovalRequest {
-            task: "t".into(),
-            call: "refund".into(),
-            key: crate::Intent::new("t", "a", "refund", "order-9").key(),
-            next_attempt,
-            history: "503".into(),
-            left: Duration::from_secs(60),
-        }
-    }
-
-    /// A log holding attempt 1 of the intent, ended `retryable` with nothing paid.
-    async fn after_attempt_1(log: &dyn Journal) {
-        let key = request(2).key;
-        let record = Record {
-            phase: Phase::End,
-            task: "t".into(),
-            call: "refund".into(),
-            intent_key: key,
-            attempt: 1,
-            attempt_id: "t-a1".into(),
-            started: "2026-12-01T00:00:00Z".into(),
-            budget_left_s: 60,
-            outcome: Some(Outcome::Retryable),
-            effect_applied: Some(Applied::No),
-            probe: None,
-            message: Some("503".into()),
-            retry_at: None,
-            value: None,
-            settled: None,
-            approval: None,
-        };
-        log.append(record.as_record_ref(), Durability::Synced).await.unwrap();
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_request_about_another_attempt_is_denied_and_nothing_is_asked() {
-        let log = Arc::new(MemoryJournal::new());
-        after_attempt_1(&*log).await;
-        let approver = LogApprover::new(log.clone());
-        for next in [0, 1, 3, u32::MAX] {
-            match approver.approve(&request(next)).await {
-                Approval::Denied(why) => assert!(why.contains("the log's last attempt is 1"), "{why}"),
-                Approval::Approved => panic!("attempt {next} approved"),
-            }
-        }
-        assert_eq!(log.approval(&request(2).key).await.unwrap(), None, "nothing was asked");
-        // An intent the log holds nothing of: denied, saying so.
-        let empty = LogApprover::new(Arc::new(MemoryJournal::new()));
-        let Approval::Denied(why) = empty.approve(&request(2)).await else { panic!("approved") };
-        assert!(why.contains("holds nothing"), "{why}");
-    }
-
-    /// A store of one's own that keeps no approvals: the question cannot be asked, and the answer is
-    /// no, naming why.
-    struct Plain(MemoryJournal);
-
-    impl Journal for Plain {
-        fn claim(
-            &self,
-            key: &IntentKey,
-            owner: &Owner,
-            lease: Duration,
-        ) -> crate::journal::Answer<'_, Result<Claimed, JournalError>> {
-            self.0.claim(key, owner, lease)
-        }
-        fn release(&self, key: &IntentKey, owner: &Owner) {
-            self.0.release(key, owner)
-        }
-        fn start(
-            &self,
-            owner: &Owner,
-            record: RecordRef<'_>,
-            d: Durability,
-        ) -> crate::journal::Answer<'_, Result<(), JournalError>> {
-            self.0.start(owner, record, d)
-        }
-        fn end(
-            &self,
-            owner: &Owner,
-            record: RecordRef<'_>,
-            d: Durability,
-        ) -> crate::journal::Answer<'_, Result<(), JournalError>> {
-            self.0.end(owner, record, d)
-        }
-        fn append(
-            &self,
-            record: RecordRef<'_>,
-            d: Durability,
-        ) -> crate::journal::Answer<'_, Result<(), JournalError>> {
-            Journal::append(&self.0, record, d)
-        }
-        fn recall(
-            &self,
-            key: &IntentKey,
-        ) -> crate::journal::Answer<'_, Result<Option<Recall>, JournalError>> {
-            Journal::recall(&self.0, key)
-        }
-        fn unresolved(&self) -> crate::journal::Answer<'_, Result<Vec<Recall>, JournalError>> {
-            Journal::unresolved(&self.0)
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_store_that_keeps_no_approvals_denies_saying_so() {
-        let log = Arc::new(Plain(MemoryJournal::new()));
-        after_attempt_1(&*log).await;
-        let Approval::Denied(why) = LogApprover::new(log.clone()).approve(&request(2)).await else {
-            panic!("approved")
-        };
-        assert!(why.contains("does not keep approvals"), "{why}");
-        let answered = answer_approval(&*log, &request(2).key, 2, &Decision::approve("alice", "ok")).await;
-        assert!(
-            matches!(&answered, Err(ApprovalError::Store(JournalError::Unsupported { .. }))),
-            "{answered:?}"
-        );
-    }
-
-    /// An answer is bound to what the person examined, by the rule settlements follow: once another
-    /// attempt has started, an answer about the attempt before it is refused, naming the newer one.
-    #[tokio::test(start_paused = true)]
-    async fn an_answer_after_another_attempt_started_is_refused_naming_it() {
-        let log = Arc::new(MemoryJournal::new());
-        after_attempt_1(&*log).await;
-        let key = request(2).key;
-        let question = record_of(
-            &log.recall(&key).unwrap().last,
-            ApprovalNote {
-                step: Step::Asked,
-                by: "ops".into(),
-                why: "503".into(),
-                at: rfc3339(wall_clock()),
-                until: Some("2999-01-01T00:00:00Z".into()),
-                os_user: None,
-            },
-        );
-        assert!(log.approval_step(question.as_record_ref()).await.unwrap());
-        let started = Record {
-            phase: Phase::Start,
-            attempt: 2,
-            attempt_id: "t-a2".into(),
-            outcome: None,
-            effect_applied: None,
-            message: None,
-            ..question.clone()
-        };
-        let started = Record { approval: None, ..started };
-        log.append(started.as_record_ref(), Durability::Synced).await.unwrap();
-        match answer_approval(&*log, &key, 2, &Decision::approve("alice", "fine")).await {
-            Err(e @ ApprovalError::NotAsked { .. }) => {
-                assert!(e.to_string().contains("attempt 2 (t-a2) has started since"), "{e}");
-                assert!(e.to_string().contains("never ended"), "{e}");
-            }
-            other => panic!("answered about attempt 2 after it started: {other:?}"),
-        }
-        assert_eq!(log.approval(&key).await.unwrap().unwrap().approval.unwrap().step, Step::Asked);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_absurd_wait_is_a_century_and_no_panic() {
-        let log = Arc::new(MemoryJournal::new());
-        after_attempt_1(&*log).await;
-        let approver = LogApprover::new(log.clone()).wait(Duration::MAX);
-        let absurd = ApprovalRequest { left: Duration::MAX, ..request(2) };
-        let key = absurd.key;
-        let asking = tokio::spawn(async move { approver.approve(&absurd).await });
-        for _ in 0..1000 {
-            if asking.is_finished() || log.approval(&key).await.unwrap().is_some() {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-        assert!(!asking.is_finished(), "the approver waits: {:?}", asking.await);
-        let asked = log.approval(&key).await.unwrap().unwrap().approval.unwrap();
-        assert!(asked.until.as_deref().is_some_and(|until| until > "2100"), "{asked:?}");
-        answer_approval(&*log, &key, 2, &Decision::deny("alice", "no")).await.unwrap();
-        assert!(matches!(asking.await.unwrap(), Approval::Denied(_)));
-    }
-
-    #[test]
-    fn an_account_that_breaks_its_rule_is_named() {
-        let note = |step, by: &str, why: &str, until: Option<&str>| ApprovalNote {
-            step,
-            by: by.into(),
-            why: why.into(),
-            at: "2026-12-01T00:00:00Z".into(),
-            until: until.map(str::to_owned),
-            os_user: None,
-        };
-        let until = Some("2026-12-01T00:05:00Z");
-        assert_eq!(note(Step::Asked, "ops", "503", until).problem(), None);
-        assert_eq!(note(Step::Approved, "alice", "fine", None).problem(), None);
-        for (bad, says) in [
-            (note(Step::Asked, "ops", "503", None), "until"),
-            (note(Step::Denied, "alice", "no", until), "only a question"),
-            (note(Step::Approved, " ", "fine", None), "who"),
-            (note(Step::Approved, "alice", "", None), "why"),
-            (note(Step::Approved, "alice", &"x".repeat(MAX_WHY_BYTES + 1), None), "at most"),
-            (note(Step::Approved, &"a".repeat(201), "fine", None), "at most"),
-        ] {
-            let problem = bad.problem().unwrap_or_default();
-            assert!(problem.contains(says), "{bad:?}: {problem}");
-        }
-    }
-}
+mod tests;

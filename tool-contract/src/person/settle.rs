@@ -1,0 +1,359 @@
+//! Settlement: a person's verdict on an intent the code could not resolve, kept in the attempt log.
+//!
+//! An intent is *in doubt* when its last attempt started and never ended, or ended with its effect
+//! unknown (an escalated call ends so). Only such an intent can be settled, and each attempt at most
+//! once: [`settle`] claims the intent as any call would, checks what the store holds, and writes a
+//! `settled` record under the claim.
+//!
+//! A settlement names the attempt the person examined, and is recorded only on that attempt: when
+//! another attempt has started since (the agent probed, found nothing, and tried again), it is refused
+//! with [`SettleError::OtherAttempt`], naming the newer attempt and its state, so a verdict about
+//! attempt 1 never lands on attempt 2. An answer to an approval is bound the same way
+//! ([`answer_approval`](super::answer_approval)), by the same rule. What the engine does with it:
+//!
+//! - [`Verdict::Landed`]: every later call of the intent answers `ok`, effect `yes`, with the settled
+//!   value (or none), and makes no attempt and no probe.
+//! - [`Verdict::NotLanded`]: the intent is open again; its next call makes the next attempt, after the
+//!   approver for a `money` tool, without probing or waiting the settle window again.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use tool_contract::journal::{Journal, Verdict};
+//! use tool_contract::person::{Settle, settle};
+//! use tool_contract::{Class, MemoryJournal, Outcome, Task, tool};
+//!
+//! /// Post a notice; its probe cannot tell (the thread's API is down).
+//! #[tool(effect = "send", target = thread, probe = check_thread)]
+//! async fn post_notice(thread: &str) -> Result<u64, Class> {
+//!     Err(Class::unknown("connection reset after the request was sent"))
+//! }
+//! async fn check_thread(_thread: &&str, _key: tool_contract::IntentKey) -> tool_contract::Probe<u64> {
+//!     tool_contract::Probe::Failed("the thread's API is down".into())
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let log = Arc::new(MemoryJournal::new());
+//! let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
+//! let first = post_notice(&task, "thread-9").await;
+//! assert_eq!(first.outcome, Outcome::Unknown);
+//!
+//! // A person looks at the thread, finds notice 4411, and says so.
+//! let found = Settle::new(Verdict::Landed, "alice", "notice 4411 is in thread-9").value(4411);
+//! settle(&*log, &first.idempotency_key, 1, &found).await.unwrap();
+//!
+//! let again = post_notice(&task, "thread-9").await;
+//! assert_eq!((again.outcome, again.value), (Outcome::Ok, Some(4411)));
+//! assert!(again.message.contains("settled landed by alice"), "{}", again.message);
+//! # }
+//! ```
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::journal::{Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record};
+use crate::journal::{Settlement, Verdict, Via, notes::problem_of, rfc3339, wall_clock};
+use crate::key::IntentKey;
+use crate::rules::one_line;
+use crate::{Applied, Outcome};
+
+/// How long [`settle`] waits while another settler (or a call) holds the intent before it gives up.
+const BUSY_WAIT: Duration = Duration::from_secs(5);
+
+/// The lease a settler takes: time to check and write one record. Short, so a settler that stops
+/// before its release reaches a store across the network blocks the intent only that long; a write
+/// that comes after it is refused by the fence, and nothing is settled.
+const LEASE: Duration = Duration::from_secs(5);
+
+/// A settlement to make: the verdict, who, on what evidence, and (with [`Verdict::Landed`]) the value
+/// later calls answer with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settle {
+    verdict: Verdict,
+    by: String,
+    via: Via,
+    evidence: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    value: Option<serde_json::Value>,
+    /// Set by the holder of a file log from the request file's owner, never read from a request.
+    #[serde(skip)]
+    os_user: Option<String>,
+}
+
+impl Settle {
+    /// A settlement by an operator.
+    pub fn new(verdict: Verdict, by: impl Into<String>, evidence: impl Into<String>) -> Settle {
+        Settle {
+            verdict,
+            by: by.into(),
+            via: Via::Operator,
+            evidence: evidence.into(),
+            value: None,
+            os_user: None,
+        }
+    }
+
+    /// Brought in another way (the MCP client's person).
+    pub fn via(mut self, via: Via) -> Settle {
+        self.via = via;
+        self
+    }
+
+    /// The value later calls answer with, as the tool would have returned it (only with
+    /// [`Verdict::Landed`]; a value that does not serialise is left out).
+    pub fn value(self, value: impl Serialize) -> Settle {
+        self.json_value(serde_json::to_value(value).ok())
+    }
+
+    /// The value as JSON, or none.
+    pub fn json_value(mut self, value: Option<serde_json::Value>) -> Settle {
+        self.value = value.filter(|v| !v.is_null());
+        self
+    }
+
+    /// The verdict.
+    pub fn verdict(&self) -> Verdict {
+        self.verdict
+    }
+
+    /// The value given, if any.
+    pub fn value_given(&self) -> Option<&serde_json::Value> {
+        self.value.as_ref()
+    }
+
+    /// The operating-system user that wrote the request this settlement came in by.
+    pub(crate) fn os_user(mut self, user: String) -> Settle {
+        self.os_user = Some(user);
+        self
+    }
+
+    /// The settlement record for the intent's last record `last`, stamped `at`.
+    pub fn record_for(&self, last: &Record, at: String) -> Record {
+        let (outcome, effect) = match self.verdict {
+            Verdict::Landed => (Outcome::Ok, Applied::Yes),
+            Verdict::NotLanded => (Outcome::Retryable, Applied::No),
+        };
+        let message = format!(
+            "settled {} by {} via {}: {}",
+            self.verdict,
+            self.by,
+            self.via.as_str(),
+            one_line(&self.evidence)
+        );
+        Record {
+            outcome: Some(outcome),
+            effect_applied: Some(effect),
+            message: Some(message),
+            value: self.value.clone().filter(|_| self.verdict == Verdict::Landed),
+            settled: Some(Settlement {
+                verdict: self.verdict,
+                by: self.by.clone(),
+                via: self.via,
+                evidence: self.evidence.clone(),
+                at,
+                os_user: self.os_user.clone(),
+            }),
+            ..last.about(Phase::Settled)
+        }
+    }
+}
+
+/// Why a settlement was not recorded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettleError {
+    /// The settlement itself is not acceptable (no evidence, too much, a value with `not_landed`).
+    #[error("settlement refused: {0}")]
+    Invalid(String),
+    /// The store holds no record of the intent.
+    #[error("intent {key} has no record in the attempt log: nothing to settle (check the key)")]
+    NotFound {
+        /// The intent.
+        key: IntentKey,
+    },
+    /// The intent is not in doubt.
+    #[error(
+        "intent {key} is not in doubt: {state}; only an intent whose last attempt never ended or ended unknown can be settled"
+    )]
+    NotInDoubt {
+        /// The intent.
+        key: IntentKey,
+        /// Its state, in words (`attempt ord-7741-dc01d768-a2 ended ok`).
+        state: String,
+    },
+    /// The settlement names another attempt than the intent's last: one has started since the person
+    /// looked (or the attempt named never was). Nothing is recorded; look at the newer attempt.
+    #[error(
+        "intent {key}: nothing settled: the settlement is about attempt {attempt}, but {now}; look at that attempt and settle it by its number"
+    )]
+    OtherAttempt {
+        /// The intent.
+        key: IntentKey,
+        /// The attempt the settlement named.
+        attempt: u32,
+        /// The intent's last attempt, in words (`attempt 2 (ord-7741-dc01d768-a2) has started since
+        /// and never ended`).
+        now: String,
+        /// The intent's last record.
+        last: Box<Record>,
+    },
+    /// The request carrying the settlement expired before the process holding the log took it
+    /// (`tool_contract::journal::file::REQUEST_LIFETIME`): nothing was applied.
+    #[error("intent {key}: nothing settled: {why}")]
+    Expired {
+        /// The intent.
+        key: IntentKey,
+        /// When it expired, and what to do.
+        why: String,
+    },
+    /// The intent's last attempt was settled already; the first settlement stands.
+    #[error("intent {key}: {}", settled_already(.record))]
+    AlreadySettled {
+        /// The intent.
+        key: IntentKey,
+        /// The settlement that stands.
+        record: Box<Record>,
+    },
+    /// A call (or another settler) holds the intent now.
+    #[error(
+        "intent {key} is claimed by {holder} for {left:.1?} more (an attempt in flight, or another settler): settle it once that ends"
+    )]
+    Busy {
+        /// The intent.
+        key: IntentKey,
+        /// Who holds it.
+        holder: Owner,
+        /// How long its claim still runs.
+        left: Duration,
+    },
+    /// The store could not be asked, or refused the record.
+    #[error("settlement not recorded: {0}")]
+    Store(#[from] JournalError),
+}
+
+fn settled_already(record: &Record) -> String {
+    match &record.settled {
+        Some(s) => format!(
+            "attempt {} was settled {} by {} via {} at {}: {}",
+            record.attempt_id,
+            s.verdict,
+            s.by,
+            s.via.as_str(),
+            s.at,
+            s.evidence
+        ),
+        None => format!("attempt {} was settled already", record.attempt_id),
+    }
+}
+
+/// Settle attempt `attempt` of the intent `key` in `journal`: claim the intent, check that the attempt
+/// is still its last, that it is in doubt and not settled yet, and write the settlement (synced)
+/// under the claim. The record written, or why nothing was.
+///
+/// `attempt` is the attempt the person examined (the number after `-a` in its attempt id). Another
+/// attempt started since is [`SettleError::OtherAttempt`]: the verdict is not carried over to an
+/// attempt nobody looked at. Two settlers racing on one intent: exactly one writes; the other is told
+/// who settled it, when and how ([`SettleError::AlreadySettled`]). An intent a call holds right now is
+/// not settled ([`SettleError::Busy`]): its attempt may yet end.
+pub async fn settle(
+    journal: &dyn Journal,
+    key: &IntentKey,
+    attempt: u32,
+    settle: &Settle,
+) -> Result<Record, SettleError> {
+    settle_within(journal, key, attempt, settle, BUSY_WAIT).await
+}
+
+/// [`settle`] without waiting on a holder: an intent someone holds is [`SettleError::Busy`] at once.
+/// What a thread with no async runtime runs (the file log's holder answering a request).
+pub(crate) async fn settle_now(
+    journal: &dyn Journal,
+    key: &IntentKey,
+    attempt: u32,
+    settle: &Settle,
+) -> Result<Record, SettleError> {
+    settle_within(journal, key, attempt, settle, Duration::ZERO).await
+}
+
+async fn settle_within(
+    journal: &dyn Journal,
+    key: &IntentKey,
+    attempt: u32,
+    settle: &Settle,
+    busy_wait: Duration,
+) -> Result<Record, SettleError> {
+    if let Some(problem) = problem_of(&settle.by, &settle.evidence) {
+        return Err(SettleError::Invalid(problem));
+    }
+    if settle.verdict == Verdict::NotLanded && settle.value.is_some() {
+        return Err(SettleError::Invalid("a `not_landed` settlement has no value".into()));
+    }
+    let owner = Owner::new(format!("settle:{}:{}", one_line(&settle.by), Owner::unique()));
+    let recall = claim(journal, key, &owner, busy_wait).await?;
+    let outcome = write(journal, key, attempt, settle, &owner, recall).await;
+    if outcome.is_err() {
+        journal.release(key, &owner);
+    }
+    outcome
+}
+
+/// Claim `key` for the settler, waiting a little while someone else holds it.
+async fn claim(
+    journal: &dyn Journal,
+    key: &IntentKey,
+    owner: &Owner,
+    busy_wait: Duration,
+) -> Result<Option<Recall>, SettleError> {
+    let mut waited = Duration::ZERO;
+    let mut nap = Duration::from_millis(20);
+    loop {
+        match journal.claim(key, owner, LEASE).await? {
+            Claimed::Held(recall) => return Ok(recall),
+            Claimed::Busy { holder, left } => {
+                waited += nap;
+                if waited > busy_wait {
+                    return Err(SettleError::Busy { key: *key, holder, left });
+                }
+                tokio::time::sleep(nap.min(left)).await;
+                nap = (nap * 2).min(Duration::from_millis(500));
+            }
+        }
+    }
+}
+
+/// Check what the store holds under the claim and write the settlement.
+async fn write(
+    journal: &dyn Journal,
+    key: &IntentKey,
+    attempt: u32,
+    settle: &Settle,
+    owner: &Owner,
+    recall: Option<Recall>,
+) -> Result<Record, SettleError> {
+    let Some(recall) = recall else { return Err(SettleError::NotFound { key: *key }) };
+    if let Some(now) = crate::rules::answer_bound(attempt, &recall) {
+        return Err(SettleError::OtherAttempt { key: *key, attempt, now, last: Box::new(recall.last) });
+    }
+    if recall.settlement().is_some() {
+        return Err(SettleError::AlreadySettled { key: *key, record: Box::new(recall.last) });
+    }
+    if let Some(state) = crate::rules::not_in_doubt(&recall) {
+        return Err(SettleError::NotInDoubt { key: *key, state });
+    }
+    let record = settle.record_for(&recall.last, rfc3339(wall_clock()));
+    // The record and the release together: a settler that exits at once leaves no claim behind.
+    match journal.finish(owner, record.as_record_ref(), Durability::Synced).await {
+        Ok(()) => Ok(record),
+        Err(e) => {
+            // A store that keeps the first settlement of an attempt by a constraint of its own (one
+            // shared by several processes) refuses the second: say whose stands.
+            match journal.recall(key).await {
+                Ok(Some(now)) if now.settlement().is_some() => {
+                    Err(SettleError::AlreadySettled { key: *key, record: Box::new(now.last) })
+                }
+                _ => Err(SettleError::Store(e)),
+            }
+        }
+    }
+}
