@@ -126,11 +126,7 @@ pub use task::Task;
 pub use tool_contract_macros::tool;
 pub use toolbox::Toolbox;
 
-// Shorthands inside this crate for the engine and the policy, which name these from the root; not
-// public (each item's public path is in its module).
-pub(crate) use effect::EffectKind;
-pub(crate) use journal::{JournalError, Verdict};
-pub(crate) use person::Settle;
+// Shorthands for the crate's own unit tests; not public (each item's public path is in its module).
 #[cfg(test)]
 pub(crate) use {key::Intent, person::Approval, spec::ToolSpec, task::EscalationQueue};
 

@@ -234,8 +234,8 @@ pub fn start(recall: Option<&crate::journal::Recall>, kind: EffectKind) -> Start
     let money = asks_approval(kind);
     if let Some(settled) = recall.settlement() {
         return match settled.verdict {
-            crate::Verdict::Landed => Start::Settled,
-            crate::Verdict::NotLanded => Start::SecondAttempt { approve_first: money },
+            crate::journal::Verdict::Landed => Start::Settled,
+            crate::journal::Verdict::NotLanded => Start::SecondAttempt { approve_first: money },
         };
     }
     match recall.last_word() {
@@ -473,7 +473,8 @@ mod tests {
     /// The start-of-call decision as a table: every last word the log can hold, for every kind.
     #[test]
     fn the_start_of_a_call_as_a_table() {
-        use crate::journal::{Phase, Recall, Record, Settle as Settlement, Verdict};
+        use crate::journal::{Phase, Recall, Record, Verdict};
+        use crate::person::Settle as Settlement;
         let record = |phase, outcome: Option<Outcome>, effect: Option<Applied>| Record {
             phase,
             task: "t".into(),

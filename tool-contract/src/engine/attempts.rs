@@ -211,7 +211,7 @@ async fn number_read<W: Work>(
         Ok(attempts) => attempts,
         Err(answer) => {
             super::guard::ready_or_within(answer, || task.remaining()).await.unwrap_or_else(|| {
-                Err(crate::JournalError::Io {
+                Err(crate::journal::JournalError::Io {
                     context: "attempt log: the attempt count was not read within the budget".to_owned(),
                     source: std::io::ErrorKind::TimedOut.into(),
                 })

@@ -36,7 +36,7 @@ pub(crate) struct Claim<'a> {
 /// than the budget can wait.
 pub(crate) enum Refused {
     /// The store failed; nothing was started.
-    Store(crate::JournalError),
+    Store(crate::journal::JournalError),
     /// Another owner holds the intent for `left` more.
     Busy { holder: Owner, left: Duration },
 }
@@ -82,7 +82,7 @@ impl<'a> Claim<'a> {
             let deadline = tokio::time::Instant::now() + left;
             let answer = ready_or_within(store.claim_by(&self.key, &owner, lease, deadline), &budget).await;
             let answer = answer.unwrap_or_else(|| {
-                Err(crate::JournalError::Io {
+                Err(crate::journal::JournalError::Io {
                     context: "attempt log: the claim was not answered within the budget".to_owned(),
                     source: std::io::ErrorKind::TimedOut.into(),
                 })

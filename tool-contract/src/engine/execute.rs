@@ -314,7 +314,7 @@ async fn ask_person(
         ));
     }
     match run.log().settled(&settle).await {
-        Ok(record) if settle.verdict() == crate::Verdict::Landed => Person::Landed(Box::new(record)),
+        Ok(record) if settle.verdict() == crate::journal::Verdict::Landed => Person::Landed(Box::new(record)),
         Ok(record) => Person::NotLanded(record.message.unwrap_or_default()),
         Err(why) => Person::CannotTell(format!("{unsure}; the person's settlement was not recorded: {why}")),
     }

@@ -26,7 +26,7 @@ pub(crate) struct EndRecord<'r> {
 
 /// An end record the store has not taken yet.
 pub(crate) struct Pending<'a> {
-    answer: crate::journal::BoxFuture<'a, Result<(), crate::JournalError>>,
+    answer: crate::journal::BoxFuture<'a, Result<(), crate::journal::JournalError>>,
     finishing: Option<&'a Claim<'a>>,
 }
 
@@ -68,7 +68,10 @@ impl<'a> Log<'_, 'a> {
 
     /// Record a person's settlement of the attempt in doubt, under the call's claim, synced: the record
     /// written, or why it was not.
-    pub(crate) async fn settled(&self, settle: &crate::Settle) -> Result<crate::journal::Record, String> {
+    pub(crate) async fn settled(
+        &self,
+        settle: &crate::person::Settle,
+    ) -> Result<crate::journal::Record, String> {
         let key = self.run.key();
         let claim = self.run.claim();
         let last = match self.run.task().journal_ref() {
@@ -159,7 +162,7 @@ impl<'a> Log<'_, 'a> {
         left: Duration,
         started: SystemTime,
         value: Option<&serde_json::Value>,
-    ) -> Result<(), crate::JournalError> {
+    ) -> Result<(), crate::journal::JournalError> {
         if !self.keeps_records() {
             return Ok(());
         }
@@ -197,7 +200,7 @@ impl<'a> Log<'_, 'a> {
         match Box::pin(ready_or_within(appended, || wait)).await {
             Some(appended) => appended,
             None if owner.is_none() => Ok(()),
-            None => Err(crate::JournalError::Io {
+            None => Err(crate::journal::JournalError::Io {
                 context: "attempt log: the start record was not stored within the budget".to_owned(),
                 source: std::io::ErrorKind::TimedOut.into(),
             }),
@@ -296,7 +299,7 @@ pub(crate) async fn start_attempt(
             let stop = unstarted(run, &err);
             // A start the fence refused is another owner's business: an end of ours would be refused
             // the same way.
-            if !matches!(err, crate::JournalError::Conflict { .. }) {
+            if !matches!(err, crate::journal::JournalError::Conflict { .. }) {
                 let end = EndRecord {
                     left,
                     started,
@@ -341,9 +344,9 @@ pub(crate) async fn start_attempt(
 /// The stop of a side effect whose start record the store did not take. Refused by the fence: another
 /// owner took the intent over (or started it first), and what it did is its own; this call sent
 /// nothing, the intent's effect is not known here.
-fn unstarted(run: &Run<'_>, err: &crate::JournalError) -> Stop {
+fn unstarted(run: &Run<'_>, err: &crate::journal::JournalError) -> Stop {
     match err {
-        crate::JournalError::Conflict { .. } => Stop::new(
+        crate::journal::JournalError::Conflict { .. } => Stop::new(
             Outcome::Retryable,
             Applied::Unknown,
             format!(
@@ -365,7 +368,7 @@ fn unstarted(run: &Run<'_>, err: &crate::JournalError) -> Stop {
 
 /// The stop of a read whose attempt numbers the store could not give: nothing was started, and the
 /// read is not numbered as if the intent were new.
-pub(crate) fn unreadable(error: &crate::JournalError) -> Stop {
+pub(crate) fn unreadable(error: &crate::journal::JournalError) -> Stop {
     Stop::new(
         Outcome::Retryable,
         Applied::No,

@@ -106,7 +106,8 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
     use std::time::Duration;
 
-    use crate::{Class, EffectKind, Outcome, Probe, Task, ToolSpec};
+    use crate::effect::EffectKind;
+    use crate::{Class, Outcome, Probe, Task, ToolSpec};
 
     #[tokio::test(start_paused = true)]
     async fn a_side_effect_without_a_floor_keeps_part_of_the_budget_for_its_probe() {
@@ -213,7 +214,8 @@ mod tests {
 mod future_sizes {
     use std::time::Duration;
 
-    use crate::{Class, EffectKind, Probe, Task, ToolSpec};
+    use crate::effect::EffectKind;
+    use crate::{Class, Probe, Task, ToolSpec};
 
     const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
 

@@ -64,7 +64,7 @@ pub(crate) async fn take_claim<'a>(
 }
 
 /// What a store says of an intent's highest attempt: `Ok(None)` for none recorded.
-pub(crate) type Attempts = Result<Option<u32>, crate::JournalError>;
+pub(crate) type Attempts = Result<Option<u32>, crate::journal::JournalError>;
 
 /// Why the engine stopped before another attempt.
 pub(crate) struct Stop {
