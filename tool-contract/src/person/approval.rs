@@ -146,27 +146,27 @@ pub async fn answer_approval(
     if let Some(now) = recall.as_ref().and_then(|recall| crate::rules::answer_bound(attempt - 1, recall)) {
         return Err(not_asked(now));
     }
-    let Some(asked) = journal.approval(key).await? else {
-        let why =
-            "nothing waits for an answer (no question was asked, or the process that asked it has stopped)";
-        return Err(not_asked(why.into()));
-    };
-    let Some(question) = asked.approval.as_ref() else { return Err(not_asked("nothing was asked".into())) };
-    let about = asked.attempt.saturating_add(1);
-    if about != attempt {
-        return Err(not_asked(format!("the last question was about attempt {about}")));
-    }
-    if question.step != Step::Asked {
-        return Err(ApprovalError::AlreadyAnswered { record: Box::new(asked) });
-    }
-    if let Some(until) = question.until.as_deref().filter(|until| *until < note.at.as_str()) {
+    // The one rule of a waiting question decides (the console shows the same questions); what follows
+    // it only says why none waits. `answer_bound` above made attempt - 1 the intent's highest.
+    let last = journal.approval(key).await?;
+    let Some(asked) = crate::rules::waiting_question(last.as_ref(), attempt - 1, &note.at).cloned() else {
+        let Some(last) = last else {
+            let why = "nothing waits for an answer (no question was asked, or the process that asked it has stopped)";
+            return Err(not_asked(why.into()));
+        };
+        let Some(question) = last.approval.as_ref() else {
+            return Err(not_asked("nothing was asked".into()));
+        };
+        let about = last.attempt.saturating_add(1);
+        if about != attempt {
+            return Err(not_asked(format!("the last question was about attempt {about}")));
+        }
+        if question.step != Step::Asked {
+            return Err(ApprovalError::AlreadyAnswered { record: Box::new(last) });
+        }
+        let until = question.until.as_deref().unwrap_or("its deadline");
         return Err(not_asked(format!("the question waited until {until} and is closed")));
-    }
-    // The one rule of a waiting question, as the console shows it; the checks above say why not.
-    let attempts = recall.as_ref().map_or(asked.attempt, |recall| recall.attempts);
-    if crate::rules::waiting_question(Some(&asked), attempts, &note.at).is_none() {
-        return Err(not_asked("no question about this attempt waits".into()));
-    }
+    };
     let record = record_of(&asked, note);
     if journal.approval_step(record.as_record_ref()).await? {
         return Ok(record);

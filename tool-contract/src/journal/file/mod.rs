@@ -61,7 +61,7 @@ use super::leases::Leases;
 use super::{Answer, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef};
 use crate::Outcome;
 use crate::key::{IntentKey, KeyHashing};
-use crate::rules::{sort_queue as sort_unresolved, supersedes};
+use crate::rules::{sort_queue, supersedes};
 
 mod codec;
 mod compact;
@@ -453,9 +453,7 @@ impl FileJournal {
     /// Every unresolved intent, oldest first, at once: [`Journal::unresolved`] without the wait.
     pub fn unresolved(&self) -> Vec<Recall> {
         let state = self.shared.lock();
-        sort_unresolved(
-            state.index.iter().filter(|(_, e)| e.is_unresolved()).map(|(k, e)| e.recall(*k)).collect(),
-        )
+        sort_queue(state.index.iter().filter(|(_, e)| e.is_unresolved()).map(|(k, e)| e.recall(*k)).collect())
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::leases::Leases;
 use super::{Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef};
 use crate::key::IntentKey;
-use crate::rules::{counts_as_attempt, in_doubt as is_open, sort_queue as sort_unresolved, supersedes};
+use crate::rules::{counts_as_attempt, in_doubt, sort_queue, supersedes};
 
 mod compact;
 pub use compact::CompactMemoryJournal;
@@ -146,9 +146,9 @@ impl MemoryJournal {
         let state = self.lock();
         let open = state.index.values().filter(|kept| {
             let last = state.last(kept);
-            is_open(last.phase, last.outcome, last.effect_applied)
+            in_doubt(last.phase, last.outcome, last.effect_applied)
         });
-        sort_unresolved(open.map(|&kept| state.recall(kept)).collect())
+        sort_queue(open.map(|&kept| state.recall(kept)).collect())
     }
 
     /// Keep `record`, then hold to the bound.
@@ -167,7 +167,7 @@ impl MemoryJournal {
         let settled = (state.index.iter())
             .filter(|(key, kept)| {
                 let last = state.last(kept);
-                !is_open(last.phase, last.outcome, last.effect_applied) && !state.leases.is_held(key)
+                !in_doubt(last.phase, last.outcome, last.effect_applied) && !state.leases.is_held(key)
             })
             .map(|(key, kept)| (kept.last, *key));
         let Some(gone) = to_forget(settled.collect(), state.index.len(), self.max_intents) else { return };

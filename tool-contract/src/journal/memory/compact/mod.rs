@@ -12,7 +12,7 @@ use crate::journal::{
     Answer, Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef,
 };
 use crate::key::{IntentKey, KeyHashing};
-use crate::rules::{counts_as_attempt, sort_queue as sort_unresolved, supersedes};
+use crate::rules::{counts_as_attempt, sort_queue, supersedes};
 
 mod stored;
 use stored::{
@@ -381,7 +381,7 @@ impl CompactMemoryJournal {
             let last = &state.records[kept.last];
             crate::rules::in_doubt(last.phase, last.outcome, last.effect_applied)
         });
-        sort_unresolved(open.map(|&kept| state.recall(kept)).collect())
+        sort_queue(open.map(|&kept| state.recall(kept)).collect())
     }
 
     /// Store a record about an attempt of `owner`'s claimed intent, if the fence lets it.
