@@ -21,6 +21,11 @@
 //!    after asking: the wait for the answer may have spent it.
 //! 6. Otherwise: wait (backoff and `Retry-After`, within the budget) and attempt again.
 //!
+//! A person is a step of the same table ([`PersonFact`]): when the probe of an attempt that may have
+//! landed cannot tell, and a person can be asked (a call resuming an intent in doubt, with an approver
+//! to ask), the next step is [`Step::AskPerson`]. Their `landed` ends the call from their settlement;
+//! their `not_landed` stands for the probe's verdict; no answer leaves the probe's failure standing.
+//!
 //! Before any attempt, [`start`] decides from what the log holds of the intent whether the call
 //! answers from the log (a recorded `ok`, a person's `landed`), probes an attempt that may have landed,
 //! makes a second attempt of an intent whose last attempt applied nothing (for `money`, after the
@@ -28,6 +33,7 @@
 //! or onto items.
 
 use crate::effect::{AutoRetry, BeforeSecond, EffectKind};
+use crate::journal::Verdict;
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome};
 use crate::spec::Dedupe;
@@ -61,6 +67,23 @@ pub struct Facts {
     pub settle: Settle,
     /// Whether the service's retry budget, shared by every task that calls it, has room for a retry.
     pub retry_budget: bool,
+    /// Whether a person can be asked whether the attempt in doubt landed, and what they said.
+    pub person: PersonFact,
+}
+
+/// What is known of the person who can settle an attempt in doubt when its probe cannot tell
+/// ([`crate::Approve::settle`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersonFact {
+    /// Nobody can be asked: the call did not resume an intent in doubt, the task has no approver, or
+    /// the call's shape is not settled as a whole (a batch).
+    Nobody,
+    /// A person can be asked, and has not been yet (a call asks at most once).
+    CanAsk,
+    /// The person asked said this, and it is recorded as a settlement of the attempt.
+    Said(Verdict),
+    /// The person asked could not tell, did not answer in time, or their word was not recorded.
+    NoAnswer,
 }
 
 /// Whether a probe that found nothing can be trusted yet.
@@ -93,6 +116,8 @@ pub enum Step {
     Probe,
     /// Ask the approver.
     Approve,
+    /// Ask a person whether the attempt in doubt landed (the probe could not tell).
+    AskPerson,
     /// Wait out the settle window, then probe again.
     Settle,
     /// Wait (backoff, `Retry-After`) and attempt again.
@@ -106,6 +131,8 @@ pub enum Step {
 pub enum End {
     /// The probe found the effect: `ok`, effect `yes`.
     Landed,
+    /// A person settled the attempt in doubt as landed: `ok`, effect `yes`, from their settlement.
+    Settled,
     /// The attempt's own outcome stands (`permanent`, or a failure that applied nothing).
     AsIs,
     /// A probe was needed and the tool has none.
@@ -149,7 +176,14 @@ pub fn next(f: &Facts) -> Step {
             return if f.has_probe { Step::Probe } else { Step::Stop(End::NoProbe) };
         }
     }
-    match f.probe {
+    // A person's word stands for the verdict of a probe that could not tell.
+    let verdict = match (f.probe, f.person) {
+        (Some(ProbeMark::Failed), PersonFact::CanAsk) if maybe => return Step::AskPerson,
+        (Some(ProbeMark::Failed), PersonFact::Said(Verdict::Landed)) => return Step::Stop(End::Settled),
+        (Some(ProbeMark::Failed), PersonFact::Said(Verdict::NotLanded)) => Some(ProbeMark::NotLanded),
+        (probe, _) => probe,
+    };
+    match verdict {
         Some(ProbeMark::Landed) => return Step::Stop(End::Landed),
         Some(ProbeMark::Failed) => return Step::Stop(End::ProbeFailed),
         // Not landed is trusted once the request cannot be in flight any more.
@@ -274,11 +308,18 @@ mod tests {
             room: Room::Enough,
             settle: Settle::Settled,
             retry_budget: true,
+            person: PersonFact::Nobody,
         }
     }
 
     /// One call's decisions in order: after a timeout, the probe says `verdict`, the approver says yes.
-    fn walk(mut f: Facts, verdict: ProbeMark) -> Vec<Step> {
+    fn walk(f: Facts, verdict: ProbeMark) -> Vec<Step> {
+        walk_asking(f, verdict, PersonFact::NoAnswer)
+    }
+
+    /// [`walk`], with a person who, asked, answers `answer`; the engine then takes their `not_landed`
+    /// as it takes the probe's.
+    fn walk_asking(mut f: Facts, verdict: ProbeMark, answer: PersonFact) -> Vec<Step> {
         let mut steps = Vec::new();
         loop {
             let step = next(&f);
@@ -291,6 +332,12 @@ mod tests {
                     }
                 }
                 Step::Approve => f.approved = Some(true),
+                Step::AskPerson => {
+                    f.person = answer;
+                    if answer == PersonFact::Said(Verdict::NotLanded) {
+                        (f.outcome, f.effect) = (Outcome::Retryable, Applied::No);
+                    }
+                }
                 Step::Settle => f.settle = Settle::Settled,
                 Step::Retry | Step::Stop(_) => return steps,
             }
@@ -316,6 +363,53 @@ mod tests {
         for (kind, verdict, steps) in rows {
             assert_eq!(walk(facts(kind), verdict), steps, "{kind} with the probe saying {verdict:?}");
         }
+    }
+
+    /// The person step as a table: a call resuming an intent in doubt whose probe cannot tell.
+    #[test]
+    fn a_person_is_asked_once_when_the_probe_cannot_tell_and_their_word_decides() {
+        use PersonFact::{CanAsk, NoAnswer, Nobody, Said};
+        use Step::{AskPerson, Probe, Retry, Stop};
+        let (landed, not_landed) = (Said(Verdict::Landed), Said(Verdict::NotLanded));
+        let rows: [(EffectKind, PersonFact, PersonFact, &[Step]); 10] = [
+            (Send, CanAsk, landed, &[Probe, AskPerson, Stop(End::Settled)]),
+            (Send, CanAsk, not_landed, &[Probe, AskPerson, Retry]),
+            (Create, CanAsk, not_landed, &[Probe, AskPerson, Retry]),
+            (Money, CanAsk, not_landed, &[Probe, AskPerson, Step::Approve, Retry]),
+            (Money, CanAsk, landed, &[Probe, AskPerson, Stop(End::Settled)]),
+            (Destructive, CanAsk, not_landed, &[Probe, AskPerson, Stop(End::NeverRetried)]),
+            (Send, CanAsk, NoAnswer, &[Probe, AskPerson, Stop(End::ProbeFailed)]),
+            // Nobody to ask: the probe's failure stands.
+            (Send, Nobody, landed, &[Probe, Stop(End::ProbeFailed)]),
+            // Asked once: a person who gave no answer is not asked again.
+            (Send, NoAnswer, landed, &[Probe, Stop(End::ProbeFailed)]),
+            // A read has no probe to fail: nobody is asked.
+            (Read, CanAsk, landed, &[Retry]),
+        ];
+        for (kind, person, answer, steps) in rows {
+            let resumed = Facts { made: 0, person, ..facts(kind) };
+            let walked = walk_asking(resumed, ProbeMark::Failed, answer);
+            assert_eq!(walked, steps, "{kind}, {person:?}, answering {answer:?}");
+        }
+        // An attempt known to have applied nothing is not in doubt: its failed probe asks nobody.
+        let applied_nothing = Facts {
+            outcome: Outcome::Retryable,
+            effect: Applied::No,
+            probe: Some(ProbeMark::Failed),
+            person: CanAsk,
+            ..facts(Send)
+        };
+        assert_eq!(next(&applied_nothing), Stop(End::ProbeFailed));
+        // A person's not landed waits out the settle window as the probe's does.
+        let early = Facts {
+            outcome: Outcome::Retryable,
+            effect: Applied::No,
+            probe: Some(ProbeMark::Failed),
+            person: not_landed,
+            settle: Settle::Wait,
+            ..facts(Send)
+        };
+        assert_eq!(next(&early), Step::Settle);
     }
 
     #[test]

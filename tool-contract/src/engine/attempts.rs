@@ -7,52 +7,26 @@
 //! decided between attempts; each shape is a [`Work`], and [`drive`] is the loop they share.
 
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::time::{Duration, SystemTime};
 
-use super::execute::Close;
 use super::log::Pending;
 use super::{Run, Stop, guarded, normalise, secs, take_claim, within};
 use crate::call::Call;
 use crate::classify::{self, Class, Classify};
-use crate::journal::Recall;
+use crate::journal::{Recall, Record};
 use crate::key::IntentKey;
 use crate::observe::{self, CallObserver};
+use crate::policy::End;
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
 use crate::task::Task;
 
-/// What a [`Work`] decides before an attempt.
-pub(crate) enum Next<R> {
-    /// Make the next attempt after this wait.
-    Attempt(Duration),
-    /// The call is over.
-    Done(R),
-}
-
-/// What the end of a call tells an operator.
-pub(crate) trait Reported {
-    /// The outcome, the effect and the budget left.
-    fn summary(&self) -> (Outcome, Applied, u64);
-    /// Add to the message.
-    fn note(&mut self, note: &str);
-}
-
-impl<T> Reported for Report<T> {
-    fn summary(&self) -> (Outcome, Applied, u64) {
-        (self.outcome, self.effect_applied, self.deadline_left_s)
-    }
-
-    fn note(&mut self, note: &str) {
-        self.message.push_str("; ");
-        self.message.push_str(note);
-    }
-}
-
 /// One shape of call over the attempt loop.
 pub(crate) trait Work {
-    /// What the call returns.
-    type Report: Reported;
+    /// The value the call's report carries.
+    type Value;
     /// What an attempt returns when the tool answers.
     type Answer;
     /// The tool's error, classified by the loop.
@@ -62,21 +36,22 @@ pub(crate) trait Work {
     fn has_probe(&self) -> bool;
 
     /// The report of a call stopped before another attempt (budget, approval, the store).
-    fn stopped(&mut self, run: &Run<'_>, stop: Stop) -> Self::Report;
+    fn stopped(&mut self, run: &Run<'_>, stop: Stop) -> Report<Self::Value>;
 
     /// The report of a call whose intent could not be claimed: nothing of it was attempted.
-    fn refused(&mut self, run: &Run<'_>, stop: Stop) -> Self::Report {
+    fn refused(&mut self, run: &Run<'_>, stop: Stop) -> Report<Self::Value> {
         self.stopped(run, stop)
     }
 
     /// Continue from what an earlier call of this side-effecting intent left (`run` already numbers
     /// its attempts after it); `Some` when that already answers the call.
-    fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Self::Report>;
+    fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<Self::Value>>;
 
     /// Before every attempt, the first included: whether there is anything to decide (the last
     /// attempt failed, or an earlier run left the intent in doubt), and if so what the policy decides,
-    /// carried out by [`super::execute::decide`].
-    async fn next(&mut self, run: &mut Run<'_>, made: u32) -> Next<Self::Report>;
+    /// carried out by [`super::execute::decide`]: `Continue` with the wait before the next attempt,
+    /// `Break` with the report.
+    async fn next(&mut self, run: &mut Run<'_>, made: u32) -> ControlFlow<Report<Self::Value>, Duration>;
 
     /// Ask the probe about what may have landed and log its verdict: the verdict in the policy's
     /// words, or why the probe could not tell. Run by the executor, when the policy says to probe.
@@ -88,13 +63,25 @@ pub(crate) trait Work {
         run.settle(of)
     }
 
-    /// The report of a call the policy ends.
-    fn close(&mut self, run: &Run<'_>, class: &Class, close: Close) -> Self::Report;
+    /// The report of a call the policy ends with the last attempt's own outcome ([`End::AsIs`]), or
+    /// with the probe's finding that it landed ([`End::Landed`]); every other end is a [`Stop`], which
+    /// [`Work::stopped`] reports.
+    fn close(&mut self, run: &Run<'_>, class: &Class, end: End) -> Report<Self::Value>;
 
     /// Whether a person may settle the call's intent when it resumes in doubt and its probe cannot
-    /// tell ([`crate::Approve::settle`]); a shape whose report can say `Close::Settled`.
+    /// tell ([`crate::Approve::settle`]); a shape whose report [`Work::settled`] answers from one
+    /// settlement.
     fn asks_person(&self) -> bool {
         false
+    }
+
+    /// The report of a call a person settled as landed ([`End::Settled`]): `record`, written under the
+    /// call's claim. A shape that does not ask a person stays in doubt.
+    fn settled(&mut self, run: &Run<'_>, class: &Class, record: &Record) -> Report<Self::Value> {
+        let _ = record;
+        let why = "a batch is not settled as a whole";
+        let stop = Stop::said(Outcome::Unknown, Applied::Unknown, class, why, None, crate::Reason::InDoubt);
+        self.stopped(run, stop)
     }
 
     /// Why `value` is not a value of the tool (a person's settlement names one), if it is not.
@@ -121,11 +108,16 @@ pub(crate) trait Work {
         left: Duration,
         started: SystemTime,
         pending: &mut Option<Pending<'a>>,
-    ) -> Option<Self::Report>;
+    ) -> Option<Report<Self::Value>>;
 }
 
 /// Run a call of any shape to its report: the one attempt loop, seen by the operator as one span.
-pub(crate) async fn drive<W: Work>(task: &Task, spec: &ToolSpec, key: IntentKey, work: W) -> W::Report {
+pub(crate) async fn drive<W: Work>(
+    task: &Task,
+    spec: &ToolSpec,
+    key: IntentKey,
+    work: W,
+) -> Report<W::Value> {
     let observer = CallObserver::new(spec, &key, task.call_id());
     let announced = std::sync::Mutex::new(None);
     let (mut report, made) = observer.within(attempt_loop(task, spec, key, work, &announced)).await;
@@ -145,7 +137,7 @@ pub(crate) async fn drive_in_parts<W: Work>(
     spec: &ToolSpec,
     key: IntentKey,
     work: W,
-) -> W::Report {
+) -> Report<W::Value> {
     let observer = CallObserver::new(spec, &key, task.call_id());
     let announced = std::sync::Mutex::new(None);
     let attempts = Box::pin(attempt_loop(task, spec, key, work, &announced));
@@ -165,21 +157,22 @@ fn announced(
 }
 
 /// The operator told of the call's end.
-fn observed<R: Reported>(spec: &ToolSpec, observer: &CallObserver, report: &R, made: u32) {
-    let (outcome, applied, left_s) = report.summary();
-    observer.finish(spec, outcome, applied, made, left_s);
+fn observed<T>(spec: &ToolSpec, observer: &CallObserver, report: &Report<T>, made: u32) {
+    observer.finish(spec, report.outcome, report.effect_applied, made, report.deadline_left_s);
 }
 
 /// Give the escalation the report announced to the task's sink, waiting for it at most
 /// [`crate::task::ESCALATION_WAIT`]; a sink that takes longer is dropped, and the report says so.
-async fn hand_over<R: Reported>(task: &Task, escalation: crate::task::Escalation, report: &mut R) {
+async fn hand_over<T>(task: &Task, escalation: crate::task::Escalation, report: &mut Report<T>) {
     let Some(sink) = task.escalation() else { return };
     let handed = guarded(|| sink.escalate(escalation));
     match tokio::time::timeout(crate::task::ESCALATION_WAIT, handed).await {
         Ok(Ok(())) => {}
-        Ok(Err(panic)) => report.note(&format!("the escalation sink panicked ({panic}): not escalated")),
-        Err(_) => report.note(&format!(
-            "the escalation sink did not take it within {}: not escalated",
+        Ok(Err(panic)) => {
+            report.message.push_str(&format!("; the escalation sink panicked ({panic}): not escalated"));
+        }
+        Err(_) => report.message.push_str(&format!(
+            "; the escalation sink did not take it within {}: not escalated",
             secs(crate::task::ESCALATION_WAIT)
         )),
     }
@@ -191,7 +184,7 @@ fn resume_from<W: Work>(
     run: &mut Run<'_>,
     work: &mut W,
     recall: Option<Recall>,
-) -> Result<Option<Box<super::ResumeWait>>, W::Report> {
+) -> Result<Option<Box<super::ResumeWait>>, Report<W::Value>> {
     let Some(recall) = recall else { return Ok(None) };
     let wait = run.resume(&recall);
     match work.resume(run, recall) {
@@ -205,9 +198,9 @@ fn resume_from<W: Work>(
 async fn number_read<W: Work>(
     run: &mut Run<'_>,
     work: &mut W,
-) -> Result<Option<Box<super::ResumeWait>>, W::Report> {
+) -> Result<Option<Box<super::ResumeWait>>, Report<W::Value>> {
     let task = run.task();
-    let attempts = match run.log().attempts_now() {
+    let attempts = match run.attempts_now() {
         Ok(attempts) => attempts,
         Err(answer) => {
             super::guard::ready_or_within(answer, || task.remaining()).await.unwrap_or_else(|| {
@@ -239,7 +232,7 @@ async fn attempt_loop<W: Work>(
     key: IntentKey,
     mut work: W,
     announced: &std::sync::Mutex<Option<Box<crate::task::Escalation>>>,
-) -> (W::Report, u32) {
+) -> (Report<W::Value>, u32) {
     let mut run = Run::new(task, spec, key, announced);
     let side = spec.effect().has_side_effect();
     // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
@@ -276,21 +269,21 @@ async fn attempt_loop<W: Work>(
         // The decision is taken apart before any wait, so the call's future holds no room for it while
         // it waits.
         let wait = match work.next(&mut run, made).await {
-            Next::Attempt(wait) => wait,
-            Next::Done(report) => return (report, made),
+            ControlFlow::Continue(wait) => wait,
+            ControlFlow::Break(report) => return (report, made),
         };
         if !wait.is_zero() {
             observe::waiting(wait, run.now().retry_at().is_some());
             tokio::time::sleep(wait).await;
         }
         if let Some(wait) = resume_wait.take()
-            && let Err(stop) = run.budget().wait_as_asked_before(wait).await
+            && let Err(stop) = run.wait_as_asked_before(wait).await
         {
             return (work.stopped(&run, stop), made);
         }
         let now = tokio::time::Instant::now();
         let left = task.deadline().saturating_duration_since(now);
-        if let Err(stop) = run.budget().may_start(left) {
+        if let Err(stop) = run.may_start(left) {
             observe::refused(spec, &stop.message);
             return (work.stopped(&run, stop), made);
         }
@@ -314,10 +307,10 @@ async fn attempt_once<W: Work>(
     work: &mut W,
     now: tokio::time::Instant,
     left: Duration,
-) -> Option<W::Report> {
+) -> Option<Report<W::Value>> {
     let (task, spec) = (run.task(), run.spec());
     let started =
-        if run.log().keeps_records() { crate::journal::wall_clock_at(now) } else { SystemTime::UNIX_EPOCH };
+        if run.keeps_records() { crate::journal::wall_clock_at(now) } else { SystemTime::UNIX_EPOCH };
     // What the start record carries is used up in this block: the attempt's future keeps no room for it.
     let left = {
         let before = work.before();
@@ -335,11 +328,11 @@ async fn attempt_once<W: Work>(
             },
         }
     };
-    let limit = run.budget().limit(left, work.has_probe());
+    let limit = run.attempt_limit(left, work.has_probe());
     let call = run.call(limit, left);
     let deadline = call.deadline;
     let span = observe::attempt_span(run.now().number(), run.now().id());
-    let attempt = within(deadline, guarded(|| work.attempt(call)), || run.log().flush());
+    let attempt = within(deadline, guarded(|| work.attempt(call)), || run.flush_held_start());
     let answer = classified(spec, limit, observe::within_span(&span, attempt).await);
     match &answer {
         Ok(_) => span.classified(Outcome::Ok, run.applied_on_ok(), "answered"),

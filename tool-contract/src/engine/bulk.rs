@@ -1,10 +1,11 @@
 //! Bulk work: per-item outcomes, an honest aggregate, and retries scoped to what did not land.
 
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::time::{Duration, SystemTime};
 
-use super::attempts::{Next, Work, drive};
-use super::execute::{self, Close, Judged};
+use super::attempts::{Work, drive};
+use super::execute;
 use super::log::{Pending, end_record};
 use super::{Run, Stop, ceil_secs, secs};
 use crate::bulk::{BulkProber, ItemId};
@@ -12,7 +13,7 @@ use crate::classify::{Class, Classify};
 use crate::effect::EffectKind;
 use crate::journal::{LastWord, Recall};
 use crate::key::IntentKey;
-use crate::policy::{Settle, Start};
+use crate::policy::{End, Settle, Start};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Item, Outcome, Reason, Report};
 use crate::spec::ToolSpec;
@@ -190,13 +191,14 @@ impl<I, A, P> Parts<I, A, P> {
     }
 
     /// Fold the probe's answer on the items in `to_probe` in; the items it left in doubt stay to
-    /// probe. Its verdict as the log records it, and in the policy's words.
+    /// probe. Its verdict as the log records it (with the tally and the items after it), and in the
+    /// policy's words.
     fn fold_probe(
         &mut self,
         run: &Run<'_>,
         of: &Class,
         answer: Result<Vec<Item>, String>,
-    ) -> (Judged, Result<ProbeMark, String>) {
+    ) -> ((ProbeMark, Tally, Option<serde_json::Value>), Result<ProbeMark, String>) {
         let settled = run.settle(of) == Settle::Settled;
         let (results, to_probe) = (&mut self.results, &self.to_probe);
         let mut unsure = None;
@@ -211,12 +213,8 @@ impl<I, A, P> Parts<I, A, P> {
                 let unsettled_for = run.unsettled_for();
                 for verdict in verdicts {
                     let Some(&i) = to_probe.iter().find(|&&i| results[i].id == verdict.id) else { continue };
-                    match fold_verdict(&mut results[i], verdict, settled, unsettled_for) {
-                        Some(Found::NotYet) => self.unsettled = true,
-                        // The first item's reason speaks for the batch; each item keeps its own.
-                        Some(Found::Unsure(why)) => _ = unsure.get_or_insert(why),
-                        None => {}
-                    }
+                    let item = &mut results[i];
+                    fold_verdict(item, verdict, (settled, unsettled_for), &mut self.unsettled, &mut unsure);
                 }
             }
         }
@@ -230,7 +228,8 @@ impl<I, A, P> Parts<I, A, P> {
         let landed = self.to_probe.iter().any(|&i| self.results[i].applied == Applied::Yes);
         self.to_probe.retain(|&i| self.results[i].outcome == Outcome::Unknown);
         let now = honest(&self.results, &self.maybe);
-        let Tally { outcome, applied, message } = tally(run.spec(), &now, self.words);
+        let mut tallied = tally(run.spec(), &now, self.words);
+        tallied.message.insert_str(0, "probe: ");
         let (logged, verdict) = match unsure {
             Some(why) => (ProbeMark::Failed, Err(why)),
             None if self.unsettled => (ProbeMark::NotLanded, Ok(ProbeMark::NotLanded)),
@@ -239,22 +238,21 @@ impl<I, A, P> Parts<I, A, P> {
             None if landed => (ProbeMark::Landed, Ok(ProbeMark::NotLanded)),
             None => (ProbeMark::NotLanded, Ok(ProbeMark::NotLanded)),
         };
-        let value = serde_json::to_value(&now).ok();
-        let judged = Judged { mark: logged, outcome, applied, message: format!("probe: {message}"), value };
-        (judged, verdict)
+        ((logged, tallied, serde_json::to_value(&now).ok()), verdict)
     }
 }
 
-/// What a probe's verdict left an item in doubt as.
-enum Found {
-    /// Not landed, but the service may still hold it.
-    NotYet,
-    /// The probe could not tell, for this reason.
-    Unsure(String),
-}
-
-/// Fold the probe's verdict on one item in; `Some` when the item stays in doubt.
-fn fold_verdict(item: &mut Item, verdict: Item, settled: bool, unsettled_for: Duration) -> Option<Found> {
+/// Fold the probe's verdict on one item in, `settled` when the service can no longer hold a request
+/// (else for how much longer it may). An item left in doubt sets `unsettled` (not landed, but the
+/// service may still hold it) or `unsure` (the probe could not tell, and why: the first item's reason
+/// speaks for the batch, each item keeps its own).
+fn fold_verdict(
+    item: &mut Item,
+    verdict: Item,
+    (settled, unsettled_for): (bool, Duration),
+    unsettled: &mut bool,
+    unsure: &mut Option<String>,
+) {
     match verdict.applied {
         Applied::Yes => *item = Item::ok(verdict.id),
         // An item that applied nothing by the tool's own word stays as the tool said.
@@ -270,15 +268,14 @@ fn fold_verdict(item: &mut Item, verdict: Item, settled: bool, unsettled_for: Du
         Applied::No => {
             item.reason =
                 Some(format!("not landed yet; the service may hold it {} more", secs(unsettled_for)));
-            return Some(Found::NotYet);
+            *unsettled = true;
         }
         Applied::Unknown | Applied::Partial => {
             let why = verdict.reason.unwrap_or_else(|| "the probe could not tell".to_owned());
             item.reason = Some(why.clone());
-            return Some(Found::Unsure(why));
+            unsure.get_or_insert(why);
         }
     }
-    None
 }
 
 /// Whether an item is still to do: not done, not refused for good.
@@ -294,7 +291,7 @@ where
     AF: Future<Output = Result<Vec<Item>, E>>,
     P: BulkProber<I>,
 {
-    type Report = Report<()>;
+    type Value = ();
     type Answer = Vec<Item>;
     type Error = E;
 
@@ -312,7 +309,7 @@ where
 
     fn refused(&mut self, run: &Run<'_>, stop: Stop) -> Report<()> {
         // Every item is listed, none attempted: a refusal is never an empty list.
-        let mut report = run.reports().stopped(stop);
+        let mut report = run.report_stop(stop);
         let applied = report.effect_applied;
         report.items = (self.ids.iter())
             .map(|id| Item {
@@ -409,18 +406,18 @@ where
         None
     }
 
-    async fn next(&mut self, run: &mut Run<'_>, made: u32) -> Next<Report<()>> {
+    async fn next(&mut self, run: &mut Run<'_>, made: u32) -> ControlFlow<Report<()>, Duration> {
         // Every item done or refused, none by a failure of the attempt as a whole: nothing to decide.
         if !self.results.iter().any(is_open) && self.last.is_none() {
-            return Next::Done(self.summary(run));
+            return ControlFlow::Break(self.summary(run));
         }
         if made == 0 && self.to_probe.is_empty() && self.last.is_none() {
             self.pending = (0..self.results.len()).filter(|&i| is_open(&self.results[i])).collect();
-            return Next::Attempt(Duration::ZERO);
+            return ControlFlow::Continue(Duration::ZERO);
         }
         let class = self.open_class();
         let next = execute::decide(self, run, class, made).await;
-        if let Next::Attempt(_) = next {
+        if next.is_continue() {
             // The policy retries what is still open: what applied nothing, and what may have landed
             // only where a retry is safe (a `create` the receiver deduplicates by the key).
             self.pending = (0..self.results.len()).filter(|&i| is_open(&self.results[i])).collect();
@@ -439,8 +436,9 @@ where
         let asked: Vec<I> = self.to_probe.iter().map(|&i| self.items[i].clone()).collect();
         let (key, probe) = (run.key(), &mut self.probe);
         let (answer, asked) = execute::ask(run, || probe.probe(key, asked)).await;
-        let (judged, verdict) = self.fold_probe(run, of, answer);
-        asked.log(run, judged).await;
+        let ((mark, tallied, value), verdict) = self.fold_probe(run, of, answer);
+        let Tally { outcome, applied, message } = tallied;
+        asked.log(run, mark, (outcome, applied), &message, value.as_ref()).await;
         verdict
     }
 
@@ -448,26 +446,14 @@ where
         if self.unsettled { run.settle(of) } else { Settle::Settled }
     }
 
-    fn close(&mut self, run: &Run<'_>, _class: &Class, close: Close) -> Report<()> {
+    fn close(&mut self, run: &Run<'_>, _class: &Class, end: End) -> Report<()> {
         let items = honest(&self.results, &self.maybe);
-        match close {
-            Close::Landed => {
-                let why =
-                    format!("the probe found attempt {} landed, so it was not repeated", run.now().id());
-                summarise(run, items, self.words, &why, Some(Reason::Landed))
-            }
-            // The items carry the attempt's own outcome.
-            Close::AsIs => summarise(run, items, self.words, "", Some(Reason::Answered)),
-            Close::Stop(stop) => self.stopped(run, stop),
-            // Never asked for (`asks_person` is false): a batch's items are settled one by one.
-            Close::Settled(_) => {
-                let why = "a batch is not settled as a whole";
-                self.stopped(
-                    run,
-                    Stop::said(Outcome::Unknown, Applied::Unknown, _class, why, None, Reason::InDoubt),
-                )
-            }
+        if end == End::Landed {
+            let why = format!("the probe found attempt {} landed, so it was not repeated", run.now().id());
+            return summarise(run, items, self.words, &why, Some(Reason::Landed));
         }
+        // The items carry the attempt's own outcome.
+        summarise(run, items, self.words, "", Some(Reason::Answered))
     }
 
     fn before(&self) -> Option<serde_json::Value> {
@@ -511,7 +497,7 @@ where
         // Every end record carries the items, so a restart resumes from them.
         let value = serde_json::to_value(&now).ok();
         *written =
-            run.log().end_now(end_record(left, started, (outcome, applied), None, &message, value.as_ref()));
+            run.log_end_now(end_record(left, started, (outcome, applied), None, &message, value.as_ref()));
         self.last = whole;
         if kind.has_side_effect() {
             let results = &self.results;
@@ -666,7 +652,7 @@ pub(crate) fn summarise(
         message.push_str(why);
     }
     let reason = reason.unwrap_or(if outcome == Outcome::Ok { Reason::Done } else { Reason::Items });
-    let mut report = run.reports().report::<()>(outcome, applied, message, None, reason);
+    let mut report = run.report::<()>(outcome, applied, message, None, reason);
     report.value = (outcome == Outcome::Ok).then_some(());
     report.items = items;
     report

@@ -12,9 +12,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::guard::ready_or_within;
+use super::guard::{ready_or_within, secs};
+use super::state::Stop;
 use crate::journal::{Claimed, Journal, Owner, Recall, RecordRef};
 use crate::key::IntentKey;
+use crate::report::{Applied, Outcome, Reason};
 use crate::task::{Turn, Turns};
 
 /// How long a claim outlives the budget it was taken for: room for the end record after the deadline.
@@ -30,15 +32,6 @@ pub(crate) struct Claim<'a> {
     store: Option<(&'a dyn Journal, Owner)>,
     /// The store has given the claim up already ([`Journal::finish`]).
     finished: AtomicBool,
-}
-
-/// Why the claim could not be had: the store is unreachable, or another owner holds the intent longer
-/// than the budget can wait.
-pub(crate) enum Refused {
-    /// The store failed; nothing was started.
-    Store(crate::journal::JournalError),
-    /// Another owner holds the intent for `left` more.
-    Busy { holder: Owner, left: Duration },
 }
 
 impl<'a> Claim<'a> {
@@ -59,7 +52,8 @@ impl<'a> Claim<'a> {
     }
 
     /// Claim the intent in `store` for a call with `budget` left, waiting within `budget` while another
-    /// owner holds it; what the store knows of the intent.
+    /// owner holds it; what the store knows of the intent, or why the call may not start: the store
+    /// failed, or another owner holds the intent longer than the budget can wait.
     ///
     /// The lease outlasts the call: its budget (the engine drops the attempt at the deadline), then the
     /// tool's `settle` window (a request the service still holds may land that much later), then a
@@ -72,7 +66,7 @@ impl<'a> Claim<'a> {
         floor: Duration,
         settle: Duration,
         worker: Option<&str>,
-    ) -> Result<Option<Recall>, Refused> {
+    ) -> Result<Option<Recall>, Stop> {
         let owner = worker.map_or_else(Owner::unique, Owner::of_worker);
         // A holder that finishes early releases its claim: look again soon, then less often.
         let mut poll = Duration::from_millis(50);
@@ -96,12 +90,24 @@ impl<'a> Claim<'a> {
                     // Wait while the budget can hold the wait and still start an attempt.
                     let nap = left.min(poll);
                     if nap.saturating_add(floor) >= budget() {
-                        return Err(Refused::Busy { holder, left });
+                        return Err(busy(&holder, left, budget()));
                     }
                     tokio::time::sleep(nap).await;
                     poll = (poll * 2).min(Duration::from_secs(1));
                 }
-                Err(e) => return Err(Refused::Store(e)),
+                // Nothing was started, and what an earlier attempt did is in a log that could not be read.
+                Err(e) => {
+                    return Err(Stop::new(
+                        Outcome::Retryable,
+                        Applied::Unknown,
+                        format!(
+                            "{e}; the intent could not be claimed, so nothing was started; whether an earlier \
+                             attempt landed is in the log"
+                        ),
+                        None,
+                        Reason::StoreFailed,
+                    ));
+                }
             }
         }
     }
@@ -131,6 +137,22 @@ impl<'a> Claim<'a> {
             None => *word = Some(Recall::from_record(record)),
         }
     }
+}
+
+/// The stop of a call whose intent `holder` holds for `left` more, longer than the `budget` left.
+fn busy(holder: &Owner, left: Duration, budget: Duration) -> Stop {
+    Stop::new(
+        Outcome::Retryable,
+        Applied::Unknown,
+        format!(
+            "another worker ({holder}) is running this intent for up to {} more, longer than the {} left: not \
+             started; call again after it, and the log will say what it did",
+            secs(left),
+            secs(budget)
+        ),
+        Some(left),
+        Reason::Busy,
+    )
 }
 
 impl Drop for Claim<'_> {

@@ -11,18 +11,7 @@ use crate::task::Escalation;
 use crate::text::push_decimal;
 
 /// The reports of a call, built from where it stands.
-pub(crate) struct Reports<'r, 'a> {
-    run: &'r Run<'a>,
-}
-
-impl<'a> Run<'a> {
-    /// How the call's report is built.
-    pub(crate) fn reports(&self) -> Reports<'_, 'a> {
-        Reports { run: self }
-    }
-}
-
-impl Reports<'_, '_> {
+impl Run<'_> {
     /// The report of a call that ends `outcome`: escalated when it is unknown, and never saying `no`
     /// while an earlier attempt may have landed.
     pub(crate) fn report<T>(
@@ -37,17 +26,17 @@ impl Reports<'_, '_> {
         if outcome == Outcome::Unknown {
             message = self.escalate(message);
         }
-        let call_effect = self.run.now().call_effect(applied);
+        let call_effect = self.now().call_effect(applied);
         if call_effect != applied {
             message.push_str("; an earlier attempt may have landed");
         }
         Report {
             outcome,
             effect_applied: call_effect,
-            attempt_id: self.run.now().id().to_owned(),
-            idempotency_key: self.run.key(),
+            attempt_id: self.now().id().to_owned(),
+            idempotency_key: self.key(),
             retry_after_s: wait.map(ceil_secs),
-            deadline_left_s: self.run.task().remaining().as_secs(),
+            deadline_left_s: self.task().remaining().as_secs(),
             message,
             value: None,
             items: Vec::new(),
@@ -58,18 +47,18 @@ impl Reports<'_, '_> {
     /// Hand the call to the task's escalation sink (once the report is ready: see
     /// `attempts::hand_over`); the message says where it goes.
     pub(crate) fn escalate(&self, message: String) -> String {
-        let (task, spec) = (self.run.task(), self.run.spec());
+        let (task, spec) = (self.task(), self.spec());
         crate::observe::escalated(spec, task.escalation().is_some());
         match task.escalation() {
             Some(_) => {
                 let escalation = Escalation {
                     task: task.id().to_owned(),
                     call: spec.name().to_owned(),
-                    key: self.run.key(),
-                    attempt_id: self.run.now().id().to_owned(),
+                    key: self.key(),
+                    attempt_id: self.now().id().to_owned(),
                     reason: message.clone(),
                 };
-                *self.run.escalation().lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(escalation));
+                *self.escalation().lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(escalation));
                 format!("{message}; escalated")
             }
             None => format!("{message}; no escalation sink is configured: resolve it by reading the world"),
@@ -77,7 +66,7 @@ impl Reports<'_, '_> {
     }
 
     /// An `ok` report with `value`, speaking for `attempt_id`.
-    fn ok<T>(
+    fn report_ok<T>(
         &self,
         value: T,
         applied: Applied,
@@ -89,9 +78,9 @@ impl Reports<'_, '_> {
             outcome: Outcome::Ok,
             effect_applied: applied,
             attempt_id,
-            idempotency_key: self.run.key(),
+            idempotency_key: self.key(),
             retry_after_s: None,
-            deadline_left_s: self.run.task().remaining().as_secs(),
+            deadline_left_s: self.task().remaining().as_secs(),
             message,
             value: Some(value),
             items: Vec::new(),
@@ -100,24 +89,24 @@ impl Reports<'_, '_> {
     }
 
     /// The report of a side effect the log already holds as done: its recorded value, not repeated.
-    pub(crate) fn replayed<T>(&self, value: T) -> Report<T> {
-        crate::observe::replayed(self.run.spec());
+    pub(crate) fn report_replayed<T>(&self, value: T) -> Report<T> {
+        crate::observe::replayed(self.spec());
         let message = format!(
             "{} already done by attempt {} (recorded in the attempt log); not repeated: the value is that \
              attempt's, whatever this call's arguments",
-            self.run.spec().name(),
-            self.run.now().id()
+            self.spec().name(),
+            self.now().id()
         );
-        self.ok(value, self.run.applied_on_ok(), message, self.run.now().id().to_owned(), Reason::Replayed)
+        self.report_ok(value, self.applied_on_ok(), message, self.now().id().to_owned(), Reason::Replayed)
     }
 
     /// The report of a call a person settled as landed (`settled`, the intent's last record): the
     /// settled value, if one was given and it is of the tool's type.
-    pub(crate) fn settled<T: LogValue>(&self, settled: &crate::journal::Record) -> Report<T> {
-        crate::observe::replayed(self.run.spec());
+    pub(crate) fn report_settled<T: LogValue>(&self, settled: &crate::journal::Record) -> Report<T> {
+        crate::observe::replayed(self.spec());
         let mut message = format!(
             "{}: attempt {} {}; not repeated",
-            self.run.spec().name(),
+            self.spec().name(),
             settled.attempt_id,
             settled.message.as_deref().unwrap_or("settled landed")
         );
@@ -133,9 +122,9 @@ impl Reports<'_, '_> {
             outcome: Outcome::Ok,
             effect_applied: Applied::Yes,
             attempt_id: settled.attempt_id.clone(),
-            idempotency_key: self.run.key(),
+            idempotency_key: self.key(),
             retry_after_s: None,
-            deadline_left_s: self.run.task().remaining().as_secs(),
+            deadline_left_s: self.task().remaining().as_secs(),
             message,
             value,
             items: Vec::new(),
@@ -144,19 +133,19 @@ impl Reports<'_, '_> {
     }
 
     /// The report of a call whose probe found that the attempt that ended as `class` landed.
-    pub(crate) fn landed<T>(&self, value: T, class: &Class) -> Report<T> {
+    pub(crate) fn report_landed<T>(&self, value: T, class: &Class) -> Report<T> {
         let message = format!(
             "{}; the probe found attempt {} landed, so it was not repeated",
             class.message(),
-            self.run.now().id()
+            self.now().id()
         );
-        self.ok(value, Applied::Yes, message, self.run.now().id().to_owned(), Reason::Landed)
+        self.report_ok(value, Applied::Yes, message, self.now().id().to_owned(), Reason::Landed)
     }
 
     /// The report of a call the engine stopped.
     /// `deadline_left_s` is the budget left, as in every report: the caller stops when it is `0` or
     /// when `retry_after_s` is larger.
-    pub(crate) fn stopped<T>(&self, stop: Stop) -> Report<T> {
+    pub(crate) fn report_stop<T>(&self, stop: Stop) -> Report<T> {
         self.report(stop.outcome, stop.applied, stop.message, stop.wait, stop.reason)
     }
 }
@@ -176,7 +165,7 @@ pub(crate) fn succeeded<'a, T: LogValue>(
     push_decimal(&mut message, u64::from(run.now().number()));
     let mut pending = None;
     let applied = run.applied_on_ok();
-    if run.log().keeps_records() {
+    if run.keeps_records() {
         let json = value.to_log().ok();
         let end = EndRecord {
             left,
@@ -188,9 +177,9 @@ pub(crate) fn succeeded<'a, T: LogValue>(
             value: json.as_ref(),
             last: true,
         };
-        pending = run.log().end_now(end);
+        pending = run.log_end_now(end);
     }
     // The call ends here: its report takes the attempt id rather than a copy of it.
     let attempt_id = run.now_mut().take_id();
-    (run.reports().ok(value, applied, message, attempt_id, Reason::Done), pending)
+    (run.report_ok(value, applied, message, attempt_id, Reason::Done), pending)
 }

@@ -4,46 +4,40 @@
 //! report counts ([`Work::probe`], [`Work::close`]); it decides nothing.
 
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
-use super::attempts::{Next, Work};
+use super::attempts::Work;
 use super::guard::{guarded, secs};
 use super::log::end_record;
 use super::state::{Run, Stop};
 use crate::classify::Class;
+use crate::journal::{Record, Verdict};
 use crate::person::{Approval, ApprovalRequest};
-use crate::policy::{self, End, Facts, Room, Settle, Step};
+use crate::policy::{self, End, Facts, PersonFact, Room, Settle, Step};
 use crate::probe::ProbeMark;
-use crate::report::{Applied, Outcome, Reason};
-
-/// How the policy ends a call, for its shape to report.
-pub(crate) enum Close {
-    /// The probe found the effect landed.
-    Landed,
-    /// The last attempt's own outcome stands.
-    AsIs,
-    /// The call stops for the reason the stop gives.
-    Stop(Stop),
-    /// A person settled the attempt as landed (this record, written under the call's claim).
-    Settled(Box<crate::journal::Record>),
-}
+use crate::report::{Applied, Outcome, Reason, Report};
 
 /// Carry out the policy after an attempt that ended as `class` (or, with `made == 0`, after an earlier
-/// run that left the intent in doubt): the next attempt's wait, or the call's report.
+/// run that left the intent in doubt): `Continue` with the wait before the next attempt, or `Break`
+/// with the call's report.
 pub(crate) async fn decide<W: Work>(
     work: &mut W,
     run: &mut Run<'_>,
     mut class: Class,
     made: u32,
-) -> Next<W::Report> {
+) -> ControlFlow<Report<W::Value>, Duration> {
     let mut facts = facts(run, &class, work.has_probe(), made);
-    let (mut unsure, mut denied) = (String::new(), None);
-    // A person is asked at most once a call, and only by a call that resumed the intent in doubt.
-    let mut may_ask = made == 0 && work.asks_person();
+    // A person may settle the intent only in a call that resumed it in doubt, and only a call whose
+    // report can answer from one settlement.
+    if made == 0 && work.asks_person() && run.task().approver_ref().is_some() {
+        facts.person = PersonFact::CanAsk;
+    }
+    let (mut unsure, mut denied, mut settlement) = (String::new(), None, None);
     loop {
-        let (room, wait) = run.budget().room(&class, made);
+        let (room, wait) = run.room(&class, made);
         facts.room = room;
-        let close = match policy::next(&facts) {
+        let end = match policy::next(&facts) {
             Step::Probe => {
                 // Boxed: a call that never probes does not carry room for it.
                 match Box::pin(work.probe(run, &class)).await {
@@ -71,6 +65,28 @@ pub(crate) async fn decide<W: Work>(
                 }
                 continue;
             }
+            Step::AskPerson => {
+                // Boxed: only a call resuming an intent in doubt asks.
+                let asked = Box::pin(ask_person(run, &class, &unsure, |value| work.misfit(value))).await;
+                facts.person = match asked {
+                    Ok((Verdict::Landed, record)) => {
+                        settlement = Some(record);
+                        PersonFact::Said(Verdict::Landed)
+                    }
+                    Ok((Verdict::NotLanded, record)) => {
+                        // Their word stands for the probe's "not landed": nothing was applied.
+                        class = Class::retryable(record.message.unwrap_or_default());
+                        run.now_mut().known_not_landed();
+                        (facts.outcome, facts.effect) = (class.outcome(), class.effect());
+                        PersonFact::Said(Verdict::NotLanded)
+                    }
+                    Err(why) => {
+                        unsure = why;
+                        PersonFact::NoAnswer
+                    }
+                };
+                continue;
+            }
             Step::Settle => {
                 // The service may still be holding the request: look again once it cannot.
                 // Boxed: a wait most calls never make.
@@ -79,34 +95,19 @@ pub(crate) async fn decide<W: Work>(
                 continue;
             }
             Step::Retry => match take_retry(run, &class) {
-                Ok(()) => return Next::Attempt(wait),
-                Err(stop) => Close::Stop(stop),
+                Ok(()) => return ControlFlow::Continue(wait),
+                Err(stop) => return ControlFlow::Break(work.stopped(run, stop)),
             },
-            Step::Stop(End::ProbeFailed)
-                if may_ask && run.now().after_failed_probe(&class).1 != Applied::No =>
-            {
-                may_ask = false;
-                // Boxed: only a call resuming an intent in doubt asks.
-                match Box::pin(ask_person(run, &class, &unsure, |value| work.misfit(value))).await {
-                    Person::Landed(record) => Close::Settled(record),
-                    Person::NotLanded(message) => {
-                        class = Class::retryable(message);
-                        run.now_mut().known_not_landed();
-                        (facts.outcome, facts.effect) = (class.outcome(), class.effect());
-                        facts.probe = Some(ProbeMark::NotLanded);
-                        continue;
-                    }
-                    Person::CannotTell(why) => {
-                        unsure = why;
-                        continue;
-                    }
-                }
-            }
-            Step::Stop(End::Landed) => Close::Landed,
-            Step::Stop(End::AsIs) => Close::AsIs,
-            Step::Stop(end) => Close::Stop(stop_for(run, end, &class, made, wait, &unsure, denied.take())),
+            Step::Stop(end) => end,
         };
-        return Next::Done(work.close(run, &class, close));
+        return ControlFlow::Break(match (end, settlement.take()) {
+            (End::Landed | End::AsIs, _) => work.close(run, &class, end),
+            (End::Settled, Some(record)) => work.settled(run, &class, &record),
+            (end, _) => {
+                let stop = stop_for(run, end, &class, made, wait, &unsure, denied.take());
+                work.stopped(run, stop)
+            }
+        });
     }
 }
 
@@ -128,6 +129,7 @@ fn facts(run: &Run<'_>, class: &Class, has_probe: bool, made: u32) -> Facts {
         room: Room::Enough,
         settle: Settle::Settled,
         retry_budget: task.budgets().room(spec.get_service()).is_ok(),
+        person: PersonFact::Nobody,
     }
 }
 
@@ -184,13 +186,15 @@ fn stop_for(
             let why = format!("gave up after {}", super::attempts_text(made));
             Stop::after(class, &why, class.wait(), Reason::GaveUp)
         }
-        End::OutOfBudget(room) => run.budget().out_of_budget(class, room, wait),
+        End::OutOfBudget(room) => run.out_of_budget(class, room, wait),
         End::NoApprover => no_approver(run, class),
         End::RetryBudgetSpent => {
             let wait = run.task().budgets().room(run.spec().get_service()).err().and_then(|spent| spent.wait);
             retry_budget_spent(run, class, wait)
         }
         End::Denied => denied.unwrap_or_else(|| no_approver(run, class)),
+        // A settlement not at hand leaves the intent in doubt.
+        End::Settled => Stop::said(Outcome::Unknown, Applied::Unknown, class, "", None, Reason::InDoubt),
         End::Landed | End::AsIs => Stop::after(class, "", class.wait(), Reason::Answered),
     }
 }
@@ -229,7 +233,7 @@ fn retry_budget_spent(run: &Run<'_>, class: &Class, wait: Option<Duration>) -> S
 /// The stop of a second attempt of a `money` call with no approver to ask.
 fn no_approver(run: &Run<'_>, class: &Class) -> Stop {
     let why = "a second attempt of a money call needs an approver and none is configured";
-    let escalated = run.reports().escalate(format!("{}; {why}", class.message()));
+    let escalated = run.escalate(format!("{}; {why}", class.message()));
     let why = escalated.get(class.message().len() + 2..).unwrap_or(why);
     Stop::after(class, why, class.wait(), Reason::NoApprover)
 }
@@ -269,26 +273,17 @@ fn unanswered(who: &str, left: Duration) -> String {
     format!("{who} did not answer in time (within the {} the budget had left)", secs(left))
 }
 
-/// What the person asked about an intent in doubt found.
-enum Person {
-    /// It landed: the settlement written.
-    Landed(Box<crate::journal::Record>),
-    /// It did not: the settlement's message.
-    NotLanded(String),
-    /// Nobody could tell (or be asked, or the settlement was not written): why, with the probe's words.
-    CannotTell(String),
-}
-
 /// Ask the task's approver whether the attempt in doubt landed, and record its answer as a settlement
-/// under the call's claim.
+/// under the call's claim: what they said and the settlement written, or why nobody could tell (the
+/// probe's words first).
 async fn ask_person(
     run: &Run<'_>,
     class: &Class,
     unsure: &str,
     misfit: impl Fn(&serde_json::Value) -> Option<String>,
-) -> Person {
+) -> Result<(Verdict, Record), String> {
     let task = run.task();
-    let Some(approver) = task.approver_ref() else { return Person::CannotTell(unsure.to_owned()) };
+    let Some(approver) = task.approver_ref() else { return Err(unsure.to_owned()) };
     let question = crate::person::InDoubt {
         task: task.id().to_owned(),
         actor: task.actor().to_owned(),
@@ -299,34 +294,20 @@ async fn ask_person(
     };
     let left = task.remaining();
     let settle = match tokio::time::timeout(left, approver.settle(&question)).await {
-        Err(_) => return Person::CannotTell(format!("{unsure}; {}", unanswered(&approver.who(), left))),
-        Ok(None) => return Person::CannotTell(unsure.to_owned()),
-        Ok(Some(Err(why))) => {
-            return Person::CannotTell(format!("{unsure}; the person asked could not tell: {why}"));
-        }
+        Err(_) => return Err(format!("{unsure}; {}", unanswered(&approver.who(), left))),
+        Ok(None) => return Err(unsure.to_owned()),
+        Ok(Some(Err(why))) => return Err(format!("{unsure}; the person asked could not tell: {why}")),
         Ok(Some(Ok(settle))) => settle,
     };
     // The tool is known here: a value that is not one of its values is not recorded.
     if let Some(why) = settle.value_given().and_then(&misfit) {
         let name = run.spec().name();
-        return Person::CannotTell(format!(
-            "{unsure}; the value the person gave is not a value of {name} ({why})"
-        ));
+        return Err(format!("{unsure}; the value the person gave is not a value of {name} ({why})"));
     }
-    match run.log().settled(&settle).await {
-        Ok(record) if settle.verdict() == crate::journal::Verdict::Landed => Person::Landed(Box::new(record)),
-        Ok(record) => Person::NotLanded(record.message.unwrap_or_default()),
-        Err(why) => Person::CannotTell(format!("{unsure}; the person's settlement was not recorded: {why}")),
+    match run.record_settlement(&settle).await {
+        Ok(record) => Ok((settle.verdict(), record)),
+        Err(why) => Err(format!("{unsure}; the person's settlement was not recorded: {why}")),
     }
-}
-
-/// What a probe's answer means, as the log records it.
-pub(crate) struct Judged {
-    pub(crate) mark: ProbeMark,
-    pub(crate) outcome: Outcome,
-    pub(crate) applied: Applied,
-    pub(crate) message: String,
-    pub(crate) value: Option<serde_json::Value>,
 }
 
 /// A probe that was asked: when, with how much budget, in which span; its verdict is logged through
@@ -360,17 +341,17 @@ pub(crate) async fn ask<F: Future>(
 }
 
 impl Asked {
-    /// Log what the probe's answer means against the attempt it resolves.
-    pub(crate) async fn log(self, run: &Run<'_>, judged: Judged) {
-        self.span.verdict(run.spec(), judged.mark);
-        let end = end_record(
-            self.left,
-            self.started,
-            (judged.outcome, judged.applied),
-            Some(judged.mark),
-            &judged.message,
-            judged.value.as_ref(),
-        );
-        run.log().end(end).await;
+    /// Log what the probe's answer means against the attempt it resolves: its verdict `mark`, and the
+    /// outcome, effect, message and value the log records with it.
+    pub(crate) async fn log(
+        self,
+        run: &Run<'_>,
+        mark: ProbeMark,
+        said: (Outcome, Applied),
+        message: &str,
+        value: Option<&serde_json::Value>,
+    ) {
+        self.span.verdict(run.spec(), mark);
+        run.log_end(end_record(self.left, self.started, said, Some(mark), message, value)).await;
     }
 }

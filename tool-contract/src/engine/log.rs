@@ -11,7 +11,7 @@ use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Reason};
 use crate::task::Task;
 
-/// An end record's parts, as [`Log::end_now`] takes them.
+/// An end record's parts, as [`Run::log_end_now`] takes them.
 pub(crate) struct EndRecord<'r> {
     pub(crate) left: Duration,
     pub(crate) started: SystemTime,
@@ -48,33 +48,22 @@ impl Pending<'_> {
 }
 
 /// A call's records, as its log is given them.
-pub(crate) struct Log<'r, 'a> {
-    run: &'r Run<'a>,
-}
-
 impl<'a> Run<'a> {
-    /// What the call writes to its log.
-    pub(crate) fn log(&self) -> Log<'_, 'a> {
-        Log { run: self }
-    }
-}
-
-impl<'a> Log<'_, 'a> {
     /// Whether the call's records are kept: in the task's log, or, for a side effect with no log, in
     /// memory for the calls of the same intent waiting their turn.
     pub(crate) fn keeps_records(&self) -> bool {
-        self.run.task().journal_ref().is_some() || self.run.claim().is_some()
+        self.task().journal_ref().is_some() || self.claim().is_some()
     }
 
     /// Record a person's settlement of the attempt in doubt, under the call's claim, synced: the record
     /// written, or why it was not.
-    pub(crate) async fn settled(
+    pub(crate) async fn record_settlement(
         &self,
         settle: &crate::person::Settle,
     ) -> Result<crate::journal::Record, String> {
-        let key = self.run.key();
-        let claim = self.run.claim();
-        let last = match self.run.task().journal_ref() {
+        let key = self.key();
+        let claim = self.claim();
+        let last = match self.task().journal_ref() {
             Some(journal) => journal.recall(&key).await.map_err(|e| e.to_string())?,
             None => claim.and_then(Claim::word),
         };
@@ -83,7 +72,7 @@ impl<'a> Log<'_, 'a> {
         if let Some(problem) = record.problem() {
             return Err(problem);
         }
-        match (self.run.task().journal_ref(), claim.and_then(Claim::owner)) {
+        match (self.task().journal_ref(), claim.and_then(Claim::owner)) {
             (Some(journal), Some(owner)) => {
                 journal
                     .end(owner, record.as_record_ref(), Durability::Synced)
@@ -106,10 +95,10 @@ impl<'a> Log<'_, 'a> {
     }
 
     /// Hand a read's held start record to the log once the read has to wait: a hung read is visible.
-    pub(crate) fn flush(&self) {
-        if let Some(journal) = self.run.task().journal_ref() {
+    pub(crate) fn flush_held_start(&self) {
+        if let Some(journal) = self.task().journal_ref() {
             // A read's record: a failure here only loses attempt numbering, which the next append reports.
-            if let Some((left, started)) = self.run.take_held_start() {
+            if let Some((left, started)) = self.take_held_start() {
                 let _ = with_stamp(started, |stamp| {
                     journal.append(self.record(Phase::Start, left, stamp), Durability::Lazy).ready()
                 });
@@ -121,8 +110,8 @@ impl<'a> Log<'_, 'a> {
     /// The highest attempt number the log holds for the intent, without reading its last record, when
     /// the store knows it at once; else its answer to wait for.
     pub(crate) fn attempts_now(&self) -> Result<Attempts, crate::journal::BoxFuture<'a, Attempts>> {
-        match self.run.task().journal_ref() {
-            Some(journal) => journal.attempts(&self.run.key()).known(),
+        match self.task().journal_ref() {
+            Some(journal) => journal.attempts(&self.key()).known(),
             None => Ok(Ok(None)),
         }
     }
@@ -131,11 +120,11 @@ impl<'a> Log<'_, 'a> {
     pub(crate) fn record<'s>(&'s self, phase: Phase, left: Duration, started: &'s str) -> RecordRef<'s> {
         RecordRef {
             phase,
-            task: self.run.task().id(),
-            call: self.run.spec().name(),
-            intent_key: self.run.key(),
-            attempt: self.run.now().number(),
-            attempt_id: self.run.now().id(),
+            task: self.task().id(),
+            call: self.spec().name(),
+            intent_key: self.key(),
+            attempt: self.now().number(),
+            attempt_id: self.now().id(),
             started,
             budget_left_s: left.as_secs(),
             outcome: None,
@@ -150,14 +139,14 @@ impl<'a> Log<'_, 'a> {
     }
 
     /// What the start record of an approved attempt says: who approved it.
-    fn approval(&self) -> Option<String> {
-        let now = self.run.now();
+    fn approval_note(&self) -> Option<String> {
+        let now = self.now();
         Some(format!("approved by {} before attempt {}", now.approved_by()?, now.number()))
     }
 
     /// Write the start record ahead of the attempt; `value` carries what a bulk call knew of its items.
     /// A side effect's start is fenced by its claim and on stable storage before this returns.
-    pub(crate) async fn start(
+    pub(crate) async fn log_start(
         &self,
         left: Duration,
         started: SystemTime,
@@ -167,16 +156,16 @@ impl<'a> Log<'_, 'a> {
             return Ok(());
         }
         // A read whose start carries nothing has its record held instead ([`Run::start_read`]).
-        let claim = self.run.claim();
+        let claim = self.claim();
         let owner = claim.and_then(Claim::owner);
         // The record is taken by the store before it answers: the stamp's text is only lent to it.
         let appended = with_stamp(started, |stamp| {
             let mut record = self.record(Phase::Start, left, stamp);
             record.value = value;
             // The approval this attempt consumes, journaled with it.
-            let approval = self.approval();
+            let approval = self.approval_note();
             record.message = approval.as_deref();
-            let Some(journal) = self.run.task().journal_ref() else {
+            let Some(journal) = self.task().journal_ref() else {
                 if let Some(claim) = claim {
                     claim.remember(record);
                 }
@@ -209,21 +198,21 @@ impl<'a> Log<'_, 'a> {
 
     /// Write an end record that is not the call's last, waiting for a store that does not take it at
     /// once no longer than the budget.
-    pub(crate) async fn end(&self, end: EndRecord<'_>) {
-        if let Some(pending) = self.end_now(end) {
-            pending.wait(self.run.task()).await;
+    pub(crate) async fn log_end(&self, end: EndRecord<'_>) {
+        if let Some(pending) = self.log_end_now(end) {
+            pending.wait(self.task()).await;
         }
     }
 
     /// Hand the end record to the store: `None` once it is taken (an embedded store answers at once),
     /// or the store's answer to wait for.
-    pub(crate) fn end_now(&self, end: EndRecord<'_>) -> Option<Pending<'a>> {
+    pub(crate) fn log_end_now(&self, end: EndRecord<'_>) -> Option<Pending<'a>> {
         if !self.keeps_records() {
             return None;
         }
-        let journal = self.run.task().journal_ref();
-        let held = if journal.is_some() { self.run.take_held_start() } else { None };
-        let claim = self.run.claim();
+        let journal = self.task().journal_ref();
+        let held = if journal.is_some() { self.take_held_start() } else { None };
+        let claim = self.claim();
         // The records are taken by the store before it answers: the stamp's text is only lent to them.
         let (answer, finishing) = with_stamp(end.started, |stamp| {
             let mut record = self.record(Phase::End, end.left, stamp);
@@ -231,7 +220,7 @@ impl<'a> Log<'_, 'a> {
             record.effect_applied = Some(end.applied);
             record.probe = end.probe;
             record.message = Some(end.message);
-            record.retry_at = self.run.now().retry_at();
+            record.retry_at = self.now().retry_at();
             record.value = end.value;
             let Some(journal) = journal else {
                 if let Some(claim) = claim {
@@ -291,7 +280,7 @@ pub(crate) async fn start_attempt(
     value: Option<serde_json::Value>,
 ) -> Result<Duration, Stop> {
     let side = run.spec().effect().has_side_effect();
-    let started_record = run.log().start(left, started, value.as_ref()).await;
+    let started_record = run.log_start(left, started, value.as_ref()).await;
     // The approval, if any, was for this attempt: used, whatever the store said.
     run.now_mut().approval_used();
     let stop = match started_record {
@@ -310,17 +299,17 @@ pub(crate) async fn start_attempt(
                     value: value.as_ref(),
                     last: false,
                 };
-                Box::pin(run.log().end(end)).await;
+                Box::pin(run.log_end(end)).await;
             }
             let (task, key) = (run.task(), run.key());
             run.now_mut().unnumber(task, &key);
             return Err(stop);
         }
         // Nothing was stored, or a read's start record, which never waits: `left` still holds.
-        Ok(()) if !run.log().keeps_records() || !side => return Ok(left),
+        Ok(()) if !run.keeps_records() || !side => return Ok(left),
         _ => {
             let now = run.task().remaining();
-            match run.budget().may_start(now) {
+            match run.may_start(now) {
                 Err(stop) => stop,
                 Ok(()) => return Ok(now),
             }
@@ -337,7 +326,7 @@ pub(crate) async fn start_attempt(
         value: value.as_ref(),
         last: false,
     };
-    Box::pin(run.log().end(end)).await;
+    Box::pin(run.log_end(end)).await;
     Err(stop)
 }
 

@@ -2,16 +2,17 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
+use std::ops::ControlFlow;
 use std::time::{Duration, SystemTime};
 
-use super::attempts::{Next, Work};
-use super::execute::{self, Close, Judged};
+use super::attempts::Work;
+use super::execute;
 use super::log::{EndRecord, Pending};
 use super::state::{Run, Stop};
 use crate::call::Call;
 use crate::classify::{Class, Classify};
-use crate::journal::{LastWord, LogValue, Recall};
-use crate::policy::{Settle, Start};
+use crate::journal::{LastWord, LogValue, Recall, Record};
+use crate::policy::{End, Settle, Start};
 use crate::probe::{Probe, ProbeMark, Prober};
 use crate::report::{Applied, Outcome, Reason, Report};
 
@@ -48,7 +49,7 @@ where
     AF: Future<Output = Result<T, E>>,
     P: Prober<T>,
 {
-    type Report = Report<T>;
+    type Value = T;
     type Answer = T;
     type Error = E;
 
@@ -57,16 +58,16 @@ where
     }
 
     fn stopped(&mut self, run: &Run<'_>, stop: Stop) -> Report<T> {
-        run.reports().stopped(stop)
+        run.report_stop(stop)
     }
 
     fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<T>> {
         let id = run.now().id();
         let earlier = match crate::policy::start(Some(&recall), run.spec().effect()) {
             Start::Fresh => return None,
-            Start::Settled => return Some(run.reports().settled(&recall.last)),
+            Start::Settled => return Some(run.report_settled(&recall.last)),
             Start::Replay => match recall.last.value.as_ref().map(T::from_log) {
-                Some(Ok(value)) => return Some(run.reports().replayed(value)),
+                Some(Ok(value)) => return Some(run.report_replayed(value)),
                 _ => format!("attempt {id} is recorded ok but its value is not in the log"),
             },
             // What the log says stands for the probe's "not landed": the next attempt is a second one.
@@ -99,10 +100,10 @@ where
         None
     }
 
-    async fn next(&mut self, run: &mut Run<'_>, made: u32) -> Next<Report<T>> {
+    async fn next(&mut self, run: &mut Run<'_>, made: u32) -> ControlFlow<Report<T>, Duration> {
         match self.last.take() {
             Some(class) => execute::decide(self, run, class, made).await,
-            None => Next::Attempt(Duration::ZERO),
+            None => ControlFlow::Continue(Duration::ZERO),
         }
     }
 
@@ -110,7 +111,8 @@ where
         let (key, probe) = (run.key(), &mut self.probe);
         let (answer, asked) = execute::ask(run, || probe.probe(key)).await;
         let verdict = answer.unwrap_or_else(Probe::Failed);
-        asked.log(run, judge(run, of, &verdict)).await;
+        let (mark, said, message, value) = judge(run, of, &verdict);
+        asked.log(run, mark, said, &message, value.as_ref()).await;
         match verdict {
             Probe::Landed(value) => {
                 self.landed = Some(value);
@@ -121,33 +123,27 @@ where
         }
     }
 
-    fn close(&mut self, run: &Run<'_>, class: &Class, close: Close) -> Report<T> {
-        let reports = run.reports();
-        match close {
-            Close::Landed => match self.landed.take() {
-                Some(value) => reports.landed(value, class),
-                None => reports.stopped(Stop::said(
-                    Outcome::Unknown,
-                    Applied::Unknown,
-                    class,
-                    "",
-                    None,
-                    Reason::InDoubt,
-                )),
-            },
-            Close::AsIs => {
+    fn close(&mut self, run: &Run<'_>, class: &Class, end: End) -> Report<T> {
+        match (end, self.landed.take()) {
+            (End::Landed, Some(value)) => run.report_landed(value, class),
+            (End::Landed, None) => run.report_stop(Stop::said(
+                Outcome::Unknown,
+                Applied::Unknown,
+                class,
+                "",
+                None,
+                Reason::InDoubt,
+            )),
+            _ => {
                 let wait = class.wait().filter(|_| class.outcome() != Outcome::Permanent);
-                reports.report(
-                    class.outcome(),
-                    class.effect(),
-                    class.message().to_owned(),
-                    wait,
-                    Reason::Answered,
-                )
+                let message = class.message().to_owned();
+                run.report(class.outcome(), class.effect(), message, wait, Reason::Answered)
             }
-            Close::Stop(stop) => reports.stopped(stop),
-            Close::Settled(record) => reports.settled(&record),
         }
+    }
+
+    fn settled(&mut self, run: &Run<'_>, _class: &Class, record: &Record) -> Report<T> {
+        run.report_settled(record)
     }
 
     fn asks_person(&self) -> bool {
@@ -197,7 +193,7 @@ where
             value: None,
             last: false,
         };
-        *pending = run.log().end_now(end);
+        *pending = run.log_end_now(end);
         let maybe = run.now().maybe_landed() || class.effect() != Applied::No;
         run.now_mut().may_have_landed(maybe);
         self.last = Some(class);
@@ -205,10 +201,15 @@ where
     }
 }
 
-/// What a single call's probe verdict on the attempt that ended as `of` means, as the log records it.
+/// What a single call's probe verdict on the attempt that ended as `of` means, as the log records it:
+/// the verdict, the outcome and effect, the message and the value found.
 /// A "not landed" about an attempt that may have landed is logged as settled only once the tool's
 /// settle window has passed: before that, the service may still hold the request, and the log says so.
-fn judge<T: LogValue>(run: &Run<'_>, of: &Class, verdict: &Probe<T>) -> Judged {
+fn judge<T: LogValue>(
+    run: &Run<'_>,
+    of: &Class,
+    verdict: &Probe<T>,
+) -> (ProbeMark, (Outcome, Applied), String, Option<serde_json::Value>) {
     let (mark, outcome, applied, message, value) = match verdict {
         Probe::Landed(v) => {
             (ProbeMark::Landed, Outcome::Ok, Applied::Yes, "probe: landed".to_owned(), v.to_log().ok())
@@ -231,5 +232,5 @@ fn judge<T: LogValue>(run: &Run<'_>, of: &Class, verdict: &Probe<T>) -> Judged {
             (ProbeMark::Failed, outcome, applied, format!("probe failed: {why}"), None)
         }
     };
-    Judged { mark, outcome, applied, message, value }
+    (mark, (outcome, applied), message, value)
 }

@@ -3,8 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::claim::{Claim, Refused};
-use super::guard::secs;
+use super::claim::Claim;
 use crate::call::Call;
 use crate::classify::Class;
 use crate::journal::Recall;
@@ -26,7 +25,7 @@ pub(crate) async fn take_claim<'a>(
         let word = claim.word();
         return Ok((claim, word));
     };
-    match claim
+    let recall = claim
         .in_store(
             store,
             || task.remaining(),
@@ -34,33 +33,8 @@ pub(crate) async fn take_claim<'a>(
             spec.get_settle(),
             task.worker_name(),
         )
-        .await
-    {
-        Ok(recall) => Ok((claim, recall)),
-        // Nothing was started, and what an earlier attempt did is in a log that could not be read.
-        Err(Refused::Store(e)) => Err(Stop::new(
-            Outcome::Retryable,
-            Applied::Unknown,
-            format!(
-                "{e}; the intent could not be claimed, so nothing was started; whether an earlier attempt \
-                 landed is in the log"
-            ),
-            None,
-            Reason::StoreFailed,
-        )),
-        Err(Refused::Busy { holder, left }) => Err(Stop::new(
-            Outcome::Retryable,
-            Applied::Unknown,
-            format!(
-                "another worker ({holder}) is running this intent for up to {} more, longer than the {} left: \
-                 not started; call again after it, and the log will say what it did",
-                secs(left),
-                secs(task.remaining())
-            ),
-            Some(left),
-            Reason::Busy,
-        )),
-    }
+        .await?;
+    Ok((claim, recall))
 }
 
 /// What a store says of an intent's highest attempt: `Ok(None)` for none recorded.
@@ -236,8 +210,9 @@ impl Attempt {
 }
 
 /// The state of one call, shared by every shape of call: who it is (task, tool, intent), where its
-/// attempt stands, its claim, and the read's start record it may hold back. What goes to the log is
-/// [`Run::log`]'s, how a report is built [`Run::reports`]'s, the budget's rules [`Run::budget`]'s.
+/// attempt stands, its claim, and the read's start record it may hold back. Its methods are split by
+/// job: what goes to the log in `log.rs` ([`Run::log_start`], [`Run::log_end`]), how a report is built
+/// in `ending.rs` ([`Run::report`]), the budget's rules in `wait.rs` ([`Run::room`], [`Run::may_start`]).
 pub(crate) struct Run<'a> {
     task: &'a Task,
     spec: &'a ToolSpec,

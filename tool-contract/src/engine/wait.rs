@@ -38,23 +38,12 @@ impl ResumeWait {
 }
 
 /// A call's budget, as its rules read it.
-pub(crate) struct Budget<'r, 'a> {
-    run: &'r Run<'a>,
-}
-
-impl<'a> Run<'a> {
-    /// The budget's rules for this call.
-    pub(crate) fn budget(&self) -> Budget<'_, 'a> {
-        Budget { run: self }
-    }
-}
-
-impl Budget<'_, '_> {
+impl Run<'_> {
     /// The time an attempt gets of `left`: all of it, but for a side effect with a probe, what the
     /// probe needs is kept back (the reserve; without one, the floor; without a floor, a quarter of
     /// `left`), so an attempt that times out can still be resolved inside the budget.
-    pub(crate) fn limit(&self, left: Duration, has_probe: bool) -> Duration {
-        let spec = self.run.spec();
+    pub(crate) fn attempt_limit(&self, left: Duration, has_probe: bool) -> Duration {
+        let spec = self.spec();
         if !spec.effect().has_side_effect() || !has_probe {
             return left;
         }
@@ -68,7 +57,7 @@ impl Budget<'_, '_> {
     /// Whether an attempt may start with `left` of the budget: never on an empty budget, floor or
     /// none (it could land and never be resolved), never below the floor.
     pub(crate) fn may_start(&self, left: Duration) -> Result<(), Stop> {
-        if left.is_zero() || left < self.run.spec().get_deadline_floor() {
+        if left.is_zero() || left < self.spec().get_deadline_floor() {
             Err(self.refusal(left))
         } else {
             Ok(())
@@ -77,7 +66,7 @@ impl Budget<'_, '_> {
 
     /// Why an attempt may not start with `left` of the budget.
     fn refusal(&self, left: Duration) -> Stop {
-        let spec = self.run.spec();
+        let spec = self.spec();
         let message = if left.is_zero() {
             format!("budget spent: nothing left for {}; not started", spec.name())
         } else {
@@ -98,16 +87,16 @@ impl Budget<'_, '_> {
         if made == 0 {
             return (Room::Enough, Duration::ZERO);
         }
-        let left = self.run.task().remaining();
-        let floor = self.run.spec().get_deadline_floor();
+        let left = self.task().remaining();
+        let floor = self.spec().get_deadline_floor();
         if let Some(asked) = class.wait()
             && asked.saturating_add(floor) > left
         {
             return (Room::AskedTooLong, asked);
         }
-        let key = self.run.key();
+        let key = self.key();
         let seed = u64::from_le_bytes(key.as_bytes()[..8].try_into().unwrap_or([0; 8]));
-        let backoff = self.run.spec().get_backoff().wait(self.run.now().number().max(1), seed);
+        let backoff = self.spec().get_backoff().wait(self.now().number().max(1), seed);
         let wait = class.wait().map_or(backoff, |asked| asked.max(backoff));
         if wait.saturating_add(floor) > left || left < floor {
             return (Room::TooShort, wait);
@@ -115,9 +104,9 @@ impl Budget<'_, '_> {
         (Room::Enough, wait)
     }
 
-    /// Why the budget cannot hold another attempt, as [`Budget::room`] found.
+    /// Why the budget cannot hold another attempt, as [`Run::room`] found.
     pub(crate) fn out_of_budget(&self, class: &Class, room: Room, asked: Duration) -> Stop {
-        let left = self.run.task().remaining();
+        let left = self.task().remaining();
         if room == Room::AskedTooLong {
             let why = format!(
                 "the service asked to wait {}, longer than the {} left: not retried",
@@ -132,8 +121,8 @@ impl Budget<'_, '_> {
 
     /// Honour, in a restarted process, the wait the service asked of an earlier one.
     pub(crate) async fn wait_as_asked_before(&self, wait: Box<ResumeWait>) -> Result<(), Stop> {
-        let left = self.run.task().remaining();
-        if wait.left.saturating_add(self.run.spec().get_deadline_floor()) > left {
+        let left = self.task().remaining();
+        if wait.left.saturating_add(self.spec().get_deadline_floor()) > left {
             let message = format!(
                 "the service asked an earlier run to wait until {}, longer than the {} left: not started",
                 wait.until,
