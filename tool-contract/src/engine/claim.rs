@@ -101,8 +101,8 @@ impl<'a> Claim<'a> {
                         Outcome::Retryable,
                         Applied::Unknown,
                         format!(
-                            "{e}; the intent could not be claimed, so nothing was started; whether an earlier \
-                             attempt landed is in the log"
+                            "{e}; the intent could not be claimed, so nothing was started; whether an \
+                             earlier attempt landed is in the log"
                         ),
                         None,
                         Reason::StoreFailed,
@@ -145,8 +145,8 @@ fn busy(holder: &Owner, left: Duration, budget: Duration) -> Stop {
         Outcome::Retryable,
         Applied::Unknown,
         format!(
-            "another worker ({holder}) is running this intent for up to {} more, longer than the {} left: not \
-             started; call again after it, and the log will say what it did",
+            "another worker ({holder}) is running this intent for up to {} more, longer than the {} left: \
+             not started; call again after it, and the log will say what it did",
             secs(left),
             secs(budget)
         ),

@@ -33,6 +33,7 @@ pub(crate) use attempts::drive_in_parts;
 pub(crate) use single::One;
 
 mod bulk;
+mod items;
 mod pages;
 mod single;
 

@@ -3,7 +3,8 @@
 use std::future::Future;
 use std::sync::Mutex;
 
-use super::bulk::{Words, run_parts};
+use super::bulk::run_parts;
+use super::items::Words;
 use crate::bulk::ItemId;
 use crate::call::Call;
 use crate::classify::{Class, Classify};
