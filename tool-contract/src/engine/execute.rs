@@ -70,7 +70,8 @@ pub(crate) async fn decide<W: Work>(
                 let asked = Box::pin(ask_person(run, &class, &unsure, |value| work.misfit(value))).await;
                 facts.person = match asked {
                     Ok((Verdict::Landed, record)) => {
-                        settlement = Some(record);
+                        // Boxed: the call's future keeps room for a settlement only a few calls read.
+                        settlement = Some(Box::new(record));
                         PersonFact::Said(Verdict::Landed)
                     }
                     Ok((Verdict::NotLanded, record)) => {
@@ -91,7 +92,9 @@ pub(crate) async fn decide<W: Work>(
                 // The service may still be holding the request: look again once it cannot.
                 // Boxed: a wait most calls never make.
                 Box::pin(tokio::time::sleep(run.unsettled_for())).await;
-                facts.probe = None;
+                // Waited out: a person's "not landed" given before it now stands, whatever the next
+                // probe can tell.
+                (facts.probe, facts.settle) = (None, Settle::Settled);
                 continue;
             }
             Step::Retry => match take_retry(run, &class) {
