@@ -59,7 +59,10 @@
 //!    the writer's claim row, checks that its lease runs and that the writer started that attempt
 //!    (its fenced start row carries the writer as owner) or, for a probe's verdict, that the attempt
 //!    is the highest; else [`JournalError::Conflict`](tool_contract::journal::JournalError::Conflict), nothing
-//!    written. So a record held back by a partition and delivered after another worker took the
+//!    written. A call's last record and the release of its claim are one statement too, whose delete
+//!    of the claim row is the fence itself: it deletes the row only under the same conditions, and the
+//!    record is written only when the row was deleted (a takeover waits for it, or it waits for the
+//!    takeover and is judged on the row the takeover left). So a record held back by a partition and delivered after another worker took the
 //!    intent over changes nothing; and a late end of an old attempt does not hide a newer start (the
 //!    folding rule of [`Recall::update`](tool_contract::journal::Recall)).
 //! 3. **A takeover probes first**: a claim answers with every record of the intent read after the

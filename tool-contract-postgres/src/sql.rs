@@ -92,7 +92,10 @@ pub(crate) struct Texts {
     /// late is refused.
     pub(crate) end: String,
     /// The fenced end and the release of the claim, in one statement and one commit: as
-    /// [`Texts::end`], and the claim row deleted when the record was written.
+    /// [`Texts::end`], with the claim row deleted instead of locked, by a delete that is the fence
+    /// itself (it takes the row only from an unexpired claim of `$17` and only for a record it may
+    /// write, and a takeover waits for it or it re-checks the row the takeover left); the record is
+    /// written exactly when the claim row was deleted.
     pub(crate) finish: String,
     /// An unfenced record `$1..$16` (durability `$17`).
     pub(crate) append: String,
@@ -176,18 +179,17 @@ RETURNING seq",
             ),
             finish: format!(
                 "
-WITH {held}, written AS (
-    {insert}
-    FROM held, {}
-    WHERE {}
-    RETURNING seq
-), released AS (
+WITH released AS (
     DELETE FROM tool_contract.claims
-    WHERE intent = ${intent} AND owner = ${OWNER} AND EXISTS (SELECT 1 FROM written)
+    WHERE intent = ${intent} AND owner = ${OWNER} AND lease_until > clock_timestamp()
+      AND {}
+    RETURNING intent
 )
-SELECT seq FROM written",
-                durability(SYNC),
-                about_the_attempt()
+{insert}
+FROM released, {}
+RETURNING seq",
+                about_the_attempt(),
+                durability(SYNC)
             ),
             append: format!(
                 "INSERT INTO tool_contract.attempts ({columns})\nSELECT {values}\nFROM {}",
