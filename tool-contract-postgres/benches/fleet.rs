@@ -5,8 +5,11 @@
 //!   `bare_rows_64`: the same rows written by a bare tokio-postgres loop on a pool of the same size and
 //!   the same commit modes (the claim upserted, the start row inserted with a synchronous commit, the
 //!   end row inserted and the claim deleted asynchronously), with no fence, no engine and no checks.
-//! - after the groups, the latency of one claim while 64 claimers claim distinct intents at once:
-//!   p50 and p99 over 6,400 claims, printed.
+//! - after the groups, the two side by side: rounds of 4,096 sends by each, alternating which goes first,
+//!   so both see the same load on a shared machine; each round's figures and the medians are printed
+//!   (`pg_side_by_side`), the ratio row 9 states.
+//! - then the latency of one claim while 64 claimers claim distinct intents at once: p50 and p99 over
+//!   6,400 claims, printed.
 //!
 //! `cargo bench -p tool-contract-postgres --bench fleet` (PostgreSQL must be installed).
 
@@ -176,6 +179,55 @@ fn fleet(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // Side by side: each round times both loops back to back, the first of the pair alternating.
+    const ROUNDS: usize = 8;
+    const SENDS: u64 = 4096;
+    let (mut bare_us, mut durable_us, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        let time_bare = || {
+            let bare = Arc::clone(&bare);
+            rt.block_on(spread(SENDS, move |n| {
+                let bare = Arc::clone(&bare);
+                async move { bare.send(n).await }
+            }))
+        };
+        let time_durable = || {
+            let journal = Arc::clone(&journal);
+            rt.block_on(spread(SENDS, move |n| {
+                let journal = Arc::clone(&journal);
+                async move { send(&journal, n).await }
+            }))
+        };
+        let (b, d) = if round % 2 == 0 {
+            let b = time_bare();
+            (b, time_durable())
+        } else {
+            let d = time_durable();
+            (time_bare(), d)
+        };
+        let per_send = |t: Duration| t.as_secs_f64() * 1e6 / SENDS as f64;
+        bare_us.push(per_send(b));
+        durable_us.push(per_send(d));
+        ratios.push(per_send(d) / per_send(b));
+    }
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        (v[(v.len() - 1) / 2] + v[v.len() / 2]) / 2.0
+    };
+    let listed =
+        |v: &[f64], digits: usize| v.iter().map(|x| format!("{x:.digits$}")).collect::<Vec<_>>().join(" ");
+    println!(
+        "pg_side_by_side: {ROUNDS} rounds of {SENDS} sends each, 64 tasks, pools of {POOL}: bare median {:.1} µs a \
+         send, durable median {:.1} µs a send, ratio median {:.2} x (per round: bare {}; durable {}; ratio {})",
+        median(&bare_us),
+        median(&durable_us),
+        median(&ratios),
+        listed(&bare_us, 1),
+        listed(&durable_us, 1),
+        listed(&ratios, 2)
+    );
 
     // Claim latency: 64 claimers, each claiming 100 distinct intents one after another.
     let samples = rt.block_on(async {

@@ -38,8 +38,10 @@
 //!
 //! - `attempts`: append-only, one row per record, its fields in columns (`intent` as 16 bytes,
 //!   `attempt`, `phase`, `task`, `tool`, `attempt_id`, `started`, `budget_left_s`, `outcome`,
-//!   `effect_applied`, `probe`, `message`, `retry_at`, `value` as `jsonb`), plus `owner` on a fenced
-//!   start and `written_at` on the server's clock. A unique index allows one fenced start per
+//!   `effect_applied`, `probe`, `message`, `retry_at`, and `value`, `settled` and `approval` as
+//!   `jsonb`), plus `owner` on a fenced record and `written_at` on the server's clock. The columns
+//!   that hold a record are listed once, in one table in the code, from which every statement that
+//!   writes or reads a record is built (once, when a connection is prepared) and every row decoded. A unique index allows one fenced start per
 //!   (intent, attempt).
 //! - `claims`: `(intent PRIMARY KEY, owner, lease_until)`.
 //! - `schema_version`: the migrations applied. Every [`PgJournal::connect`] migrates under an
@@ -57,7 +59,10 @@
 //!    the writer's claim row, checks that its lease runs and that the writer started that attempt
 //!    (its fenced start row carries the writer as owner) or, for a probe's verdict, that the attempt
 //!    is the highest; else [`JournalError::Conflict`](tool_contract::journal::JournalError::Conflict), nothing
-//!    written. So a record held back by a partition and delivered after another worker took the
+//!    written. A call's last record and the release of its claim are one statement too, whose delete
+//!    of the claim row is the fence itself: it deletes the row only under the same conditions, and the
+//!    record is written only when the row was deleted (a takeover waits for it, or it waits for the
+//!    takeover and is judged on the row the takeover left). So a record held back by a partition and delivered after another worker took the
 //!    intent over changes nothing; and a late end of an old attempt does not hide a newer start (the
 //!    folding rule of [`Recall::update`](tool_contract::journal::Recall)).
 //! 3. **A takeover probes first**: a claim answers with every record of the intent read after the

@@ -46,6 +46,7 @@ pub(crate) struct Statements {
     pub(crate) why_refused: Statement,
     pub(crate) append: Statement,
     pub(crate) end: Statement,
+    pub(crate) finish: Statement,
     pub(crate) records_of_intent: Statement,
     pub(crate) highest: Statement,
     pub(crate) unresolved: Statement,
@@ -54,16 +55,18 @@ pub(crate) struct Statements {
 
 impl Statements {
     async fn prepare(client: &Client) -> Result<Statements, tokio_postgres::Error> {
+        let texts = &*sql::TEXTS;
         Ok(Statements {
             claim: client.prepare(sql::CLAIM).await?,
             holder: client.prepare(sql::HOLDER).await?,
-            start: client.prepare(&sql::start()).await?,
+            start: client.prepare(&texts.start).await?,
             why_refused: client.prepare(sql::WHY_REFUSED).await?,
-            append: client.prepare(&sql::append()).await?,
-            end: client.prepare(&sql::end()).await?,
-            records_of_intent: client.prepare(&sql::records_of_intent()).await?,
+            append: client.prepare(&texts.append).await?,
+            end: client.prepare(&texts.end).await?,
+            finish: client.prepare(&texts.finish).await?,
+            records_of_intent: client.prepare(&texts.records_of_intent).await?,
             highest: client.prepare(sql::HIGHEST).await?,
-            unresolved: client.prepare(&sql::unresolved()).await?,
+            unresolved: client.prepare(&texts.unresolved).await?,
             release: client.prepare(sql::RELEASE).await?,
         })
     }

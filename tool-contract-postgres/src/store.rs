@@ -207,8 +207,8 @@ impl PgJournal {
                 let task = task.clone();
                 Box::pin(async move {
                     let rows = match &task {
-                        Some(task) => conn.client.query(&crate::sql::records(true), &[task]).await,
-                        None => conn.client.query(&crate::sql::records(false), &[]).await,
+                        Some(task) => conn.client.query(&crate::sql::TEXTS.records_of_task, &[task]).await,
+                        None => conn.client.query(&crate::sql::TEXTS.records, &[]).await,
                     }
                     .map_err(|e| Fault::statement(&e))?;
                     rows.iter().map(|row| stored_of(row).map_err(Fault::corrupt)).collect()
@@ -227,7 +227,7 @@ impl PgJournal {
                 Box::pin(async move {
                     let rows = conn
                         .client
-                        .query(&crate::sql::records_of_intent_stored(), &[&key])
+                        .query(&crate::sql::TEXTS.records_of_intent_stored, &[&key])
                         .await
                         .map_err(|e| Fault::statement(&e))?;
                     rows.iter().map(|row| stored_of(row).map_err(Fault::corrupt)).collect()
@@ -250,7 +250,7 @@ impl PgJournal {
                 Box::pin(async move {
                     let rows = conn
                         .client
-                        .query(&crate::sql::records_after(), &[&after, &limit])
+                        .query(&crate::sql::TEXTS.records_after, &[&after, &limit])
                         .await
                         .map_err(|e| Fault::statement(&e))?;
                     rows.iter()
@@ -358,7 +358,7 @@ async fn why_refused(conn: &mut Conn, fields: &Fields, owner: &str) -> Result<Re
 fn fold(rows: &[tokio_postgres::Row]) -> Result<Option<Recall>, Fault> {
     let mut recall: Option<Recall> = None;
     for row in rows {
-        if matches!(row.try_get::<_, Option<&[u8]>>(0), Ok(None)) {
+        if matches!(row.try_get::<_, Option<&[u8]>>(crate::row::INTENT_AT), Ok(None)) {
             continue;
         }
         let record = record_of(row).map_err(Fault::corrupt)?;
@@ -470,7 +470,7 @@ impl Inner {
     }
 
     /// Store `records` in order, unfenced.
-    async fn append(&self, records: Vec<Fields>, sync: bool) -> Result<(), JournalError> {
+    pub(crate) async fn append(&self, records: Vec<Fields>, sync: bool) -> Result<(), JournalError> {
         let records = Arc::new(records);
         // A record stored twice by a retry whose first answer was lost folds to the same last word.
         self.run("cannot store a record", |conn| {
@@ -479,7 +479,6 @@ impl Inner {
                 for fields in records.iter() {
                     let mut params = fields.params().to_vec();
                     params.push(&sync);
-                    params.push(&fields.approval);
                     conn.client.execute(&conn.sql.append, &params).await.map_err(|e| Fault::statement(&e))?;
                 }
                 Ok(())
@@ -506,10 +505,10 @@ impl Inner {
                     let mut params = fields.params().to_vec();
                     params.push(&owner);
                     params.push(&sync);
-                    params.push(&release);
+                    let statement = if release { &conn.sql.finish } else { &conn.sql.end };
                     if conn
                         .client
-                        .query_opt(&conn.sql.end, &params)
+                        .query_opt(statement, &params)
                         .await
                         .map_err(|e| Fault::statement(&e))?
                         .is_some()
@@ -542,7 +541,7 @@ impl Inner {
             Box::pin(async move {
                 let row = conn
                     .client
-                    .query_opt(&crate::sql::last_approval(), &[&key.as_slice()])
+                    .query_opt(&crate::sql::TEXTS.last_approval, &[&key.as_slice()])
                     .await
                     .map_err(|e| Fault::statement(&e))?;
                 row.map(|row| record_of(&row).map_err(Fault::corrupt)).transpose()
@@ -565,7 +564,7 @@ impl Inner {
                     .await
                     .map_err(statement)?;
                 let last = tx
-                    .query_opt(&crate::sql::last_approval(), &[&fields.intent.as_slice()])
+                    .query_opt(&crate::sql::TEXTS.last_approval, &[&fields.intent.as_slice()])
                     .await
                     .map_err(statement)?
                     .map(|row| record_of(&row).map_err(Fault::corrupt))
@@ -579,8 +578,7 @@ impl Inner {
                 let mut params = fields.params().to_vec();
                 let sync = true;
                 params.push(&sync);
-                params.push(&fields.approval);
-                tx.execute(&crate::sql::append(), &params).await.map_err(statement)?;
+                tx.execute(&crate::sql::TEXTS.append, &params).await.map_err(statement)?;
                 tx.commit().await.map_err(statement)?;
                 Ok(true)
             })

@@ -485,6 +485,58 @@ async fn a_claim_that_waited_on_the_holder_reads_what_the_holder_wrote_meanwhile
     assert_eq!((recall.attempts, recall.last_word()), (1, LastWord::Unfinished));
 }
 
+/// Issue 32 item 5: a call's last record and its release are one statement whose delete of the claim
+/// row is the fence. A takeover that has changed the claim row but not yet committed when the holder's
+/// last record arrives makes that record wait on the row; once the takeover commits, the record is
+/// judged on the row the takeover left: refused, nothing written, and the new holder's claim stays.
+/// (Judged on the snapshot the statement began with, it would have been written, and the new holder,
+/// having read the intent before it, would not know of it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_last_record_racing_a_takeover_waits_for_it_and_is_refused() {
+    let Some((journal, conninfo)) = common::journal("finish_race").await else { return };
+    let a = Owner::new("worker-a.1");
+    let intent = key("finish-race");
+    let bytes = intent.as_bytes().as_slice();
+    assert_eq!(journal.claim(&intent, &a, Duration::from_secs(30)).await.unwrap(), Claimed::Held(None));
+    journal.start(&a, start(intent, 1).as_record_ref(), SYNCED).await.unwrap();
+    // b's takeover, by hand and left open: the claim row is b's in a transaction not yet committed.
+    let mut taker = common::client(&conninfo).await;
+    let tx = taker.transaction().await.unwrap();
+    tx.execute(
+        "UPDATE tool_contract.claims SET owner = 'worker-b.1', lease_until = clock_timestamp() + interval '30 seconds' \
+         WHERE intent = $1",
+        &[&bytes],
+    )
+    .await
+    .unwrap();
+    let finishing = {
+        let journal = journal.clone();
+        let a = a.clone();
+        tokio::spawn(async move {
+            journal.finish(&a, end(intent, 1, Outcome::Ok).as_record_ref(), Durability::Buffered).await
+        })
+    };
+    let watcher = common::client(&conninfo).await;
+    let waiting =
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = 'finish_race'";
+    let began = Instant::now();
+    while watcher.query_one(waiting, &[]).await.unwrap().get::<_, i64>(0) == 0 {
+        assert!(!finishing.is_finished(), "the last record was judged without waiting for the takeover");
+        assert!(began.elapsed() < Duration::from_secs(10), "the last record never waited on the claim row");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tx.commit().await.unwrap();
+    let why = refused(finishing.await.unwrap());
+    assert!(why.contains("claimed by worker-b.1"), "{why}");
+    let recall = journal.try_recall(&intent).await.unwrap().unwrap();
+    assert_eq!((recall.attempts, recall.last_word()), (1, LastWord::Unfinished), "nothing was written");
+    let holder = watcher
+        .query_one("SELECT owner FROM tool_contract.claims WHERE intent = $1", &[&bytes])
+        .await
+        .unwrap();
+    assert_eq!(holder.get::<_, String>(0), "worker-b.1", "b's claim stays");
+}
+
 /// The store conformance suite every store runs, on PostgreSQL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_passes_the_store_conformance_suite() {
