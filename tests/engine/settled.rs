@@ -1,6 +1,6 @@
 //! Settlements honoured by the engine: a person's `landed` answers every later call with no attempt
 //! and no probe; `not_landed` opens the intent for exactly one next attempt, after the approver for
-//! `money`, without probing or waiting the settle window again.
+//! `money`, without probing or waiting again once the attempt's landing horizon has passed.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -15,7 +15,7 @@ use tool_contract::spec::ToolSpec;
 use tool_contract::{Applied, Class, IntentKey, MemoryJournal, Outcome, Probe, Reason, Task, engine};
 
 /// A send whose requests may stay in flight for a minute: a probe's "not landed" is trusted only after.
-const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send).settle(Duration::from_secs(60));
+const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send).horizon(Duration::from_secs(60));
 const REFUND: ToolSpec = ToolSpec::new("refund", EffectKind::Money);
 
 /// Counts of what the service saw.
@@ -119,7 +119,7 @@ async fn not_landed_makes_exactly_one_next_attempt_without_probe_or_settle_wait(
     assert!(report.attempt_id.ends_with("-a2"), "numbered after the highest: {}", report.attempt_id);
     assert_eq!(seen.attempts.load(Ordering::SeqCst), attempts + 1, "exactly one new attempt");
     assert_eq!(seen.probes.load(Ordering::SeqCst), probes, "the settlement stands for the probe");
-    assert!(began.elapsed() < Duration::from_secs(1), "no settle window waited: {:?}", began.elapsed());
+    assert!(began.elapsed() < Duration::from_secs(1), "no landing horizon waited: {:?}", began.elapsed());
     // And the intent is done: a later call replays, with no attempt.
     let again = call(&task, &SEND, &seen, false).await;
     assert_eq!((again.outcome, again.reason), (Outcome::Ok, Reason::Replayed));

@@ -1,7 +1,7 @@
 //! A seeded simulation: random fault schedules across all five effect kinds, with the contract's
 //! invariants checked on every run.
 //!
-//! Each seed draws a tool (effect kind, floor, receiver deduplication, settle window), a budget (now and
+//! Each seed draws a tool (effect kind, floor, receiver deduplication, landing horizon), a budget (now and
 //! then none at all), a fault plan for the service, probe failures, and sometimes a crash: the first
 //! run's future is dropped mid-way, as a killed process would stop, and a second run resumes from the
 //! same attempt log. It also draws the situations that broke the contract before the store was
@@ -452,7 +452,7 @@ fn tool_of(schedule: &Schedule) -> ToolSpec {
     }
     if schedule.held {
         // The margin is not scaled: the log keeps an attempt's start in whole seconds.
-        spec = spec.settle(longest_hold(&schedule.faults) + Duration::from_secs(1));
+        spec = spec.horizon(longest_hold(&schedule.faults) + Duration::from_secs(1));
     }
     spec
 }

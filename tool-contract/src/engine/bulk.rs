@@ -12,7 +12,7 @@ use crate::classify::{Class, Classify};
 use crate::effect::EffectKind;
 use crate::journal::{LastWord, Recall};
 use crate::key::IntentKey;
-use crate::policy::{Settle, Start};
+use crate::policy::{Horizon, Start};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Item, Outcome, Reason, Report};
 use crate::spec::ToolSpec;
@@ -197,7 +197,7 @@ impl<I, A, P> Parts<I, A, P> {
         of: &Class,
         answer: Result<Vec<Item>, String>,
     ) -> (Judged, Result<ProbeMark, String>) {
-        let settled = run.settle(of) == Settle::Settled;
+        let settled = run.horizon(of) == Horizon::Passed;
         let (results, to_probe) = (&mut self.results, &self.to_probe);
         let mut unsure = None;
         match answer {
@@ -208,7 +208,7 @@ impl<I, A, P> Parts<I, A, P> {
                 unsure = Some(why);
             }
             Ok(verdicts) => {
-                let unsettled_for = run.unsettled_for();
+                let unsettled_for = run.horizon_left();
                 for verdict in verdicts {
                     let Some(&i) = to_probe.iter().find(|&&i| results[i].id == verdict.id) else { continue };
                     match fold_verdict(&mut results[i], verdict, settled, unsettled_for) {
@@ -444,8 +444,8 @@ where
         verdict
     }
 
-    fn settle(&self, run: &Run<'_>, of: &Class) -> Settle {
-        if self.unsettled { run.settle(of) } else { Settle::Settled }
+    fn horizon(&self, run: &Run<'_>, of: &Class) -> Horizon {
+        if self.unsettled { run.horizon(of) } else { Horizon::Passed }
     }
 
     fn close(&mut self, run: &Run<'_>, _class: &Class, close: Close) -> Report<()> {

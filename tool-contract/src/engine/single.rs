@@ -11,7 +11,7 @@ use super::state::{Run, Stop};
 use crate::call::Call;
 use crate::classify::{Class, Classify};
 use crate::journal::{LastWord, LogValue, Recall};
-use crate::policy::{Settle, Start};
+use crate::policy::{Horizon, Start};
 use crate::probe::{Probe, ProbeMark, Prober};
 use crate::report::{Applied, Outcome, Reason, Report};
 
@@ -206,20 +206,20 @@ where
 }
 
 /// What a single call's probe verdict on the attempt that ended as `of` means, as the log records it.
-/// A "not landed" about an attempt that may have landed is logged as settled only once the tool's
-/// settle window has passed: before that, the service may still hold the request, and the log says so.
+/// A "not landed" about an attempt that may have landed is logged as such only once its landing
+/// horizon has passed: before that, the service may still apply the request, and the log says so.
 fn judge<T: LogValue>(run: &Run<'_>, of: &Class, verdict: &Probe<T>) -> Judged {
     let (mark, outcome, applied, message, value) = match verdict {
         Probe::Landed(v) => {
             (ProbeMark::Landed, Outcome::Ok, Applied::Yes, "probe: landed".to_owned(), v.to_log().ok())
         }
-        Probe::NotLanded if run.settle(of) != Settle::Settled => (
+        Probe::NotLanded if run.horizon(of) != Horizon::Passed => (
             ProbeMark::NotLanded,
             Outcome::Unknown,
             Applied::Unknown,
             format!(
                 "probe: not landed yet; the service may hold it {} more",
-                super::secs(run.unsettled_for())
+                super::secs(run.horizon_left())
             ),
             None,
         ),
