@@ -460,8 +460,11 @@ impl Journal for Link {
     }
 }
 
-const TRANSFER: ToolSpec =
-    ToolSpec::new("transfer", EffectKind::Money).deadline_floor(Duration::from_millis(500));
+// The story is about the fence: its takeover waits out w4's lease, which would otherwise also cover
+// the default landing horizon (5 s) and double the file log's run on the real clock.
+const TRANSFER: ToolSpec = ToolSpec::new("transfer", EffectKind::Money)
+    .deadline_floor(Duration::from_millis(500))
+    .horizon(Duration::ZERO);
 
 async fn transfer(journal: Arc<dyn Journal>, applied: &AtomicU32) -> tool_contract::Report<u64> {
     let task = Task::new("ord-7741", "agent", Duration::from_secs(2)).journal(journal).approver(

@@ -431,7 +431,9 @@ async fn a_wait_the_service_asked_for_outlives_the_records_written_after_it() {
     let down = Probe::Failed("the thread API is down".into());
     let first = call_on(&journal, 5, &spec, key, &calls, Err(refused), down).await;
     assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
-    // Another call resumes it: its probe finds nothing, and the wait is longer than its budget.
+    // Another call resumes it, past the attempt's landing horizon (the 5 s budget it started with, and
+    // the default 5 s): its probe finds nothing, and the wait is longer than its budget.
+    tokio::time::sleep(Duration::from_secs(11)).await;
     let second = call_on(&journal, 5, &spec, key, &calls, Ok(1), Probe::NotLanded).await;
     assert_eq!((second.outcome, calls.count()), (Outcome::Retryable, 1), "{}", second.message);
     let last = journal.recall(&key).unwrap().last;

@@ -113,6 +113,9 @@ async fn not_landed_makes_exactly_one_next_attempt_without_probe_or_settle_wait(
     assert_eq!(attempts, 1);
 
     settle(&*log, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "not in thread-9")).await.unwrap();
+    // The next call comes past the attempt's landing horizon, counted from the settlement at the latest
+    // (a person's "not landed" counts no sooner than a probe's).
+    tokio::time::sleep(SEND.get_horizon()).await;
     let began = Instant::now();
     let report = call(&task, &SEND, &seen, false).await;
     assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(4411)), "{}", report.message);
@@ -152,6 +155,8 @@ async fn not_landed_money_still_asks_the_approver_first() {
         settle(&*log, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "no refund on the card"))
             .await
             .unwrap();
+        // The next call comes past the attempt's landing horizon (a person's word counts no sooner).
+        tokio::time::sleep(REFUND.get_horizon()).await;
         let report = call(&task, &REFUND, &seen, false).await;
         assert_eq!(asked.load(Ordering::SeqCst), asked_before + 1, "{answer:?}: the approver is asked once");
         assert_eq!(
@@ -285,6 +290,9 @@ async fn next_call_asks(
     assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
     assert_eq!(person.asked.load(Ordering::SeqCst), 0, "the call that made the attempt does not ask");
     let before = seen.attempts.load(Ordering::SeqCst);
+    // The next call comes once the attempt's landing horizon has passed: a person's "not landed"
+    // counts no sooner than a probe's.
+    tokio::time::sleep(spec.get_horizon()).await;
     let report = call(&task, spec, &seen, false).await;
     (report, person, log, seen.attempts.load(Ordering::SeqCst) - before)
 }
@@ -440,6 +448,7 @@ async fn an_approver_that_does_not_answer_within_the_budget_has_not_approved() {
     // The next call: the settlement stands for the probe, and the approver never answers.
     let key = task.key(&REFUND, &"thread-9", None);
     settle(&*log, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "no refund on the card")).await.unwrap();
+    tokio::time::sleep(REFUND.get_horizon()).await;
     let report = call(&task, &REFUND, &seen, false).await;
     assert_eq!(
         (report.reason, seen.attempts.load(Ordering::SeqCst)),

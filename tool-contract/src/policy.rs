@@ -372,7 +372,8 @@ mod tests {
             let approved = Facts { approved: Some(true), effect: Applied::No, ..past_budget };
             assert_eq!(next(&approved), Step::Stop(End::BeforeHorizon), "{kind}");
         }
-        let past_budget = Facts { probe: Some(ProbeMark::NotLanded), horizon: Horizon::TooLong, ..facts(Send) };
+        let past_budget =
+            Facts { probe: Some(ProbeMark::NotLanded), horizon: Horizon::TooLong, ..facts(Send) };
         // A verdict of landed needs no horizon.
         let landed = Facts { probe: Some(ProbeMark::Landed), ..past_budget };
         assert_eq!(next(&landed), Step::Stop(End::Landed));

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use super::attempts::{Next, Work, drive};
 use super::execute::{self, Close, Judged};
 use super::log::{Pending, end_record};
-use super::{Run, Stop, ceil_secs, secs};
+use super::{Run, Stop, ceil_secs};
 use crate::bulk::{BulkProber, ItemId};
 use crate::classify::{Class, Classify};
 use crate::effect::EffectKind;
@@ -208,10 +208,9 @@ impl<I, A, P> Parts<I, A, P> {
                 unsure = Some(why);
             }
             Ok(verdicts) => {
-                let unsettled_for = run.horizon_left();
                 for verdict in verdicts {
                     let Some(&i) = to_probe.iter().find(|&&i| results[i].id == verdict.id) else { continue };
-                    match fold_verdict(&mut results[i], verdict, settled, unsettled_for) {
+                    match fold_verdict(&mut results[i], verdict, settled) {
                         Some(Found::NotYet) => self.unsettled = true,
                         // The first item's reason speaks for the batch; each item keeps its own.
                         Some(Found::Unsure(why)) => _ = unsure.get_or_insert(why),
@@ -254,7 +253,7 @@ enum Found {
 }
 
 /// Fold the probe's verdict on one item in; `Some` when the item stays in doubt.
-fn fold_verdict(item: &mut Item, verdict: Item, settled: bool, unsettled_for: Duration) -> Option<Found> {
+fn fold_verdict(item: &mut Item, verdict: Item, settled: bool) -> Option<Found> {
     match verdict.applied {
         Applied::Yes => *item = Item::ok(verdict.id),
         // An item that applied nothing by the tool's own word stays as the tool said.
@@ -267,11 +266,8 @@ fn fold_verdict(item: &mut Item, verdict: Item, settled: bool, unsettled_for: Du
             };
             *item = Item::retryable(verdict.id, why);
         }
-        Applied::No => {
-            item.reason =
-                Some(format!("not landed yet; the service may hold it {} more", secs(unsettled_for)));
-            return Some(Found::NotYet);
-        }
+        // Its reason stays why it was in doubt: the call's stop says how long the horizon has to run.
+        Applied::No => return Some(Found::NotYet),
         Applied::Unknown | Applied::Partial => {
             let why = verdict.reason.unwrap_or_else(|| "the probe could not tell".to_owned());
             item.reason = Some(why.clone());

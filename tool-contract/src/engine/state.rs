@@ -424,25 +424,33 @@ impl<'a> Run<'a> {
 }
 
 /// Until when the last attempt an earlier call (or process) recorded may have reached the service, for
-/// its landing horizon: the earlier of its recorded start plus the budget it started with (it cannot
-/// have run longer) and now (whoever made it is gone: a process killed, a call dropped, or a claim
-/// whose lease, which outlasts the attempt, ran out). A record that says the attempt applied nothing by
-/// the service's own word leaves nothing that can land; a person's `not_landed` does not, and waits for
-/// the horizon like a probe's. A stamp that cannot be read counts as now.
+/// its landing horizon, from the records' own stamps: no later than its recorded start plus the budget
+/// it started with (it cannot have run longer), nor than now (whoever made it is gone: a process
+/// killed, a call dropped, or a claim whose lease, which outlasts the attempt, ran out). A probe's
+/// verdict was asked once the attempt was over, so the probe's stamp bounds it too; a settlement was
+/// made once nobody held the intent, so its stamp does. A record that says the attempt applied nothing
+/// by the service's own word leaves nothing that can land; a person's `not_landed` does not, and waits
+/// for the horizon like a probe's. A stamp that cannot be read bounds nothing.
 fn reached_before(recall: &Recall) -> Option<tokio::time::Instant> {
     if recall.settlement().is_none() && recall.last.effect_applied == Some(Applied::No) {
         return None;
     }
     let now = tokio::time::Instant::now();
-    let ran_until = crate::journal::parse_rfc3339(&recall.last.started)
-        // The budget is logged in whole seconds, rounded down.
-        .and_then(|at| at.checked_add(Duration::from_secs(recall.last.budget_left_s.saturating_add(1))))
-        .map(|until| match until.duration_since(crate::journal::wall_clock()) {
-            // Still ahead: the attempt may have run until now at the latest.
-            Ok(_) => now,
-            Err(past) => now.checked_sub(past.duration()).unwrap_or(now),
-        });
-    Some(ran_until.unwrap_or(now))
+    let wall = crate::journal::wall_clock();
+    // An instant of the wall clock, on tokio's clock; one still ahead is now.
+    let at = |stamp: SystemTime| match wall.duration_since(stamp) {
+        Ok(ago) => now.checked_sub(ago).unwrap_or(now),
+        Err(_) => now,
+    };
+    let started = crate::journal::parse_rfc3339(&recall.last.started);
+    // The budget is logged in whole seconds, rounded down.
+    let ran = Duration::from_secs(recall.last.budget_left_s.saturating_add(1));
+    let bounds = [
+        started.and_then(|started| started.checked_add(ran)).map(at),
+        started.filter(|_| recall.last.probe.is_some()).map(at),
+        recall.settlement().and_then(|settled| crate::journal::parse_rfc3339(&settled.at)).map(at),
+    ];
+    Some(bounds.into_iter().flatten().fold(now, std::cmp::min))
 }
 
 /// Whole seconds, rounded up: a wait is never reported shorter than it is.
