@@ -120,8 +120,8 @@ pub struct Schedule {
     pub no_retry_budget: bool,
     /// The task id and actor hold `|`, and a decoy intent spelling the same joined text follows.
     pub pipes: bool,
-    /// The probe sees only what has landed, not what the service still holds; the tool's settle window
-    /// covers the longest hold of the plan.
+    /// The probe sees only what has landed, not what the service still holds; the tool's landing
+    /// horizon covers the longest hold of the plan.
     pub held: bool,
     /// The schedule's durations were divided by this to run on a real clock (1 for tokio's paused one).
     pub scale: u32,
