@@ -98,9 +98,9 @@ async fn an_intent_claimed_by_another_worker_past_the_budget_is_not_started() {
 #[tokio::test(start_paused = true)]
 async fn a_claim_outlasts_the_budget_and_the_settle_window() {
     // A worker's call holds the intent while its attempt hangs at the service. Another owner asking
-    // meanwhile must find it held past the call's deadline by the tool's settle window (a request the
+    // meanwhile must find it held past the call's deadline by the tool's landing horizon (a request the
     // service still holds may land that much after the attempt was dropped), plus the margin.
-    const SETTLING: ToolSpec = POST.settle(Duration::from_secs(20));
+    const SETTLING: ToolSpec = POST.horizon(Duration::from_secs(20));
     let journal = Arc::new(MemoryJournal::new());
     let task = Task::new("claim-settle", "agent", Duration::from_secs(30)).journal(journal.clone());
     let key = task.key(&SETTLING, &"thread-9", None);
@@ -117,7 +117,7 @@ async fn a_claim_outlasts_the_budget_and_the_settle_window() {
     };
     let (report, asked) = tokio::join!(call, asked);
     let Claimed::Busy { left, .. } = asked else { panic!("the intent was free while a call ran") };
-    // Asked 10 s in: 20 s of budget, 20 s of settle window and 1 s of margin were left on the lease.
+    // Asked 10 s in: 20 s of budget, 20 s of landing horizon and 1 s of margin were left on the lease.
     assert_eq!(left, Duration::from_secs(41), "{}", report.message);
     assert_eq!(report.outcome, Outcome::Unknown, "{}", report.message);
 }
@@ -460,8 +460,11 @@ impl Journal for Link {
     }
 }
 
-const TRANSFER: ToolSpec =
-    ToolSpec::new("transfer", EffectKind::Money).deadline_floor(Duration::from_millis(500));
+// The story is about the fence: its takeover waits out w4's lease, which would otherwise also cover
+// the default landing horizon (5 s) and double the file log's run on the real clock.
+const TRANSFER: ToolSpec = ToolSpec::new("transfer", EffectKind::Money)
+    .deadline_floor(Duration::from_millis(500))
+    .horizon(Duration::ZERO);
 
 async fn transfer(journal: Arc<dyn Journal>, applied: &AtomicU32) -> tool_contract::Report<u64> {
     let task = Task::new("ord-7741", "agent", Duration::from_secs(2)).journal(journal).approver(

@@ -120,7 +120,9 @@ async fn a_create_deduplicated_by_the_receiver_passes_without_a_probe() {
 #[tokio::test(start_paused = true)]
 async fn a_probe_blind_to_requests_in_flight_is_caught() {
     async fn careless(task: Task, service: FakeService) -> Report<u64> {
-        let spec = spec(EffectKind::Send);
+        // Careless twice: a blind probe, and no landing horizon to cover for it (the default's 5 s
+        // would find the slow success before a second attempt).
+        let spec = spec(EffectKind::Send).horizon(std::time::Duration::ZERO);
         let key = task.key(&spec, &"thread-9", None);
         let probe_service = service.clone();
         engine::run(

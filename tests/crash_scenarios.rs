@@ -200,7 +200,13 @@ async fn an_error_body_after_a_crash_is_still_permanent() {
     honest(&run);
     assert_eq!(outcome(&run.last), ("permanent", "no"), "{}", run.last);
     assert_eq!((run.service.effects(run.key), run.service.requests()), (0, 2));
-    assert_eq!(run.probes, [ProbeMark::NotLanded], "the unfinished attempt was probed first");
+    // The unfinished attempt was probed first, and again once its landing horizon (5 s by default
+    // for a send) had passed since the restart: only then was it sent again.
+    assert_eq!(
+        run.probes,
+        [ProbeMark::NotLanded, ProbeMark::NotLanded],
+        "the unfinished attempt was probed first"
+    );
 }
 
 #[tokio::test]
@@ -247,8 +253,10 @@ async fn partial_batch_resumes_with_only_what_was_in_flight() {
     assert_eq!(run.service.item_effects(run.key, "row-3"), 0, "the refused row stays refused");
     assert_eq!(run.service.requests(), 3, "the restart sent only row-5");
     // As before any second attempt of a `send`: the deferred row was probed before it was sent again,
-    // and after the restart the row in flight was probed (nothing else was open either time).
-    assert_eq!(run.probes, [ProbeMark::NotLanded, ProbeMark::NotLanded]);
+    // and after the restart the row in flight was probed (nothing else was open either time), then
+    // again once its landing horizon had passed: the first run's refusal of row-5 said it applied
+    // nothing, the restart's row in flight did not.
+    assert_eq!(run.probes, [ProbeMark::NotLanded, ProbeMark::NotLanded, ProbeMark::NotLanded]);
 }
 
 #[tokio::test]

@@ -431,7 +431,9 @@ async fn a_wait_the_service_asked_for_outlives_the_records_written_after_it() {
     let down = Probe::Failed("the thread API is down".into());
     let first = call_on(&journal, 5, &spec, key, &calls, Err(refused), down).await;
     assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
-    // Another call resumes it: its probe finds nothing, and the wait is longer than its budget.
+    // Another call resumes it, past the attempt's landing horizon (the 5 s budget it started with, and
+    // the default 5 s): its probe finds nothing, and the wait is longer than its budget.
+    tokio::time::sleep(Duration::from_secs(11)).await;
     let second = call_on(&journal, 5, &spec, key, &calls, Ok(1), Probe::NotLanded).await;
     assert_eq!((second.outcome, calls.count()), (Outcome::Retryable, 1), "{}", second.message);
     let last = journal.recall(&key).unwrap().last;
@@ -445,10 +447,10 @@ async fn a_wait_the_service_asked_for_outlives_the_records_written_after_it() {
 
 /// Issue 23, item 2: after a 503 that applied nothing, a probe that fails leaves the call as its
 /// attempt ended, in the report and in the log alike: not in doubt, not escalated, and the next call
-/// does not wait out the settle window for a request that never landed.
+/// does not wait for the landing horizon for a request that never landed.
 #[tokio::test(start_paused = true)]
 async fn a_failed_probe_after_a_refusal_is_logged_as_the_report_says() {
-    let spec = spec("post_notice", EffectKind::Send).settle(Duration::from_secs(10));
+    let spec = spec("post_notice", EffectKind::Send).horizon(Duration::from_secs(10));
     let journal = Arc::new(MemoryJournal::new());
     let key = task(30).key(&spec, &"thread-9", None);
     let calls = Calls::new();
@@ -472,5 +474,5 @@ async fn a_failed_probe_after_a_refusal_is_logged_as_the_report_says() {
     assert!(journal.unresolved().is_empty(), "not an intent in doubt");
     let second = call_on(&journal, 30, &spec, key, &calls, Ok(1), Probe::NotLanded).await;
     assert_eq!(second.outcome, Outcome::Ok, "{}", second.message);
-    assert_eq!(calls.times()[1], Duration::ZERO, "no settle window waited for a request that never landed");
+    assert_eq!(calls.times()[1], Duration::ZERO, "no landing horizon waited for a request that never landed");
 }

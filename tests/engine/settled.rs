@@ -1,6 +1,6 @@
 //! Settlements honoured by the engine: a person's `landed` answers every later call with no attempt
 //! and no probe; `not_landed` opens the intent for exactly one next attempt, after the approver for
-//! `money`, without probing or waiting the settle window again.
+//! `money`, without probing or waiting again once the attempt's landing horizon has passed.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -15,7 +15,7 @@ use tool_contract::spec::ToolSpec;
 use tool_contract::{Applied, Class, IntentKey, MemoryJournal, Outcome, Probe, Reason, Task, engine};
 
 /// A send whose requests may stay in flight for a minute: a probe's "not landed" is trusted only after.
-const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send).settle(Duration::from_secs(60));
+const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send).horizon(Duration::from_secs(60));
 const REFUND: ToolSpec = ToolSpec::new("refund", EffectKind::Money);
 
 /// Counts of what the service saw.
@@ -113,13 +113,16 @@ async fn not_landed_makes_exactly_one_next_attempt_without_probe_or_settle_wait(
     assert_eq!(attempts, 1);
 
     settle(&*log, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "not in thread-9")).await.unwrap();
+    // The next call comes past the attempt's landing horizon, counted from the settlement at the latest
+    // (a person's "not landed" counts no sooner than a probe's).
+    tokio::time::sleep(SEND.get_horizon()).await;
     let began = Instant::now();
     let report = call(&task, &SEND, &seen, false).await;
     assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(4411)), "{}", report.message);
     assert!(report.attempt_id.ends_with("-a2"), "numbered after the highest: {}", report.attempt_id);
     assert_eq!(seen.attempts.load(Ordering::SeqCst), attempts + 1, "exactly one new attempt");
     assert_eq!(seen.probes.load(Ordering::SeqCst), probes, "the settlement stands for the probe");
-    assert!(began.elapsed() < Duration::from_secs(1), "no settle window waited: {:?}", began.elapsed());
+    assert!(began.elapsed() < Duration::from_secs(1), "no landing horizon waited: {:?}", began.elapsed());
     // And the intent is done: a later call replays, with no attempt.
     let again = call(&task, &SEND, &seen, false).await;
     assert_eq!((again.outcome, again.reason), (Outcome::Ok, Reason::Replayed));
@@ -152,6 +155,8 @@ async fn not_landed_money_still_asks_the_approver_first() {
         settle(&*log, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "no refund on the card"))
             .await
             .unwrap();
+        // The next call comes past the attempt's landing horizon (a person's word counts no sooner).
+        tokio::time::sleep(REFUND.get_horizon()).await;
         let report = call(&task, &REFUND, &seen, false).await;
         assert_eq!(asked.load(Ordering::SeqCst), asked_before + 1, "{answer:?}: the approver is asked once");
         assert_eq!(
@@ -285,6 +290,9 @@ async fn next_call_asks(
     assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
     assert_eq!(person.asked.load(Ordering::SeqCst), 0, "the call that made the attempt does not ask");
     let before = seen.attempts.load(Ordering::SeqCst);
+    // The next call comes once the attempt's landing horizon has passed: a person's "not landed"
+    // counts no sooner than a probe's.
+    tokio::time::sleep(spec.get_horizon()).await;
     let report = call(&task, spec, &seen, false).await;
     (report, person, log, seen.attempts.load(Ordering::SeqCst) - before)
 }
@@ -440,6 +448,7 @@ async fn an_approver_that_does_not_answer_within_the_budget_has_not_approved() {
     // The next call: the settlement stands for the probe, and the approver never answers.
     let key = task.key(&REFUND, &"thread-9", None);
     settle(&*log, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "no refund on the card")).await.unwrap();
+    tokio::time::sleep(REFUND.get_horizon()).await;
     let report = call(&task, &REFUND, &seen, false).await;
     assert_eq!(
         (report.reason, seen.attempts.load(Ordering::SeqCst)),

@@ -14,7 +14,9 @@ use tool_contract_console::{Console, Options};
 static SENT: AtomicU32 = AtomicU32::new(0);
 
 /// Post a notice; the reply is lost while `lose`, and the probe cannot tell.
-#[tool(effect = "send", target = thread, probe = check)]
+// A person's word, given right after the attempt, is the story here: with no landing horizon to
+// wait for, it counts at once.
+#[tool(effect = "send", target = thread, probe = check, horizon = "0s")]
 async fn post_notice(thread: &str, lose: bool) -> Result<u64, Class> {
     SENT.fetch_add(1, Ordering::SeqCst);
     if lose { Err(Class::unknown("connection reset after the request was sent")) } else { Ok(4411) }
@@ -245,7 +247,9 @@ fn percent_decoded(text: &str) -> String {
 static REFUND_ATTEMPTS: AtomicU32 = AtomicU32::new(0);
 
 /// Refund an order: the bank refuses each order's first attempt (`503`, nothing paid).
-#[tool(effect = "money", target = order, probe = find_refund)]
+// A person's word, given right after the attempt, is the story here: with no landing horizon to
+// wait for, it counts at once.
+#[tool(effect = "money", target = order, probe = find_refund, horizon = "0s")]
 async fn refund(order: &str) -> Result<u64, Class> {
     if REFUND_ATTEMPTS.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
         Err(Class::retryable("503 from the bank"))

@@ -13,7 +13,9 @@ use tool_contract::{Class, FileJournal, Outcome, Probe, Task, tool};
 use tool_contract_console::{Console, Operator, Options, Peer};
 
 /// Post a notice; the reply is lost, and the probe cannot tell.
-#[tool(effect = "send", target = thread, probe = check)]
+// A person's word, given right after the attempt, is the story here: with no landing horizon to
+// wait for, it counts at once.
+#[tool(effect = "send", target = thread, probe = check, horizon = "0s")]
 async fn post_notice(thread: &str) -> Result<u64, Class> {
     Err(Class::unknown(format!("connection reset after posting to {thread}")))
 }

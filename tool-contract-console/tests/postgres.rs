@@ -17,7 +17,9 @@ use tool_contract_postgres::testing::{PgServer, ServerError};
 static SENT: AtomicU32 = AtomicU32::new(0);
 
 /// Post a notice; the reply is lost while `lose`, and the probe cannot tell.
-#[tool(effect = "send", target = thread, probe = check)]
+// A person's word, given right after the attempt, is the story here: with no landing horizon to
+// wait for, it counts at once.
+#[tool(effect = "send", target = thread, probe = check, horizon = "0s")]
 async fn post_notice(thread: &str, lose: bool) -> Result<u64, Class> {
     SENT.fetch_add(1, Ordering::SeqCst);
     if lose { Err(Class::unknown("connection reset after the request was sent")) } else { Ok(4411) }
@@ -122,7 +124,9 @@ async fn the_console_settles_an_intent_of_a_fleets_store() {
 static REFUNDS: AtomicU32 = AtomicU32::new(0);
 
 /// Refund an order: the bank refuses the first attempt (`503`, nothing paid).
-#[tool(effect = "money", target = order, probe = find_refund)]
+// A person's word, given right after the attempt, is the story here: with no landing horizon to
+// wait for, it counts at once.
+#[tool(effect = "money", target = order, probe = find_refund, horizon = "0s")]
 async fn refund(order: &str) -> Result<u64, Class> {
     if REFUNDS.fetch_add(1, Ordering::SeqCst) == 0 {
         Err(Class::retryable("503 from the bank"))

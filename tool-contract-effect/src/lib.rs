@@ -13,6 +13,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 /// What a tool does to the world, which decides what a duplicate costs and so how it may be retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -81,7 +82,19 @@ pub struct Policy {
     pub auto_retry: AutoRetry,
     /// What happens before a second attempt.
     pub before_second: BeforeSecond,
+    /// The landing horizon of a tool that declares none: how long after its caller stopped waiting for
+    /// a request (its reply failed, its time limit passed, it was cancelled, its process died) the
+    /// service may still apply it. A probe's (or a person's) "not landed" about an attempt counts only
+    /// once this has passed; zero trusts it at once.
+    pub horizon: Duration,
 }
+
+/// The landing horizon of `send`, `money` and `destructive` tools that declare none: 5 s. A service that
+/// finishes a request a few seconds after its caller gave up (a queue behind a gateway, a worker that
+/// was mid-request when the connection dropped) is then found by the probe, not sent twice. Its cost:
+/// after a reset or a timeout, and after a restart, a probe that finds nothing is asked again up to 5 s
+/// later before a second attempt; a budget that cannot hold that wait ends `unknown`.
+pub const DEFAULT_HORIZON: Duration = Duration::from_secs(5);
 
 impl EffectKind {
     /// Every kind, in order of the cost of a duplicate.
@@ -92,37 +105,51 @@ impl EffectKind {
     /// `#[tool]` attribute's checks (which kinds need a probe), and the table of docs/contract.md is
     /// checked against it (`Display` of each column):
     ///
-    /// | kind | probe | automatic retry | before a second attempt |
-    /// |---|---|---|---|
-    /// | `read` | not needed | with backoff and jitter | nothing |
-    /// | `create` | required unless `dedupe = "receiver"` | same key | probe, if any |
-    /// | `send` | required | after probe says not landed | probe |
-    /// | `money` | required | after probe and approval | probe, then approval |
-    /// | `destructive` | required | never | probe, then stop |
+    /// | kind | probe | automatic retry | before a second attempt | landing horizon |
+    /// |---|---|---|---|---|
+    /// | `read` | not needed | with backoff and jitter | nothing | none |
+    /// | `create` | required unless `dedupe = "receiver"` | same key | probe, if any | none |
+    /// | `send` | required | after probe says not landed | probe | 5 s |
+    /// | `money` | required | after probe and approval | probe, then approval | 5 s |
+    /// | `destructive` | required | never | probe, then stop | 5 s |
     pub const fn policy(self) -> Policy {
         use AutoRetry as R;
         use BeforeSecond as B;
         use ProbeRule as P;
+        const NONE: Duration = Duration::ZERO;
         match self {
-            EffectKind::Read => {
-                Policy { probe: P::NotNeeded, auto_retry: R::WithBackoff, before_second: B::Nothing }
-            }
+            EffectKind::Read => Policy {
+                probe: P::NotNeeded,
+                auto_retry: R::WithBackoff,
+                before_second: B::Nothing,
+                horizon: NONE,
+            },
+            // A create's retry carries the same key, which the receiver deduplicates: a request still
+            // held does not make a second effect.
             EffectKind::Create => Policy {
                 probe: P::RequiredUnlessReceiverDedupes,
                 auto_retry: R::SameKey,
                 before_second: B::ProbeIfAny,
+                horizon: NONE,
             },
-            EffectKind::Send => {
-                Policy { probe: P::Required, auto_retry: R::AfterProbeSaysNotLanded, before_second: B::Probe }
-            }
+            EffectKind::Send => Policy {
+                probe: P::Required,
+                auto_retry: R::AfterProbeSaysNotLanded,
+                before_second: B::Probe,
+                horizon: DEFAULT_HORIZON,
+            },
             EffectKind::Money => Policy {
                 probe: P::Required,
                 auto_retry: R::AfterProbeAndApproval,
                 before_second: B::ProbeThenApproval,
+                horizon: DEFAULT_HORIZON,
             },
-            EffectKind::Destructive => {
-                Policy { probe: P::Required, auto_retry: R::Never, before_second: B::ProbeThenStop }
-            }
+            EffectKind::Destructive => Policy {
+                probe: P::Required,
+                auto_retry: R::Never,
+                before_second: B::ProbeThenStop,
+                horizon: DEFAULT_HORIZON,
+            },
         }
     }
 
@@ -151,6 +178,15 @@ impl EffectKind {
             EffectKind::Money => "money",
             EffectKind::Destructive => "destructive",
         }
+    }
+}
+
+/// A landing horizon in the words of the policy table: `none` for zero, else whole seconds (`5 s`).
+pub fn horizon_text(horizon: Duration) -> String {
+    match horizon {
+        Duration::ZERO => "none".to_owned(),
+        h if h.subsec_nanos() == 0 => format!("{} s", h.as_secs()),
+        h => format!("{} ms", h.as_millis()),
     }
 }
 
@@ -227,6 +263,18 @@ mod tests {
             let looks_first = policy.before_second != BeforeSecond::Nothing;
             assert_eq!(looks_first, kind.has_side_effect(), "{kind}");
         }
+    }
+
+    #[test]
+    fn only_kinds_whose_duplicate_costs_wait_for_the_horizon_by_default() {
+        for kind in EffectKind::ALL {
+            let waits = !kind.policy().horizon.is_zero();
+            let costly = matches!(kind, EffectKind::Send | EffectKind::Money | EffectKind::Destructive);
+            assert_eq!(waits, costly, "{kind}");
+        }
+        assert_eq!(horizon_text(DEFAULT_HORIZON), "5 s");
+        assert_eq!(horizon_text(Duration::ZERO), "none");
+        assert_eq!(horizon_text(Duration::from_millis(1500)), "1500 ms");
     }
 
     #[test]

@@ -261,9 +261,9 @@ fn spec(tool: &Tool, private: &TokenStream) -> TokenStream {
         let millis = Literal::u64_unsuffixed(millis);
         spec.extend(quote!(.probe_reserve(#private::Duration::from_millis(#millis))));
     }
-    if let Some(millis) = args.settle.as_ref().and_then(|settle| settle.parsed) {
+    if let Some(millis) = args.horizon.as_ref().and_then(|horizon| horizon.parsed) {
         let millis = Literal::u64_unsuffixed(millis);
-        spec.extend(quote!(.settle(#private::Duration::from_millis(#millis))));
+        spec.extend(quote!(.horizon(#private::Duration::from_millis(#millis))));
     }
     spec
 }

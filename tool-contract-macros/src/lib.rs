@@ -111,7 +111,7 @@ use syn::ItemFn;
 /// | `backoff` | `"200ms..5s"`: the first wait and the longest | waits between attempts double from the first to the longest, with full jitter; `"200ms..5s"` by default |
 /// | `probe_reserve` | a duration | how much of the budget an attempt of a side effect leaves for the probe that resolves a timeout; the floor by default, and with no floor either, a quarter of the budget left |
 /// | `service` | a string | the service the tool calls, whose retry budget (shared by every task calling it) its retries draw on; the tool's name by default |
-/// | `settle` | a duration | how long the service may hold a request before it lands (a queue, a worker restarted after a crash): a probe that finds nothing is trusted only once this long has passed since the attempt was sent; until then the engine waits within the budget and probes again, or ends `unknown`. None by default |
+/// | `horizon` | a duration | the landing horizon: how long the service may still apply a request after its caller stopped waiting for it (a queue, a worker mid-request when the connection dropped or the caller died). A probe's (or a person's) "not landed" counts only once this has passed; until then the engine waits within the budget and probes again, or ends `unknown`, never a second attempt. By default 5 s for `send`, `money` and `destructive`, none for `create`; `"0s"` trusts "not landed" at once. (`settle`, its former name, is refused) |
 /// | `bulk` | a `Vec<I>` parameter's name | bulk work, see below |
 /// | `name` | a string | the name a model calls the tool by: 1 to 128 of `A-Z a-z 0-9 _ - .`; the function's name by default |
 /// | `description` | a string | what a model reads to choose the tool; the doc comment by default |

@@ -43,24 +43,27 @@ fn check_timing(ctxt: &Ctxt, tool: &Tool) {
         );
         ctxt.error_spanned_by(floor.tokens(), message);
     }
-    if let Some(settle) = &args.settle {
+    if let Some(horizon) = &args.horizon {
         if args.probe.is_none() && !args.misspelled.contains(&PROBE) && kind.is_some() {
             let why = match kind {
                 Some(Kind::Read) => "a read has no probe",
                 _ => "this tool has no probe",
             };
             let message = format!(
-                "`{}` says how long to wait before trusting the probe, and {why}: remove it",
-                settle.text()
+                "`{}` says how long to wait before trusting the probe's \"not landed\", and {why}: remove it",
+                horizon.text()
             );
-            ctxt.error_spanned_by(settle.tokens(), message);
-        } else if settle.parsed == Some(0) {
+            ctxt.error_spanned_by(horizon.tokens(), message);
+        } else if horizon.parsed == Some(0)
+            && let Some(kind) = kind
+            && kind.effect().policy().horizon.is_zero()
+        {
             let message = format!(
-                "`{}` is the default (a request not landed when the probe looks never will): remove it, or write how \
-                 long the service may hold a request, like `settle = \"30s\"`",
-                settle.text()
+                "`{}` is already the landing horizon of `{}` tools (a retry carries the same key): remove it",
+                horizon.text(),
+                kind.effect()
             );
-            ctxt.error_spanned_by(settle.tokens(), message);
+            ctxt.error_spanned_by(horizon.tokens(), message);
         }
     }
     let Some(reserve) = &args.probe_reserve else { return };

@@ -179,7 +179,8 @@ async fn a_settlement_on_postgres_is_honoured_by_the_next_call() {
     use tool_contract::person::Settle;
     let Some((journal, _)) = common::journal("engine_settle").await else { return };
     let journal = Arc::new(journal);
-    let spec = spec(EffectKind::Send);
+    // The person settles right after the attempt: with no landing horizon to wait for, it counts at once.
+    let spec = spec(EffectKind::Send).horizon(Duration::ZERO);
     for (target, verdict, attempts_after) in
         [("thread-l", Verdict::Landed, 0), ("thread-n", Verdict::NotLanded, 1)]
     {

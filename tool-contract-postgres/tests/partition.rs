@@ -194,7 +194,7 @@ async fn records_held_by_a_partition_and_delivered_late_move_no_money() {
 
 const NOTIFY: ToolSpec = ToolSpec::new("notify", EffectKind::Send)
     .deadline_floor(Duration::from_millis(200))
-    .settle(Duration::from_secs(10));
+    .horizon(Duration::from_secs(10));
 
 async fn notify(journal: Arc<dyn Journal>, budget: Duration, sent: &AtomicU32) -> tool_contract::Report<u64> {
     let task = Task::new("ticket-88", "agent", budget).journal(journal);
@@ -213,7 +213,7 @@ async fn notify(journal: Arc<dyn Journal>, budget: Duration, sent: &AtomicU32) -
 }
 
 /// Issue 23, item 4: a claim held by a partition (or a frozen server) past its caller's deadline takes
-/// nothing when it finally runs; on today's code it took a lease of the budget, the settle window and a
+/// nothing when it finally runs; on today's code it took a lease of the budget, the landing horizon and a
 /// margin (11.5 s here), and the worker's own next call was refused as "another worker runs this
 /// intent".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

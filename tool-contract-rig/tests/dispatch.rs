@@ -112,7 +112,9 @@ async fn a_task_name_that_names_nothing_is_an_error_rig_does_not_retry() {
 static CHARGED: AtomicU32 = AtomicU32::new(0);
 
 /// Charge a card; the first attempt's reply is lost before the charge lands.
-#[tool(effect = "money", probe = charge_landed, target = card)]
+// The reset came before the charge was made: with no landing horizon, the probe's word counts at once
+// and the short budget holds the approved second attempt.
+#[tool(effect = "money", probe = charge_landed, target = card, horizon = "0s")]
 async fn charge_card(
     /// The card.
     card: String,

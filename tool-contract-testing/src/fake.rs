@@ -504,7 +504,7 @@ pub fn batch_result(kind: EffectKind, answer: Result<Reply, Transport>) -> Resul
 
 impl Lookup {
     /// What a probe that sees only what has landed finds: a request the service still holds reads as
-    /// not found, the limit a tool's settle window exists for.
+    /// not found, the limit a tool's landing horizon exists for.
     pub fn landed_only(self) -> Lookup {
         match self {
             Lookup::InFlight => Lookup::NotFound,

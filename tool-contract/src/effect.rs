@@ -2,4 +2,6 @@
 //! crate, which the `#[tool]` attribute reads too, so the engine and the attribute's checks cannot
 //! disagree on which kinds need a probe.
 
-pub use tool_contract_effect::{AutoRetry, BeforeSecond, EffectKind, Policy, ProbeRule, UnknownEffect};
+pub use tool_contract_effect::{
+    AutoRetry, BeforeSecond, DEFAULT_HORIZON, EffectKind, Policy, ProbeRule, UnknownEffect, horizon_text,
+};

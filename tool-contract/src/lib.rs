@@ -162,7 +162,7 @@ mod docs_figures {
         let remembered = format!("its {} most recent intents", thousands(crate::task::REMEMBERED));
         assert!(ATTEMPT_LOG.contains(&remembered), "docs/attempt-log.md: {remembered}");
         assert_eq!(crate::engine::LEASE_MARGIN, std::time::Duration::from_secs(1));
-        assert!(ATTEMPT_LOG.contains("settle window, plus a second"), "docs/attempt-log.md: the lease");
+        assert!(ATTEMPT_LOG.contains("landing horizon, plus a second"), "docs/attempt-log.md: the lease");
         let depth = format!("nested deeper than {} levels", crate::toolbox::MAX_DEPTH);
         assert!(AGENT_SURFACE.contains(&depth), "docs/agent-surface.md: {depth}");
         let names = format!("1 to {} characters", crate::task::MAX_NAME_CHARS);

@@ -10,9 +10,11 @@
 //!    retry safe); always for `send` and `money`; for `destructive`, when the effect may have landed. A
 //!    probe that is needed and missing stops the call (`unknown` when the effect may have landed).
 //! 3. The probe's verdict: landed ends the call `ok`; failed stops it (`unknown` when the effect may have
-//!    landed); not landed means nothing was applied, once the tool's settle window has passed since
-//!    the attempt may have reached the service (before that, wait and probe again, or end `unknown`
-//!    when the budget cannot hold the wait).
+//!    landed); not landed (the probe's, or a person's) means nothing was applied only once the
+//!    attempt's landing horizon has passed: the tool's horizon ([`crate::ToolSpec::horizon`], by
+//!    default the kind's, [`crate::effect::Policy::horizon`]) since the attempt's request could last
+//!    have reached the service. Before that, wait and probe again, or end `unknown` when the budget
+//!    cannot hold the wait; never a second attempt.
 //! 4. The kind's [`AutoRetry`]: `destructive` never retries; an effect that may have landed is retried
 //!    only by `create` (same key); everything else stops `unknown` and escalates.
 //! 5. The attempt limit, then the budget (the next wait and the tool's floor must fit), then the
@@ -67,8 +69,8 @@ pub struct Facts {
     pub max_attempts: u32,
     /// Whether the budget left can hold the next wait and an attempt.
     pub room: Room,
-    /// Whether the last attempt's request may still be held by the service (the tool's settle window).
-    pub settle: Settle,
+    /// Whether the last attempt's request may still be applied by the service (its landing horizon).
+    pub horizon: Horizon,
     /// Whether the service's retry budget, shared by every task that calls it, has room for a retry.
     pub retry_budget: bool,
     /// Whether a person can be asked whether the attempt in doubt landed, and what they said.
@@ -90,12 +92,14 @@ pub enum PersonFact {
     NoAnswer,
 }
 
-/// Whether a probe that found nothing can be trusted yet.
+/// Whether a "not landed" about the last attempt can be trusted yet: where the attempt stands against
+/// its landing horizon (when it may have last reached the service, plus how long the service may still
+/// apply it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Settle {
-    /// The settle window has passed since the attempt may have reached the service (or the tool has
-    /// none, or the attempt applied nothing for sure).
-    Settled,
+pub enum Horizon {
+    /// The horizon has passed (or the tool has none, or the attempt applied nothing by the service's
+    /// own word): the attempt can no longer land.
+    Passed,
     /// It has not passed; the budget can hold the rest of it.
     Wait,
     /// It has not passed, and the budget cannot hold the rest of it.
@@ -122,8 +126,8 @@ pub enum Step {
     Approve,
     /// Ask a person whether the attempt in doubt landed (the probe could not tell).
     AskPerson,
-    /// Wait out the settle window, then probe again.
-    Settle,
+    /// Wait until the attempt's landing horizon has passed, then probe again.
+    WaitHorizon,
     /// Wait (backoff, `Retry-After`) and attempt again.
     Retry,
     /// Stop and report.
@@ -143,8 +147,8 @@ pub enum End {
     NoProbe,
     /// The probe could not tell.
     ProbeFailed,
-    /// The probe found nothing, but the service may still hold the request past the budget.
-    Unsettled,
+    /// The probe found nothing, but the attempt's landing horizon lies past the budget.
+    BeforeHorizon,
     /// The effect may have landed and the kind may not repeat it: `unknown`, escalated.
     Unresolved,
     /// The kind never retries on its own (`destructive`).
@@ -190,11 +194,11 @@ pub fn next(f: &Facts) -> Step {
     match verdict {
         Some(ProbeMark::Landed) => return Step::Stop(End::Landed),
         Some(ProbeMark::Failed) => return Step::Stop(End::ProbeFailed),
-        // Not landed is trusted once the request cannot be in flight any more.
-        Some(ProbeMark::NotLanded) => match f.settle {
-            Settle::Settled => {}
-            Settle::Wait => return Step::Settle,
-            Settle::TooLong => return Step::Stop(End::Unsettled),
+        // Not landed is trusted once the attempt can no longer land.
+        Some(ProbeMark::NotLanded) => match f.horizon {
+            Horizon::Passed => {}
+            Horizon::Wait => return Step::WaitHorizon,
+            Horizon::TooLong => return Step::Stop(End::BeforeHorizon),
         },
         None => {}
     }
@@ -258,7 +262,7 @@ mod tests {
             made: 1,
             max_attempts: 3,
             room: Room::Enough,
-            settle: Settle::Settled,
+            horizon: Horizon::Passed,
             retry_budget: true,
             person: PersonFact::Nobody,
         }
@@ -290,7 +294,7 @@ mod tests {
                         (f.outcome, f.effect) = (Outcome::Retryable, Applied::No);
                     }
                 }
-                Step::Settle => f.settle = Settle::Settled,
+                Step::WaitHorizon => f.horizon = Horizon::Passed,
                 Step::Retry | Step::Stop(_) => return steps,
             }
         }
@@ -352,16 +356,16 @@ mod tests {
             ..facts(Send)
         };
         assert_eq!(next(&applied_nothing), Stop(End::ProbeFailed));
-        // A person's not landed waits out the settle window as the probe's does.
+        // A person's not landed waits for the landing horizon as the probe's does.
         let early = Facts {
             outcome: Outcome::Retryable,
             effect: Applied::No,
             probe: Some(ProbeMark::Failed),
             person: not_landed,
-            settle: Settle::Wait,
+            horizon: Horizon::Wait,
             ..facts(Send)
         };
-        assert_eq!(next(&early), Step::Settle);
+        assert_eq!(next(&early), Step::WaitHorizon);
     }
 
     #[test]
@@ -404,12 +408,19 @@ mod tests {
     }
 
     #[test]
-    fn not_landed_is_trusted_only_once_the_request_has_settled() {
-        let unsettled = Facts { probe: Some(ProbeMark::NotLanded), settle: Settle::Wait, ..facts(Send) };
-        assert_eq!(next(&unsettled), Step::Settle);
-        let past_budget = Facts { settle: Settle::TooLong, ..unsettled };
-        assert_eq!(next(&past_budget), Step::Stop(End::Unsettled));
-        // A verdict of landed needs no settling.
+    fn not_landed_is_trusted_only_past_the_landing_horizon() {
+        for kind in [Create, Send, Money, Destructive] {
+            let before = Facts { probe: Some(ProbeMark::NotLanded), horizon: Horizon::Wait, ..facts(kind) };
+            assert_eq!(next(&before), Step::WaitHorizon, "{kind}");
+            let past_budget = Facts { horizon: Horizon::TooLong, ..before };
+            assert_eq!(next(&past_budget), Step::Stop(End::BeforeHorizon), "{kind}");
+            // Never a second attempt before the horizon, whatever the approver said.
+            let approved = Facts { approved: Some(true), effect: Applied::No, ..past_budget };
+            assert_eq!(next(&approved), Step::Stop(End::BeforeHorizon), "{kind}");
+        }
+        let past_budget =
+            Facts { probe: Some(ProbeMark::NotLanded), horizon: Horizon::TooLong, ..facts(Send) };
+        // A verdict of landed needs no horizon.
         let landed = Facts { probe: Some(ProbeMark::Landed), ..past_budget };
         assert_eq!(next(&landed), Step::Stop(End::Landed));
     }
@@ -457,12 +468,14 @@ mod tests {
             (Read, ProbeMark::NotLanded, 2, 0, Outcome::Ok),
             (Create, ProbeMark::NotLanded, 2, 1, Outcome::Ok),
             (Create, ProbeMark::Landed, 1, 1, Outcome::Ok),
-            (Send, ProbeMark::NotLanded, 2, 1, Outcome::Ok),
+            // The probe at the reset finds nothing before the landing horizon (5 s by default): it is
+            // asked again once the horizon has passed, and only then is the second attempt made.
+            (Send, ProbeMark::NotLanded, 2, 2, Outcome::Ok),
             (Send, ProbeMark::Landed, 1, 1, Outcome::Ok),
             (Send, ProbeMark::Failed, 1, 1, Outcome::Unknown),
-            (Money, ProbeMark::NotLanded, 2, 1, Outcome::Ok),
+            (Money, ProbeMark::NotLanded, 2, 2, Outcome::Ok),
             (Money, ProbeMark::Failed, 1, 1, Outcome::Unknown),
-            (Destructive, ProbeMark::NotLanded, 1, 1, Outcome::Retryable),
+            (Destructive, ProbeMark::NotLanded, 1, 2, Outcome::Retryable),
             (Destructive, ProbeMark::Landed, 1, 1, Outcome::Ok),
         ];
         for (kind, verdict, attempts, probes, outcome) in rows {
@@ -506,11 +519,12 @@ mod tests {
         for kind in EffectKind::ALL {
             let p = kind.policy();
             let row = format!(
-                "| `{kind}` | {} | {} | {} | {} |",
+                "| `{kind}` | {} | {} | {} | {} | {} |",
                 kind.duplicate(),
                 p.probe,
                 p.auto_retry,
-                p.before_second
+                p.before_second,
+                crate::effect::horizon_text(p.horizon)
             );
             assert!(readme.contains(&row), "docs/contract.md lacks the row\n{row}");
         }

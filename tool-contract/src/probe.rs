@@ -13,16 +13,17 @@ use crate::key::IntentKey;
 /// **What a probe cannot see.** A probe sees what has landed, not what is on its way: a request the
 /// service still holds (queued behind a gateway, held by a worker that was killed and will restart, a
 /// tool timeout shorter than the service's processing) reads as not landed, and lands later. If the
-/// service can hold a request, give the tool a settle window (`#[tool(settle = "30s")]`,
-/// [`ToolSpec::settle`](crate::spec::ToolSpec::settle)): `NotLanded` is then trusted only once that long has
-/// passed since the attempt was sent; until then the engine waits within the budget and probes again,
-/// and when the budget cannot hold the wait the call ends `unknown`. Without one, `NotLanded` is
+/// service can hold a request, the tool's landing horizon covers it (`#[tool(horizon = "30s")]`,
+/// [`ToolSpec::horizon`](crate::spec::ToolSpec::horizon); 5 s by default for `send`, `money` and
+/// `destructive`): `NotLanded` is trusted only once that long has passed since the attempt's request
+/// could last reach the service; until then the engine waits within the budget and probes again, and
+/// when the budget cannot hold the wait the call ends `unknown`. With `horizon = "0s"`, `NotLanded` is
 /// trusted at once, and a held request can land beside a second attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Probe<T> {
     /// It landed; here is the value the tool would have returned.
     Landed(T),
-    /// It did not land; a second attempt is safe (once the tool's settle window has passed).
+    /// It did not land; a second attempt is safe (once the attempt's landing horizon has passed).
     NotLanded,
     /// The probe itself could not tell (it errored or timed out): the outcome stays `unknown`.
     Failed(String),

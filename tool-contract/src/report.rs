@@ -206,9 +206,9 @@ pub enum Reason {
     NoProbe,
     /// The probe could not tell whether an earlier attempt landed.
     ProbeFailed,
-    /// The probe found nothing, but the service may still hold the request longer than the budget
-    /// can wait (the tool's settle window).
-    Unsettled,
+    /// The probe (or a person) found nothing, but the attempt's landing horizon has not passed and the
+    /// budget cannot wait for it: the service may still apply the request.
+    BeforeHorizon,
     /// Whether an earlier attempt landed cannot be told.
     InDoubt,
     /// The budget cannot hold the next attempt (or the wait before it): nothing more was started.

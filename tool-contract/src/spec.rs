@@ -82,7 +82,7 @@ pub struct ToolSpec {
     effect: EffectKind,
     floor: Duration,
     probe_reserve: Option<Duration>,
-    settle: Duration,
+    horizon: Option<Duration>,
     max_attempts: u32,
     backoff: Backoff,
     dedupe: Dedupe,
@@ -98,7 +98,7 @@ impl ToolSpec {
             effect,
             floor: Duration::ZERO,
             probe_reserve: None,
-            settle: Duration::ZERO,
+            horizon: None,
             max_attempts: 3,
             backoff: Backoff::DEFAULT,
             dedupe: Dedupe::Probe,
@@ -124,14 +124,16 @@ impl ToolSpec {
         self
     }
 
-    /// How long a request may stay in flight at the service after it was sent (queued behind a
-    /// gateway, retried by a load balancer, held by a worker that was killed and restarts): a probe that
-    /// finds nothing is trusted only once this long has passed since the attempt may have reached the
-    /// service. Until then the engine waits, within the budget, and probes again; when the budget cannot
-    /// hold the wait, the call ends `unknown`. Zero by default: a request that has not landed when the
-    /// probe looks never will.
-    pub const fn settle(mut self, window: Duration) -> ToolSpec {
-        self.settle = window;
+    /// The tool's landing horizon: how long the service may still apply a request after its caller
+    /// stopped waiting for it (queued behind a gateway, retried by a load balancer, held by a worker
+    /// mid-request when the connection dropped or the caller's process died). A probe's (or a person's)
+    /// "not landed" about an attempt counts only once this has passed since the attempt's request could
+    /// last have reached the service; until then the engine waits, within the budget, and probes
+    /// again, and when the budget cannot hold the wait the call ends `unknown`. Without one, the kind's
+    /// default ([`Policy::horizon`](crate::effect::Policy::horizon): 5 s for `send`, `money` and
+    /// `destructive`, none for `read` and `create`); `Duration::ZERO` trusts "not landed" at once.
+    pub const fn horizon(mut self, horizon: Duration) -> ToolSpec {
+        self.horizon = Some(horizon);
         self
     }
 
@@ -197,9 +199,12 @@ impl ToolSpec {
         }
     }
 
-    /// Its settle window.
-    pub const fn get_settle(&self) -> Duration {
-        self.settle
+    /// Its landing horizon: the one it declares, else its kind's default.
+    pub const fn get_horizon(&self) -> Duration {
+        match self.horizon {
+            Some(horizon) => horizon,
+            None => self.effect.policy().horizon,
+        }
     }
 
     /// The most attempts one call makes.

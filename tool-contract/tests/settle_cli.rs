@@ -42,7 +42,9 @@ fn cli(args: &[&str]) -> (i32, String, String) {
 static SENT: AtomicU32 = AtomicU32::new(0);
 
 /// Post a notice; the reply is lost while `lose`, and the probe cannot tell.
-#[tool(effect = "send", target = thread, probe = check_thread)]
+// A person's word, given right after the attempt, is the story here: with no landing horizon to
+// wait for, it counts at once.
+#[tool(effect = "send", target = thread, probe = check_thread, horizon = "0s")]
 async fn post_notice(thread: &str, lose: bool) -> Result<u64, Class> {
     SENT.fetch_add(1, Ordering::SeqCst);
     if lose { Err(Class::unknown("connection reset after the request was sent")) } else { Ok(4411) }
@@ -311,7 +313,9 @@ static PROBE_FINDS_NOTHING: AtomicBool = AtomicBool::new(false);
 
 /// Post a reply whose answer is always lost; its probe finds nothing once when told to, and otherwise
 /// cannot tell.
-#[tool(effect = "send", target = thread, probe = look_for_reply)]
+// A person's word, given right after the attempt, is the story here: with no landing horizon to
+// wait for, it counts at once.
+#[tool(effect = "send", target = thread, probe = look_for_reply, horizon = "0s")]
 async fn post_reply(thread: &str) -> Result<u64, Class> {
     REPLIES.fetch_add(1, Ordering::SeqCst);
     Err(Class::unknown("connection reset after the request was sent"))

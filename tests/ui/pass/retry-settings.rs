@@ -1,4 +1,4 @@
-//! `max_attempts`, `backoff`, `probe_reserve` and `settle`, and a floor in hours: each changes what the
+//! `max_attempts`, `backoff`, `probe_reserve` and `horizon` (and `horizon = "0s"`, the opt-out), and a floor in hours: each changes what the
 //! engine does.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -54,12 +54,19 @@ thread_local! {
 }
 
 /// A send to a queue that may hold it 20 s; the connection drops at once.
-#[tool(effect = "send", probe = queued_landed, target = thread, deadline_floor = "1s", settle = "20s")]
+#[tool(effect = "send", probe = queued_landed, target = thread, deadline_floor = "1s", horizon = "20s")]
 pub async fn queued_send(thread: String) -> Result<u64, Class> {
     let _ = thread;
     QUEUED.fetch_add(1, Ordering::SeqCst);
     START.with(|start| start.set(Some(tokio::time::Instant::now())));
     Err(Class::unknown("connection reset after the request was sent"))
+}
+
+/// A send whose service applies a request only while its caller waits: "not landed" is trusted at once.
+#[tool(effect = "send", probe = queued_landed, target = thread, horizon = "0s")]
+pub async fn synchronous_send(thread: String) -> Result<u64, Class> {
+    let _ = thread;
+    Ok(7)
 }
 
 #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -86,7 +93,7 @@ async fn main() {
 
     let task = Task::new("settings-4", "agent", Duration::from_secs(60));
     let report = queued_send(&task, "thread-2".to_owned()).await;
-    // The first probe found nothing; the engine waited out the 20 s window and looked again.
+    // The first probe found nothing; the engine waited out the 20 s horizon and looked again.
     assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(6)), "{}", report.message);
     assert_eq!(QUEUED.load(Ordering::SeqCst), 1, "sent once");
 }

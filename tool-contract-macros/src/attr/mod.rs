@@ -35,7 +35,7 @@ pub const DESCRIPTION: Key =
 pub const MAX_ATTEMPTS: Key = Key { name: "max_attempts", example: "max_attempts = 5" };
 pub const BACKOFF: Key = Key { name: "backoff", example: "backoff = \"200ms..5s\"" };
 pub const PROBE_RESERVE: Key = Key { name: "probe_reserve", example: "probe_reserve = \"1s\"" };
-pub const SETTLE: Key = Key { name: "settle", example: "settle = \"30s\"" };
+pub const HORIZON: Key = Key { name: "horizon", example: "horizon = \"30s\"" };
 pub const SERVICE: Key = Key { name: "service", example: "service = \"smtp\"" };
 
 const KEYS: [Key; 15] = [
@@ -52,7 +52,7 @@ const KEYS: [Key; 15] = [
     MAX_ATTEMPTS,
     BACKOFF,
     PROBE_RESERVE,
-    SETTLE,
+    HORIZON,
     SERVICE,
 ];
 
@@ -186,8 +186,8 @@ pub struct Args {
     pub backoff: Option<Given<(u64, u64)>>,
     /// In milliseconds.
     pub probe_reserve: Option<Given<u64>>,
-    /// In milliseconds.
-    pub settle: Option<Given<u64>>,
+    /// The landing horizon, in milliseconds.
+    pub horizon: Option<Given<u64>>,
     pub service: Option<Given<LitStr>>,
     /// A syntax error stopped the parse; the keys after it were never seen.
     pub broken: bool,
@@ -204,6 +204,10 @@ pub fn parse(ctxt: &Ctxt, args: TokenStream) -> Args {
     let parser = syn::meta::parser(|meta| {
         let known = meta.path.get_ident().and_then(|ident| KEYS.iter().find(|key| *ident == key.name));
         let Some(&key) = known else {
+            if meta.path.is_ident(RENAMED_SETTLE) {
+                ctxt.error_spanned_by(&meta.path, renamed_settle());
+                return skip_value(&meta);
+            }
             let close = close_key(&meta.path);
             misspelled.extend(close);
             ctxt.error_spanned_by(&meta.path, unknown_key(&meta.path, close));
@@ -246,7 +250,7 @@ struct Settings {
     max_attempts: Setting<u32>,
     backoff: Setting<(u64, u64)>,
     probe_reserve: Setting<u64>,
-    settle: Setting<u64>,
+    horizon: Setting<u64>,
     service: Setting<LitStr>,
 }
 
@@ -267,7 +271,7 @@ impl Settings {
             max_attempts: Setting::new(MAX_ATTEMPTS),
             backoff: Setting::new(BACKOFF),
             probe_reserve: Setting::new(PROBE_RESERVE),
-            settle: Setting::new(SETTLE),
+            horizon: Setting::new(HORIZON),
             service: Setting::new(SERVICE),
         }
     }
@@ -279,7 +283,7 @@ impl Settings {
             PROBE => self.probe.set(ctxt, parse_path(ctxt, key, ident, value)),
             DEADLINE_FLOOR => self.deadline_floor.set(ctxt, parse_duration(ctxt, key, ident, value)),
             PROBE_RESERVE => self.probe_reserve.set(ctxt, parse_duration(ctxt, key, ident, value)),
-            SETTLE => self.settle.set(ctxt, parse_duration(ctxt, key, ident, value)),
+            HORIZON => self.horizon.set(ctxt, parse_duration(ctxt, key, ident, value)),
             MAX_ATTEMPTS => self.max_attempts.set(ctxt, parse_attempts(ctxt, ident, value)),
             BACKOFF => self.backoff.set(ctxt, parse_backoff(ctxt, ident, value)),
             TARGET => self.target.set(ctxt, parse_param(ctxt, key, ident, value)),
@@ -309,13 +313,25 @@ impl Settings {
             max_attempts: self.max_attempts.given,
             backoff: self.backoff.given,
             probe_reserve: self.probe_reserve.given,
-            settle: self.settle.given,
+            horizon: self.horizon.given,
             service: self.service.given,
             broken,
             misspelled,
             tokens,
         }
     }
+}
+
+/// The key the landing horizon had before it was named: `settle` now means only a person's settlement.
+const RENAMED_SETTLE: &str = "settle";
+
+/// Why `settle = ...` is refused, and what to write instead.
+fn renamed_settle() -> String {
+    format!(
+        "`settle` is now called `horizon` (the landing horizon: how long the service may still apply a request \
+         after its caller stopped waiting); write `{}`",
+        HORIZON.example
+    )
 }
 
 /// Step over whatever follows a rejected key (`= value` or `(...)`), so the keys after it are still read.

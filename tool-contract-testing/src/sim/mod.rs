@@ -1,7 +1,7 @@
 //! A seeded simulation: random fault schedules across all five effect kinds, with the contract's
 //! invariants checked on every run.
 //!
-//! Each seed draws a tool (effect kind, floor, receiver deduplication, settle window), a budget (now and
+//! Each seed draws a tool (effect kind, floor, receiver deduplication, landing horizon), a budget (now and
 //! then none at all), a fault plan for the service, probe failures, and sometimes a crash: the first
 //! run's future is dropped mid-way, as a killed process would stop, and a second run resumes from the
 //! same attempt log. It also draws the situations that broke the contract before the store was
@@ -120,8 +120,8 @@ pub struct Schedule {
     pub no_retry_budget: bool,
     /// The task id and actor hold `|`, and a decoy intent spelling the same joined text follows.
     pub pipes: bool,
-    /// The probe sees only what has landed, not what the service still holds; the tool's settle window
-    /// covers the longest hold of the plan.
+    /// The probe sees only what has landed, not what the service still holds; the tool's landing
+    /// horizon covers the longest hold of the plan.
     pub held: bool,
     /// The schedule's durations were divided by this to run on a real clock (1 for tokio's paused one).
     pub scale: u32,
@@ -452,7 +452,7 @@ fn tool_of(schedule: &Schedule) -> ToolSpec {
     }
     if schedule.held {
         // The margin is not scaled: the log keeps an attempt's start in whole seconds.
-        spec = spec.settle(longest_hold(&schedule.faults) + Duration::from_secs(1));
+        spec = spec.horizon(longest_hold(&schedule.faults) + Duration::from_secs(1));
     }
     spec
 }

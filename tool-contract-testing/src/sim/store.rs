@@ -103,7 +103,7 @@ impl StoreFaults {
         let plan = (0..rng.below(7)).map(|_| StoreFault::draw(&mut rng, budget)).collect();
         // A lease cut short lets another worker take over while the holder's request may still be on its
         // way. Only a probe that sees every request that has left its sender can tell the one taking
-        // over: one that sees only what landed (`held`) relies on the lease covering the settle window,
+        // over: one that sees only what landed (`held`) relies on the lease covering the landing horizon,
         // and a request held in the network (`Delay`) is seen by no probe; with those, a lease that ends
         // early breaks the design's own premise, not the engine.
         let in_the_open = !schedule.held && !schedule.faults.iter().any(|f| matches!(f, Fault::Delay { .. }));

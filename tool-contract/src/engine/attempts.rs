@@ -57,10 +57,9 @@ pub(crate) trait Work {
     /// words, or why the probe could not tell. Run by the executor, when the policy says to probe.
     async fn probe(&mut self, run: &Run<'_>, of: &Class) -> Result<ProbeMark, String>;
 
-    /// Whether a probe's "not landed" can be trusted yet: the tool's settle window has passed since the
-    /// attempt may have reached the service.
-    fn settle(&self, run: &Run<'_>, of: &Class) -> crate::policy::Settle {
-        run.settle(of)
+    /// Whether a probe's "not landed" can be trusted yet: the attempt's landing horizon has passed.
+    fn horizon(&self, run: &Run<'_>, of: &Class) -> crate::policy::Horizon {
+        run.horizon(of)
     }
 
     /// The report of a call the policy ends with the last attempt's own outcome ([`End::AsIs`]), or
@@ -334,6 +333,7 @@ async fn attempt_once<W: Work>(
     let span = observe::attempt_span(run.now().number(), run.now().id());
     let attempt = within(deadline, guarded(|| work.attempt(call)), || run.flush_held_start());
     let answer = classified(spec, limit, observe::within_span(&span, attempt).await);
+    run.attempt_over();
     match &answer {
         Ok(_) => span.classified(Outcome::Ok, run.applied_on_ok(), "answered"),
         Err(class) => span.classified(class.outcome(), class.effect(), class.message()),

@@ -13,7 +13,7 @@ use crate::bulk::{BulkProber, ItemId};
 use crate::classify::{Class, Classify};
 use crate::journal::{LastWord, Recall};
 use crate::key::IntentKey;
-use crate::policy::{End, Settle, Start};
+use crate::policy::{End, Horizon, Start};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Item, Outcome, Reason, Report};
 use crate::spec::ToolSpec;
@@ -182,7 +182,7 @@ impl<I, A, P> Parts<I, A, P> {
         of: &Class,
         answer: Result<Vec<Item>, String>,
     ) -> ((ProbeMark, Tally, Option<serde_json::Value>), Result<ProbeMark, String>) {
-        let settled = run.settle(of) == Settle::Settled;
+        let settled = run.horizon(of) == Horizon::Passed;
         let (results, to_probe) = (&mut self.results, &self.to_probe);
         let mut unsure = None;
         match answer {
@@ -193,11 +193,10 @@ impl<I, A, P> Parts<I, A, P> {
                 unsure = Some(why);
             }
             Ok(verdicts) => {
-                let unsettled_for = run.unsettled_for();
                 for verdict in verdicts {
                     let Some(&i) = to_probe.iter().find(|&&i| results[i].id == verdict.id) else { continue };
                     let item = &mut results[i];
-                    fold_verdict(item, verdict, (settled, unsettled_for), &mut self.unsettled, &mut unsure);
+                    fold_verdict(item, verdict, settled, &mut self.unsettled, &mut unsure);
                 }
             }
         }
@@ -384,8 +383,8 @@ where
         verdict
     }
 
-    fn settle(&self, run: &Run<'_>, of: &Class) -> Settle {
-        if self.unsettled { run.settle(of) } else { Settle::Settled }
+    fn horizon(&self, run: &Run<'_>, of: &Class) -> Horizon {
+        if self.unsettled { run.horizon(of) } else { Horizon::Passed }
     }
 
     fn close(&mut self, run: &Run<'_>, _class: &Class, end: End) -> Report<()> {

@@ -56,15 +56,15 @@ impl<'a> Claim<'a> {
     /// failed, or another owner holds the intent longer than the budget can wait.
     ///
     /// The lease outlasts the call: its budget (the engine drops the attempt at the deadline), then the
-    /// tool's `settle` window (a request the service still holds may land that much later), then a
+    /// tool's landing horizon (a request the service still holds may land that much later), then a
     /// margin for the end record and for clocks. Whoever takes the intent over after it finds the last
-    /// attempt's request settled, and probes first.
+    /// attempt past its horizon, and probes first.
     pub(crate) async fn in_store(
         &mut self,
         store: &'a dyn Journal,
         budget: impl Fn() -> Duration,
         floor: Duration,
-        settle: Duration,
+        horizon: Duration,
         worker: Option<&str>,
     ) -> Result<Option<Recall>, Stop> {
         let owner = worker.map_or_else(Owner::unique, Owner::of_worker);
@@ -72,7 +72,7 @@ impl<'a> Claim<'a> {
         let mut poll = Duration::from_millis(50);
         loop {
             let left = budget();
-            let lease = left.saturating_add(settle).saturating_add(LEASE_MARGIN);
+            let lease = left.saturating_add(horizon).saturating_add(LEASE_MARGIN);
             let deadline = tokio::time::Instant::now() + left;
             let answer = ready_or_within(store.claim_by(&self.key, &owner, lease, deadline), &budget).await;
             let answer = answer.unwrap_or_else(|| {

@@ -1,5 +1,5 @@
 //! The one executor of the retry policy. After an attempt that did not end `ok`, [`policy::next`]
-//! names each step (probe, wait out the settle window, ask the approver, retry, stop) and this carries
+//! names each step (probe, wait for the landing horizon, ask the approver, retry, stop) and this carries
 //! it out, the same way for every shape of call. A shape says only what its probe asks and how its
 //! report counts ([`Work::probe`], [`Work::close`]); it decides nothing.
 
@@ -14,7 +14,7 @@ use super::state::{Run, Stop};
 use crate::classify::Class;
 use crate::journal::{Record, Verdict};
 use crate::person::{Approval, ApprovalRequest};
-use crate::policy::{self, End, Facts, PersonFact, Room, Settle, Step};
+use crate::policy::{self, End, Facts, Horizon, PersonFact, Room, Step};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Reason, Report};
 
@@ -45,8 +45,8 @@ pub(crate) async fn decide<W: Work>(
                     Err(why) => (facts.probe, unsure) = (Some(ProbeMark::Failed), why),
                 }
                 if facts.probe == Some(ProbeMark::NotLanded) {
-                    facts.settle = work.settle(run, &class);
-                    if facts.settle == Settle::Settled {
+                    facts.horizon = work.horizon(run, &class);
+                    if facts.horizon == Horizon::Passed {
                         run.now_mut().may_have_landed(false);
                         class = resolved_not_landed(class);
                         (facts.outcome, facts.effect) = (class.outcome(), class.effect());
@@ -79,6 +79,8 @@ pub(crate) async fn decide<W: Work>(
                         class = Class::retryable(record.message.unwrap_or_default());
                         run.now_mut().known_not_landed();
                         (facts.outcome, facts.effect) = (class.outcome(), class.effect());
+                        // It counts, as a probe's would, once the attempt can no longer land.
+                        facts.horizon = run.horizon_now();
                         PersonFact::Said(Verdict::NotLanded)
                     }
                     Err(why) => {
@@ -88,13 +90,13 @@ pub(crate) async fn decide<W: Work>(
                 };
                 continue;
             }
-            Step::Settle => {
-                // The service may still be holding the request: look again once it cannot.
+            Step::WaitHorizon => {
+                // The service may still apply the request: look again once it cannot.
                 // Boxed: a wait most calls never make.
-                Box::pin(tokio::time::sleep(run.unsettled_for())).await;
+                Box::pin(tokio::time::sleep(run.horizon_left())).await;
                 // Waited out: a person's "not landed" given before it now stands, whatever the next
                 // probe can tell.
-                (facts.probe, facts.settle) = (None, Settle::Settled);
+                (facts.probe, facts.horizon) = (None, Horizon::Passed);
                 continue;
             }
             Step::Retry => match take_retry(run, &class) {
@@ -124,13 +126,13 @@ fn facts(run: &Run<'_>, class: &Class, has_probe: bool, made: u32) -> Facts {
         has_approver: task.approver_ref().is_some(),
         outcome: class.outcome(),
         effect: class.effect(),
-        // A person's "not landed" is the verdict a probe would give, and the request was settled.
+        // A person's "not landed" is the verdict a probe would give, and counts no sooner.
         probe: run.now().is_known_not_landed().then_some(ProbeMark::NotLanded),
         approved: None,
         made,
         max_attempts: spec.get_max_attempts(),
         room: Room::Enough,
-        settle: Settle::Settled,
+        horizon: if run.now().is_known_not_landed() { run.horizon_now() } else { Horizon::Passed },
         retry_budget: task.budgets().room(spec.get_service()).is_ok(),
         person: PersonFact::Nobody,
     }
@@ -166,16 +168,16 @@ fn stop_for(
                 Stop::said(Outcome::Unknown, Applied::Unknown, class, &why, None, Reason::ProbeFailed)
             }
         },
-        End::Unsettled => {
-            let wait = run.unsettled_for();
+        End::BeforeHorizon => {
+            let wait = run.horizon_left();
             let why = format!(
-                "the probe found nothing, but {name} requests may stay in flight at the service for {}: {} \
-                 more, longer than the {} left",
-                secs(run.spec().get_settle()),
+                "not landed so far, but {name} requests may stay in flight at the service (its landing \
+                 horizon is {}): {} more, longer than the {} left",
+                secs(run.spec().get_horizon()),
                 secs(wait),
                 secs(run.task().remaining())
             );
-            Stop::said(Outcome::Unknown, Applied::Unknown, class, &why, Some(wait), Reason::Unsettled)
+            Stop::said(Outcome::Unknown, Applied::Unknown, class, &why, Some(wait), Reason::BeforeHorizon)
         }
         End::Unresolved => Stop::said(Outcome::Unknown, Applied::Unknown, class, "", None, Reason::InDoubt),
         End::NeverRetried => {

@@ -1,9 +1,7 @@
 //! The items of a call in parts (bulk items, the pages of a read): each attempt's answer and each
 //! probe verdict folded into them, and the report that counts them.
 
-use std::time::Duration;
 
-use super::secs;
 use super::state::Run;
 use crate::classify::Class;
 use crate::effect::EffectKind;
@@ -34,7 +32,7 @@ pub(crate) const ITEMS: Words =
 pub(crate) fn fold_verdict(
     item: &mut Item,
     verdict: Item,
-    (settled, unsettled_for): (bool, Duration),
+    settled: bool,
     unsettled: &mut bool,
     unsure: &mut Option<String>,
 ) {
@@ -50,11 +48,8 @@ pub(crate) fn fold_verdict(
             };
             *item = Item::retryable(verdict.id, why);
         }
-        Applied::No => {
-            item.reason =
-                Some(format!("not landed yet; the service may hold it {} more", secs(unsettled_for)));
-            *unsettled = true;
-        }
+        // Its reason stays why it was in doubt: the call's stop says how long the horizon has to run.
+        Applied::No => *unsettled = true,
         Applied::Unknown | Applied::Partial => {
             let why = verdict.reason.unwrap_or_else(|| "the probe could not tell".to_owned());
             item.reason = Some(why.clone());

@@ -176,35 +176,37 @@ mod tests {
         const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send)
             .deadline_floor(Duration::from_secs(3))
             .probe_reserve(Duration::from_secs(1))
-            .settle(Duration::from_secs(10));
-        let (report, sent, probes) = held_for_8s("settle-waited", &SEND, 30).await;
+            .horizon(Duration::from_secs(10));
+        let (report, sent, probes) = held_for_8s("horizon-waited", &SEND, 30).await;
         assert_eq!(sent, 1, "{}", report.message);
         assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(4411)), "{}", report.message);
-        assert_eq!(probes, 2, "a probe at the timeout found nothing; one after the settle window found it");
+        assert_eq!(probes, 2, "a probe at the timeout found nothing; one past the landing horizon found it");
     }
 
     #[tokio::test(start_paused = true)]
-    async fn without_a_settle_window_the_held_request_is_sent_twice() {
-        // The limit the settle window exists for, shown: the probe's "not landed" is trusted at once.
+    async fn with_a_horizon_of_zero_the_held_request_is_sent_twice() {
+        // The limit the landing horizon exists for, shown: the probe's "not landed" is trusted at once.
         const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send)
             .deadline_floor(Duration::from_secs(3))
-            .probe_reserve(Duration::from_secs(1));
-        let (_, sent, _) = held_for_8s("settle-none", &SEND, 30).await;
+            .probe_reserve(Duration::from_secs(1))
+            .horizon(Duration::ZERO);
+        let (_, sent, _) = held_for_8s("horizon-none", &SEND, 30).await;
         assert!(sent >= 2, "each probe before 8 s found nothing, so the notice went out {sent} times");
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_settle_window_longer_than_the_budget_ends_unknown() {
+    async fn a_horizon_longer_than_the_budget_ends_unknown() {
         const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send)
             .deadline_floor(Duration::from_secs(3))
             .probe_reserve(Duration::from_secs(1))
-            .settle(Duration::from_secs(60));
-        let (report, sent, probes) = held_for_8s("settle-too-long", &SEND, 5).await;
+            .horizon(Duration::from_secs(60));
+        let (report, sent, probes) = held_for_8s("horizon-too-long", &SEND, 5).await;
         assert_eq!((sent, probes), (1, 1));
         assert_eq!(report.outcome, Outcome::Unknown, "{}", report.message);
         assert!(report.message.contains("may stay in flight"), "{}", report.message);
-        // Reported at 3 s: the rest of the window that began when the attempt was sent, at 0 s.
-        assert_eq!(report.retry_after_s, Some(57));
+        // Reported at 3 s: the horizon runs from when the request could last reach the service, the
+        // connection's drop at 3 s.
+        assert_eq!(report.retry_after_s, Some(60));
     }
 }
 

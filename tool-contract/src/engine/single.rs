@@ -12,7 +12,7 @@ use super::state::{Run, Stop};
 use crate::call::Call;
 use crate::classify::{Class, Classify};
 use crate::journal::{LastWord, LogValue, Recall, Record};
-use crate::policy::{End, Settle, Start};
+use crate::policy::{End, Horizon, Start};
 use crate::probe::{Probe, ProbeMark, Prober};
 use crate::report::{Applied, Outcome, Reason, Report};
 
@@ -203,8 +203,8 @@ where
 
 /// What a single call's probe verdict on the attempt that ended as `of` means, as the log records it:
 /// the verdict, the outcome and effect, the message and the value found.
-/// A "not landed" about an attempt that may have landed is logged as settled only once the tool's
-/// settle window has passed: before that, the service may still hold the request, and the log says so.
+/// A "not landed" about an attempt that may have landed is logged as such only once its landing
+/// horizon has passed: before that, the service may still apply the request, and the log says so.
 fn judge<T: LogValue>(
     run: &Run<'_>,
     of: &Class,
@@ -214,13 +214,13 @@ fn judge<T: LogValue>(
         Probe::Landed(v) => {
             (ProbeMark::Landed, Outcome::Ok, Applied::Yes, "probe: landed".to_owned(), v.to_log().ok())
         }
-        Probe::NotLanded if run.settle(of) != Settle::Settled => (
+        Probe::NotLanded if run.horizon(of) != Horizon::Passed => (
             ProbeMark::NotLanded,
             Outcome::Unknown,
             Applied::Unknown,
             format!(
                 "probe: not landed yet; the service may hold it {} more",
-                super::secs(run.unsettled_for())
+                super::secs(run.horizon_left())
             ),
             None,
         ),

@@ -8,7 +8,7 @@ use crate::call::Call;
 use crate::classify::Class;
 use crate::journal::Recall;
 use crate::key::IntentKey;
-use crate::policy::Settle;
+use crate::policy::Horizon;
 use crate::report::{Applied, Outcome, Reason};
 use crate::spec::ToolSpec;
 use crate::task::Task;
@@ -30,7 +30,7 @@ pub(crate) async fn take_claim<'a>(
             store,
             || task.remaining(),
             spec.get_deadline_floor(),
-            spec.get_settle(),
+            spec.get_horizon(),
             task.worker_name(),
         )
         .await?;
@@ -103,7 +103,9 @@ pub(crate) struct Attempt {
     /// The earliest instant for the next attempt the service asked for (RFC 3339), written on the end
     /// records of the attempt that was told to wait, so a restarted process waits too.
     retry_at: Option<String>,
-    /// When the last attempt may have reached the service, for the settle window.
+    /// Until when the last attempt's request may have reached the service: its landing horizon runs
+    /// from here. `None` when no attempt's request can still land (none was sent, or the service's own
+    /// answer said it applied nothing).
     reached: Option<tokio::time::Instant>,
     /// The attempt resumed from is known not to have landed (a person settled it so, or its own end
     /// said so): that stands for the probe's verdict.
@@ -301,13 +303,7 @@ impl<'a> Run<'a> {
     pub(crate) fn resume(&mut self, recall: &Recall) -> Option<Box<super::ResumeWait>> {
         self.now.number = recall.attempts;
         self.now.id = recall.last.attempt_id.clone();
-        // The attempt an earlier run recorded as the one that may have reached the service, by the
-        // wall-clock stamp it logged.
-        let since = crate::journal::parse_rfc3339(&recall.last.started)
-            .and_then(|at| crate::journal::wall_clock().duration_since(at).ok())
-            .unwrap_or_default();
-        let now = tokio::time::Instant::now();
-        self.now.reached = Some(now.checked_sub(since).unwrap_or(now));
+        self.now.reached = reached_before(recall);
         let wait = super::ResumeWait::of(&recall.last);
         // A wait the service asked for binds every later attempt until it passes: the records this
         // call writes before it (a probe's verdict) carry it on, so the next call waits too.
@@ -317,23 +313,40 @@ impl<'a> Run<'a> {
         wait
     }
 
-    /// How much longer the last attempt's request may be held by the service (its settle window).
-    pub(crate) fn unsettled_for(&self) -> Duration {
+    /// How much longer the service may still apply the last attempt's request: the rest of its
+    /// landing horizon (zero once passed).
+    pub(crate) fn horizon_left(&self) -> Duration {
         match self.now.reached {
-            Some(at) => (at + self.spec.get_settle()).saturating_duration_since(tokio::time::Instant::now()),
+            Some(at) => (at + self.spec.get_horizon()).saturating_duration_since(tokio::time::Instant::now()),
             None => Duration::ZERO,
         }
     }
 
-    /// Whether a probe that found nothing of an attempt with this outcome can be trusted yet.
-    pub(crate) fn settle(&self, class: &Class) -> Settle {
-        let unsettled = self.unsettled_for();
-        if class.effect() == Applied::No || unsettled.is_zero() {
-            Settle::Settled
-        } else if unsettled >= self.task.remaining() {
-            Settle::TooLong
+    /// Whether a probe's "not landed" about an attempt that ended as `class` counts yet: at once when
+    /// the service's own answer said it applied nothing, else once the attempt's landing horizon has
+    /// passed.
+    pub(crate) fn horizon(&self, class: &Class) -> Horizon {
+        if class.effect() == Applied::No { Horizon::Passed } else { self.horizon_now() }
+    }
+
+    /// Where the last attempt stands against its landing horizon, whatever its own end said: for a
+    /// person's "not landed", which counts no sooner than a probe's.
+    pub(crate) fn horizon_now(&self) -> Horizon {
+        let left = self.horizon_left();
+        if left.is_zero() {
+            Horizon::Passed
+        } else if left >= self.task.remaining() {
+            Horizon::TooLong
         } else {
-            Settle::Wait
+            Horizon::Wait
+        }
+    }
+
+    /// The attempt's call is over (answered, failed, timed out): its request reaches the service no
+    /// later than now, and its landing horizon runs from here.
+    pub(crate) fn attempt_over(&mut self) {
+        if self.spec.effect().has_side_effect() {
+            self.now.reached = Some(tokio::time::Instant::now());
         }
     }
 
@@ -383,6 +396,36 @@ impl<'a> Run<'a> {
     pub(crate) fn applied_on_ok(&self) -> Applied {
         if self.spec.effect().has_side_effect() { Applied::Yes } else { Applied::No }
     }
+}
+
+/// Until when the last attempt an earlier call (or process) recorded may have reached the service, for
+/// its landing horizon, from the records' own stamps: no later than its recorded start plus the budget
+/// it started with (it cannot have run longer), nor than now (whoever made it is gone: a process
+/// killed, a call dropped, or a claim whose lease, which outlasts the attempt, ran out). A probe's
+/// verdict was asked once the attempt was over, so the probe's stamp bounds it too; a settlement was
+/// made once nobody held the intent, so its stamp does. A record that says the attempt applied nothing
+/// by the service's own word leaves nothing that can land; a person's `not_landed` does not, and waits
+/// for the horizon like a probe's. A stamp that cannot be read bounds nothing.
+fn reached_before(recall: &Recall) -> Option<tokio::time::Instant> {
+    if recall.settlement().is_none() && recall.last.effect_applied == Some(Applied::No) {
+        return None;
+    }
+    let now = tokio::time::Instant::now();
+    let wall = crate::journal::wall_clock();
+    // An instant of the wall clock, on tokio's clock; one still ahead is now.
+    let at = |stamp: SystemTime| match wall.duration_since(stamp) {
+        Ok(ago) => now.checked_sub(ago).unwrap_or(now),
+        Err(_) => now,
+    };
+    let started = crate::journal::parse_rfc3339(&recall.last.started);
+    // The budget is logged in whole seconds, rounded down.
+    let ran = Duration::from_secs(recall.last.budget_left_s.saturating_add(1));
+    let bounds = [
+        started.and_then(|started| started.checked_add(ran)).map(at),
+        started.filter(|_| recall.last.probe.is_some()).map(at),
+        recall.settlement().and_then(|settled| crate::journal::parse_rfc3339(&settled.at)).map(at),
+    ];
+    Some(bounds.into_iter().flatten().fold(now, std::cmp::min))
 }
 
 /// Whole seconds, rounded up: a wait is never reported shorter than it is.

@@ -14,7 +14,7 @@
 //! - [`Verdict::Landed`]: every later call of the intent answers `ok`, effect `yes`, with the settled
 //!   value (or none), and makes no attempt and no probe.
 //! - [`Verdict::NotLanded`]: the intent is open again; its next call makes the next attempt, after the
-//!   approver for a `money` tool, without probing or waiting the settle window again.
+//!   approver for a `money` tool, without probing again once the attempt's landing horizon has passed.
 //!
 //! ```
 //! use std::sync::Arc;

@@ -5,9 +5,9 @@ pub async fn sent(thread: &String, key: IntentKey) -> Probe<u64> {
     Probe::NotLanded
 }
 
-// Zero is what no `settle` means.
+// The landing horizon's former name: `settle` now means only a person's settlement.
 /// Post a notice.
-#[tool(effect = "send", probe = sent, target = thread, settle = "0s")]
+#[tool(effect = "send", probe = sent, target = thread, settle = "30s")]
 pub async fn post_notice(thread: String) -> Result<u64, Class> {
     let _ = thread;
     Ok(1)

@@ -1,0 +1,266 @@
+//! The landing horizon, per effect kind, on tokio's paused clock: a service that applies a request
+//! `HOLD` after its caller stopped waiting for it (a reset, a time limit, a cancelled call, a killed
+//! process) sees it once, in a single call, in a batch and after a restart; when the budget cannot hold
+//! the wait, the report is `unknown` and nothing is sent again. With `horizon = "0s"` (the behaviour
+//! before the default) every one of these sends twice, or reports `no` for what landed.
+
+use std::sync::Mutex;
+
+use tool_contract::Reason;
+use tool_contract::effect::DEFAULT_HORIZON;
+
+use super::*;
+
+/// How long the service holds a request after its caller stopped waiting, before applying it.
+const HOLD: Duration = Duration::from_secs(3);
+
+/// The kinds whose duplicate costs, and so wait for the horizon by default.
+const KINDS: [EffectKind; 3] = [EffectKind::Send, EffectKind::Money, EffectKind::Destructive];
+
+/// A service that holds every request it received and applies it `hold` after its caller stopped
+/// waiting: the instant each request (by item) lands.
+#[derive(Clone)]
+struct Held {
+    hold: Duration,
+    lands: Arc<Mutex<Vec<(&'static str, Instant)>>>,
+}
+
+impl Held {
+    fn new(hold: Duration) -> Held {
+        Held { hold, lands: Arc::default() }
+    }
+
+    /// The requests for `item` the service received (each lands, sooner or later).
+    fn effects(&self, item: &str) -> usize {
+        self.lands.lock().unwrap().iter().filter(|(i, _)| *i == item).count()
+    }
+
+    /// Whether a request for `item` has landed by now: what a probe sees.
+    fn landed(&self, item: &str) -> bool {
+        let now = Instant::now();
+        self.lands.lock().unwrap().iter().any(|(i, at)| *i == item && *at <= now)
+    }
+
+    /// A request for `items` in flight: it lands `hold` after its caller lets go of it.
+    fn send(&self, items: Vec<&'static str>) -> InFlight {
+        InFlight(self.clone(), items)
+    }
+}
+
+/// A request the service holds; dropped when its caller stops waiting (its reply, its time limit, its
+/// cancellation, its process gone).
+struct InFlight(Held, Vec<&'static str>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let at = Instant::now() + self.0.hold;
+        self.0.lands.lock().unwrap().extend(self.1.iter().map(|item| (*item, at)));
+    }
+}
+
+/// How the caller stops waiting for its request.
+#[derive(Clone, Copy, Debug)]
+enum Cut {
+    /// The connection is reset at once, after the request left.
+    Reset,
+    /// No reply: the attempt's time limit drops it.
+    Hang,
+}
+
+fn held_spec(kind: EffectKind) -> ToolSpec {
+    spec("act", kind)
+}
+
+fn task_for(name: String, budget_s: u64, log: Option<Arc<dyn tool_contract::journal::Journal>>) -> Task {
+    let task = Task::new(name, "agent", Duration::from_secs(budget_s))
+        .approver(|_: ApprovalRequest| async { Approval::Approved })
+        .escalate_to(EscalationQueue::new());
+    match log {
+        Some(log) => task.journal(log),
+        None => task,
+    }
+}
+
+/// One call of `spec` against `held`: the first attempt is cut as `cut`; any later attempt answers.
+async fn call(task: &Task, spec: &ToolSpec, held: &Held, cut: Cut) -> tool_contract::Report<u64> {
+    let made = AtomicU32::new(0);
+    engine::run(
+        task,
+        spec,
+        task.key(spec, &"thread-9", None),
+        |_| {
+            let first = made.fetch_add(1, Ordering::SeqCst) == 0;
+            let request = held.send(vec!["one"]);
+            async move {
+                let _request = request;
+                match (first, cut) {
+                    (false, _) => Ok(7u64),
+                    (true, Cut::Reset) => Err(Class::unknown("connection reset after the request was sent")),
+                    (true, Cut::Hang) => std::future::pending().await,
+                }
+            }
+        },
+        |_| async { if held.landed("one") { Probe::Landed(7u64) } else { Probe::NotLanded } },
+    )
+    .await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_held_after_a_reset_is_applied_once_for_every_kind() {
+    for kind in KINDS {
+        let held = Held::new(HOLD);
+        let began = Instant::now();
+        let report =
+            call(&task_for(format!("reset-{kind}"), 30, None), &held_spec(kind), &held, Cut::Reset).await;
+        assert_eq!(held.effects("one"), 1, "{kind}: {}", report.message);
+        assert_eq!(
+            (report.outcome, report.effect_applied),
+            (Outcome::Ok, Applied::Yes),
+            "{kind}: {}",
+            report.message
+        );
+        // The cost of the default: the probe at the reset found nothing, the one 5 s later found it.
+        assert_eq!(began.elapsed(), DEFAULT_HORIZON, "{kind}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_held_after_a_timeout_is_applied_once_for_every_kind() {
+    for kind in KINDS {
+        let held = Held::new(HOLD);
+        let report =
+            call(&task_for(format!("timeout-{kind}"), 30, None), &held_spec(kind), &held, Cut::Hang).await;
+        assert_eq!(held.effects("one"), 1, "{kind}: {}", report.message);
+        assert_eq!(
+            (report.outcome, report.effect_applied),
+            (Outcome::Ok, Applied::Yes),
+            "{kind}: {}",
+            report.message
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_budget_that_cannot_hold_the_horizon_reports_unknown_and_sends_nothing_again() {
+    for kind in KINDS {
+        let held = Held::new(HOLD);
+        let report =
+            call(&task_for(format!("short-{kind}"), 4, None), &held_spec(kind), &held, Cut::Reset).await;
+        assert_eq!(
+            (report.outcome, report.effect_applied),
+            (Outcome::Unknown, Applied::Unknown),
+            "{kind}: {}",
+            report.message
+        );
+        assert_eq!(report.reason, Reason::BeforeHorizon, "{kind}: {}", report.message);
+        assert_eq!(report.retry_after_s, Some(5), "{kind}: the rest of the horizon");
+        tokio::time::sleep(HOLD).await;
+        assert_eq!(held.effects("one"), 1, "{kind}: never a second attempt");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_batch_is_applied_once_per_item_for_every_kind() {
+    for kind in KINDS {
+        let held = Held::new(HOLD);
+        let task = task_for(format!("batch-{kind}"), 30, None);
+        let spec = held_spec(kind);
+        let made = AtomicU32::new(0);
+        let report = engine::run_bulk(
+            &task,
+            &spec,
+            task.key(&spec, &"sheet-1", None),
+            vec!["row-1", "row-2"],
+            |_, rows: Vec<&'static str>| {
+                let first = made.fetch_add(1, Ordering::SeqCst) == 0;
+                let request = held.send(rows.clone());
+                async move {
+                    let _request = request;
+                    if first {
+                        Err(Class::unknown("connection reset after the batch was sent"))
+                    } else {
+                        Ok(rows.iter().map(|r| Item::ok(*r)).collect::<Vec<_>>())
+                    }
+                }
+            },
+            |_, rows: Vec<&'static str>| {
+                let held = held.clone();
+                async move {
+                    rows.iter()
+                        .map(|r| match held.landed(r) {
+                            true => Item::ok(*r),
+                            false => Item { applied: Applied::No, ..Item::retryable(*r, "") },
+                        })
+                        .collect()
+                }
+            },
+        )
+        .await;
+        for row in ["row-1", "row-2"] {
+            assert_eq!(held.effects(row), 1, "{kind} {row}: {}", report.message);
+        }
+        assert_eq!(
+            (report.outcome, report.effect_applied),
+            (Outcome::Ok, Applied::Yes),
+            "{kind}: {}",
+            report.message
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_held_past_a_restart_is_applied_once_for_every_kind() {
+    for kind in KINDS {
+        let held = Held::new(HOLD);
+        let spec = held_spec(kind);
+        let log = Arc::new(MemoryJournal::new());
+        // The first process is killed 1 s into its attempt: the request it held open lands 3 s later.
+        let killed = tokio::time::timeout(
+            Duration::from_secs(1),
+            call(&task_for(format!("restart-{kind}"), 30, Some(log.clone())), &spec, &held, Cut::Hang),
+        )
+        .await;
+        assert!(killed.is_err(), "{kind}: the call was cut off");
+        // A new process opens the log the first one left, with no claim of the dead one.
+        let reopened = Arc::new(MemoryJournal::from_records(log.records()));
+        let restarted = Instant::now();
+        let report =
+            call(&task_for(format!("restart-{kind}"), 30, Some(reopened)), &spec, &held, Cut::Reset).await;
+        assert_eq!(held.effects("one"), 1, "{kind}: {}", report.message);
+        assert_eq!(
+            (report.outcome, report.effect_applied),
+            (Outcome::Ok, Applied::Yes),
+            "{kind}: {}",
+            report.message
+        );
+        // The cost after a restart: the dead attempt's request may have reached the service until the
+        // restart at the latest, and the horizon runs 5 s from there.
+        assert_eq!(restarted.elapsed(), DEFAULT_HORIZON, "{kind}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_declared_horizon_covers_a_service_that_holds_longer_than_the_default() {
+    for kind in KINDS {
+        let held = Held::new(Duration::from_secs(15));
+        let spec = held_spec(kind).horizon(Duration::from_secs(20));
+        let report = call(&task_for(format!("declared-{kind}"), 60, None), &spec, &held, Cut::Reset).await;
+        assert_eq!(held.effects("one"), 1, "{kind}: {}", report.message);
+        assert_eq!(
+            (report.outcome, report.effect_applied),
+            (Outcome::Ok, Applied::Yes),
+            "{kind}: {}",
+            report.message
+        );
+        // The default would have trusted the probe at 5 s and sent again.
+        let held = Held::new(Duration::from_secs(15));
+        let report =
+            call(&task_for(format!("default-{kind}"), 60, None), &held_spec(kind), &held, Cut::Reset).await;
+        assert_ne!(
+            (held.effects("one"), report.effect_applied),
+            (1, Applied::Yes),
+            "{kind}: {}",
+            report.message
+        );
+    }
+}
