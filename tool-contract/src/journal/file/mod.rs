@@ -441,7 +441,7 @@ impl FileJournal {
             wait
         };
         self.shared.to_syncer.notify_one();
-        self.settle(done.await)
+        self.written(done.await)
     }
 
     /// What the log holds on one intent, at once: [`Journal::recall`] without the wait.

@@ -84,7 +84,7 @@ impl Journal for FileJournal {
             }
             Err(e) => Answer::now(Err(e)),
             Ok(None) => Answer::now(Ok(true)),
-            Ok(Some(wait)) => Answer::later(async move { self.settle(wait.await).map(|()| true) }),
+            Ok(Some(wait)) => Answer::later(async move { self.written(wait.await).map(|()| true) }),
         }
     }
 }

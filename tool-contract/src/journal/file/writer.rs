@@ -211,12 +211,13 @@ impl FileJournal {
     ) -> Answer<'_, Result<(), JournalError>> {
         match self.write(record, durability, fence) {
             Ok(None) => Answer::now(Ok(())),
-            Ok(Some(wait)) => Answer::later(async move { self.settle(wait.await) }),
+            Ok(Some(wait)) => Answer::later(async move { self.written(wait.await) }),
             Err(e) => Answer::now(Err(e)),
         }
     }
 
-    pub(super) fn settle(
+    /// The writer thread's answer about a record it was asked to write, as the log's result.
+    pub(super) fn written(
         &self,
         done: Result<Result<(), String>, oneshot::error::RecvError>,
     ) -> Result<(), JournalError> {
