@@ -1,4 +1,4 @@
-//! The six scenarios in process, on tokio's paused clock, against hand-written tools of every kind.
+//! The six scenarios and the held request in process, on tokio's paused clock, against hand-written tools of every kind.
 
 use std::time::Duration;
 
@@ -74,7 +74,7 @@ fn assert_all_pass(kind: EffectKind, verdicts: &[Verdict]) {
 }
 
 #[tokio::test(start_paused = true)]
-async fn every_side_effect_kind_passes_the_six() {
+async fn every_side_effect_kind_passes_the_six_and_the_held_request() {
     for kind in [EffectKind::Create, EffectKind::Send, EffectKind::Money, EffectKind::Destructive] {
         let verdicts = Conformance::new(kind, move |t, s| single(kind, t, s))
             .bulk(move |t, s, items| bulk(kind, t, s, items))

@@ -2,6 +2,7 @@
 //! only a landing horizon at least as long as that hold keeps the tool from sending it again.
 
 use super::*;
+use tool_contract::effect::horizon_text;
 
 /// How the caller lets go of the request the service holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,8 +43,9 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
         let mut verdict = all_of(verdicts);
         verdict.effects_at_service = most;
         verdict.expected = format!(
-            "applied {} after the caller let go (reset, timed out, killed): one effect, one attempt, ok",
-            secs_text(self.timing.hold)
+            "applied {} after the caller let go (reset, timed out, killed): one attempt, one effect, ok \
+             (called again after an unknown)",
+            horizon_text(self.timing.hold)
         );
         verdict
     }
@@ -88,15 +90,10 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
                 "; the service applied the request {} after the caller let go, and the tool {}: declare a \
                  landing horizon at least as long as the service can hold a request (#[tool(horizon = \
                  \"...\")] or ToolSpec::horizon; the default for send, money and destructive is 5 s)",
-                secs_text(hold),
+                horizon_text(hold),
                 if again { "sent it again" } else { "reported it not applied" },
             ));
         }
         verdict
     }
-}
-
-/// A duration as `3 s`, or in milliseconds below a second's precision.
-fn secs_text(d: Duration) -> String {
-    tool_contract::effect::horizon_text(d)
 }
