@@ -1,4 +1,5 @@
-//! The six scenarios and the held request in process, on tokio's paused clock, against hand-written tools of every kind.
+//! The six scenarios and the held request in process, on tokio's paused clock, against hand-written
+//! tools of every kind.
 
 use std::time::Duration;
 

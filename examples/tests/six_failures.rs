@@ -1,5 +1,5 @@
-//! The main job, run as a user runs it: the six classic failures and the held request all pass, the JSON has the promised keys, and the attempt
-//! log it names is readable by the inspector.
+//! The main job, run as a user runs it: the six classic failures and the held request all pass, the
+//! JSON has the promised keys, and the attempt log it names is readable by the inspector.
 
 use std::process::Command;
 

@@ -1,4 +1,5 @@
-//! The six classic failures and a held request as scenarios, and a conformance runner that drives a user's tool through them.
+//! The six classic failures and a held request as scenarios, and a conformance runner that drives a
+//! user's tool through them.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -231,8 +232,8 @@ impl Approve for ApproveAll {
     }
 }
 
-/// Runs the six classic failures and the held request against a user's tool and says, per scenario, what was expected and what
-/// happened.
+/// Runs the six classic failures and the held request against a user's tool and says, per scenario,
+/// what was expected and what happened.
 ///
 /// The subject is the user's tool wired to a [`FakeService`]: a closure that takes the task and the
 /// service, builds the tool's client on the service (in process, or over loopback HTTP) and calls the
