@@ -1,5 +1,6 @@
 //! The main job: an agent's notice tools, written with `#[tool]` on a reqwest client, driven through the
-//! six classic failures against the loopback HTTP fake, with the embedded attempt log.
+//! six classic failures and a held request (applied by the service after the caller let go, which the
+//! tool's landing horizon covers) against the loopback HTTP fake, with the embedded attempt log.
 //!
 //! ```text
 //! cargo run --release --bin six-failures            # a table
@@ -13,7 +14,7 @@
 //! call, each sharing the task's attempt log and turns, as replicas or a restarted server would. The
 //! verdicts must be the same.
 //!
-//! Exit code 0 only when all six pass.
+//! Exit code 0 only when all seven pass.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -293,7 +294,7 @@ async fn main() -> ExitCode {
             }
             "--help" | "-h" => {
                 println!(
-                    "{USAGE}\n\nThe six classic failures against a notice tool over loopback HTTP; exit 0 when all pass."
+                    "{USAGE}\n\nThe six classic failures and a held request against a notice tool over loopback HTTP; exit 0 when all pass."
                 );
                 return ExitCode::SUCCESS;
             }

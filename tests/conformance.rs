@@ -1,17 +1,24 @@
-//! The six scenarios in process, on tokio's paused clock, against hand-written tools of every kind.
+//! The six scenarios and the held request in process, on tokio's paused clock, against hand-written
+//! tools of every kind.
 
 use std::time::Duration;
 
 use tool_contract::effect::EffectKind;
 use tool_contract::probe::NoProbe;
 use tool_contract::spec::{Dedupe, ToolSpec};
-use tool_contract::{Probe, Report, Task, engine};
+use tool_contract::{Applied, Outcome, Probe, Report, Task, engine};
 use tool_contract_testing::{
     Conformance, FakeService, Scenario, Verdict, batch_probe, batch_result, single_result,
 };
 
 fn spec(kind: EffectKind) -> ToolSpec {
-    ToolSpec::new("act", kind).deadline_floor(Duration::from_secs(2))
+    let spec = ToolSpec::new("act", kind).deadline_floor(Duration::from_secs(2));
+    match kind {
+        // A create the receiver does not deduplicate has no landing horizon by default, and the held
+        // request would be created twice: it declares the one a send has.
+        EffectKind::Create => spec.horizon(tool_contract::effect::DEFAULT_HORIZON),
+        _ => spec,
+    }
 }
 
 async fn single(kind: EffectKind, task: Task, service: FakeService) -> Report<u64> {
@@ -61,14 +68,14 @@ async fn bulk(kind: EffectKind, task: Task, service: FakeService, items: Vec<Str
 }
 
 fn assert_all_pass(kind: EffectKind, verdicts: &[Verdict]) {
-    assert_eq!(verdicts.len(), 6);
+    assert_eq!(verdicts.len(), 7);
     for v in verdicts {
         assert!(v.pass, "{kind} {}: {v:?}", v.scenario);
     }
 }
 
 #[tokio::test(start_paused = true)]
-async fn every_side_effect_kind_passes_the_six() {
+async fn every_side_effect_kind_passes_the_six_and_the_held_request() {
     for kind in [EffectKind::Create, EffectKind::Send, EffectKind::Money, EffectKind::Destructive] {
         let verdicts = Conformance::new(kind, move |t, s| single(kind, t, s))
             .bulk(move |t, s, items| bulk(kind, t, s, items))
@@ -113,6 +120,7 @@ async fn a_create_deduplicated_by_the_receiver_passes_without_a_probe() {
     assert!(!verdicts[4].pass, "no bulk tool given: the batch scenario says it did not run");
     assert!(verdicts[4].detail.contains("no bulk tool"));
     assert!(verdicts[5].pass, "{:?}", verdicts[5]);
+    assert!(verdicts[6].pass, "the receiver's key keeps the held request once: {:?}", verdicts[6]);
 }
 
 /// A send tool whose probe cannot see a request in flight and calls it "not landed": the slow-success
@@ -185,7 +193,7 @@ async fn a_tool_that_trusts_the_status_line_is_caught() {
 #[tokio::test(start_paused = true)]
 async fn a_read_that_fails_halfway_returns_what_it_got_and_retries_only_the_missing_pages() {
     use std::sync::Mutex;
-    use tool_contract::{Class, Outcome};
+    use tool_contract::Class;
 
     const LIST: ToolSpec = ToolSpec::new("list_orders", EffectKind::Read).max_attempts(3);
     // Page 3 fails `fails` times with a 503, then answers.
@@ -240,4 +248,79 @@ async fn a_read_that_fails_halfway_returns_what_it_got_and_retries_only_the_miss
     })
     .await;
     assert_eq!((report.outcome, report.value), (Outcome::Permanent, None));
+}
+
+/// A send tool with the default horizon (5 s): the request the service holds and applies 3 s after the
+/// caller let go (a reset, a timeout, a kill and restart) is found by the probe, never sent again.
+#[tokio::test(start_paused = true)]
+async fn a_held_request_is_applied_once_with_the_default_horizon() {
+    for kind in [EffectKind::Send, EffectKind::Money, EffectKind::Destructive] {
+        let verdict =
+            Conformance::new(kind, move |t, s| single(kind, t, s)).run_one(Scenario::HeldRequest).await;
+        assert!(verdict.pass, "{kind}: {verdict:?}");
+        assert_eq!(verdict.scenario, "held-request");
+        assert_eq!((verdict.outcome, verdict.effect_applied), (Outcome::Ok, Applied::Yes), "{kind}");
+        assert_eq!((verdict.attempts, verdict.effects_at_service), (1, 1), "{kind}");
+    }
+}
+
+/// A tool with `horizon = "0s"` trusts the probe's "not landed" while the service still holds the
+/// request: the kit fails it and says what to declare.
+#[tokio::test(start_paused = true)]
+async fn a_horizon_shorter_than_the_hold_fails_with_what_to_declare() {
+    async fn hasty(kind: EffectKind, task: Task, service: FakeService) -> Report<u64> {
+        let spec = spec(kind).horizon(Duration::ZERO);
+        let key = task.key(&spec, &"thread-9", None);
+        let probe_service = service.clone();
+        engine::run(
+            &task,
+            &spec,
+            key,
+            |call| {
+                let service = service.clone();
+                async move { single_result(kind, service.submit(call.key()).await) }
+            },
+            move |key| {
+                let service = probe_service.clone();
+                async move {
+                    match service.lookup_settled(key).await {
+                        Ok(found) => found.into_probe(),
+                        Err(why) => Probe::Failed(why),
+                    }
+                }
+            },
+        )
+        .await
+    }
+    const TOLD: &str =
+        "declare a landing horizon at least as long as the service can hold a request (#[tool(horizon";
+    for (kind, did) in [
+        // A create the receiver does not deduplicate, on its default (no horizon), is caught the same.
+        (EffectKind::Create, "sent it again"),
+        (EffectKind::Send, "sent it again"),
+        (EffectKind::Money, "sent it again"),
+        (EffectKind::Destructive, "reported it not applied"),
+    ] {
+        let verdict =
+            Conformance::new(kind, move |t, s| hasty(kind, t, s)).run_one(Scenario::HeldRequest).await;
+        assert!(!verdict.pass, "{kind}: {verdict:?}");
+        assert!(verdict.detail.contains(TOLD), "{kind}: {}", verdict.detail);
+        assert!(
+            verdict.detail.contains(&format!("after the caller let go, and the tool {did}")),
+            "{kind}: {}",
+            verdict.detail
+        );
+        for cut in ["after a reset", "after the attempt timed out", "after the call was killed and restarted"]
+        {
+            assert!(verdict.detail.contains(cut), "{kind} {cut}: {}", verdict.detail);
+        }
+        if did == "sent it again" {
+            assert_eq!(verdict.effects_at_service, 2, "{kind}: {}", verdict.detail);
+        }
+    }
+    // The other six do not see it: the same tool passes them all.
+    let verdicts = Conformance::new(EffectKind::Send, |t, s| hasty(EffectKind::Send, t, s)).run().await;
+    for v in verdicts.iter().filter(|v| v.scenario != "held-request" && v.scenario != "partial-batch") {
+        assert!(v.pass, "{}: {v:?}", v.scenario);
+    }
 }

@@ -1,4 +1,4 @@
-//! The six scenarios over real HTTP on 127.0.0.1: a reqwest client against the loopback fake, whose
+//! The six scenarios and the held request over real HTTP on 127.0.0.1: a reqwest client against the loopback fake, whose
 //! faults happen at the socket (a connection closed after the effect was applied, a reply held back).
 //! Real clock, short figures ([`Timing::REAL`]).
 
@@ -13,7 +13,7 @@ fn assert_pass(verdicts: &[Verdict]) {
 }
 
 #[tokio::test]
-async fn send_passes_the_six_over_http() {
+async fn send_passes_the_six_and_the_held_request_over_http() {
     let kind = EffectKind::Send;
     let verdicts = Conformance::new(kind, move |t, s| post(kind, t, s))
         .bulk(move |t, s, rows| write_rows(kind, t, s, rows))
@@ -21,7 +21,7 @@ async fn send_passes_the_six_over_http() {
         .run()
         .await;
     assert_pass(&verdicts);
-    assert_eq!(verdicts.len(), 6);
+    assert_eq!(verdicts.len(), 7);
 }
 
 #[tokio::test]

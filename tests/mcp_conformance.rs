@@ -1,4 +1,4 @@
-//! The fault kit's MCP mode: the six scenarios driven through the MCP server, the tool called by rmcp's
+//! The fault kit's MCP mode: the six scenarios and the held request driven through the MCP server, the tool called by rmcp's
 //! client over an in-memory pipe with the task named in `_meta`, on tokio's paused clock.
 
 use std::sync::Arc;
@@ -92,14 +92,14 @@ fn numbered(report: Report<Value>) -> Report<u64> {
 }
 
 fn assert_all_pass(kind: EffectKind, verdicts: &[Verdict]) {
-    assert_eq!(verdicts.len(), 6);
+    assert_eq!(verdicts.len(), 7);
     for verdict in verdicts {
         assert!(verdict.pass, "{kind} over MCP, {}: {verdict:?}", verdict.scenario);
     }
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_six_through_the_mcp_server() {
+async fn the_six_and_the_held_request_through_the_mcp_server() {
     for (kind, tool) in [(EffectKind::Send, "post"), (EffectKind::Money, "charge")] {
         let verdicts = Conformance::new(kind, move |task, service| async move {
             numbered(through_mcp(task, service, tool, json!({ "thread": "thread-9" })).await)

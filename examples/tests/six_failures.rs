@@ -1,10 +1,10 @@
-//! The main job, run as a user runs it: all six pass, the JSON has the promised keys, and the attempt
-//! log it names is readable by the inspector.
+//! The main job, run as a user runs it: the six classic failures and the held request all pass, the
+//! JSON has the promised keys, and the attempt log it names is readable by the inspector.
 
 use std::process::Command;
 
 #[test]
-fn the_demonstration_passes_all_six_and_prints_one_json_object_per_scenario() {
+fn the_demonstration_passes_the_six_and_the_held_request_and_prints_one_json_object_per_scenario() {
     let out = Command::new(env!("CARGO_BIN_EXE_six-failures")).arg("--json").output().expect("the demo runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -20,7 +20,8 @@ fn the_demonstration_passes_all_six_and_prints_one_json_object_per_scenario() {
             "200-error-body",
             "slow-success",
             "partial-batch",
-            "rate-limit"
+            "rate-limit",
+            "held-request"
         ]
     );
     for line in &lines {
@@ -41,6 +42,8 @@ fn the_demonstration_passes_all_six_and_prints_one_json_object_per_scenario() {
     }
     assert_eq!(lines[0]["probe"], "landed");
     assert_eq!(lines[0]["effects_at_service"], 1);
+    // The request the service applied after the caller let go, found by the probe, not sent again.
+    assert_eq!((lines[6]["attempts"].as_u64(), lines[6]["effects_at_service"].as_u64()), (Some(1), Some(1)));
 
     let log = stderr
         .lines()
@@ -69,7 +72,7 @@ fn an_unknown_argument_is_a_usage_error() {
 /// The fault kit's MCP mode as a user runs it: every call through the MCP server, the same verdicts.
 #[cfg(feature = "mcp")]
 #[test]
-fn over_mcp_the_six_pass_too() {
+fn over_mcp_the_six_and_the_held_request_pass_too() {
     let out = Command::new(env!("CARGO_BIN_EXE_six-failures"))
         .args(["--mcp", "--json"])
         .output()
@@ -78,13 +81,14 @@ fn over_mcp_the_six_pass_too() {
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     let lines: Vec<serde_json::Value> =
         stdout.lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect();
-    assert_eq!(lines.len(), 6);
+    assert_eq!(lines.len(), 7);
     assert!(lines.iter().all(|line| line["pass"] == true), "{stdout}");
     assert_eq!(
         (lines[0]["probe"].as_str(), lines[0]["effects_at_service"].as_u64()),
         (Some("landed"), Some(1))
     );
     assert_eq!(lines[1]["effects_at_service"], 1, "duplicate delivery over MCP: one effect");
+    assert_eq!(lines[6]["effects_at_service"], 1, "the held request over MCP: one effect");
 }
 
 #[cfg(not(feature = "mcp"))]

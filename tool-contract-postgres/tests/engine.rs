@@ -1,5 +1,5 @@
 //! The engine on the PostgreSQL store: sends against the fake service, two workers sharing intents,
-//! and the six conformance scenarios.
+//! and the six conformance scenarios with the held request.
 
 mod common;
 
@@ -135,16 +135,16 @@ async fn two_workers_sharing_intents_make_one_effect_each() {
 }
 
 fn assert_all_pass(kind: EffectKind, verdicts: &[Verdict]) {
-    assert_eq!(verdicts.len(), 6);
+    assert_eq!(verdicts.len(), 7);
     for v in verdicts {
         assert!(v.pass, "{kind} {}: {v:?}", v.scenario);
     }
 }
 
-/// The six scenarios, every attempt written to PostgreSQL, on the real clock: a send and a
+/// The six scenarios and the held request, every attempt written to PostgreSQL, on the real clock: a send and a
 /// destructive tool, side by side.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_six_conformance_scenarios_pass_on_postgres() {
+async fn the_seven_conformance_scenarios_pass_on_postgres() {
     let Some((journal, _)) = common::journal("conformance").await else { return };
     let journal: Arc<PgJournal> = Arc::new(journal);
     let began = Instant::now();

@@ -12,6 +12,10 @@ use tool_contract::key::IntentKey;
 use tool_contract::probe::Probe;
 use tool_contract::{Applied, Item};
 
+mod held;
+
+use held::{Holding, Pending};
+
 /// One injected failure, consumed by one request in the order planned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
@@ -50,6 +54,16 @@ pub enum Fault {
         after: Duration,
         /// What happens after the hold.
         then: Box<Fault>,
+    },
+    /// Take the request and hold it out of sight: no reply comes, no lookup sees it, and it is applied
+    /// `after` once its caller stopped waiting for it (a queue or a proxy that still delivers a request
+    /// whose connection is gone). With `reset`, the connection is reset as soon as the request arrived;
+    /// without, the caller waits until its own time limit, its cancellation or its death lets go.
+    Held {
+        /// How long after the caller let go the request is applied.
+        after: Duration,
+        /// The connection is reset at once instead of left hanging.
+        reset: bool,
     },
     /// Batch: the listed items are refused for good, the deferred ones are answered "retry later",
     /// every other item is applied.
@@ -147,6 +161,8 @@ struct State {
     /// Items applied per key, per item id.
     items: HashMap<IntentKey, HashMap<String, u32>>,
     in_flight: HashMap<IntentKey, u32>,
+    /// Requests held out of sight, each with the instant it is applied.
+    pending: Vec<Pending>,
 }
 
 impl FakeService {
@@ -155,8 +171,11 @@ impl FakeService {
         FakeService::default()
     }
 
+    /// The service's state, with every held request whose time has come applied.
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.land_due();
+        state
     }
 
     /// Queue faults for the next requests, one per request; after the plan, requests succeed.
@@ -208,9 +227,9 @@ impl FakeService {
         self.state().probes
     }
 
-    /// Wait until no request is being processed (for checks after a scenario).
+    /// Wait until no request is being processed or held (for checks after a scenario).
     pub async fn settle(&self) {
-        while !self.state().in_flight.is_empty() {
+        while !self.state().idle() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -233,22 +252,14 @@ impl FakeService {
                 Err(Transport::NoReply("connection closed after the request was processed".to_owned()))
             }
             Fault::Slow { apply_after, reply_after } => slow(self, key, apply_after, reply_after).await,
+            Fault::Held { after, reset } => Holding::new(self, key, None, after).cut(reset).await,
             Fault::None | Fault::Batch { .. } | Fault::Delay { .. } => Ok(Reply::Done(self.apply(key))),
         }
     }
 
     /// Apply one effect for `key` (or return the first one's id when deduplicating).
     pub fn apply(&self, key: IntentKey) -> u64 {
-        let mut state = self.state();
-        if state.dedupe
-            && let Some(first) = state.applied.get(&key).and_then(|ids| ids.first())
-        {
-            return *first;
-        }
-        state.next_id += 1;
-        let id = state.next_id;
-        state.applied.entry(key).or_default().push(id);
-        id
+        self.state().apply_one(key)
     }
 
     /// One batch request carrying `key`, with these items.
@@ -272,6 +283,9 @@ impl FakeService {
             }
             Fault::Slow { apply_after, reply_after } => {
                 return slow_batch(self, key, items, apply_after, reply_after).await;
+            }
+            Fault::Held { after, reset } => {
+                return Holding::new(self, key, Some(items.to_vec()), after).cut(reset).await;
             }
             Fault::Batch { reject, defer } => (reject, defer),
             Fault::None | Fault::Delay { .. } => (Vec::new(), Vec::new()),
@@ -360,6 +374,19 @@ impl FakeService {
 }
 
 impl State {
+    /// Apply one effect for `key` (or return the first one's id when deduplicating).
+    fn apply_one(&mut self, key: IntentKey) -> u64 {
+        if self.dedupe
+            && let Some(first) = self.applied.get(&key).and_then(|ids| ids.first())
+        {
+            return *first;
+        }
+        self.next_id += 1;
+        let id = self.next_id;
+        self.applied.entry(key).or_default().push(id);
+        id
+    }
+
     /// Count a request's arrival and take the fault planned for it.
     fn next_fault(&mut self) -> Fault {
         self.requests += 1;

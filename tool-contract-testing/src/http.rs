@@ -10,7 +10,8 @@
 //! Faults at the socket: a lost reply closes the TCP connection after the effect is applied, without a
 //! byte of response; a slow reply keeps the connection open while the service applies on its own
 //! schedule; a refusal answers `503` before reading the body (a real "connection refused" needs no
-//! listener at all, which a single port cannot show); an error body is a `200` whose JSON says
+//! listener at all, which a single port cannot show); a held request gets no answer, or a reset, and is
+//! applied after the client closed its side; an error body is a `200` whose JSON says
 //! `{"error": {"kind": "permanent" | "retryable", "message"}}`.
 
 use std::net::SocketAddr;
@@ -139,9 +140,17 @@ async fn serve(mut stream: TcpStream, service: FakeService) {
     let key = request.key.as_deref().and_then(|k| IntentKey::parse(k).ok());
     let path_key = request.path.strip_prefix("/effects/").and_then(|k| IntentKey::parse(k).ok());
     match (request.method.as_str(), request.path.as_str(), key, path_key) {
-        ("POST", "/effects", Some(key), _) => answer(&mut stream, service.submit(key).await).await,
+        ("POST", "/effects", Some(key), _) => {
+            if let Some(answered) = until_closed(&mut stream, service.submit(key)).await {
+                answer(&mut stream, answered).await;
+            }
+        }
         ("POST", "/batch", Some(key), _) => match items_of(&request.body) {
-            Some(items) => answer(&mut stream, service.submit_batch(key, &items).await).await,
+            Some(items) => {
+                if let Some(answered) = until_closed(&mut stream, service.submit_batch(key, &items)).await {
+                    answer(&mut stream, answered).await;
+                }
+            }
             None => respond(&mut stream, 400, &[], &json!({"error": "body must be {\"items\": [..]}"})).await,
         },
         ("POST", "/batch/lookup", Some(key), _) => match (items_of(&request.body), ()) {
@@ -167,6 +176,17 @@ async fn serve(mut stream: TcpStream, service: FakeService) {
             respond(&mut stream, 400, &[], &json!({"error": "unknown route or missing Idempotency-Key"}))
                 .await
         }
+    }
+}
+
+/// The service's answer, or `None` once the client closed its side first: the request is then dropped
+/// as a server drops a request whose connection is gone (a held one is applied later all the same).
+async fn until_closed<T>(stream: &mut TcpStream, work: impl std::future::Future<Output = T>) -> Option<T> {
+    let mut byte = [0u8; 1];
+    tokio::select! {
+        biased;
+        answered = work => Some(answered),
+        _ = stream.read(&mut byte) => None,
     }
 }
 

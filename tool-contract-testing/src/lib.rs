@@ -1,10 +1,11 @@
-//! The testing kit of `tool-contract`, a dev-dependency: prove the six classic failures against your
-//! own tools, and run the store conformance suite against your own store.
+//! The testing kit of `tool-contract`, a dev-dependency: prove the six classic failures and a held
+//! request against your own tools, and run the store conformance suite against your own store.
 //!
 //! - [`FakeService`]: a service with a programmable fault plan that counts the effects it really applied,
 //!   per idempotency key, on tokio's clock;
-//! - [`Conformance`]: runs the six [`Scenario`]s against a tool wired to the fake and returns a
-//!   [`Verdict`] per scenario, with what was expected and what happened;
+//! - [`Conformance`]: runs the six classic failures and the held request (a request the service applies
+//!   after its caller let go, which the tool's landing horizon must cover) against a tool wired to the
+//!   fake, and returns a [`Verdict`] per [`Scenario`], with what was expected and what happened;
 //! - [`sim`]: a seeded simulation that draws fault schedules across all five effect kinds and checks the
 //!   contract's invariants on every run.
 //!   [`sim::check_on`] runs it on a store of your own (PostgreSQL, say), with lost connections, slow
@@ -52,6 +53,8 @@
 //! // No bulk tool was given: the partial-batch scenario says it did not run.
 //! assert!(!verdicts[4].pass);
 //! assert!(verdicts[5].pass, "{}", verdicts[5].detail);
+//! // The held request: the default landing horizon (5 s for a send) outlasts the service's 3 s hold.
+//! assert!(verdicts[6].pass, "{}", verdicts[6].detail);
 //! # }
 //! ```
 

@@ -1,4 +1,5 @@
-//! The six classic failures as scenarios, and a conformance runner that drives a user's tool through them.
+//! The six classic failures and a held request as scenarios, and a conformance runner that drives a
+//! user's tool through them.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -23,13 +24,14 @@ use tool_contract::{
 };
 
 mod expect;
+mod held;
 mod tap;
 
 use expect::Expect;
 use tap::NoJournal;
 pub(crate) use tap::Tap;
 
-/// One of the six classic failures.
+/// One of the six classic failures, or the held request that tests a tool's landing horizon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scenario {
     /// The service applies, the reply is lost: `unknown`, then a probe, then `ok`; one effect.
@@ -46,17 +48,22 @@ pub enum Scenario {
     /// `429`/`503` with `Retry-After`: no attempt before the header's time; a wait beyond the budget
     /// returns `retryable` with `retry_after_s` at once.
     RateLimit,
+    /// The service holds the request out of sight and applies it [`Timing::hold`] after its caller let
+    /// go (a reset, the attempt's time limit, a call killed and restarted on the same log): one effect,
+    /// never a second attempt, which only a landing horizon at least as long as the hold keeps.
+    HeldRequest,
 }
 
 impl Scenario {
-    /// All six, in the order they are usually told.
-    pub const ALL: [Scenario; 6] = [
+    /// The six classic failures and the held request, in the order they are usually told.
+    pub const ALL: [Scenario; 7] = [
         Scenario::KillMidCall,
         Scenario::DuplicateDelivery,
         Scenario::ErrorBody,
         Scenario::SlowSuccess,
         Scenario::PartialBatch,
         Scenario::RateLimit,
+        Scenario::HeldRequest,
     ];
 
     /// The kebab-case name.
@@ -68,6 +75,7 @@ impl Scenario {
             Scenario::SlowSuccess => "slow-success",
             Scenario::PartialBatch => "partial-batch",
             Scenario::RateLimit => "rate-limit",
+            Scenario::HeldRequest => "held-request",
         }
     }
 }
@@ -83,6 +91,9 @@ pub struct Timing {
     pub slow_reply: Duration,
     /// Rate limit: the `Retry-After` the service sends, in seconds.
     pub retry_after_s: u64,
+    /// Held request: how long after its caller let go the service applies it (within the default
+    /// landing horizon of 5 s).
+    pub hold: Duration,
 }
 
 impl Timing {
@@ -114,6 +125,7 @@ impl Timing {
         slow_apply: Duration::from_secs(29),
         slow_reply: Duration::from_millis(29_500),
         retry_after_s: 5,
+        hold: Duration::from_secs(3),
     };
 
     /// Shorter figures for a real clock (over real HTTP): a 6 s budget, the effect landing at 5 s.
@@ -122,6 +134,7 @@ impl Timing {
         slow_apply: Duration::from_secs(5),
         slow_reply: Duration::from_millis(5_500),
         retry_after_s: 1,
+        hold: Duration::from_secs(1),
     };
 }
 
@@ -219,8 +232,8 @@ impl Approve for ApproveAll {
     }
 }
 
-/// Runs the six scenarios against a user's tool and says, per scenario, what was expected and what
-/// happened.
+/// Runs the six classic failures and the held request against a user's tool and says, per scenario,
+/// what was expected and what happened.
 ///
 /// The subject is the user's tool wired to a [`FakeService`]: a closure that takes the task and the
 /// service, builds the tool's client on the service (in process, or over loopback HTTP) and calls the
@@ -288,9 +301,9 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
         self
     }
 
-    /// Run all six scenarios.
+    /// Run the six classic failures and the held request, in [`Scenario::ALL`]'s order.
     pub async fn run(&self) -> Vec<Verdict> {
-        let mut verdicts = Vec::with_capacity(6);
+        let mut verdicts = Vec::with_capacity(Scenario::ALL.len());
         for scenario in Scenario::ALL {
             verdicts.push(self.run_one(scenario).await);
         }
@@ -324,6 +337,7 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
             Scenario::SlowSuccess => self.slow_success(scenario).await,
             Scenario::PartialBatch => self.partial_batch(scenario, destructive).await,
             Scenario::RateLimit => self.rate_limit(scenario, destructive).await,
+            Scenario::HeldRequest => self.held_request(scenario).await,
         }
     }
 

@@ -1,7 +1,6 @@
 //! The items of a call in parts (bulk items, the pages of a read): each attempt's answer and each
 //! probe verdict folded into them, and the report that counts them.
 
-
 use super::state::Run;
 use crate::classify::Class;
 use crate::effect::EffectKind;
