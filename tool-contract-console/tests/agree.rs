@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use tool_contract::journal::inspect::{View, render};
 use tool_contract::{
     __private::rfc3339,
-    journal::{Approvals, Owner, read_log},
+    journal::{Approvals, Owner, file::FileReader, read_log},
 };
 use tool_contract::{FileJournal, IntentKey, MemoryJournal, rules};
 use tool_contract_console::Index;
@@ -38,7 +38,8 @@ async fn the_console_index_and_the_inspector_agree_with_the_reference_on_random_
         let mut keys: Vec<IntentKey> = steps.iter().map(|s| s.record().intent_key).collect();
         keys.sort();
         keys.dedup();
-        let index = Index::open(&path).unwrap();
+        let mut index = Index::new();
+        index.catch_up(&FileReader::new(&path)).await.unwrap();
         for key in &keys {
             assert_eq!(index.intent(key), reference.recall_now(key).as_ref(), "{rule}: last word of {key}");
         }

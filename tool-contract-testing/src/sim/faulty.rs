@@ -5,9 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::LogMode;
-use tool_contract::journal::{
-    Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef,
-};
+use tool_contract::journal::{Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, RecordRef};
 use tool_contract::key::IntentKey;
 
 /// A log that stops answering, or fails, after some appends.

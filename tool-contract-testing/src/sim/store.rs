@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::{CALLER, Failure, Faulty, LogMode, Rng, Schedule, Seen, Setup, run};
 use crate::Fault;
 use tool_contract::journal::{
-    Answer, Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase, Recall, Record, RecordRef,
+    Answer, Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase, Recall, RecordRef,
 };
 use tool_contract::key::IntentKey;
 

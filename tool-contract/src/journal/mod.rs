@@ -34,6 +34,7 @@ pub mod inspect;
 mod leases;
 mod memory;
 pub(crate) mod notes;
+mod reader;
 pub(crate) mod record;
 pub(crate) mod stamp;
 pub mod terminal;
@@ -45,6 +46,7 @@ pub use notes::{
     ApprovalNote, MAX_BY_BYTES, MAX_EVIDENCE_BYTES, MAX_WHY_BYTES, Settlement, Step as ApprovalStep, Verdict,
     Via,
 };
+pub use reader::{Batch, LogReader};
 pub use record::{Durability, LastWord, Phase, Recall, Record, RecordRef};
 pub(crate) use stamp::{parse_rfc3339, rfc3339, wall_clock};
 pub(crate) use stamp::{wall_clock_at, with_stamp};

@@ -65,6 +65,7 @@ use crate::rules::{sort_queue, supersedes};
 
 mod codec;
 mod compact;
+mod follow;
 mod read;
 mod recovery;
 mod requests;
@@ -72,6 +73,7 @@ mod store;
 mod writer;
 
 pub use crate::person::REQUEST_LIFETIME;
+pub use follow::FileReader;
 pub use read::{LogContents, Warning, parse_log, read_log};
 pub use requests::{MAX_REQUEST_BYTES, request_approval, request_settlement, requests_dir};
 
