@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use tool_contract::effect::EffectKind;
-use tool_contract::journal::{Approvals, Journal};
+use tool_contract::journal::Approvals;
 use tool_contract::person::{Decision, LogApprover, answer_approval};
 use tool_contract::spec::ToolSpec;
 use tool_contract::{

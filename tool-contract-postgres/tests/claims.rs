@@ -489,5 +489,5 @@ async fn a_claim_that_waited_on_the_holder_reads_what_the_holder_wrote_meanwhile
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_passes_the_store_conformance_suite() {
     let Some((journal, _)) = common::journal("conformance_suite").await else { return };
-    tool_contract_testing::stores::all(&journal, "postgres").await;
+    tool_contract_testing::stores::all(&journal, Some(&journal.reader()), "postgres").await;
 }

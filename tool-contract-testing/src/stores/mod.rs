@@ -4,7 +4,9 @@
 //! A new store passes these or is not a store: the memory and file stores run them in this crate's
 //! tests, the PostgreSQL store in its own. Each function takes a fresh store (or one whose intents do
 //! not collide: every function derives its keys from `scope`) and panics, naming the rule, when the
-//! store breaks it.
+//! store breaks it. A store that has a [`LogReader`](tool_contract::journal::LogReader) of its whole
+//! log (the file log's `FileReader`, PostgreSQL's `PgReader`) passes it too, and every record written
+//! is read back through it as well.
 //!
 //! ```
 //! use tool_contract::MemoryJournal;
@@ -12,7 +14,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let store = MemoryJournal::new();
-//! stores::all(&store, "memory").await;
+//! stores::all(&store, None, "memory").await;
 //! # }
 //! ```
 
@@ -30,16 +32,20 @@ use tool_contract::{
     person::{ApprovalError, Decision, Settle, SettleError, answer_approval, settle},
 };
 
+mod fast;
 mod fencing;
+mod fields;
 use fencing::left_unfinished;
 use person::question;
 mod person;
 mod random;
 
+pub use fast::fast_paths_agree;
 pub use fencing::{
     a_late_record_of_an_old_owner_changes_nothing, a_start_given_up_on_is_not_in_doubt,
     records_about_an_attempt_are_fenced, starts_are_fenced,
 };
+pub use fields::fields_round_trip;
 pub use person::{
     a_settlement_is_bound_to_its_attempt, approvals_answer_once, settlements_are_kept,
     two_settlers_one_settlement,
@@ -50,7 +56,7 @@ pub use random::{RANDOM_LOGS, Step, apply, random_log, readers_agree_on_a_random
 const LEASE: Duration = Duration::from_secs(60);
 
 /// Every function of the suite, in turn.
-pub async fn all(store: &dyn Approvals, scope: &str) {
+pub async fn all(store: &dyn Approvals, reader: Option<&dyn tool_contract::journal::LogReader>, scope: &str) {
     starts_are_fenced(store, scope).await;
     records_about_an_attempt_are_fenced(store, scope).await;
     a_late_record_of_an_old_owner_changes_nothing(store, scope).await;
@@ -60,6 +66,8 @@ pub async fn all(store: &dyn Approvals, scope: &str) {
     a_settlement_is_bound_to_its_attempt(store, scope).await;
     approvals_answer_once(store, scope).await;
     a_start_given_up_on_is_not_in_doubt(store, scope).await;
+    fast_paths_agree(store, scope).await;
+    fields_round_trip(store, reader, scope).await;
     for seed in 1..=RANDOM_LOGS {
         readers_agree_on_a_random_log(store, &format!("{scope}-random-{seed}"), seed).await;
     }
