@@ -345,9 +345,12 @@ async fn the_embedded_stores_pass_the_store_conformance_suite() {
     let dir = std::env::temp_dir().join(format!("tool-contract-suite-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    tool_contract_testing::stores::all(&MemoryJournal::new(), "memory").await;
-    tool_contract_testing::stores::all(&tool_contract::journal::CompactMemoryJournal::new(), "compact").await;
-    tool_contract_testing::stores::all(&FileJournal::open(dir.join("attempts.log")).unwrap(), "file").await;
+    tool_contract_testing::stores::all(&MemoryJournal::new(), None, "memory").await;
+    tool_contract_testing::stores::all(&tool_contract::journal::CompactMemoryJournal::new(), None, "compact")
+        .await;
+    let path = dir.join("attempts.log");
+    let reader = tool_contract::journal::file::FileReader::new(&path);
+    tool_contract_testing::stores::all(&FileJournal::open(&path).unwrap(), Some(&reader), "file").await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

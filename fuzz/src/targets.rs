@@ -323,10 +323,10 @@ impl Target for LogFile {
         let opened = FileJournal::open(&path);
         let shape = match &opened {
             Ok(log) => {
-                let unresolved = log.unresolved();
+                let unresolved = log.unresolved_now();
                 for recall in &unresolved {
                     assert!(recall.is_unresolved());
-                    let _ = log.recall(&recall.last.intent_key);
+                    let _ = log.recall_now(&recall.last.intent_key);
                 }
                 1 + (unresolved.len() as u64).min(3)
             }

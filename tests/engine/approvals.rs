@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use tool_contract::effect::EffectKind;
-use tool_contract::journal::Journal;
+use tool_contract::journal::Approvals;
 use tool_contract::person::{Decision, LogApprover, answer_approval};
 use tool_contract::spec::ToolSpec;
 use tool_contract::{
@@ -38,7 +38,7 @@ async fn refund(task: &Task, attempts: &AtomicU32) -> Report<u64> {
     .await
 }
 
-fn task_on(log: Arc<dyn Journal>, wait: Duration) -> (Task, IntentKey) {
+fn task_on(log: Arc<dyn Approvals>, wait: Duration) -> (Task, IntentKey) {
     let task = Task::new("ord-7741", "agent", Duration::from_secs(900))
         .journal(log.clone())
         .approver(LogApprover::new(log).wait(wait));
@@ -47,7 +47,7 @@ fn task_on(log: Arc<dyn Journal>, wait: Duration) -> (Task, IntentKey) {
 }
 
 /// The question, once the call has asked it.
-async fn asked(log: &dyn Journal, key: &IntentKey) -> Record {
+async fn asked(log: &dyn Approvals, key: &IntentKey) -> Record {
     for _ in 0..400 {
         if let Some(record) = log.approval(key).await.unwrap() {
             return record;
@@ -73,8 +73,8 @@ async fn an_operator_approves_through_the_log_and_the_start_record_names_them() 
         );
         assert!(note.until.is_some());
         // While it waits, the intent is in no one's queue of doubt and its last word is attempt 1's end.
-        assert!(log.unresolved().is_empty());
-        assert_eq!(log.recall(&key).unwrap().last.phase, Phase::End);
+        assert!(log.unresolved_now().is_empty());
+        assert_eq!(log.recall_now(&key).unwrap().last.phase, Phase::End);
         answer_approval(&*log, &key, 2, &Decision::approve("alice", "the bank shows no charge"))
             .await
             .unwrap()
@@ -95,7 +95,7 @@ async fn an_operator_approves_through_the_log_and_the_start_record_names_them() 
     assert!(records.contains(&answer), "the answer is a record of the log");
     let steps: Vec<_> = records.iter().filter_map(|r| r.approval.as_ref().map(|n| n.step)).collect();
     assert_eq!(steps, [ApprovalStep::Asked, ApprovalStep::Approved]);
-    assert_eq!(log.recall(&key).unwrap().attempts, 2);
+    assert_eq!(log.recall_now(&key).unwrap().attempts, 2);
 }
 
 #[tokio::test(start_paused = true)]
@@ -196,7 +196,7 @@ async fn the_file_log_keeps_the_question_and_the_answer_as_lines() {
     assert!(contents.warnings.is_empty(), "every line reads back: {:?}", contents.warnings);
     // Reopened, the intent's last word is attempt 2's end.
     let reopened = FileJournal::open(&path).unwrap();
-    let recall = reopened.recall(&key).unwrap();
+    let recall = reopened.recall_now(&key).unwrap();
     assert_eq!((recall.attempts, recall.last.outcome), (2, Some(Outcome::Ok)));
     drop(reopened);
     let _ = std::fs::remove_dir_all(&dir);

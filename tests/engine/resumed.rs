@@ -436,7 +436,7 @@ async fn a_wait_the_service_asked_for_outlives_the_records_written_after_it() {
     tokio::time::sleep(Duration::from_secs(11)).await;
     let second = call_on(&journal, 5, &spec, key, &calls, Ok(1), Probe::NotLanded).await;
     assert_eq!((second.outcome, calls.count()), (Outcome::Retryable, 1), "{}", second.message);
-    let last = journal.recall(&key).unwrap().last;
+    let last = journal.recall_now(&key).unwrap().last;
     assert!(last.probe.is_some() && last.retry_at.is_some(), "the probe's record keeps the wait: {last:?}");
     // The next call, with budget enough, sends only once the service's 20 s have passed.
     let third = call_on(&journal, 60, &spec, key, &calls, Ok(1), Probe::NotLanded).await;
@@ -465,13 +465,13 @@ async fn a_failed_probe_after_a_refusal_is_logged_as_the_report_says() {
     )
     .await;
     assert_eq!((first.outcome, first.effect_applied), (Outcome::Retryable, Applied::No), "{}", first.message);
-    let last = journal.recall(&key).unwrap().last;
+    let last = journal.recall_now(&key).unwrap().last;
     assert_eq!(
         (last.outcome, last.effect_applied),
         (Some(Outcome::Retryable), Some(Applied::No)),
         "{last:?}"
     );
-    assert!(journal.unresolved().is_empty(), "not an intent in doubt");
+    assert!(journal.unresolved_now().is_empty(), "not an intent in doubt");
     let second = call_on(&journal, 30, &spec, key, &calls, Ok(1), Probe::NotLanded).await;
     assert_eq!(second.outcome, Outcome::Ok, "{}", second.message);
     assert_eq!(calls.times()[1], Duration::ZERO, "no landing horizon waited for a request that never landed");

@@ -82,7 +82,7 @@ async fn landed_answers_every_later_call_with_no_attempt_and_no_probe() {
     }
     assert_eq!(seen.attempts.load(Ordering::SeqCst), attempts, "no attempt after the settlement");
     assert_eq!(seen.probes.load(Ordering::SeqCst), probes, "no probe after the settlement");
-    assert!(log.unresolved().is_empty(), "a settled intent is not in doubt");
+    assert!(log.unresolved_now().is_empty(), "a settled intent is not in doubt");
 }
 
 #[tokio::test(start_paused = true)]
@@ -226,7 +226,7 @@ async fn a_settlement_without_evidence_or_with_too_much_is_refused_and_nothing_i
             other => panic!("{request:?} was not refused: {other:?}"),
         }
     }
-    let recall = log.recall(&key).unwrap();
+    let recall = log.recall_now(&key).unwrap();
     assert_ne!(recall.last.phase, Phase::Settled, "nothing was written");
     assert!(recall.is_unresolved());
 }
@@ -309,7 +309,7 @@ async fn the_next_call_asks_the_person_and_honours_landed() {
     );
     assert_eq!((person.asked.load(Ordering::SeqCst), attempts), (1, 0));
     assert!(report.message.contains("settled landed by agent:desk via client"), "{}", report.message);
-    let recall = log.recall(&report.idempotency_key).unwrap();
+    let recall = log.recall_now(&report.idempotency_key).unwrap();
     assert_eq!(recall.settlement().map(|s| s.via), Some(tool_contract::journal::Via::Client));
 }
 
@@ -334,7 +334,7 @@ async fn a_person_who_cannot_tell_leaves_it_unknown_and_says_so() {
         next_call_asks(&SEND, Person::new(Some(Err("the thread is not loading".into())), true)).await;
     assert_eq!((report.outcome, attempts, person.asked.load(Ordering::SeqCst)), (Outcome::Unknown, 0, 1));
     assert!(report.message.contains("could not tell: the thread is not loading"), "{}", report.message);
-    assert!(log.recall(&report.idempotency_key).unwrap().is_unresolved());
+    assert!(log.recall_now(&report.idempotency_key).unwrap().is_unresolved());
     // An approver that asks nobody (the default) changes nothing.
     let (report, _, _, attempts) = next_call_asks(&SEND, Person::new(None, true)).await;
     assert_eq!((report.outcome, report.reason, attempts), (Outcome::Unknown, Reason::ProbeFailed, 0));

@@ -1,145 +1,72 @@
-//! What the console knows of a file log: an index built once and kept up to date by reading only what
-//! was appended since (the log is append-only), so a page is answered from memory, never by reading
-//! the whole file again.
+//! What the console knows of a log: an index of its intents' last words, kept up to date by folding
+//! in only what its [`LogReader`] read since the last look, so a page is answered from memory, never by
+//! reading the whole log again.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tool_contract::{
     __private::parse_rfc3339,
-    journal::{ApprovalStep, Phase, Recall, Record},
+    journal::{ApprovalStep, JournalError, LogReader, Phase, Recall, Record},
 };
 use tool_contract::{IntentKey, Outcome};
 
-/// How much of the log is read at a time.
-const CHUNK: usize = 1 << 20;
+/// Records read from a store at a time, while the index catches up.
+const BATCH: usize = 50_000;
 
-/// One intent: what the log's reading rule makes of it, and where its lines are.
+/// One intent: what the log's reading rule makes of it, and the place of its last record folded.
 #[derive(Debug)]
 pub struct Intent {
     /// The intent's attempt count and last word.
     pub recall: Recall,
-    /// Each of its records' place in the file: offset and length.
-    lines: Vec<(u64, u32)>,
+    /// Where its last record folded is stored ([`Batch::records`](tool_contract::journal::Batch)).
+    last_place: u64,
 }
 
-/// The index of one file log.
-#[derive(Debug)]
+/// The index of one log.
+#[derive(Debug, Default)]
 pub struct Index {
-    path: PathBuf,
-    /// How far the file has been read (the start of the first line not yet complete).
-    offset: u64,
     intents: HashMap<IntentKey, Intent>,
     /// Each task's intents, in the order first seen.
     tasks: HashMap<String, Vec<IntentKey>>,
     /// The questions asked before a next `money` attempt and not answered yet, by intent.
     asked: HashMap<IntentKey, Record>,
-    /// Lines that are not records (skipped, as every reader skips them).
+    /// Stored items that are not records (skipped, as every reader skips them).
     pub unreadable: u64,
     /// Records read.
     pub records: u64,
-    /// The file read (device and inode): another file at the path (a compaction's rename, a restore)
-    /// is read from the start.
-    identity: Option<(u64, u64)>,
-}
-
-#[cfg(unix)]
-fn identity(metadata: &std::fs::Metadata) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    Some((metadata.dev(), metadata.ino()))
-}
-
-#[cfg(not(unix))]
-fn identity(_: &std::fs::Metadata) -> Option<(u64, u64)> {
-    None
 }
 
 impl Index {
-    /// An index of the log at `path`, read whole.
-    pub fn open(path: &Path) -> io::Result<Index> {
-        let mut index = Index { path: path.to_path_buf(), ..Index::empty() };
-        index.refresh()?;
-        Ok(index)
+    /// An empty index.
+    pub fn new() -> Index {
+        Index::default()
     }
 
-    /// Read what was appended since the last look. A file shorter than what was read (compacted,
-    /// replaced) is read again from the start.
-    pub fn refresh(&mut self) -> io::Result<()> {
-        let mut file = File::open(&self.path)?;
-        let metadata = file.metadata()?;
-        let (length, identity) = (metadata.len(), identity(&metadata));
-        if length < self.offset || identity != self.identity {
-            *self = Index { path: std::mem::take(&mut self.path), identity, ..Index::empty() };
-        }
-        if length == self.offset {
-            return Ok(());
-        }
-        file.seek(SeekFrom::Start(self.offset))?;
-        let mut buf = vec![0u8; CHUNK];
-        let mut carried = Vec::new();
-        let mut at = self.offset;
+    /// Fold in what `reader` read since its last look (everything, the first time); a log replaced
+    /// since is indexed again from its start.
+    pub async fn catch_up(&mut self, reader: &dyn LogReader) -> Result<(), JournalError> {
         loop {
-            let n = file.read(&mut buf)?;
-            if n == 0 {
-                break;
+            let batch = reader.read_more(BATCH).await?;
+            if batch.restarted {
+                *self = Index::new();
             }
-            carried.extend_from_slice(&buf[..n]);
-            let mut start = 0;
-            while let Some(end) = carried[start..].iter().position(|&b| b == b'\n') {
-                let line = &carried[start..start + end];
-                self.line(line, at + start as u64);
-                start += end + 1;
+            self.unreadable += batch.unreadable;
+            for (place, record) in batch.records {
+                self.fold(record, place);
             }
-            at += start as u64;
-            carried.drain(..start);
-        }
-        // A line without its newline yet is read whole next time.
-        self.offset = at;
-        Ok(())
-    }
-
-    fn empty() -> Index {
-        Index {
-            path: PathBuf::new(),
-            offset: 0,
-            intents: HashMap::new(),
-            tasks: HashMap::new(),
-            asked: HashMap::new(),
-            unreadable: 0,
-            records: 0,
-            identity: None,
+            if !batch.more {
+                return Ok(());
+            }
         }
     }
 
-    /// Fold one line, found at `offset`.
-    fn line(&mut self, line: &[u8], offset: u64) {
-        if line.is_empty() || line.starts_with(br#"{"tool_contract""#) {
-            return;
-        }
-        let Ok(record) = serde_json::from_slice::<Record>(line) else {
-            self.unreadable += 1;
-            return;
-        };
-        let place = (offset, u32::try_from(line.len()).unwrap_or(u32::MAX));
-        self.fold(record, Some(place));
-    }
-
-    /// An index of records from a store that keeps them elsewhere (PostgreSQL): fed with
-    /// [`Index::fold`], its intents' records read from the store.
-    pub fn of_store() -> Index {
-        Index::empty()
-    }
-
-    /// Fold one record in, by the log's reading rule. `place` is where it is stored (its line's offset
-    /// and length in a file; its row's number in PostgreSQL), growing with each record of an intent: a
-    /// record at or before its intent's last place was folded already, and is skipped, so reading a
-    /// stretch of the store again changes nothing.
-    pub fn fold(&mut self, record: Record, place: Option<(u64, u32)>) {
-        if let (Some(place), Some(intent)) = (place, self.intents.get(&record.intent_key))
-            && intent.lines.last().is_some_and(|last| last.0 >= place.0)
+    /// Fold one record in, by the log's reading rule. `place` is where it is stored, growing with each
+    /// record stored: a record at or before its intent's last place was folded already, and is skipped,
+    /// so reading a stretch of the store again changes nothing.
+    pub fn fold(&mut self, record: Record, place: u64) {
+        if let Some(intent) = self.intents.get(&record.intent_key)
+            && intent.last_place >= place
         {
             return;
         }
@@ -157,13 +84,12 @@ impl Index {
         match self.intents.get_mut(&record.intent_key) {
             Some(intent) => {
                 intent.recall.update(&record);
-                intent.lines.extend(place);
+                intent.last_place = place;
             }
             None => {
                 self.tasks.entry(record.task.clone()).or_default().push(record.intent_key);
                 let key = record.intent_key;
-                let lines = place.into_iter().collect();
-                self.intents.insert(key, Intent { recall: Recall::from_record(record), lines });
+                self.intents.insert(key, Intent { recall: Recall::from_record(record), last_place: place });
             }
         }
     }
@@ -203,22 +129,6 @@ impl Index {
     /// One intent's last word.
     pub fn intent(&self, key: &IntentKey) -> Option<&Recall> {
         self.intents.get(key).map(|i| &i.recall)
-    }
-
-    /// Every record of one intent, in log order, read from the file.
-    pub fn records(&self, key: &IntentKey) -> io::Result<Vec<Record>> {
-        let Some(intent) = self.intents.get(key) else { return Ok(Vec::new()) };
-        let mut file = File::open(&self.path)?;
-        let mut out = Vec::with_capacity(intent.lines.len());
-        for &(offset, len) in &intent.lines {
-            let mut line = vec![0u8; len as usize];
-            file.seek(SeekFrom::Start(offset))?;
-            file.read_exact(&mut line)?;
-            if let Ok(record) = serde_json::from_slice::<Record>(&line) {
-                out.push(record);
-            }
-        }
-        Ok(out)
     }
 
     /// A task's intents, in the order first seen.
@@ -330,14 +240,16 @@ mod tests {
         serde_json::to_string(&record).unwrap() + "\n"
     }
 
-    #[test]
-    fn the_index_reads_what_was_appended_a_torn_line_later_and_another_file_again() {
+    #[tokio::test]
+    async fn the_index_reads_what_was_appended_a_torn_line_later_and_another_file_again() {
         let dir = std::env::temp_dir().join(format!("tc-console-index-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("attempts.log");
         std::fs::write(&path, format!("{HEADER}\n{}", line("a", 1, Phase::Start, None))).unwrap();
-        let mut index = Index::open(&path).unwrap();
+        let reader = tool_contract::journal::file::FileReader::new(&path);
+        let mut index = Index::new();
+        index.catch_up(&reader).await.unwrap();
         assert_eq!((index.intents(), index.in_doubt().len()), (1, 1));
         // An end record, then half a line: the half is read once it is whole.
         let end = line("a", 1, Phase::End, Some(Outcome::Ok));
@@ -345,10 +257,10 @@ mod tests {
         let (first, rest) = half.split_at(half.len() / 2);
         let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
         std::io::Write::write_all(&mut file, format!("{end}{first}").as_bytes()).unwrap();
-        index.refresh().unwrap();
+        index.catch_up(&reader).await.unwrap();
         assert_eq!((index.intents(), index.in_doubt().len(), index.unreadable), (1, 0, 0));
         std::io::Write::write_all(&mut file, rest.as_bytes()).unwrap();
-        index.refresh().unwrap();
+        index.catch_up(&reader).await.unwrap();
         assert_eq!((index.intents(), index.in_doubt().len(), index.unreadable), (2, 1, 0));
         // Another file renamed over it, longer than what was read: read again from the start.
         let other = dir.join("other.log");
@@ -360,7 +272,7 @@ mod tests {
         );
         std::fs::write(&other, text).unwrap();
         std::fs::rename(&other, &path).unwrap();
-        index.refresh().unwrap();
+        index.catch_up(&reader).await.unwrap();
         assert_eq!(index.intents(), 3, "c, a and d: b is gone with the old file");
         assert!(index.task("b").is_empty());
         let _ = std::fs::remove_dir_all(&dir);

@@ -51,7 +51,7 @@
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
@@ -63,7 +63,7 @@ use hyper_util::rt::TokioIo;
 use maud::Markup;
 use tokio::net::TcpListener;
 use tool_contract::IntentKey;
-use tool_contract::journal::Verdict;
+use tool_contract::journal::{Approvals, LogReader, Verdict};
 use tool_contract::person::{Decision, Settle};
 
 mod door;
@@ -225,10 +225,6 @@ struct Inner {
     base: String,
 }
 
-fn file_source(log: &Path, index: Index) -> source::Source {
-    source::Source::File { log: log.to_path_buf(), index: Mutex::new(index) }
-}
-
 /// A running console: where it listens and the address to open.
 pub struct Running {
     /// The address it listens on.
@@ -245,8 +241,7 @@ impl Console {
     /// Bind a console over the log at `log`, indexing it.
     pub async fn bind(log: &Path, options: Options) -> Result<Running, String> {
         options.check(options.listen, true)?;
-        let index = Index::open(log).map_err(|e| format!("cannot read {}: {e}", log.display()))?;
-        Console::listen(file_source(log, index), options).await
+        Console::listen(source::Source::file(log.to_path_buf())?, options).await
     }
 
     async fn listen(source: source::Source, options: Options) -> Result<Running, String> {
@@ -281,19 +276,30 @@ impl Console {
         if !at.starts_with('/') || at.contains(['?', '#', ' ']) {
             return Err(format!("a console is mounted at a path like /console, not {at:?}"));
         }
-        let index = Index::open(log).map_err(|e| format!("cannot read {}: {e}", log.display()))?;
-        Console::with_source(file_source(log, index), options, addr, at)
+        Console::with_source(source::Source::file(log.to_path_buf())?, options, addr, at)
     }
 
-    /// Bind a console over a fleet's store in PostgreSQL (feature `postgres`): every page is a few
-    /// queries; settling takes the intent's claim as a worker would, while the fleet runs.
+    /// Bind a console over a store it reads through `reader` and writes a person's word to itself
+    /// (`store`: an answer where the caller waiting looks for it, a settlement under a claim, as a
+    /// worker's), while the store's writers run. Every page folds in what `reader` read since the
+    /// last one.
+    pub async fn bind_store(
+        reader: Arc<dyn LogReader>,
+        store: Arc<dyn Approvals>,
+        options: Options,
+    ) -> Result<Running, String> {
+        options.check(options.listen, true)?;
+        Console::listen(source::Source::store(reader, store), options).await
+    }
+
+    /// Bind a console over a fleet's store in PostgreSQL (feature `postgres`): [`Console::bind_store`]
+    /// with the store's [`PgReader`](tool_contract_postgres::PgReader); every page is a few queries.
     #[cfg(feature = "postgres")]
     pub async fn bind_postgres(
         journal: tool_contract_postgres::PgJournal,
         options: Options,
     ) -> Result<Running, String> {
-        options.check(options.listen, true)?;
-        Console::listen(source::Source::postgres(journal), options).await
+        Console::bind_store(Arc::new(journal.reader()), Arc::new(journal), options).await
     }
 
     /// Open a fleet's store in PostgreSQL for a console (feature `postgres`). A read-only console

@@ -1,13 +1,17 @@
-//! Where the console reads and settles: a file log (through its index, settling through the agent that
-//! holds it) or, with the feature `postgres`, a fleet's PostgreSQL store.
+//! Where the console reads and where a person's word goes: a [`LogReader`] it follows into its index,
+//! and a [`Word`] that writes settlements and answers (through the agent holding a file log, or into
+//! a store the console may write to itself).
 
+use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, SystemTime};
 
 use tool_contract::IntentKey;
+use tool_contract::journal::file::FileReader;
 use tool_contract::journal::inspect::Stored;
-use tool_contract::journal::{Recall, Record};
+use tool_contract::journal::{Approvals, BoxFuture, LogReader, Recall, Record};
 use tool_contract::person::ApprovalError;
 use tool_contract::person::{Decision, Settle, SettleError};
 
@@ -17,69 +21,132 @@ use crate::pages::{MAX_ROWS, Overview};
 /// How long a settlement waits for the agent holding a file log to take it.
 const SETTLE_WAIT: Duration = Duration::from_secs(10);
 
-/// The store a console shows.
-pub(crate) enum Source {
-    /// A file log, indexed; `log` is its path.
-    File { log: PathBuf, index: Mutex<Index> },
-    /// A PostgreSQL store, and an index of its intents' last words kept by reading the rows stored
-    /// since the last look (and the `seq` read up to).
-    #[cfg(feature = "postgres")]
-    Postgres { journal: tool_contract_postgres::PgJournal, index: tokio::sync::Mutex<(Index, i64)> },
+/// What a console shows and settles.
+pub(crate) struct Source {
+    reader: Arc<dyn LogReader>,
+    word: Arc<dyn Word>,
+    /// The index of the reader's log, brought up to date before each page.
+    index: tokio::sync::Mutex<Index>,
 }
 
-/// Rows read from PostgreSQL at a time, while the index catches up.
-#[cfg(feature = "postgres")]
-const BATCH: usize = 50_000;
+/// Where a person's word is written: a settlement, or the answer to a question.
+pub(crate) trait Word: Send + Sync {
+    /// Answer the question about attempt `attempt` of `key` (the attempt that would start).
+    fn answer(
+        &self,
+        key: IntentKey,
+        attempt: u32,
+        decision: Decision,
+    ) -> BoxFuture<'_, Result<Record, ApprovalError>>;
 
-/// How far back each look reads again: a row numbered before the last one read may commit after it
-/// (numbers are taken in one order, commits land in another); reading it again is harmless.
-#[cfg(feature = "postgres")]
-const LAG: i64 = 2_000;
+    /// Settle attempt `attempt` of `key`.
+    fn settle(
+        &self,
+        key: IntentKey,
+        attempt: u32,
+        settle: Settle,
+    ) -> BoxFuture<'_, Result<Record, SettleError>>;
+}
+
+/// A file log held by an agent: the word is a request the holder takes (the one waiting for it).
+struct ThroughHolder(PathBuf);
+
+impl Word for ThroughHolder {
+    fn answer(
+        &self,
+        key: IntentKey,
+        attempt: u32,
+        decision: Decision,
+    ) -> BoxFuture<'_, Result<Record, ApprovalError>> {
+        let log = self.0.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                tool_contract::journal::file::request_approval(&log, &key, attempt, &decision, SETTLE_WAIT)
+            })
+            .await
+            .unwrap_or_else(|e| Err(ApprovalError::Invalid(format!("the answer stopped: {e}"))))
+        })
+    }
+
+    fn settle(
+        &self,
+        key: IntentKey,
+        attempt: u32,
+        settle: Settle,
+    ) -> BoxFuture<'_, Result<Record, SettleError>> {
+        let log = self.0.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                tool_contract::journal::file::request_settlement(&log, &key, attempt, &settle, SETTLE_WAIT)
+            })
+            .await
+            .unwrap_or_else(|e| Err(SettleError::Invalid(format!("the settlement stopped: {e}"))))
+        })
+    }
+}
+
+/// A store the console writes to itself (a fleet's PostgreSQL): an answer where the worker waiting
+/// looks for it, a settlement under a claim, as a worker's.
+struct InStore(Arc<dyn Approvals>);
+
+impl Word for InStore {
+    fn answer(
+        &self,
+        key: IntentKey,
+        attempt: u32,
+        decision: Decision,
+    ) -> BoxFuture<'_, Result<Record, ApprovalError>> {
+        Box::pin(
+            async move { tool_contract::person::answer_approval(&*self.0, &key, attempt, &decision).await },
+        )
+    }
+
+    fn settle(
+        &self,
+        key: IntentKey,
+        attempt: u32,
+        settle: Settle,
+    ) -> BoxFuture<'_, Result<Record, SettleError>> {
+        Box::pin(async move { tool_contract::person::settle(&*self.0, &key, attempt, &settle).await })
+    }
+}
 
 impl Source {
-    /// A source over a PostgreSQL store: its index is built on the first page.
-    #[cfg(feature = "postgres")]
-    pub(crate) fn postgres(journal: tool_contract_postgres::PgJournal) -> Source {
-        Source::Postgres { journal, index: tokio::sync::Mutex::new((Index::of_store(), 0)) }
-    }
-
-    /// The PostgreSQL store's index, brought up to date with the rows stored since the last look.
-    #[cfg(feature = "postgres")]
-    async fn pg_index<'a>(
-        journal: &tool_contract_postgres::PgJournal,
-        index: &'a tokio::sync::Mutex<(Index, i64)>,
-    ) -> Result<tokio::sync::MutexGuard<'a, (Index, i64)>, String> {
-        let mut held = index.lock().await;
-        let mut after = held.1.saturating_sub(LAG).max(0);
-        loop {
-            let rows = journal.records_after(after, BATCH).await.map_err(|e| e.to_string())?;
-            let more = rows.len() == BATCH;
-            for (seq, record) in rows {
-                after = seq;
-                held.1 = held.1.max(seq);
-                held.0.fold(record, Some((u64::try_from(seq).unwrap_or(0), 0)));
-            }
-            if !more {
-                return Ok(held);
+    /// A file log at `log`, indexed at once (an error when it cannot be read); settled through the
+    /// agent that holds it.
+    pub(crate) fn file(log: PathBuf) -> Result<Source, String> {
+        let reader = Arc::new(FileReader::new(&log));
+        let mut index = Index::new();
+        // A file reader answers at once, so its first look is made here, without a runtime; were it
+        // not done, the first page would make it.
+        {
+            let first = std::pin::pin!(index.catch_up(&*reader));
+            if let Poll::Ready(read) = first.poll(&mut Context::from_waker(Waker::noop())) {
+                read.map_err(|e| format!("cannot read {}: {e}", log.display()))?;
             }
         }
+        let source = Source::of(reader, Arc::new(ThroughHolder(log)));
+        Ok(Source { index: tokio::sync::Mutex::new(index), ..source })
     }
 
-    /// The file log's index, brought up to date.
-    fn index(index: &Mutex<Index>) -> Result<std::sync::MutexGuard<'_, Index>, String> {
-        let mut index = index.lock().unwrap_or_else(|e| e.into_inner());
-        index.refresh().map_err(|e| format!("the log cannot be read: {e}"))?;
+    /// A store read through `reader` and written to directly: its index is built on the first page.
+    pub(crate) fn store(reader: Arc<dyn LogReader>, store: Arc<dyn Approvals>) -> Source {
+        Source::of(reader, Arc::new(InStore(store)))
+    }
+
+    fn of(reader: Arc<dyn LogReader>, word: Arc<dyn Word>) -> Source {
+        Source { reader, word, index: tokio::sync::Mutex::new(Index::new()) }
+    }
+
+    /// The index, brought up to date with what was stored since the last look.
+    async fn index(&self) -> Result<tokio::sync::MutexGuard<'_, Index>, String> {
+        let mut index = self.index.lock().await;
+        index.catch_up(&*self.reader).await.map_err(|e| format!("the log cannot be read: {e}"))?;
         Ok(index)
     }
 
     pub(crate) async fn overview(&self, now: SystemTime) -> Result<Overview, String> {
-        match self {
-            Source::File { index, .. } => Ok(overview_of(&*Source::index(index)?, now)),
-            #[cfg(feature = "postgres")]
-            Source::Postgres { journal, index } => {
-                Ok(overview_of(&Source::pg_index(journal, index).await?.0, now))
-            }
-        }
+        Ok(overview_of(&*self.index().await?, now))
     }
 
     /// The intents of task `q`, or else those whose key starts with `q`.
@@ -90,111 +157,41 @@ impl Source {
             return Ok(by_task);
         }
         let prefix = q.to_ascii_lowercase();
-        match self {
-            Source::File { index, .. } => {
-                Ok(Source::index(index)?.by_prefix(&prefix, MAX_ROWS).into_iter().cloned().collect())
-            }
-            #[cfg(feature = "postgres")]
-            Source::Postgres { journal, index } => {
-                let held = Source::pg_index(journal, index).await?;
-                Ok(held.0.by_prefix(&prefix, MAX_ROWS).into_iter().cloned().collect())
-            }
-        }
+        Ok(self.index().await?.by_prefix(&prefix, MAX_ROWS).into_iter().cloned().collect())
     }
 
     /// A task's intents, in the order first recorded.
     pub(crate) async fn task(&self, task: &str) -> Result<Vec<Recall>, String> {
-        match self {
-            Source::File { index, .. } => Ok(Source::index(index)?.task(task).into_iter().cloned().collect()),
-            #[cfg(feature = "postgres")]
-            Source::Postgres { journal, index } => {
-                Ok(Source::pg_index(journal, index).await?.0.task(task).into_iter().cloned().collect())
-            }
-        }
+        Ok(self.index().await?.task(task).into_iter().cloned().collect())
     }
 
     /// One intent's last word and every record of it, in order, with who wrote it and when where the
     /// store says.
     pub(crate) async fn intent(&self, key: &IntentKey) -> Result<Option<(Recall, Vec<Stored>)>, String> {
-        match self {
-            Source::File { index, .. } => {
-                let index = Source::index(index)?;
-                let Some(recall) = index.intent(key).cloned() else { return Ok(None) };
-                let records = index.records(key).map_err(|e| format!("the log cannot be read: {e}"))?;
-                let stored =
-                    records.into_iter().map(|record| Stored { record, owner: None, written_at: None });
-                Ok(Some((recall, stored.collect())))
-            }
-            #[cfg(feature = "postgres")]
-            Source::Postgres { journal, .. } => {
-                use tool_contract::journal::Journal;
-                let Some(recall) = journal.recall(key).await.map_err(|e| e.to_string())? else {
-                    return Ok(None);
-                };
-                let stored = journal.intent_records(key).await.map_err(|e| e.to_string())?;
-                Ok(Some((recall, stored)))
-            }
-        }
+        let Some(recall) = self.index().await?.intent(key).cloned() else { return Ok(None) };
+        let records =
+            self.reader.intent_records(key).await.map_err(|e| format!("the log cannot be read: {e}"))?;
+        Ok(Some((recall, records)))
     }
 
-    /// Answer the question about attempt `attempt` of `key`: through the agent holding a file log
-    /// (the one waiting for it), or in PostgreSQL, where the worker waiting looks for it.
+    /// Answer the question about attempt `attempt` of `key`.
     pub(crate) async fn answer(
         &self,
         key: IntentKey,
         attempt: u32,
         decision: Decision,
     ) -> Result<Record, ApprovalError> {
-        match self {
-            Source::File { log, .. } => {
-                let log = log.clone();
-                tokio::task::spawn_blocking(move || {
-                    tool_contract::journal::file::request_approval(
-                        &log,
-                        &key,
-                        attempt,
-                        &decision,
-                        SETTLE_WAIT,
-                    )
-                })
-                .await
-                .unwrap_or_else(|e| Err(ApprovalError::Invalid(format!("the answer stopped: {e}"))))
-            }
-            #[cfg(feature = "postgres")]
-            Source::Postgres { journal, .. } => {
-                tool_contract::person::answer_approval(journal, &key, attempt, &decision).await
-            }
-        }
+        self.word.answer(key, attempt, decision).await
     }
 
-    /// Settle attempt `attempt` of `key`: through the agent holding a file log, or under a claim in
-    /// PostgreSQL.
+    /// Settle attempt `attempt` of `key`.
     pub(crate) async fn settle(
         &self,
         key: IntentKey,
         attempt: u32,
         settle: Settle,
     ) -> Result<Record, SettleError> {
-        match self {
-            Source::File { log, .. } => {
-                let log = log.clone();
-                tokio::task::spawn_blocking(move || {
-                    tool_contract::journal::file::request_settlement(
-                        &log,
-                        &key,
-                        attempt,
-                        &settle,
-                        SETTLE_WAIT,
-                    )
-                })
-                .await
-                .unwrap_or_else(|e| Err(SettleError::Invalid(format!("the settlement stopped: {e}"))))
-            }
-            #[cfg(feature = "postgres")]
-            Source::Postgres { journal, .. } => {
-                tool_contract::person::settle(journal, &key, attempt, &settle).await
-            }
-        }
+        self.word.settle(key, attempt, settle).await
     }
 }
 

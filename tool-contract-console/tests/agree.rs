@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use tool_contract::journal::inspect::{View, render};
 use tool_contract::{
     __private::rfc3339,
-    journal::{Journal, Owner, read_log},
+    journal::{Approvals, Owner, file::FileReader, read_log},
 };
 use tool_contract::{FileJournal, IntentKey, MemoryJournal, rules};
 use tool_contract_console::Index;
@@ -38,19 +38,20 @@ async fn the_console_index_and_the_inspector_agree_with_the_reference_on_random_
         let mut keys: Vec<IntentKey> = steps.iter().map(|s| s.record().intent_key).collect();
         keys.sort();
         keys.dedup();
-        let index = Index::open(&path).unwrap();
+        let mut index = Index::new();
+        index.catch_up(&FileReader::new(&path)).await.unwrap();
         for key in &keys {
-            assert_eq!(index.intent(key), reference.recall(key).as_ref(), "{rule}: last word of {key}");
+            assert_eq!(index.intent(key), reference.recall_now(key).as_ref(), "{rule}: last word of {key}");
         }
         // The intents in doubt, in the queue's order.
-        let queue: Vec<IntentKey> = reference.unresolved().iter().map(|r| r.last.intent_key).collect();
+        let queue: Vec<IntentKey> = reference.unresolved_now().iter().map(|r| r.last.intent_key).collect();
         let shown: Vec<IntentKey> = index.in_doubt().iter().map(|r| r.last.intent_key).collect();
         assert_eq!(shown, queue, "{rule}: the console's intents in doubt");
         // The questions waiting, by the one rule.
         let mut waiting = Vec::new();
         for key in &keys {
-            let asked = Journal::approval(&reference, key).await.unwrap();
-            let attempts = reference.recall(key).map_or(0, |r| r.attempts);
+            let asked = Approvals::approval(&reference, key).await.unwrap();
+            let attempts = reference.recall_now(key).map_or(0, |r| r.attempts);
             if rules::waiting_question(asked.as_ref(), attempts, &now_text).is_some() {
                 waiting.push(*key);
             }

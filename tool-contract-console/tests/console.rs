@@ -125,14 +125,14 @@ async fn the_console_guards_its_door_shows_the_intent_and_settles_through_the_ag
         401
     );
     assert!(
-        log.recall(&tool_contract::IntentKey::parse(&key).unwrap()).unwrap().settlement().is_none(),
+        log.recall_now(&tool_contract::IntentKey::parse(&key).unwrap()).unwrap().settlement().is_none(),
         "nothing settled so far"
     );
 
     // From its own page: settled through the agent holding the log.
     let done = send(addr, post(&host, &path, &cookie, Some(&format!("http://{host}")), form)).await;
     assert_eq!(done.status, 303, "{}", done.head);
-    let recall = log.recall(&tool_contract::IntentKey::parse(&key).unwrap()).unwrap();
+    let recall = log.recall_now(&tool_contract::IntentKey::parse(&key).unwrap()).unwrap();
     let settled = recall.settlement().expect("settled").clone();
     assert_eq!(
         (settled.by.as_str(), settled.evidence.as_str()),
@@ -176,7 +176,7 @@ async fn a_read_only_console_shows_no_form_and_refuses_every_post() {
     )
     .await;
     assert_eq!(refused.status, 403);
-    assert!(log.recall(&tool_contract::IntentKey::parse(&key).unwrap()).unwrap().is_unresolved());
+    assert!(log.recall_now(&tool_contract::IntentKey::parse(&key).unwrap()).unwrap().is_unresolved());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -207,7 +207,7 @@ async fn a_form_about_an_attempt_that_is_no_longer_the_last_settles_nothing() {
     let bare =
         send(addr, post(&host, &path, &cookie, Some(&origin), "verdict=not_landed&evidence=gone")).await;
     assert!(said(&bare).contains("names no attempt"), "{}", said(&bare));
-    assert!(log.recall(&intent).unwrap().settlement().is_none());
+    assert!(log.recall_now(&intent).unwrap().settlement().is_none());
     // Attempt 1 settled not landed; the agent makes attempt 2, lost again.
     let form = "attempt=1&verdict=not_landed&evidence=nothing+in+thread-9";
     assert_eq!(send(addr, post(&host, &path, &cookie, Some(&origin), form)).await.status, 303);
@@ -221,7 +221,7 @@ async fn a_form_about_an_attempt_that_is_no_longer_the_last_settles_nothing() {
         "{}",
         said(&stale)
     );
-    let last = log.recall(&intent).unwrap().last;
+    let last = log.recall_now(&intent).unwrap().last;
     assert_eq!((last.phase, last.attempt), (Phase::End, 2), "nothing recorded on attempt 2");
     let _ = std::fs::remove_dir_all(&dir);
 }

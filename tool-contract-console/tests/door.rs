@@ -260,7 +260,7 @@ async fn operators_log_in_with_their_own_tokens_and_settle_under_their_names() {
     let form = "attempt=1&verdict=not_landed&evidence=thread-1+holds+nothing";
     let done = send(addr, post(&host, &format!("/intent/{key}/settle"), &alice, form)).await;
     assert_eq!(done.status, 303, "{}", done.head);
-    let settled = log.recall(&key).unwrap().settlement().expect("settled").clone();
+    let settled = log.recall_now(&key).unwrap().settlement().expect("settled").clone();
     assert_eq!(settled.by, "alice");
     let _ = std::fs::remove_dir_all(&dir);
 }

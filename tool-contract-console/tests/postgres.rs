@@ -145,7 +145,8 @@ async fn find_refund(_order: &&str, _key: tool_contract::IntentKey) -> Probe<u64
 async fn the_console_approves_a_workers_money_retry_through_the_store() {
     let Some(server) = server() else { return };
     let conninfo = server.database("console_approve").await.unwrap();
-    let worker: Arc<dyn Journal> = Arc::new(PgJournal::connect(&conninfo).await.unwrap());
+    let worker: Arc<dyn tool_contract::journal::Approvals> =
+        Arc::new(PgJournal::connect(&conninfo).await.unwrap());
     let task = Task::new("ticket-pg-refund", "agent", Duration::from_secs(60))
         .journal(worker.clone())
         .approver(tool_contract::person::LogApprover::new(worker.clone()).wait(Duration::from_secs(30)));

@@ -357,7 +357,7 @@ async fn a_person_who_does_not_answer_in_time_leaves_the_refund_in_doubt_and_the
         );
         assert!(took <= budget, "{context}: answered after {took:?}");
         assert_eq!(setup.bank.count(), 1, "{context}");
-        assert_eq!(setup.log.unresolved().len(), 1, "{context}: still in doubt");
+        assert_eq!(setup.log.unresolved_now().len(), 1, "{context}: still in doubt");
         assert_withdrawn(&setup, &context);
     }
 }
@@ -384,7 +384,7 @@ async fn a_request_state_approves_one_attempt_of_one_intent_and_a_changed_byte_n
         connect(bank, Answer::Approve, true, ProtocolVersion::V_2026_07_28, Duration::from_secs(5)).await;
     let input = round(&setup, "ord-1").await;
     let state = input.request_state.clone().expect("a sealed state");
-    let key = setup.log.unresolved().first().map(|r| r.last.intent_key).unwrap_or_else(|| {
+    let key = setup.log.unresolved_now().first().map(|r| r.last.intent_key).unwrap_or_else(|| {
         tool_contract::key::Intent::new("ticket-7", "alice@desk", "refund", "ord-1").key()
     });
     let end = key.to_string()[26..].to_owned();
@@ -445,7 +445,7 @@ async fn the_next_call_of_a_lost_refund_asks_the_person_whether_it_landed() {
         assert_eq!(setup.bank.count(), 1, "{version:?}: never a second refund");
         assert_eq!(setup.forms.lock().unwrap().len(), 1);
         let key: IntentKey = serde_json::from_value(second["idempotency_key"].clone()).unwrap();
-        let settled = setup.log.recall(&key).unwrap();
+        let settled = setup.log.recall_now(&key).unwrap();
         let settlement = settled.settlement().expect("a settlement in the log").clone();
         assert_eq!(
             (settlement.by.as_str(), settlement.via),
@@ -468,7 +468,7 @@ async fn a_person_who_cannot_tell_leaves_the_refund_in_doubt() {
     assert_eq!(second["outcome"], "unknown", "{second}");
     assert!(second["message"].as_str().unwrap().contains("the statement is not out yet"), "{second}");
     assert_eq!(setup.bank.count(), 1);
-    assert_eq!(setup.log.unresolved().len(), 1, "still in doubt");
+    assert_eq!(setup.log.unresolved_now().len(), 1, "still in doubt");
 }
 
 #[tokio::test]
@@ -492,7 +492,7 @@ async fn a_value_the_person_gives_is_checked_against_the_tools_type() {
         if outcome == "ok" {
             assert_eq!(second["value"], 1299, "the settled value: {second}");
         } else {
-            assert_eq!(setup.log.unresolved().len(), 1, "nothing recorded: still in doubt");
+            assert_eq!(setup.log.unresolved_now().len(), 1, "nothing recorded: still in doubt");
         }
     }
 }

@@ -114,6 +114,7 @@ mod conninfo;
 mod fault;
 mod options;
 mod pool;
+mod reader;
 mod retention;
 mod row;
 mod schema;
@@ -124,6 +125,7 @@ pub mod testing;
 
 pub use conninfo::redact;
 pub use options::PgOptions;
+pub use reader::PgReader;
 /// The rustls this crate was built with (feature `tls`), for the configuration
 /// [`PgJournal::connect_tls`] takes.
 #[cfg(feature = "tls")]

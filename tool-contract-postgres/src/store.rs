@@ -8,7 +8,8 @@ use tokio_postgres::types::ToSql;
 use tool_contract::IntentKey;
 use tool_contract::journal::inspect::Stored;
 use tool_contract::journal::{
-    Answer, BoxFuture, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef,
+    Answer, Approvals, BoxFuture, Claimed, Durability, Journal, JournalError, Owner, Recall, Record,
+    RecordRef,
 };
 
 use crate::conninfo::{label, redact};
@@ -763,7 +764,9 @@ impl Journal for PgJournal {
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
         Answer::later(self.try_unresolved())
     }
+}
 
+impl Approvals for PgJournal {
     fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
         Answer::later(self.inner.last_approval(*key.as_bytes()))
     }

@@ -544,5 +544,5 @@ async fn a_last_record_racing_a_takeover_waits_for_it_and_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_passes_the_store_conformance_suite() {
     let Some((journal, _)) = common::journal("conformance_suite").await else { return };
-    tool_contract_testing::stores::all(&journal, "postgres").await;
+    tool_contract_testing::stores::all(&journal, Some(&journal.reader()), "postgres").await;
 }

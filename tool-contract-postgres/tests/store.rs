@@ -74,16 +74,16 @@ async fn recall_attempts_and_unresolved_answer_as_the_memory_store_does() {
         memory.append(record.as_record_ref(), durability).await.unwrap();
         // After every record, not only at the end: the fold is right at every step.
         let k = record.intent_key;
-        assert_eq!(journal.recall(&k).await.unwrap(), memory.recall(&k), "after record {i}");
+        assert_eq!(journal.recall(&k).await.unwrap(), memory.recall_now(&k), "after record {i}");
     }
     for name in ["a", "b", "c", "d", "e", "f", "g", "never-written"] {
         let k = key(name);
-        assert_eq!(journal.recall(&k).await.unwrap(), memory.recall(&k), "recall of {name}");
+        assert_eq!(journal.recall(&k).await.unwrap(), memory.recall_now(&k), "recall of {name}");
         let attempts = Journal::attempts(&memory, &k).await.unwrap();
         assert_eq!(journal.attempts(&k).await.unwrap(), attempts, "attempts of {name}");
     }
     let unresolved = journal.try_unresolved().await.unwrap();
-    assert_eq!(unresolved, memory.unresolved());
+    assert_eq!(unresolved, memory.unresolved_now());
     let open: Vec<String> = unresolved.iter().map(|r| format!("{}:{}", r.last.task, r.attempts)).collect();
     assert_eq!(unresolved.len(), 5, "b, c, d, e and g wait on someone: {open:?}");
     // Every field of every record comes back as written, in order.

@@ -372,11 +372,11 @@ async fn a_verdict_about_an_attempt_that_is_no_longer_the_last_is_refused_naming
         assert!(err.contains("about attempt 1") && err.contains(&second.attempt_id), "{err}");
         assert!(err.contains("ended unknown"), "{err}");
     }
-    assert!(log.recall(&first.idempotency_key).unwrap().last.phase != Phase::Settled, "nothing recorded");
+    assert!(log.recall_now(&first.idempotency_key).unwrap().last.phase != Phase::Settled, "nothing recorded");
     assert_eq!(REPLIES.load(Ordering::SeqCst), sent, "no attempt was made on the stale verdict");
     // Attempt 2, by its id: recorded on attempt 2.
     let (code, out, err) = settle(second.attempt_id.clone()).await.unwrap();
     assert_eq!(code, 0, "{out}{err}");
-    let last = log.recall(&first.idempotency_key).unwrap().last;
+    let last = log.recall_now(&first.idempotency_key).unwrap().last;
     assert_eq!((last.phase, last.attempt), (Phase::Settled, 2));
 }

@@ -12,7 +12,7 @@ use super::fake::{FakeService, Fault};
 use tool_contract::classify::Body;
 use tool_contract::effect::EffectKind;
 use tool_contract::journal::{
-    Answer, Claimed, Durability, Journal, JournalError, MemoryJournal, Owner, Recall, Record, RecordRef,
+    Answer, Claimed, Durability, Journal, JournalError, MemoryJournal, Owner, Recall, RecordRef,
 };
 use tool_contract::key::IntentKey;
 use tool_contract::probe::ProbeMark;

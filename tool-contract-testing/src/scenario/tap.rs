@@ -71,14 +71,6 @@ impl Journal for Tap {
         self.inner.unresolved()
     }
 
-    fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
-        self.inner.approval(key)
-    }
-
-    fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
-        self.inner.approval_step(record)
-    }
-
     fn flush(&self) -> Result<(), JournalError> {
         self.inner.flush()
     }

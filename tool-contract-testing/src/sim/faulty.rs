@@ -5,9 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::LogMode;
-use tool_contract::journal::{
-    Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef,
-};
+use tool_contract::journal::{Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, RecordRef};
 use tool_contract::key::IntentKey;
 
 /// A log that stops answering, or fails, after some appends.
@@ -83,14 +81,6 @@ impl Journal for Faulty {
 
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
         self.inner.unresolved()
-    }
-
-    fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
-        self.inner.approval(key)
-    }
-
-    fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
-        self.inner.approval_step(record)
     }
 
     fn flush(&self) -> Result<(), JournalError> {

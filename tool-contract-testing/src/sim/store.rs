@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::{CALLER, Failure, Faulty, LogMode, Rng, Schedule, Seen, Setup, run};
 use crate::Fault;
 use tool_contract::journal::{
-    Answer, Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase, Recall, Record, RecordRef,
+    Answer, Claimed, Durability, Journal, JournalError, LastWord, Owner, Phase, Recall, RecordRef,
 };
 use tool_contract::key::IntentKey;
 
@@ -399,14 +399,6 @@ impl Journal for Injector {
 
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
         self.inner.unresolved()
-    }
-
-    fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
-        self.inner.approval(key)
-    }
-
-    fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
-        self.inner.approval_step(record)
     }
 
     fn flush(&self) -> Result<(), JournalError> {

@@ -106,7 +106,7 @@ impl Leases {
                  intent's holder only a probe's verdict on the highest attempt ({highest})"
             )),
             Phase::Approval => Err("an approval record is not an attempt's: it is written by \
-                 `Journal::approval_step`, unfenced"
+                 `Approvals::approval_step`, unfenced"
                 .to_owned()),
         }
     }

@@ -34,6 +34,7 @@ pub mod inspect;
 mod leases;
 mod memory;
 pub(crate) mod notes;
+mod reader;
 pub(crate) mod record;
 pub(crate) mod stamp;
 pub mod terminal;
@@ -45,6 +46,7 @@ pub use notes::{
     ApprovalNote, MAX_BY_BYTES, MAX_EVIDENCE_BYTES, MAX_WHY_BYTES, Settlement, Step as ApprovalStep, Verdict,
     Via,
 };
+pub use reader::{Batch, LogReader};
 pub use record::{Durability, LastWord, Phase, Recall, Record, RecordRef};
 pub(crate) use stamp::{parse_rfc3339, rfc3339, wall_clock};
 pub(crate) use stamp::{wall_clock_at, with_stamp};
@@ -104,14 +106,6 @@ pub enum JournalError {
         /// What the store holds instead (`held by ...`, `attempt 3 is recorded; the next is 4`).
         why: String,
     },
-    /// The store does not keep what was asked of it (approvals, in a store written before them).
-    #[error("{log} does not keep {what}")]
-    Unsupported {
-        /// The log's name (`this store` when it does not say).
-        log: String,
-        /// What it does not keep.
-        what: String,
-    },
 }
 
 /// How [`JournalError::InUse`] says how long its opener waited: nothing when it did not wait.
@@ -127,9 +121,6 @@ impl From<std::io::Error> for JournalError {
 
 /// A boxed future, for the object-safe traits of this crate.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// What a store without approvals says it does not keep.
-const NO_APPROVALS: &str = "approvals (the memory, file and PostgreSQL stores do)";
 
 /// A store for the attempt log.
 ///
@@ -166,10 +157,10 @@ const NO_APPROVALS: &str = "approvals (the memory, file and PostgreSQL stores do
 /// [`finish`](Journal::finish) (the last record and the release in one round trip),
 /// [`append_attempt`](Journal::append_attempt) (a read's two records as one entry),
 /// [`attempts`](Journal::attempts) (a read's numbering without decoding a record) and
-/// [`flush`](Journal::flush). [`approval`](Journal::approval) and
-/// [`approval_step`](Journal::approval_step) keep the questions of a
-/// [`LogApprover`](crate::person::LogApprover) and their answers; a store without them says so
-/// ([`JournalError::Unsupported`]) and a `LogApprover` on it says no. The
+/// [`flush`](Journal::flush). Approvals are a capability of their own, [`Approvals`]: a store that
+/// keeps them implements it, and whatever needs them ([`LogApprover`](crate::person::LogApprover),
+/// [`answer_approval`](crate::person::answer_approval)) asks for it in its type, so a store or a
+/// wrapper without them is refused by the compiler, never taken for one that found no answer. The
 /// conformance suite (`tool_contract_testing::stores`) checks the
 /// contract through the required methods and the defaults alike.
 ///
@@ -295,29 +286,36 @@ pub trait Journal: Send + Sync {
     /// store is unreachable.
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>>;
 
-    /// The intent's last `approval` record (a question, or its answer), for
-    /// [`LogApprover`](crate::person::LogApprover) and [`answer_approval`](crate::person::answer_approval);
-    /// `Ok(None)` when none was written. The default: this store keeps no approvals
-    /// ([`JournalError::Unsupported`]).
-    fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
-        let _ = key;
-        Answer::now(Err(JournalError::Unsupported { log: "this store".into(), what: NO_APPROVALS.into() }))
-    }
-
-    /// Append an `approval` record, synced, by one rule applied atomically: a question always; an
-    /// answer only when the intent's last approval record is the question about the same attempt (so
-    /// one answer counts, and none to a question asked again since). `Ok(false)` when refused by that
-    /// rule, with nothing written. The default: this store keeps no approvals.
-    fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
-        let _ = record;
-        Answer::now(Err(JournalError::Unsupported { log: "this store".into(), what: NO_APPROVALS.into() }))
-    }
-
     /// Hand every [`Durability::Lazy`] record still held in the process to the store. A store that
     /// holds none does nothing (the default).
     fn flush(&self) -> Result<(), JournalError> {
         Ok(())
     }
+}
+
+/// A store that keeps approvals: the questions a [`LogApprover`](crate::person::LogApprover) asks before
+/// a second `money` attempt, and their answers, as `approval` records beside the attempts.
+///
+/// A capability of its own rather than methods every store must stub: code that needs approvals asks
+/// for `dyn Approvals` (or `A: Approvals`), so a store that keeps none, or a wrapper that forwards
+/// [`Journal`] and not this, does not compile there. The memory, compact, file and PostgreSQL stores
+/// keep them; a wrapper keeps them by implementing this trait too, forwarding both methods.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` keeps no approvals: it does not implement `Approvals`",
+    label = "approvals are asked and answered through this store",
+    note = "a wrapper of a store that keeps approvals implements `Approvals` too, forwarding `approval` and `approval_step`"
+)]
+pub trait Approvals: Journal {
+    /// The intent's last `approval` record (a question, or its answer), for
+    /// [`LogApprover`](crate::person::LogApprover) and [`answer_approval`](crate::person::answer_approval);
+    /// `Ok(None)` when none was written.
+    fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>>;
+
+    /// Append an `approval` record, synced, by one rule applied atomically: a question always; an
+    /// answer only when the intent's last approval record is the question about the same attempt (so
+    /// one answer counts, and none to a question asked again since). `Ok(false)` when refused by that
+    /// rule, with nothing written.
+    fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>>;
 }
 
 /// Who runs an intent while it is claimed: one call in one process. Unique across the processes that
@@ -433,21 +431,21 @@ mod tests {
     async fn memory_journal_tracks_the_last_word() {
         let log = MemoryJournal::new();
         let key = Intent::new("t", "a", "post", "x").key();
-        assert!(log.recall(&key).is_none());
+        assert!(log.recall_now(&key).is_none());
         log.append(record(Phase::Start, 1, None).as_record_ref(), Durability::Synced).await.unwrap();
-        assert_eq!(log.recall(&key).unwrap().last_word(), LastWord::Unfinished);
-        assert_eq!(log.unresolved().len(), 1);
+        assert_eq!(log.recall_now(&key).unwrap().last_word(), LastWord::Unfinished);
+        assert_eq!(log.unresolved_now().len(), 1);
         log.append(record(Phase::End, 1, Some(Outcome::Retryable)).as_record_ref(), Durability::Buffered)
             .await
             .unwrap();
-        assert_eq!(log.recall(&key).unwrap().last_word(), LastWord::Ended(Outcome::Retryable));
-        assert!(log.unresolved().is_empty());
+        assert_eq!(log.recall_now(&key).unwrap().last_word(), LastWord::Ended(Outcome::Retryable));
+        assert!(log.unresolved_now().is_empty());
         log.append(record(Phase::Start, 2, None).as_record_ref(), Durability::Synced).await.unwrap();
         // A late end record of attempt 1 must not hide the unfinished attempt 2.
         log.append(record(Phase::End, 1, Some(Outcome::Ok)).as_record_ref(), Durability::Buffered)
             .await
             .unwrap();
-        let recall = log.recall(&key).unwrap();
+        let recall = log.recall_now(&key).unwrap();
         assert_eq!((recall.attempts, recall.last_word()), (2, LastWord::Unfinished));
     }
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Approval, ApprovalRequest, Approve};
 use crate::journal::{ApprovalNote, ApprovalStep as Step, BoxFuture, MAX_WHY_BYTES};
-use crate::journal::{Journal, JournalError, Phase, Record, rfc3339, wall_clock};
+use crate::journal::{Approvals, JournalError, Phase, Record, rfc3339, wall_clock};
 use crate::key::IntentKey;
 use crate::rules::one_line;
 
@@ -120,7 +120,7 @@ fn record_of(last: &Record, note: ApprovalNote) -> Record {
 /// the record written, or why none was. At most one answer counts per question; a question past its
 /// `until`, or whose asker is gone, takes none.
 pub async fn answer_approval(
-    journal: &dyn Journal,
+    journal: &dyn Approvals,
     key: &IntentKey,
     attempt: u32,
     decision: &Decision,
@@ -190,7 +190,7 @@ pub async fn answer_approval(
 /// [`LogApprover`] is an [`Approve`](crate::person::Approve) that writes an `approval` record with step
 /// `asked` (what the first attempt left, and until when it waits), then waits for the record that
 /// answers it: [`answer_approval`] writes `approved` or `denied` with who and why. A store keeps at
-/// most one answer to one question ([`Journal::approval_step`]): two people answering at once, exactly
+/// most one answer to one question ([`Approvals::approval_step`]): two people answering at once, exactly
 /// one answer counts and the other is told whose. A question nobody answers in time is denied by the
 /// asker, through the same rule, so a late answer cannot approve an attempt nobody waits for.
 ///
@@ -200,7 +200,7 @@ pub async fn answer_approval(
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use tool_contract::journal::Journal;
+/// use tool_contract::journal::Approvals;
 /// use tool_contract::key::Intent;
 /// use tool_contract::person::{Decision, LogApprover};
 /// use tool_contract::{Call, Class, IntentKey, MemoryJournal, Outcome};
@@ -217,7 +217,7 @@ pub async fn answer_approval(
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let log: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
+/// let log: Arc<dyn Approvals> = Arc::new(MemoryJournal::new());
 /// let task = Task::new("ord-7741", "agent", Duration::from_secs(600))
 ///     .journal(log.clone())
 ///     .approver(LogApprover::new(log.clone()).wait(Duration::from_secs(300)));
@@ -242,15 +242,16 @@ pub async fn answer_approval(
 /// A question nobody answers within [`LogApprover::wait`] (5 minutes unless set), or within the task's
 /// budget if that is shorter, is denied by the approver itself, recorded as `denied` by `nobody`.
 pub struct LogApprover {
-    journal: Arc<dyn Journal>,
+    journal: Arc<dyn Approvals>,
     wait: Duration,
     asked_of: String,
     who: Mutex<HashMap<(IntentKey, u32), String>>,
 }
 
 impl LogApprover {
-    /// An approver that asks in `journal`: give it the journal the task writes to.
-    pub fn new(journal: Arc<dyn Journal>) -> LogApprover {
+    /// An approver that asks in `journal`: give it the journal the task writes to (a store that keeps
+    /// approvals: one that does not is refused here, at compile time).
+    pub fn new(journal: Arc<dyn Approvals>) -> LogApprover {
         LogApprover {
             journal,
             wait: Duration::from_secs(300),

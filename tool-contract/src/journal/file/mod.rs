@@ -65,6 +65,7 @@ use crate::rules::{sort_queue, supersedes};
 
 mod codec;
 mod compact;
+mod follow;
 mod read;
 mod recovery;
 mod requests;
@@ -72,6 +73,7 @@ mod store;
 mod writer;
 
 pub use crate::person::REQUEST_LIFETIME;
+pub use follow::FileReader;
 pub use read::{LogContents, Warning, parse_log, read_log};
 pub use requests::{MAX_REQUEST_BYTES, request_approval, request_settlement, requests_dir};
 
@@ -445,13 +447,13 @@ impl FileJournal {
     }
 
     /// What the log holds on one intent, at once: [`Journal::recall`] without the wait.
-    pub fn recall(&self, key: &IntentKey) -> Option<Recall> {
+    pub fn recall_now(&self, key: &IntentKey) -> Option<Recall> {
         let state = self.shared.lock();
         state.index.get(key).map(|entry| entry.recall(*key))
     }
 
     /// Every unresolved intent, oldest first, at once: [`Journal::unresolved`] without the wait.
-    pub fn unresolved(&self) -> Vec<Recall> {
+    pub fn unresolved_now(&self) -> Vec<Recall> {
         let state = self.shared.lock();
         sort_queue(state.index.iter().filter(|(_, e)| e.is_unresolved()).map(|(k, e)| e.recall(*k)).collect())
     }

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use super::{FileJournal, writer};
-use crate::journal::{Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef};
+use crate::journal::{
+    Answer, Approvals, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef,
+};
 use crate::key::IntentKey;
 
 impl Journal for FileJournal {
@@ -63,13 +65,15 @@ impl Journal for FileJournal {
     }
 
     fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {
-        Answer::now(Ok(FileJournal::recall(self, key)))
+        Answer::now(Ok(FileJournal::recall_now(self, key)))
     }
 
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
-        Answer::now(Ok(FileJournal::unresolved(self)))
+        Answer::now(Ok(FileJournal::unresolved_now(self)))
     }
+}
 
+impl Approvals for FileJournal {
     fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
         Answer::now(Ok(self.shared.lock().approvals.last(key).cloned()))
     }

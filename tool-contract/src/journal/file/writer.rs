@@ -258,7 +258,7 @@ impl Future for SyncWait {
 }
 
 /// The slowest recent sync after which a lone waiter still looks for its answer before parking.
-/// Why [`FileJournal::write`] refused an approval record ([`Journal::approval_step`]'s rule).
+/// Why [`FileJournal::write`] refused an approval record ([`Approvals::approval_step`](crate::journal::Approvals::approval_step)'s rule).
 pub(super) const APPROVAL_REFUSED: &str = "an approval record that does not follow the intent's last one";
 
 const MAX_SPUN_SYNC: std::time::Duration = std::time::Duration::from_millis(1);

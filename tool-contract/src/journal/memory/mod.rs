@@ -6,7 +6,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::leases::Leases;
-use super::{Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef};
+use super::{
+    Answer, Approvals, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef,
+};
 use crate::key::IntentKey;
 use crate::rules::{counts_as_attempt, in_doubt, sort_queue, supersedes};
 
@@ -136,13 +138,13 @@ impl MemoryJournal {
     }
 
     /// What the log holds on one intent, at once: [`Journal::recall`] without the wait.
-    pub fn recall(&self, key: &IntentKey) -> Option<Recall> {
+    pub fn recall_now(&self, key: &IntentKey) -> Option<Recall> {
         let state = self.lock();
         state.index.get(key).map(|&kept| state.recall(kept))
     }
 
     /// Every unresolved intent, oldest first, at once: [`Journal::unresolved`] without the wait.
-    pub fn unresolved(&self) -> Vec<Recall> {
+    pub fn unresolved_now(&self) -> Vec<Recall> {
         let state = self.lock();
         let open = state.index.values().filter(|kept| {
             let last = state.last(kept);
@@ -239,13 +241,15 @@ impl Journal for MemoryJournal {
     }
 
     fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {
-        Answer::now(Ok(MemoryJournal::recall(self, key)))
+        Answer::now(Ok(MemoryJournal::recall_now(self, key)))
     }
 
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
-        Answer::now(Ok(MemoryJournal::unresolved(self)))
+        Answer::now(Ok(MemoryJournal::unresolved_now(self)))
     }
+}
 
+impl Approvals for MemoryJournal {
     fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
         Answer::now(Ok(self.lock().approvals.last(key).cloned()))
     }
@@ -317,10 +321,10 @@ mod tests {
         let compact = CompactMemoryJournal::from_records(records.clone());
         assert_eq!(plain.records(), records);
         assert_eq!(compact.records(), plain.records());
-        assert_eq!(compact.unresolved(), plain.unresolved());
+        assert_eq!(compact.unresolved_now(), plain.unresolved_now());
         for n in 0..13 {
             let key = key(&format!("i{n}"));
-            assert_eq!(compact.recall(&key), plain.recall(&key), "i{n}");
+            assert_eq!(compact.recall_now(&key), plain.recall_now(&key), "i{n}");
         }
     }
 
@@ -334,8 +338,8 @@ mod tests {
             append(record(&format!("done-{n}"), Phase::End, 1, Some(Outcome::Ok)));
         }
         assert!(log.intents() <= 8, "{} intents", log.intents());
-        assert!(log.recall(&key("open")).is_some(), "an intent in doubt is never forgotten");
-        assert!(log.recall(&key("done-0")).is_none(), "the oldest resolved went first");
-        assert!(log.recall(&key("done-11")).is_some(), "the newest stays");
+        assert!(log.recall_now(&key("open")).is_some(), "an intent in doubt is never forgotten");
+        assert!(log.recall_now(&key("done-0")).is_none(), "the oldest resolved went first");
+        assert!(log.recall_now(&key("done-11")).is_some(), "the newest stays");
     }
 }

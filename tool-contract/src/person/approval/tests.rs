@@ -1,5 +1,5 @@
 use super::*;
-use crate::journal::{Claimed, Durability, MemoryJournal, Owner, Recall, RecordRef};
+use crate::journal::{Durability, Journal, MemoryJournal};
 use crate::{Applied, Outcome};
 
 fn request(next_attempt: u32) -> ApprovalRequest {
@@ -55,65 +55,6 @@ async fn a_request_about_another_attempt_is_denied_and_nothing_is_asked() {
     assert!(why.contains("holds nothing"), "{why}");
 }
 
-/// A store of one's own that keeps no approvals: the question cannot be asked, and the answer is
-/// no, naming why.
-struct Plain(MemoryJournal);
-
-impl Journal for Plain {
-    fn claim(
-        &self,
-        key: &IntentKey,
-        owner: &Owner,
-        lease: Duration,
-    ) -> crate::journal::Answer<'_, Result<Claimed, JournalError>> {
-        self.0.claim(key, owner, lease)
-    }
-    fn release(&self, key: &IntentKey, owner: &Owner) {
-        self.0.release(key, owner)
-    }
-    fn start(
-        &self,
-        owner: &Owner,
-        record: RecordRef<'_>,
-        d: Durability,
-    ) -> crate::journal::Answer<'_, Result<(), JournalError>> {
-        self.0.start(owner, record, d)
-    }
-    fn end(
-        &self,
-        owner: &Owner,
-        record: RecordRef<'_>,
-        d: Durability,
-    ) -> crate::journal::Answer<'_, Result<(), JournalError>> {
-        self.0.end(owner, record, d)
-    }
-    fn append(
-        &self,
-        record: RecordRef<'_>,
-        d: Durability,
-    ) -> crate::journal::Answer<'_, Result<(), JournalError>> {
-        Journal::append(&self.0, record, d)
-    }
-    fn recall(&self, key: &IntentKey) -> crate::journal::Answer<'_, Result<Option<Recall>, JournalError>> {
-        Journal::recall(&self.0, key)
-    }
-    fn unresolved(&self) -> crate::journal::Answer<'_, Result<Vec<Recall>, JournalError>> {
-        Journal::unresolved(&self.0)
-    }
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_store_that_keeps_no_approvals_denies_saying_so() {
-    let log = Arc::new(Plain(MemoryJournal::new()));
-    after_attempt_1(&*log).await;
-    let Approval::Denied(why) = LogApprover::new(log.clone()).approve(&request(2)).await else {
-        panic!("approved")
-    };
-    assert!(why.contains("does not keep approvals"), "{why}");
-    let answered = answer_approval(&*log, &request(2).key, 2, &Decision::approve("alice", "ok")).await;
-    assert!(matches!(&answered, Err(ApprovalError::Store(JournalError::Unsupported { .. }))), "{answered:?}");
-}
-
 /// An answer is bound to what the person examined, by the rule settlements follow: once another
 /// attempt has started, an answer about the attempt before it is refused, naming the newer one.
 #[tokio::test(start_paused = true)]
@@ -122,7 +63,7 @@ async fn an_answer_after_another_attempt_started_is_refused_naming_it() {
     after_attempt_1(&*log).await;
     let key = request(2).key;
     let question = record_of(
-        &log.recall(&key).unwrap().last,
+        &log.recall_now(&key).unwrap().last,
         ApprovalNote {
             step: Step::Asked,
             by: "ops".into(),

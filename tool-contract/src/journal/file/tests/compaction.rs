@@ -14,7 +14,7 @@ fn a_log_of_an_earlier_version_is_migrated_by_a_compaction() {
     FileJournal::compact(dir.log()).unwrap();
     assert!(fs::read_to_string(dir.log()).unwrap().starts_with(&logged("")));
     let log = FileJournal::open(dir.log()).unwrap();
-    assert_eq!(log.recall(&key("d")).unwrap().attempts, 3);
+    assert_eq!(log.recall_now(&key("d")).unwrap().attempts, 3);
 }
 
 fn mixed_log() -> Vec<Record> {
@@ -54,7 +54,7 @@ fn compaction_keeps_each_intents_latest_attempt_and_the_same_index() {
     let text: String = records.iter().map(line).collect();
     fs::write(dir.log(), logged(text + "torn{\"phase\"")).unwrap();
     let before = index_of(&dir.log());
-    let unresolved_before = FileJournal::open(dir.log()).unwrap().unresolved();
+    let unresolved_before = FileJournal::open(dir.log()).unwrap().unresolved_now();
 
     let done = FileJournal::compact(dir.log()).unwrap();
     assert_eq!((done.records_before, done.records_after, done.intents), (13, 7, 4));
@@ -82,7 +82,7 @@ fn compaction_keeps_each_intents_latest_attempt_and_the_same_index() {
         ]
     );
     assert_eq!(index_of(&dir.log()), before);
-    assert_eq!(FileJournal::open(dir.log()).unwrap().unresolved(), unresolved_before);
+    assert_eq!(FileJournal::open(dir.log()).unwrap().unresolved_now(), unresolved_before);
     // Compacting again changes nothing.
     let again = FileJournal::compact(dir.log()).unwrap();
     assert_eq!((again.records_before, again.records_after), (7, 7));
@@ -101,7 +101,7 @@ fn a_compaction_cut_short_leaves_the_log_whole_and_its_leftover_unread() {
     let log = FileJournal::open(dir.log()).unwrap();
     assert!(log.warnings().is_empty());
     assert_eq!(log.stats().records_read, 13);
-    assert_eq!(log.recall(&key("d")).unwrap().attempts, 3);
+    assert_eq!(log.recall_now(&key("d")).unwrap().attempts, 3);
     drop(log);
     assert_eq!(fs::read_to_string(dir.log()).unwrap(), text);
 

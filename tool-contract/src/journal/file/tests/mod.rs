@@ -365,10 +365,10 @@ async fn a_new_log_has_mode_0600_and_its_index_survives_a_reopen() {
     let log = FileJournal::open(dir.log()).unwrap();
     assert!(log.warnings().is_empty());
     assert_eq!(log.stats().records_read, 3);
-    let a = log.recall(&key("a")).unwrap();
+    let a = log.recall_now(&key("a")).unwrap();
     assert_eq!(a.last_word(), LastWord::Ok(Some(&serde_json::json!(4411))));
-    assert_eq!(log.recall(&key("b")).unwrap().last_word(), LastWord::Unfinished);
-    let open: Vec<IntentKey> = log.unresolved().iter().map(|r| r.last.intent_key).collect();
+    assert_eq!(log.recall_now(&key("b")).unwrap().last_word(), LastWord::Unfinished);
+    let open: Vec<IntentKey> = log.unresolved_now().iter().map(|r| r.last.intent_key).collect();
     assert_eq!(open, [key("b")]);
 }
 
@@ -490,7 +490,7 @@ async fn a_log_opened_off_the_runtime_is_the_same_log() {
     log.append(record("a", Phase::Start, 1, None).as_record_ref(), Durability::Synced).await.unwrap();
     drop(log);
     let again = FileJournal::open_async(dir.log()).await.unwrap();
-    assert_eq!(again.recall(&record("a", Phase::Start, 1, None).intent_key).map(|r| r.attempts), Some(1));
+    assert_eq!(again.recall_now(&record("a", Phase::Start, 1, None).intent_key).map(|r| r.attempts), Some(1));
     let busy = FileJournal::open_async(dir.log()).await.unwrap_err();
     assert!(matches!(busy, JournalError::InUse { .. }), "{busy}");
 }

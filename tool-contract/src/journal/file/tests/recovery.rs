@@ -15,8 +15,8 @@ async fn a_torn_last_line_is_skipped_by_number_and_the_next_record_starts_a_new_
     assert_eq!(log.warnings().len(), 1);
     assert_eq!(log.warnings()[0].line, 3);
     assert!(log.warnings()[0].message.starts_with("torn last line"), "{}", log.warnings()[0]);
-    assert_eq!(log.recall(&key("a")).unwrap().last_word(), LastWord::Unfinished);
-    assert!(log.recall(&key("b")).is_none());
+    assert_eq!(log.recall_now(&key("a")).unwrap().last_word(), LastWord::Unfinished);
+    assert!(log.recall_now(&key("b")).is_none());
     // Opening changed nothing.
     assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(line(&first) + torn));
 
@@ -49,7 +49,7 @@ fn a_garbled_line_is_skipped_by_number_and_the_rest_is_used() {
     assert_eq!(lines, [4, 5], "the blank line 3 is not a warning: {:?}", read.warnings);
     let log = FileJournal::open(dir.log()).unwrap();
     assert_eq!(log.warnings(), read.warnings);
-    assert!(matches!(log.recall(&key("a")).unwrap().last_word(), LastWord::Ok(_)));
+    assert!(matches!(log.recall_now(&key("a")).unwrap().last_word(), LastWord::Ok(_)));
     drop(log);
     assert_eq!(fs::read_to_string(dir.log()).unwrap(), logged(&text), "nothing is rewritten");
 }
@@ -129,7 +129,7 @@ async fn a_header_with_a_field_this_version_does_not_know_is_read_by_its_format(
     fs::write(dir.log(), format!("{header}\n{}", line(&first))).unwrap();
     let log = FileJournal::open(dir.log()).unwrap();
     assert!(log.warnings().is_empty(), "{:?}", log.warnings());
-    assert_eq!(log.recall(&first.intent_key).map(|r| r.attempts), Some(1));
+    assert_eq!(log.recall_now(&first.intent_key).map(|r| r.attempts), Some(1));
     log.append(record("a", Phase::End, 1, Some(Outcome::Ok)).as_record_ref(), Durability::Synced)
         .await
         .unwrap();
@@ -188,7 +188,7 @@ async fn attempt_numbers_continue_after_an_older_process() {
     .await;
     assert_eq!(report.value, Some(3));
     assert!(report.attempt_id.ends_with("-a3"), "{}", report.attempt_id);
-    assert_eq!(log.recall(&k).unwrap().attempts, 3);
+    assert_eq!(log.recall_now(&k).unwrap().attempts, 3);
 }
 
 #[tokio::test]
@@ -197,7 +197,7 @@ async fn an_unknown_left_by_an_older_process_is_probed_before_attempt_3() {
     let dir = Scratch::new("older-unknown");
     fs::write(dir.log(), logged(older_log("unknown"))).unwrap();
     let log = Arc::new(FileJournal::open(dir.log()).unwrap());
-    assert_eq!(log.unresolved().len(), 1);
+    assert_eq!(log.unresolved_now().len(), 1);
     let task = Task::new("ord-7741", "agent", Duration::from_secs(30)).journal(log.clone());
     let k = task.key(&POST, &"thread-9", None);
     let probes = AtomicU32::new(0);
@@ -315,9 +315,9 @@ pub(super) fn random_record(rng: &mut Rng, keys: u64) -> Record {
 fn assert_same_index(log: &FileJournal, fold: &crate::MemoryJournal, keys: u64) {
     for k in 0..keys {
         let key = key(&format!("k{k}"));
-        assert_eq!(log.recall(&key), fold.recall(&key), "k{k}");
+        assert_eq!(log.recall_now(&key), fold.recall_now(&key), "k{k}");
     }
-    assert_eq!(log.unresolved(), fold.unresolved());
+    assert_eq!(log.unresolved_now(), fold.unresolved_now());
 }
 
 #[tokio::test]
@@ -405,7 +405,7 @@ fn streamed_in_small_chunks_the_index_warnings_and_line_numbers_are_the_same() {
         assert!(scan.torn_tail, "chunk {chunk}");
         assert_eq!(index.len(), keys.len(), "chunk {chunk}");
         for (key, entry) in &index {
-            assert_eq!(Some(entry.recall(*key)), fold.recall(key), "chunk {chunk}");
+            assert_eq!(Some(entry.recall(*key)), fold.recall_now(key), "chunk {chunk}");
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::journal::leases::Leases;
 use crate::journal::{
-    Answer, Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef,
+    Answer, Approvals, Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef,
 };
 use crate::key::{IntentKey, KeyHashing};
 use crate::rules::{counts_as_attempt, sort_queue, supersedes};
@@ -369,13 +369,13 @@ impl CompactMemoryJournal {
     }
 
     /// What the log holds on one intent, at once: [`Journal::recall`] without the wait.
-    pub fn recall(&self, key: &IntentKey) -> Option<Recall> {
+    pub fn recall_now(&self, key: &IntentKey) -> Option<Recall> {
         let state = self.lock();
         state.index.get(key).map(|&kept| state.recall(kept))
     }
 
     /// Every unresolved intent, oldest first, at once: [`Journal::unresolved`] without the wait.
-    pub fn unresolved(&self) -> Vec<Recall> {
+    pub fn unresolved_now(&self) -> Vec<Recall> {
         let state = self.lock();
         let open = state.index.values().filter(|kept| {
             let last = &state.records[kept.last];
@@ -463,7 +463,7 @@ impl Journal for CompactMemoryJournal {
     }
 
     fn recall(&self, key: &IntentKey) -> Answer<'_, Result<Option<Recall>, JournalError>> {
-        Answer::now(Ok(CompactMemoryJournal::recall(self, key)))
+        Answer::now(Ok(CompactMemoryJournal::recall_now(self, key)))
     }
 
     fn attempts(&self, key: &IntentKey) -> Answer<'_, Result<Option<u32>, JournalError>> {
@@ -471,9 +471,11 @@ impl Journal for CompactMemoryJournal {
     }
 
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
-        Answer::now(Ok(CompactMemoryJournal::unresolved(self)))
+        Answer::now(Ok(CompactMemoryJournal::unresolved_now(self)))
     }
+}
 
+impl Approvals for CompactMemoryJournal {
     fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
         Answer::now(Ok(self.lock().approvals.last(key).cloned()))
     }

@@ -143,7 +143,7 @@ fn the_records_read_back_are_the_records_appended_whatever_is_folded() {
         }
         let last =
             records.iter().rev().find(|r| r.attempt == records.iter().map(|r| r.attempt).max().unwrap_or(0));
-        let recalled = log.recall(&records[0].intent_key).map(|r| r.last);
+        let recalled = log.recall_now(&records[0].intent_key).map(|r| r.last);
         if records.iter().all(|r| r.intent_key == records[0].intent_key) {
             assert_eq!(recalled.as_ref(), last, "{name}: the last word");
         }
@@ -170,7 +170,7 @@ fn the_records_read_back_are_the_records_appended_whatever_is_folded() {
     }
     assert!(read.lock().records.iter().all(|stored| stored.rare.is_none()));
     assert_eq!(log.records().len(), 4);
-    assert_eq!(log.recall(&key("a")).map(|r| (r.attempts, r.last)), Some((2, end("a", 2))));
+    assert_eq!(log.recall_now(&key("a")).map(|r| (r.attempts, r.last)), Some((2, end("a", 2))));
 }
 
 #[tokio::test(start_paused = true)]
@@ -253,18 +253,21 @@ async fn the_log_forgets_the_oldest_resolved_intents_past_its_bound_never_one_in
     }
     for n in 0..3 {
         assert!(
-            CompactMemoryJournal::recall(&log, &key(&format!("open-{n}"))).is_some(),
+            CompactMemoryJournal::recall_now(&log, &key(&format!("open-{n}"))).is_some(),
             "an intent in doubt is kept"
         );
     }
-    assert!(CompactMemoryJournal::recall(&log, &key("done-39")).is_some(), "the newest is kept");
-    assert!(CompactMemoryJournal::recall(&log, &key("done-0")).is_none(), "the oldest resolved is forgotten");
-    assert_eq!(CompactMemoryJournal::unresolved(&log).len(), 3);
+    assert!(CompactMemoryJournal::recall_now(&log, &key("done-39")).is_some(), "the newest is kept");
+    assert!(
+        CompactMemoryJournal::recall_now(&log, &key("done-0")).is_none(),
+        "the oldest resolved is forgotten"
+    );
+    assert_eq!(CompactMemoryJournal::unresolved_now(&log).len(), 3);
     let other = Owner::new("v");
     let busy = log.claim(&key("claimed"), &other, std::time::Duration::from_secs(1)).await.unwrap();
     assert!(matches!(busy, Claimed::Busy { .. }), "the claim survived the rebuild");
     assert_eq!(
-        CompactMemoryJournal::recall(&log, &key("claimed")).map(|r| r.attempts),
+        CompactMemoryJournal::recall_now(&log, &key("claimed")).map(|r| r.attempts),
         Some(1),
         "and its records"
     );
