@@ -7,9 +7,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tool_contract::{
     __private::parse_rfc3339,
-    journal::{ApprovalStep, JournalError, LogReader, Phase, Recall, Record},
+    journal::{ApprovalStep, JournalError, LogReader, Recall, Record},
 };
-use tool_contract::{IntentKey, Outcome};
+use tool_contract::rules::Word;
+use tool_contract::IntentKey;
 
 /// Records read from a store at a time, while the index catches up.
 const BATCH: usize = 50_000;
@@ -194,25 +195,28 @@ pub struct Recent {
     pub hours: Vec<[u32; WORDS.len()]>,
 }
 
-/// An intent's last word, as the overview counts it.
+/// An intent's last word, as the overview counts it: the one vocabulary of every reader
+/// ([`tool_contract::rules::last_word`]).
 pub fn last_word(recall: &Recall) -> &'static str {
-    match (recall.last.phase, recall.last.outcome) {
-        (Phase::Settled, _) => "settled",
-        (Phase::Start, _) | (_, None) => "unfinished",
-        (_, Some(Outcome::Ok)) => "ok",
-        (_, Some(Outcome::Retryable)) => "retryable",
-        (_, Some(Outcome::Permanent)) => "permanent",
-        (_, Some(Outcome::Unknown)) => "unknown",
-    }
+    tool_contract::rules::last_word(recall).as_str()
 }
 
-/// The last words the overview counts, in the chart's order.
-pub const WORDS: [&str; 6] = ["ok", "retryable", "permanent", "unknown", "unfinished", "settled"];
+/// The last words the overview counts, in the chart's order ([`tool_contract::rules::Word::ALL`]).
+pub const WORDS: [&str; Word::ALL.len()] = {
+    let mut words = [""; Word::ALL.len()];
+    let mut i = 0;
+    while i < words.len() {
+        words[i] = Word::ALL[i].as_str();
+        i += 1;
+    }
+    words
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tool_contract::journal::HEADER;
+    use tool_contract::Outcome;
+    use tool_contract::journal::{HEADER, Phase};
 
     fn line(task: &str, attempt: u32, phase: Phase, outcome: Option<Outcome>) -> String {
         let key = tool_contract::key::Intent::new(task, "agent", "post_notice", "thread-9").key();

@@ -217,7 +217,8 @@ fn counts_table(counts: &std::collections::BTreeMap<(String, &'static str), u32>
 
 /// Stacked bars per hour of the last day, by last word.
 fn chart(hours: &[[u32; WORDS.len()]]) -> Markup {
-    const COLORS: [&str; WORDS.len()] = ["#2e7d32", "#f9a825", "#6d4c41", "#c62828", "#8e24aa", "#1565c0"];
+    const COLORS: [&str; WORDS.len()] =
+        ["#2e7d32", "#f9a825", "#6d4c41", "#c62828", "#8e24aa", "#1565c0", "#00838f"];
     let top = hours.iter().map(|h| h.iter().sum::<u32>()).max().unwrap_or(0).max(1);
     let (width, height, bar) = (24 * 22, 120u32, 18u32);
     // Each bar's pieces, stacked from the bottom: x, y, height, outcome, count.

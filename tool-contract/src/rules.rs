@@ -175,17 +175,84 @@ pub fn not_in_doubt(recall: &Recall) -> Option<String> {
     })
 }
 
-/// An intent's last word in a few words, one vocabulary for every reader: `unfinished`, `ok`,
-/// `settled landed`, `settled not landed (retryable)`, or the outcome it ended with (`unknown`,
-/// `retryable`, `permanent`).
-pub fn last_word_in_words(recall: &Recall) -> String {
-    let settled = recall.settlement().is_some();
+/// An intent's last word as every reader names it: the inspector (its text and its JSON
+/// `last_word`), the console (its pages and the overview's counts and chart), the commands and the MCP
+/// messages. One closed vocabulary, [`Word::ALL`] in the console chart's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Word {
+    /// The last attempt ended `ok`.
+    Ok,
+    /// The last attempt ended `retryable`.
+    Retryable,
+    /// The last attempt ended `permanent`.
+    Permanent,
+    /// The last attempt ended `unknown`.
+    Unknown,
+    /// The last attempt started and never ended (or the intent is known by an approval record alone).
+    Unfinished,
+    /// A person settled the last attempt `landed`.
+    SettledLanded,
+    /// A person settled the last attempt `not_landed`.
+    SettledNotLanded,
+}
+
+impl Word {
+    /// Every word, in the order the console's chart stacks them.
+    pub const ALL: [Word; 7] = [
+        Word::Ok,
+        Word::Retryable,
+        Word::Permanent,
+        Word::Unknown,
+        Word::Unfinished,
+        Word::SettledLanded,
+        Word::SettledNotLanded,
+    ];
+
+    /// The word as readers print it: `ok`, `retryable`, `permanent`, `unknown`, `unfinished`,
+    /// `settled landed`, `settled not landed`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Word::Ok => "ok",
+            Word::Retryable => "retryable",
+            Word::Permanent => "permanent",
+            Word::Unknown => "unknown",
+            Word::Unfinished => "unfinished",
+            Word::SettledLanded => "settled landed",
+            Word::SettledNotLanded => "settled not landed",
+        }
+    }
+}
+
+impl std::fmt::Display for Word {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An intent's last word ([`Word`]): a person's settlement first, then how the last attempt ended.
+pub fn last_word(recall: &Recall) -> Word {
+    if let Some(settled) = recall.settlement() {
+        return match settled.verdict {
+            crate::journal::Verdict::Landed => Word::SettledLanded,
+            crate::journal::Verdict::NotLanded => Word::SettledNotLanded,
+        };
+    }
     match recall.last_word() {
-        LastWord::Unfinished => "unfinished".into(),
-        LastWord::Ok(_) if settled => "settled landed".into(),
-        LastWord::Ok(_) => "ok".into(),
-        LastWord::Ended(outcome) if settled => format!("settled not landed ({outcome})"),
-        LastWord::Ended(outcome) => outcome.as_str().into(),
+        LastWord::Unfinished => Word::Unfinished,
+        LastWord::Ok(_) => Word::Ok,
+        LastWord::Ended(Outcome::Ok) => Word::Ok,
+        LastWord::Ended(Outcome::Retryable) => Word::Retryable,
+        LastWord::Ended(Outcome::Permanent) => Word::Permanent,
+        LastWord::Ended(Outcome::Unknown) => Word::Unknown,
+    }
+}
+
+/// An intent's last word in words: [`last_word`]'s, with the outcome a settlement `not_landed` left
+/// (`settled not landed (retryable)`).
+pub fn last_word_in_words(recall: &Recall) -> String {
+    match (last_word(recall), recall.last_word()) {
+        (Word::SettledNotLanded, LastWord::Ended(outcome)) => format!("settled not landed ({outcome})"),
+        (word, _) => word.as_str().to_owned(),
     }
 }
 

@@ -11,6 +11,7 @@ use super::terminal::{Terminal, escape};
 use super::{LastWord, Phase, Recall, Record, Warning};
 use crate::key::IntentKey;
 use crate::probe::ProbeMark;
+use crate::rules::Word;
 
 /// What to show of a log.
 #[derive(Debug, Clone, Copy, Default)]
@@ -137,12 +138,9 @@ fn group<'a, E: Entry>(entries: impl Iterator<Item = &'a E>) -> Vec<(&'a str, Ve
     tasks
 }
 
+/// The intent's last word in the one vocabulary every reader uses ([`crate::rules::Word`]).
 fn last_word(recall: &Recall) -> &'static str {
-    match recall.last_word() {
-        LastWord::Unfinished => "unfinished",
-        LastWord::Ok(_) => "ok",
-        LastWord::Ended(outcome) => outcome.as_str(),
-    }
+    crate::rules::last_word(recall).as_str()
 }
 
 /// The `--json` documents: fields in this order, records as the log has them.
@@ -271,10 +269,10 @@ fn tasks_doc<'a, E: Entry>(tasks: &'a [(&'a str, Vec<Thread<'a, E>>)]) -> Vec<Ta
 /// One intent of the timeline in text: its last word, then a line per record, with who wrote it and
 /// when where the store says.
 fn thread_text<E: Entry>(thread: &Thread<'_, E>, out: &mut dyn Write) -> io::Result<()> {
-    let word = match thread.recall.last_word() {
-        LastWord::Unfinished => "unfinished: probe before anything else".to_owned(),
-        LastWord::Ended(crate::Outcome::Unknown) => "unknown: unresolved".to_owned(),
-        _ => last_word(&thread.recall).to_owned(),
+    let word = match crate::rules::last_word(&thread.recall) {
+        Word::Unfinished => "unfinished: probe before anything else".to_owned(),
+        Word::Unknown => "unknown: unresolved".to_owned(),
+        word => word.as_str().to_owned(),
     };
     let attempts = plural(thread.recall.attempts as usize, "attempt", "attempts");
     writeln!(out, "  {} {}  {word} ({attempts})", escape(thread.call), thread.key)?;
