@@ -12,13 +12,9 @@ use tool_contract_testing::{
 };
 
 fn spec(kind: EffectKind) -> ToolSpec {
-    let spec = ToolSpec::new("act", kind).deadline_floor(Duration::from_secs(2));
-    match kind {
-        // A create the receiver does not deduplicate has no landing horizon by default, and the held
-        // request would be created twice: it declares the one a send has.
-        EffectKind::Create => spec.horizon(tool_contract::effect::DEFAULT_HORIZON),
-        _ => spec,
-    }
+    // No horizon declared: every kind with a side effect, a create only its probe deduplicates
+    // included, waits out the default before it trusts the probe's "not landed".
+    ToolSpec::new("act", kind).deadline_floor(Duration::from_secs(2))
 }
 
 async fn single(kind: EffectKind, task: Task, service: FakeService) -> Report<u64> {
@@ -250,11 +246,12 @@ async fn a_read_that_fails_halfway_returns_what_it_got_and_retries_only_the_miss
     assert_eq!((report.outcome, report.value), (Outcome::Permanent, None));
 }
 
-/// A send tool with the default horizon (5 s): the request the service holds and applies 3 s after the
-/// caller let go (a reset, a timeout, a kill and restart) is found by the probe, never sent again.
+/// A tool with the default horizon (5 s), a create only its probe deduplicates included: the request
+/// the service holds and applies 3 s after the caller let go (a reset, a timeout, a kill and restart)
+/// is found by the probe, never sent again.
 #[tokio::test(start_paused = true)]
 async fn a_held_request_is_applied_once_with_the_default_horizon() {
-    for kind in [EffectKind::Send, EffectKind::Money, EffectKind::Destructive] {
+    for kind in [EffectKind::Create, EffectKind::Send, EffectKind::Money, EffectKind::Destructive] {
         let verdict =
             Conformance::new(kind, move |t, s| single(kind, t, s)).run_one(Scenario::HeldRequest).await;
         assert!(verdict.pass, "{kind}: {verdict:?}");
@@ -295,7 +292,7 @@ async fn a_horizon_shorter_than_the_hold_fails_with_what_to_declare() {
     const TOLD: &str =
         "declare a landing horizon at least as long as the service can hold a request (#[tool(horizon";
     for (kind, did) in [
-        // A create the receiver does not deduplicate, on its default (no horizon), is caught the same.
+        // A create the receiver does not deduplicate, with `horizon = "0s"`, is caught the same.
         (EffectKind::Create, "sent it again"),
         (EffectKind::Send, "sent it again"),
         (EffectKind::Money, "sent it again"),

@@ -2,7 +2,8 @@
 //! `HOLD` after its caller stopped waiting for it (a reset, a time limit, a cancelled call, a killed
 //! process) sees it once, in a single call, in a batch and after a restart; when the budget cannot hold
 //! the wait, the report is `unknown` and nothing is sent again. With `horizon = "0s"` (the behaviour
-//! before the default) every one of these sends twice, or reports `no` for what landed.
+//! before the default) every one of these sends twice, or reports `no` for what landed. A `create` the
+//! receiver deduplicates by its key waits for no horizon: its retry carries the same key.
 
 use std::sync::Mutex;
 
@@ -14,8 +15,10 @@ use super::*;
 /// How long the service holds a request after its caller stopped waiting, before applying it.
 const HOLD: Duration = Duration::from_secs(3);
 
-/// The kinds whose duplicate costs, and so wait for the horizon by default.
-const KINDS: [EffectKind; 3] = [EffectKind::Send, EffectKind::Money, EffectKind::Destructive];
+/// The kinds that wait for the horizon by default: every side effect only its probe deduplicates (a
+/// `create` with `dedupe = "receiver"` waits for none: `a_receiver_deduplicated_create_waits_for_no_horizon`).
+const KINDS: [EffectKind; 4] =
+    [EffectKind::Create, EffectKind::Send, EffectKind::Money, EffectKind::Destructive];
 
 /// A service that holds every request it received and applies it `hold` after its caller stopped
 /// waiting: the instant each request (by item) lands.
@@ -263,4 +266,65 @@ async fn a_declared_horizon_covers_a_service_that_holds_longer_than_the_default(
             report.message
         );
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_request_on_a_probe_deduplicated_create_is_created_once_by_default() {
+    let spec = held_spec(EffectKind::Create);
+    assert_eq!(spec.get_dedupe(), Dedupe::Probe, "the default: nobody but the probe deduplicates");
+    for cut in [Cut::Reset, Cut::Hang] {
+        let held = Held::new(HOLD);
+        let report = call(&task_for(format!("create-{cut:?}"), 30, None), &spec, &held, cut).await;
+        assert_eq!(held.effects("one"), 1, "{cut:?}: {}", report.message);
+        assert_eq!((report.outcome, report.effect_applied), (Outcome::Ok, Applied::Yes), "{cut:?}");
+    }
+    // Opting out (`horizon = "0s"`) trusts the probe while the service still holds the request: the
+    // record is created twice, which is what the default is for.
+    let held = Held::new(HOLD);
+    let hasty = spec.horizon(Duration::ZERO);
+    let report = call(&task_for("create-hasty".to_owned(), 30, None), &hasty, &held, Cut::Reset).await;
+    assert_eq!(report.outcome, Outcome::Ok, "{}", report.message);
+    tokio::time::sleep(HOLD).await;
+    assert_eq!(held.effects("one"), 2, "created again while the first was held");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_receiver_deduplicated_create_waits_for_no_horizon() {
+    let spec = held_spec(EffectKind::Create).dedupe(Dedupe::Receiver);
+    assert_eq!(spec.get_horizon(), Duration::ZERO);
+    let held = Held::new(HOLD);
+    let task = task_for("create-receiver".to_owned(), 30, None);
+    let keys = Mutex::new(Vec::new());
+    let began = Instant::now();
+    let report = engine::run(
+        &task,
+        &spec,
+        task.key(&spec, &"thread-9", None),
+        |call| {
+            let first = {
+                let mut keys = keys.lock().unwrap();
+                keys.push(call.key());
+                keys.len() == 1
+            };
+            let request = held.send(vec!["one"]);
+            async move {
+                let _request = request;
+                if first {
+                    Err(Class::unknown("connection reset after the request was sent"))
+                } else {
+                    Ok(7u64)
+                }
+            }
+        },
+        NoProbe,
+    )
+    .await;
+    assert_eq!((report.outcome, report.effect_applied), (Outcome::Ok, Applied::Yes), "{}", report.message);
+    // The retry went out while the first request was still held, with the same key: the receiver's
+    // deduplication by that key, not a wait, keeps it one record.
+    let keys = keys.into_inner().unwrap();
+    assert_eq!(keys.len(), 2, "{}", report.message);
+    assert_eq!(keys[0], keys[1], "the retry carries the same key");
+    assert!(began.elapsed() < HOLD, "no horizon waited for: {:?}", began.elapsed());
+    assert!(!held.landed("one"), "the first request was still held when the retry went out");
 }

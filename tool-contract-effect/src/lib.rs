@@ -73,6 +73,43 @@ pub enum BeforeSecond {
     ProbeThenStop,
 }
 
+/// Who deduplicates a `create`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dedupe {
+    /// Nobody but the probe and the attempt log.
+    Probe,
+    /// The receiver honours the idempotency key; a retry with the same key is safe without a probe.
+    Receiver,
+}
+
+/// Which landing horizon a tool of a kind gets when it declares none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HorizonRule {
+    /// None: a read changes nothing, so nothing waits on a request still held.
+    None,
+    /// [`DEFAULT_HORIZON`], unless the receiver deduplicates by the key (`dedupe = "receiver"`): then
+    /// none, since a retry carries the same key and a request still held does not make a second effect.
+    DefaultUnlessReceiverDedupes,
+    /// [`DEFAULT_HORIZON`].
+    Default,
+}
+
+impl HorizonRule {
+    /// The landing horizon of a tool under this rule that declares none, given who deduplicates it:
+    /// the one place the default is decided (the runtime's `ToolSpec::get_horizon` and the `#[tool]`
+    /// attribute's checks both ask it).
+    pub const fn horizon(self, dedupe: Dedupe) -> Duration {
+        match (self, dedupe) {
+            (HorizonRule::None, _) | (HorizonRule::DefaultUnlessReceiverDedupes, Dedupe::Receiver) => {
+                Duration::ZERO
+            }
+            (HorizonRule::DefaultUnlessReceiverDedupes, Dedupe::Probe) | (HorizonRule::Default, _) => {
+                DEFAULT_HORIZON
+            }
+        }
+    }
+}
+
 /// One row of the policy table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {
@@ -82,14 +119,16 @@ pub struct Policy {
     pub auto_retry: AutoRetry,
     /// What happens before a second attempt.
     pub before_second: BeforeSecond,
-    /// The landing horizon of a tool that declares none: how long after its caller stopped waiting for
-    /// a request (its reply failed, its time limit passed, it was cancelled, its process died) the
-    /// service may still apply it. A probe's (or a person's) "not landed" about an attempt counts only
-    /// once this has passed; zero trusts it at once.
-    pub horizon: Duration,
+    /// The landing horizon of a tool that declares none ([`HorizonRule::horizon`] says which, given who
+    /// deduplicates): how long after its caller stopped waiting for a request (its reply failed, its
+    /// time limit passed, it was cancelled, its process died) the service may still apply it. A
+    /// probe's (or a person's) "not landed" about an attempt counts only once this has passed; zero
+    /// trusts it at once.
+    pub horizon: HorizonRule,
 }
 
-/// The landing horizon of `send`, `money` and `destructive` tools that declare none: 5 s. A service that
+/// The landing horizon of `send`, `money` and `destructive` tools that declare none, and of `create`
+/// tools that declare none and whose receiver does not deduplicate by the key: 5 s. A service that
 /// finishes a request a few seconds after its caller gave up (a queue behind a gateway, a worker that
 /// was mid-request when the connection dropped) is then found by the probe, not sent twice. Its cost:
 /// after a reset or a timeout, and after a restart, a probe that finds nothing is asked again up to 5 s
@@ -108,47 +147,47 @@ impl EffectKind {
     /// | kind | probe | automatic retry | before a second attempt | landing horizon |
     /// |---|---|---|---|---|
     /// | `read` | not needed | with backoff and jitter | nothing | none |
-    /// | `create` | required unless `dedupe = "receiver"` | same key | probe, if any | none |
+    /// | `create` | required unless `dedupe = "receiver"` | same key | probe, if any | 5 s, none with `dedupe = "receiver"` |
     /// | `send` | required | after probe says not landed | probe | 5 s |
     /// | `money` | required | after probe and approval | probe, then approval | 5 s |
     /// | `destructive` | required | never | probe, then stop | 5 s |
     pub const fn policy(self) -> Policy {
         use AutoRetry as R;
         use BeforeSecond as B;
+        use HorizonRule as H;
         use ProbeRule as P;
-        const NONE: Duration = Duration::ZERO;
         match self {
             EffectKind::Read => Policy {
                 probe: P::NotNeeded,
                 auto_retry: R::WithBackoff,
                 before_second: B::Nothing,
-                horizon: NONE,
+                horizon: H::None,
             },
-            // A create's retry carries the same key, which the receiver deduplicates: a request still
-            // held does not make a second effect.
+            // A create's retry carries the same key: a receiver that deduplicates by it makes no second
+            // effect of a request still held, and one that does not has only the probe, which waits.
             EffectKind::Create => Policy {
                 probe: P::RequiredUnlessReceiverDedupes,
                 auto_retry: R::SameKey,
                 before_second: B::ProbeIfAny,
-                horizon: NONE,
+                horizon: H::DefaultUnlessReceiverDedupes,
             },
             EffectKind::Send => Policy {
                 probe: P::Required,
                 auto_retry: R::AfterProbeSaysNotLanded,
                 before_second: B::Probe,
-                horizon: DEFAULT_HORIZON,
+                horizon: H::Default,
             },
             EffectKind::Money => Policy {
                 probe: P::Required,
                 auto_retry: R::AfterProbeAndApproval,
                 before_second: B::ProbeThenApproval,
-                horizon: DEFAULT_HORIZON,
+                horizon: H::Default,
             },
             EffectKind::Destructive => Policy {
                 probe: P::Required,
                 auto_retry: R::Never,
                 before_second: B::ProbeThenStop,
-                horizon: DEFAULT_HORIZON,
+                horizon: H::Default,
             },
         }
     }
@@ -162,6 +201,12 @@ impl EffectKind {
             EffectKind::Money => "expensive to reverse",
             EffectKind::Destructive => "possibly irreversible",
         }
+    }
+
+    /// The landing horizon of a tool of this kind that declares none, given who deduplicates it (the
+    /// policy table's [`HorizonRule`]).
+    pub const fn default_horizon(self, dedupe: Dedupe) -> Duration {
+        self.policy().horizon.horizon(dedupe)
     }
 
     /// `false` for a read, `true` for every kind that changes the world.
@@ -203,6 +248,18 @@ impl fmt::Display for ProbeRule {
             ProbeRule::RequiredUnlessReceiverDedupes => "required, unless `dedupe = \"receiver\"`",
             ProbeRule::Required => "required",
         })
+    }
+}
+
+impl fmt::Display for HorizonRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HorizonRule::None => f.write_str("none"),
+            HorizonRule::DefaultUnlessReceiverDedupes => {
+                write!(f, "{}, none with `dedupe = \"receiver\"`", horizon_text(DEFAULT_HORIZON))
+            }
+            HorizonRule::Default => f.write_str(&horizon_text(DEFAULT_HORIZON)),
+        }
     }
 }
 
@@ -266,12 +323,22 @@ mod tests {
     }
 
     #[test]
-    fn only_kinds_whose_duplicate_costs_wait_for_the_horizon_by_default() {
+    fn every_effect_only_the_probe_deduplicates_waits_for_the_horizon_by_default() {
         for kind in EffectKind::ALL {
-            let waits = !kind.policy().horizon.is_zero();
+            let waits = kind.default_horizon(Dedupe::Probe);
+            let expected = if kind.has_side_effect() { DEFAULT_HORIZON } else { Duration::ZERO };
+            assert_eq!(waits, expected, "{kind}");
+        }
+        // The receiver's key makes a create's retry safe: it waits for nothing. A receiver's key says
+        // nothing to the other kinds, which the probe guards.
+        for kind in EffectKind::ALL {
+            let waits = !kind.default_horizon(Dedupe::Receiver).is_zero();
             let costly = matches!(kind, EffectKind::Send | EffectKind::Money | EffectKind::Destructive);
             assert_eq!(waits, costly, "{kind}");
         }
+        assert_eq!(EffectKind::Create.policy().horizon.to_string(), "5 s, none with `dedupe = \"receiver\"`");
+        assert_eq!(EffectKind::Send.policy().horizon.to_string(), "5 s");
+        assert_eq!(EffectKind::Read.policy().horizon.to_string(), "none");
         assert_eq!(horizon_text(DEFAULT_HORIZON), "5 s");
         assert_eq!(horizon_text(Duration::ZERO), "none");
         assert_eq!(horizon_text(Duration::from_millis(1500)), "1500 ms");

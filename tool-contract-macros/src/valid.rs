@@ -5,7 +5,7 @@ use proc_macro2::Span;
 use syn::ext::IdentExt;
 
 use crate::ast::{Output, Tool, has_impl_trait, option_value, peeled, vec_item};
-use tool_contract_effect::ProbeRule;
+use tool_contract_effect::{Dedupe, ProbeRule};
 
 use crate::attr::{
     Args, BULK, DEDUPE, DESCRIPTION, EFFECT, Given, Key, Kind, NAME, PROBE, SLOT, TARGET, name_problem,
@@ -56,13 +56,20 @@ fn check_timing(ctxt: &Ctxt, tool: &Tool) {
             ctxt.error_spanned_by(horizon.tokens(), message);
         } else if horizon.parsed == Some(0)
             && let Some(kind) = kind
-            && kind.effect().policy().horizon.is_zero()
+            && let Some(dedupe) = args.dedupe()
+            && kind.effect().default_horizon(dedupe).is_zero()
         {
-            let message = format!(
-                "`{}` is already the landing horizon of `{}` tools (a retry carries the same key): remove it",
-                horizon.text(),
-                kind.effect()
-            );
+            // The default is the policy table's, given who deduplicates (`HorizonRule::horizon`), as the
+            // runtime's `ToolSpec::get_horizon` reads it.
+            let whose = match dedupe {
+                Dedupe::Receiver => format!(
+                    "`{}` tools with `dedupe = \"receiver\"` (a retry carries the key the receiver deduplicates by)",
+                    kind.as_str()
+                ),
+                Dedupe::Probe => format!("`{}` tools", kind.as_str()),
+            };
+            let message =
+                format!("`{}` is already the landing horizon of {whose}: remove it", horizon.text());
             ctxt.error_spanned_by(horizon.tokens(), message);
         }
     }

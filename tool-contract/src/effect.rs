@@ -3,5 +3,6 @@
 //! disagree on which kinds need a probe.
 
 pub use tool_contract_effect::{
-    AutoRetry, BeforeSecond, DEFAULT_HORIZON, EffectKind, Policy, ProbeRule, UnknownEffect, horizon_text,
+    AutoRetry, BeforeSecond, DEFAULT_HORIZON, EffectKind, HorizonRule, Policy, ProbeRule, UnknownEffect,
+    horizon_text,
 };

@@ -4,14 +4,9 @@ use std::time::Duration;
 
 use crate::effect::EffectKind;
 
-/// Who deduplicates a `create`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dedupe {
-    /// Nobody but the probe and the attempt log.
-    Probe,
-    /// The receiver honours the idempotency key; a retry with the same key is safe without a probe.
-    Receiver,
-}
+/// Who deduplicates a `create` (defined beside the policy table, whose default landing horizon for a
+/// `create` depends on it).
+pub use tool_contract_effect::Dedupe;
 
 /// Exponential backoff between attempts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,8 +125,9 @@ impl ToolSpec {
     /// "not landed" about an attempt counts only once this has passed since the attempt's request could
     /// last have reached the service; until then the engine waits, within the budget, and probes
     /// again, and when the budget cannot hold the wait the call ends `unknown`. Without one, the kind's
-    /// default ([`Policy::horizon`](crate::effect::Policy::horizon): 5 s for `send`, `money` and
-    /// `destructive`, none for `read` and `create`); `Duration::ZERO` trusts "not landed" at once.
+    /// default given who deduplicates ([`Policy::horizon`](crate::effect::Policy::horizon): 5 s for
+    /// `send`, `money`, `destructive` and a `create` only the probe deduplicates, none for `read` and a
+    /// `create` with [`Dedupe::Receiver`]); `Duration::ZERO` trusts "not landed" at once.
     pub const fn horizon(mut self, horizon: Duration) -> ToolSpec {
         self.horizon = Some(horizon);
         self
@@ -199,11 +195,12 @@ impl ToolSpec {
         }
     }
 
-    /// Its landing horizon: the one it declares, else its kind's default.
+    /// Its landing horizon: the one it declares, else its kind's default given who deduplicates it
+    /// ([`EffectKind::default_horizon`]).
     pub const fn get_horizon(&self) -> Duration {
         match self.horizon {
             Some(horizon) => horizon,
-            None => self.effect.policy().horizon,
+            None => self.effect.default_horizon(self.dedupe),
         }
     }
 
@@ -226,6 +223,23 @@ impl ToolSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_create_waits_for_the_default_horizon_unless_the_receiver_deduplicates() {
+        use crate::effect::DEFAULT_HORIZON;
+        let create = ToolSpec::new("open_ticket", EffectKind::Create);
+        assert_eq!(create.get_horizon(), DEFAULT_HORIZON);
+        assert_eq!(create.dedupe(Dedupe::Receiver).get_horizon(), Duration::ZERO);
+        // A declared horizon wins either way, zero included.
+        assert_eq!(create.horizon(Duration::ZERO).get_horizon(), Duration::ZERO);
+        let declared = create.dedupe(Dedupe::Receiver).horizon(Duration::from_secs(9));
+        assert_eq!(declared.get_horizon(), Duration::from_secs(9));
+        assert_eq!(
+            ToolSpec::new("post", EffectKind::Send).dedupe(Dedupe::Receiver).get_horizon(),
+            DEFAULT_HORIZON
+        );
+        assert_eq!(ToolSpec::new("look", EffectKind::Read).get_horizon(), Duration::ZERO);
+    }
 
     #[test]
     fn backoff_doubles_to_its_max() {

@@ -1,4 +1,4 @@
-//! `max_attempts`, `backoff`, `probe_reserve` and `horizon` (and `horizon = "0s"`, the opt-out), and a floor in hours: each changes what the
+//! `max_attempts`, `backoff`, `probe_reserve` and `horizon` (and `horizon = "0s"`, the opt-out, on a send and on a create only its probe deduplicates), and a floor in hours: each changes what the
 //! engine does.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -69,6 +69,31 @@ pub async fn synchronous_send(thread: String) -> Result<u64, Class> {
     Ok(7)
 }
 
+static CREATES: AtomicU32 = AtomicU32::new(0);
+static PLAIN_CREATES: AtomicU32 = AtomicU32::new(0);
+
+pub async fn not_created(thread: &String, key: IntentKey) -> Probe<u64> {
+    let _ = (thread, key);
+    Probe::NotLanded
+}
+
+/// A create only its probe deduplicates, against a service that applies a request only while its
+/// caller waits: `horizon = "0s"` opts out of the default, so "not landed" is trusted at once.
+#[tool(effect = "create", probe = not_created, target = thread, horizon = "0s")]
+pub async fn synchronous_create(thread: String) -> Result<u64, Class> {
+    let _ = thread;
+    let first = CREATES.fetch_add(1, Ordering::SeqCst) == 0;
+    if first { Err(Class::unknown("connection reset after the request was sent")) } else { Ok(8) }
+}
+
+/// The same create on its default horizon: the probe's "not landed" counts only 5 s after the reset.
+#[tool(effect = "create", probe = not_created, target = thread)]
+pub async fn plain_create(thread: String) -> Result<u64, Class> {
+    let _ = thread;
+    let first = PLAIN_CREATES.fetch_add(1, Ordering::SeqCst) == 0;
+    if first { Err(Class::unknown("connection reset after the request was sent")) } else { Ok(8) }
+}
+
 #[tokio::main(flavor = "current_thread", start_paused = true)]
 async fn main() {
     let task = Task::new("settings-1", "agent", Duration::from_secs(60));
@@ -96,4 +121,18 @@ async fn main() {
     // The first probe found nothing; the engine waited out the 20 s horizon and looked again.
     assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(6)), "{}", report.message);
     assert_eq!(QUEUED.load(Ordering::SeqCst), 1, "sent once");
+
+    let task = Task::new("settings-5", "agent", Duration::from_secs(60));
+    let started = tokio::time::Instant::now();
+    let report = synchronous_create(&task, "thread-3".to_owned()).await;
+    assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(8)), "{}", report.message);
+    assert_eq!(CREATES.load(Ordering::SeqCst), 2, "created again at once");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+
+    let task = Task::new("settings-6", "agent", Duration::from_secs(60));
+    let started = tokio::time::Instant::now();
+    let report = plain_create(&task, "thread-4".to_owned()).await;
+    assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(8)), "{}", report.message);
+    assert_eq!(PLAIN_CREATES.load(Ordering::SeqCst), 2);
+    assert!(started.elapsed() >= Duration::from_secs(5), "waited out the default: {:?}", started.elapsed());
 }

@@ -168,6 +168,18 @@ impl<T> Setting<T> {
     }
 }
 
+impl Args {
+    /// Who deduplicates the tool, as the runtime's `ToolSpec` will say it; `None` when `dedupe` was
+    /// misspelled or its value rejected (already reported), so no rule guesses.
+    pub fn dedupe(&self) -> Option<tool_contract_effect::Dedupe> {
+        match &self.dedupe {
+            _ if self.misspelled.contains(&DEDUPE) => None,
+            None => Some(tool_contract_effect::Dedupe::Probe),
+            Some(given) => given.parsed.map(|()| tool_contract_effect::Dedupe::Receiver),
+        }
+    }
+}
+
 /// Everything `#[tool(...)]` says. A key whose value was rejected is kept with `parsed: None`, so the
 /// rules that follow do not also report it as missing.
 pub struct Args {

@@ -89,7 +89,8 @@ impl<S: SingleTool, B: BulkTool> Conformance<S, B> {
             verdict.detail.push_str(&format!(
                 "; the service applied the request {} after the caller let go, and the tool {}: declare a \
                  landing horizon at least as long as the service can hold a request (#[tool(horizon = \
-                 \"...\")] or ToolSpec::horizon; the default for send, money and destructive is 5 s)",
+                 \"...\")] or ToolSpec::horizon; the default for send, money, destructive and a create only its \
+                 probe deduplicates is 5 s)",
                 horizon_text(hold),
                 if again { "sent it again" } else { "reported it not applied" },
             ));
