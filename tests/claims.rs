@@ -96,7 +96,7 @@ async fn an_intent_claimed_by_another_worker_past_the_budget_is_not_started() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_claim_outlasts_the_budget_and_the_settle_window() {
+async fn a_claim_outlasts_the_budget_and_the_landing_horizon() {
     // A worker's call holds the intent while its attempt hangs at the service. Another owner asking
     // meanwhile must find it held past the call's deadline by the tool's landing horizon (a request the
     // service still holds may land that much after the attempt was dropped), plus the margin.

@@ -698,9 +698,9 @@ async fn every_way_a_call_ends_has_its_reason() {
     for (name, report, reason) in cases {
         assert_eq!(report.reason, reason, "{name}: {}", report.message);
     }
-    let settle = send().horizon(Duration::from_secs(60));
-    let unsettled = one(settle, task(5), vec![reset()], Some(Probe::NotLanded)).await;
-    assert_eq!(unsettled.reason, Reason::BeforeHorizon, "{}", unsettled.message);
+    let long = send().horizon(Duration::from_secs(60));
+    let early = one(long, task(5), vec![reset()], Some(Probe::NotLanded)).await;
+    assert_eq!(early.reason, Reason::BeforeHorizon, "{}", early.message);
     let bulk = engine::run_bulk(
         &task(30),
         &spec("write_rows", EffectKind::Create).dedupe(Dedupe::Receiver),

@@ -97,7 +97,7 @@ where
         results,
         maybe,
         to_probe: Vec::new(),
-        unsettled: false,
+        before_horizon: false,
         pending: Vec::new(),
         last: None,
         progress: None,
@@ -118,7 +118,7 @@ struct Parts<I, A, P> {
     /// Items whose fate is unknown, to probe before the next attempt.
     to_probe: Vec<usize>,
     /// Some item the probe found not landed while the service may still hold it.
-    unsettled: bool,
+    before_horizon: bool,
     /// The items the next (or current) attempt carries.
     pending: Vec<usize>,
     /// How the last attempt failed as a whole, if it did.
@@ -182,7 +182,7 @@ impl<I, A, P> Parts<I, A, P> {
         of: &Class,
         answer: Result<Vec<Item>, String>,
     ) -> ((ProbeMark, Tally, Option<serde_json::Value>), Result<ProbeMark, String>) {
-        let settled = run.horizon(of) == Horizon::Passed;
+        let past = run.horizon(of) == Horizon::Passed;
         let (results, to_probe) = (&mut self.results, &self.to_probe);
         let mut unsure = None;
         match answer {
@@ -196,14 +196,14 @@ impl<I, A, P> Parts<I, A, P> {
                 for verdict in verdicts {
                     let Some(&i) = to_probe.iter().find(|&&i| results[i].id == verdict.id) else { continue };
                     let item = &mut results[i];
-                    fold_verdict(item, verdict, settled, &mut self.unsettled, &mut unsure);
+                    fold_verdict(item, verdict, past, &mut self.before_horizon, &mut unsure);
                 }
             }
         }
         for &i in to_probe {
             self.maybe[i] = results[i].applied == Applied::Unknown;
             // An item the probe did not answer for stays in doubt.
-            if results[i].outcome == Outcome::Unknown && !self.unsettled && unsure.is_none() {
+            if results[i].outcome == Outcome::Unknown && !self.before_horizon && unsure.is_none() {
                 unsure = Some("the probe did not answer for it".to_owned());
             }
         }
@@ -214,7 +214,7 @@ impl<I, A, P> Parts<I, A, P> {
         tallied.message.insert_str(0, "probe: ");
         let (logged, verdict) = match unsure {
             Some(why) => (ProbeMark::Failed, Err(why)),
-            None if self.unsettled => (ProbeMark::NotLanded, Ok(ProbeMark::NotLanded)),
+            None if self.before_horizon => (ProbeMark::NotLanded, Ok(ProbeMark::NotLanded)),
             // Nothing left to do: every item the probe asked about landed.
             None if !now.iter().any(is_open) => (ProbeMark::Landed, Ok(ProbeMark::Landed)),
             None if landed => (ProbeMark::Landed, Ok(ProbeMark::NotLanded)),
@@ -367,7 +367,7 @@ where
     }
 
     async fn probe(&mut self, run: &Run<'_>, of: &Class) -> Result<ProbeMark, String> {
-        self.unsettled = false;
+        self.before_horizon = false;
         if self.to_probe.is_empty() {
             // Nothing is in doubt by the tool's own word; the probe, asked before a second attempt as
             // for a single call, has the last word on every item still to do.
@@ -384,7 +384,7 @@ where
     }
 
     fn horizon(&self, run: &Run<'_>, of: &Class) -> Horizon {
-        if self.unsettled { run.horizon(of) } else { Horizon::Passed }
+        if self.before_horizon { run.horizon(of) } else { Horizon::Passed }
     }
 
     fn close(&mut self, run: &Run<'_>, _class: &Class, end: End) -> Report<()> {

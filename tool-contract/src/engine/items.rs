@@ -24,22 +24,22 @@ pub(crate) struct Words {
 pub(crate) const ITEMS: Words =
     Words { noun: "items", done: "done", pending: "not applied, retryable", name_failure: false };
 
-/// Fold the probe's verdict on one item in, `settled` when the service can no longer hold a request
-/// (else for how much longer it may). An item left in doubt sets `unsettled` (not landed, but the
+/// Fold the probe's verdict on one item in, `past` when the attempt's landing horizon has passed (the
+/// service can no longer apply it). An item left in doubt sets `before_horizon` (not landed, but the
 /// service may still hold it) or `unsure` (the probe could not tell, and why: the first item's reason
 /// speaks for the batch, each item keeps its own).
 pub(crate) fn fold_verdict(
     item: &mut Item,
     verdict: Item,
-    settled: bool,
-    unsettled: &mut bool,
+    past: bool,
+    before_horizon: &mut bool,
     unsure: &mut Option<String>,
 ) {
     match verdict.applied {
         Applied::Yes => *item = Item::ok(verdict.id),
         // An item that applied nothing by the tool's own word stays as the tool said.
         Applied::No if item.outcome != Outcome::Unknown => {}
-        Applied::No if settled => {
+        Applied::No if past => {
             // Why the item was unknown, then what the probe found, as a single call says it.
             let why = match item.reason.as_deref() {
                 Some(why) if !why.is_empty() => format!("{why}; the probe found it did not land"),
@@ -48,7 +48,7 @@ pub(crate) fn fold_verdict(
             *item = Item::retryable(verdict.id, why);
         }
         // Its reason stays why it was in doubt: the call's stop says how long the horizon has to run.
-        Applied::No => *unsettled = true,
+        Applied::No => *before_horizon = true,
         Applied::Unknown | Applied::Partial => {
             let why = verdict.reason.unwrap_or_else(|| "the probe could not tell".to_owned());
             item.reason = Some(why.clone());
