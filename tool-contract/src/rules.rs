@@ -12,7 +12,8 @@
 //! | the question still waiting for a person's answer | [`waiting_question`] |
 //! | whether an approval record may follow the last one | [`may_follow`] |
 //! | whether a person's answer is about the attempt they examined | [`answer_bound`] |
-//! | an intent's last word, and an attempt's state, in words | [`last_word_in_words`], [`attempt_state`] |
+//! | an intent's last word in the one vocabulary every reader prints | [`last_word`] ([`Word`]), [`last_word_in_words`] |
+//! | an attempt's state, in words | [`attempt_state`] |
 //!
 //! PostgreSQL's store states some of them again in SQL, where the database must apply them (the
 //! highest attempt, the last word, the queue's order); its SQL is held to these functions by the store
