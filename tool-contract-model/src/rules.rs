@@ -9,13 +9,18 @@ use tool_contract::rules::{self, Claiming, Fenced, Holder};
 
 use crate::state::Who;
 
+/// The claim rule's signature, on the model's owners and clock.
+pub type ClaimRule = fn(Option<&Holder<Who, u8>>, &Who, u8, Option<u8>) -> Claiming<Who, u8>;
+/// The fence's signature, on the model's owners and clock.
+pub type FenceRule = fn(Option<&Holder<Who, u8>>, &Who, Phase, u32, bool, u32, u8) -> Result<(), Fenced<Who>>;
+
 /// The rules the model's actors follow: by default ([`Rules::real`]) the crate's own functions.
 #[derive(Clone, Copy)]
 pub struct Rules {
     /// The claim rule ([`rules::claim`]).
-    pub claim: fn(Option<&Holder<Who, u8>>, &Who, u8, Option<u8>) -> Claiming<Who, u8>,
+    pub claim: ClaimRule,
     /// The fence ([`rules::fence`]).
-    pub fence: fn(Option<&Holder<Who, u8>>, &Who, Phase, u32, bool, u32, u8) -> Result<(), Fenced<Who>>,
+    pub fence: FenceRule,
     /// A person's answer bound to the attempt examined ([`rules::answer_bound`]).
     pub answer_bound: fn(u32, &Recall) -> Option<String>,
     /// Whether a "not landed" observed at `observed` about an attempt started at `started` counts at

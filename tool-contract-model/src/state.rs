@@ -184,10 +184,9 @@ pub enum Msg {
     Start { who: Who, attempt: u8, at: u8, left: u8 },
     /// The store took the start (or refused it).
     Started { who: Who, attempt: u8, ok: bool },
-    /// A fenced end record (a probe's verdict when `probe` is set).
+    /// A fenced end record (a probe's verdict when `probe` is set); `finish`: the call's last, which
+    /// gives its claim up with it (`Journal::finish`).
     End { who: Who, attempt: u8, started: u8, left: u8, outcome: u8, effect: u8, probe: u8, finish: bool },
-    /// The call gives its claim up.
-    Release { who: Who },
     /// A question for a person before the next attempt.
     Ask { who: Who, attempt: u8, until: u8 },
     /// The store tells the asker its question was answered yes.

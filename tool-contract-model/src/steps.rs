@@ -216,7 +216,7 @@ impl Protocol {
     }
 
     /// A message reaches a worker: only its current call listens.
-    pub(crate) fn to_worker(&self, s: &mut State, msg: Msg) {
+    pub(crate) fn at_worker(&self, s: &mut State, msg: Msg) {
         let who = match msg {
             Msg::Claimed { who, .. }
             | Msg::Started { who, .. }

@@ -22,7 +22,7 @@ impl Protocol {
     }
 
     /// A message reaches the store.
-    pub(crate) fn to_store(&self, s: &mut State, msg: Msg) {
+    pub(crate) fn at_store(&self, s: &mut State, msg: Msg) {
         let now = s.now;
         match msg {
             Msg::Claim { who, deadline, lease } => {
@@ -39,7 +39,7 @@ impl Protocol {
                     Claiming::Busy { .. } => Got::Busy,
                     Claiming::Late => Got::Late,
                 };
-                self.to_worker(s, Msg::Claimed { who, got });
+                self.at_worker(s, Msg::Claimed { who, got });
             }
             Msg::Start { who, attempt, at, left } => {
                 let highest = u32::from(Self::highest(s));
@@ -71,11 +71,11 @@ impl Protocol {
                             probe: None,
                             settled: None,
                         });
-                        self.to_worker(s, Msg::Started { who, attempt, ok: true });
+                        self.at_worker(s, Msg::Started { who, attempt, ok: true });
                     }
                     Err(why) => {
                         Self::refused(s, &why);
-                        self.to_worker(s, Msg::Started { who, attempt, ok: false });
+                        self.at_worker(s, Msg::Started { who, attempt, ok: false });
                     }
                 }
             }
@@ -115,11 +115,6 @@ impl Protocol {
                     Err(why) => Self::refused(s, &why),
                 }
                 if finish && s.claim.is_some_and(|c| c.owner == who) {
-                    s.claim = None;
-                }
-            }
-            Msg::Release { who } => {
-                if s.claim.is_some_and(|c| c.owner == who) {
                     s.claim = None;
                 }
             }
@@ -211,7 +206,7 @@ impl Protocol {
         s.answered = Self::spoken(s.answered, &mut s.ghost, examined, about);
         s.approvals |= 1 << about.min(7);
         s.question = Some(Question { attempt: about, step: ApprovalStep::Approved, ..question });
-        self.to_worker(s, Msg::Approved { who: question.asker, attempt: about });
+        self.at_worker(s, Msg::Approved { who: question.asker, attempt: about });
     }
 }
 
@@ -314,7 +309,7 @@ impl Model for Protocol {
             }
             Action::Deliver(msg) => {
                 s.take(&msg);
-                self.to_store(&mut s, msg);
+                self.at_store(&mut s, msg);
             }
             Action::Apply(msg) | Action::ApplyLost(msg) => {
                 s.take(&msg);
@@ -324,14 +319,14 @@ impl Model for Protocol {
                         s.applied.push(attempt);
                     }
                     if matches!(action, Action::Apply(_)) {
-                        self.to_worker(&mut s, Msg::Reply { who, attempt, applied: true });
+                        self.at_worker(&mut s, Msg::Reply { who, attempt, applied: true });
                     }
                 }
             }
             Action::Refuse(msg) => {
                 s.take(&msg);
                 if let Msg::Request { who, attempt, .. } = msg {
-                    self.to_worker(&mut s, Msg::Reply { who, attempt, applied: false });
+                    self.at_worker(&mut s, Msg::Reply { who, attempt, applied: false });
                 }
             }
             Action::Drop(msg) => {

@@ -127,7 +127,6 @@ impl fmt::Display for Msg {
                 let effect = crate::state::code::to_effect(effect);
                 write!(f, "{who}'s end of attempt {attempt}: {} with effect {effect}{verdict}", code(outcome))
             }
-            Msg::Release { who } => write!(f, "{who}'s release of its claim"),
             Msg::Ask { who, attempt, .. } => write!(f, "{who}'s question before attempt {}", attempt + 1),
             Msg::Approved { who, attempt } => {
                 write!(f, "the yes to {who}'s question before attempt {}", attempt + 1)
