@@ -1,6 +1,7 @@
 //! The bounded check CI runs: the model with the crate's own rules passes every property and reaches
 //! every `sometimes`; each of four broken rules (a test-only substitute for one of the crate's
-//! functions) yields a counterexample to the property it breaks, printed as a timeline.
+//! functions) yields a counterexample to the property it breaks, printed as a timeline. A debug build
+//! skips them (`cargo test --workspace`); `.ci/run` runs them optimised.
 
 use tool_contract::effect::EffectKind;
 use tool_contract::journal::Phase;
@@ -20,11 +21,13 @@ fn passes(config: Config) {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
 fn send_passes_every_property() {
     passes(Config::ci(EffectKind::Send));
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
 fn money_passes_every_property() {
     passes(Config::ci(EffectKind::Money));
 }
@@ -32,7 +35,7 @@ fn money_passes_every_property() {
 /// The deeper bound: a crash and a lost message besides (`cargo test -p tool-contract-model --release
 /// -- --ignored`; docs/protocol.md gives its state count and time).
 #[test]
-#[ignore]
+#[ignore = "the deeper bound: run with --release -- --ignored"]
 fn the_deeper_bound_passes_every_property() {
     passes(Config::deep(EffectKind::Send));
     passes(Config::deep(EffectKind::Money));
@@ -53,6 +56,7 @@ fn caught(kind: EffectKind, rules: Rules, property: &'static str) {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
 fn end_records_accepted_from_any_owner_are_caught() {
     let mut broken = Rules::real();
     broken.fence = |holder, writer, phase, attempt, probe, highest, now| match phase {
@@ -63,6 +67,7 @@ fn end_records_accepted_from_any_owner_are_caught() {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
 fn an_answer_not_bound_to_its_attempt_is_caught() {
     let mut broken = Rules::real();
     broken.answer_bound = |_, _| None;
@@ -70,6 +75,7 @@ fn an_answer_not_bound_to_its_attempt_is_caught() {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
 fn not_landed_trusted_before_the_horizon_is_caught() {
     let mut broken = Rules::real();
     broken.horizon = |_| Landing::Past;
@@ -77,6 +83,7 @@ fn not_landed_trusted_before_the_horizon_is_caught() {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
 fn a_claim_granted_after_its_callers_deadline_is_caught() {
     let mut broken = Rules::real();
     broken.claim = |holder, owner, now, _deadline| rules::claim(holder, owner, now, None);
