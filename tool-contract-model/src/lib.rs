@@ -25,7 +25,7 @@ mod steps;
 mod store;
 mod timeline;
 
-pub use model::{Act, Action, Config, Protocol, Report, State, Worker};
+pub use model::{Act, Action, Config, Protocol, State, Worker};
 pub use rules::{Horizon, Known, Landing, Rules, horizon, policy_facts};
 pub use state::{Msg, Who};
 pub use timeline::{Run, check, check_until, timeline};

@@ -147,19 +147,6 @@ impl Worker {
     }
 }
 
-/// A call's report: the attempt it names, its outcome and effect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Report {
-    /// The call.
-    pub who: Who,
-    /// The attempt the report names.
-    pub attempt: u8,
-    /// Its outcome.
-    pub outcome: Outcome,
-    /// Its effect.
-    pub effect: Applied,
-}
-
 /// Facts about the path so far that the properties read (violations and reachability).
 pub mod ghost {
     /// A record about an attempt accepted from neither its starter nor the holder's probe verdict.

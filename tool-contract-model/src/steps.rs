@@ -5,7 +5,7 @@ use tool_contract::policy::{End, Start, Step};
 use tool_contract::probe::ProbeMark;
 use tool_contract::{Applied, Outcome};
 
-use crate::model::{Act, Action, Protocol, Report, State, Worker, ghost};
+use crate::model::{Act, Action, Protocol, State, Worker, ghost};
 use crate::rules::{Horizon, Known, Landing, policy_facts, ticks};
 use crate::state::{Got, Msg, code};
 
@@ -18,7 +18,6 @@ impl Protocol {
     fn report(&self, s: &mut State, w: u8, outcome: Outcome, effect: Applied) {
         let who = s.who(w);
         let attempt = s.workers[usize::from(w)].attempt;
-        let _ = Report { who, attempt, outcome, effect };
         if (outcome == Outcome::Ok || effect == Applied::Yes) && s.applied.is_empty() {
             s.ghost |= ghost::OK_WITHOUT_EFFECT;
         }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use stateright::{Checker, Expectation, Model, Path};
 
 use crate::model::{Act, Action, Protocol, State};
-use crate::state::{Msg, PERSON};
+use crate::state::Msg;
 
 /// One run of the checker: what it explored, how long it took, and what it found.
 pub struct Run {
@@ -153,7 +153,6 @@ impl fmt::Display for Msg {
 
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let _ = PERSON;
         match self {
             Action::Tick => f.write_str("clock: a tick passes"),
             Action::Begin(w) => write!(f, "{}: a call begins and claims the intent", worker(*w)),
