@@ -33,5 +33,7 @@ pub mod chapters {
     pub struct Fleet;
     #[doc = include_str!("../docs/README.md")]
     pub struct ReadingOrder;
+    #[doc = include_str!("../docs/protocol.md")]
+    pub struct Protocol;
     // docs/postgres.md needs `tool-contract-postgres`: its holder is in that crate's lib.rs.
 }

@@ -105,7 +105,7 @@ pub mod journal;
 pub mod key;
 mod observe;
 pub mod person;
-pub(crate) mod policy;
+pub mod policy;
 pub mod probe;
 mod report;
 #[cfg(feature = "reqwest")]

@@ -41,7 +41,7 @@ impl<T> Probe<T> {
 }
 
 /// A probe verdict without its value, as the attempt log records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProbeMark {
     /// The attempt landed.

@@ -14,12 +14,17 @@
 //! | whether a person's answer is about the attempt they examined | [`answer_bound`] |
 //! | an intent's last word in the one vocabulary every reader prints | [`last_word`] ([`Word`]), [`last_word_in_words`] |
 //! | an attempt's state, in words | [`attempt_state`] |
+//! | who gets an intent's claim | [`claim`] |
+//! | whether a holder's record about an attempt is accepted (the fence) | [`fence`] |
+//! | whether an attempt may start with the budget left | [`may_start`], [`may_wait_for_claim`] |
 //!
 //! PostgreSQL's store states some of them again in SQL, where the database must apply them (the
 //! highest attempt, the last word, the queue's order); its SQL is held to these functions by the store
 //! suite (`tool_contract_testing::stores`).
 //!
-//! Each function is pure: records in, one answer out.
+//! Each function is pure: records in, one answer out. The claim's rules take time as whatever the
+//! store's clock is (an instant of the process for the embedded stores, a plain number in the model
+//! checker of docs/protocol.md), so they never read a clock themselves.
 //!
 //! ```
 //! use tool_contract::journal::Phase;
@@ -38,6 +43,9 @@ use std::cmp::Ordering;
 
 use crate::journal::{LastWord, Phase, Recall, Record, RecordRef};
 use crate::{Applied, Outcome};
+
+mod claims;
+pub use claims::{Claiming, Fenced, Holder, claim, fence, may_start, may_wait_for_claim};
 
 /// Whether a record of this phase is about an attempt: starts, ends (probe verdicts included) and
 /// settlements are; an `approval` record (a question before the next attempt, or its answer) is not,

@@ -89,7 +89,7 @@ impl<'a> Claim<'a> {
                 Ok(Claimed::Busy { holder, left }) => {
                     // Wait while the budget can hold the wait and still start an attempt.
                     let nap = left.min(poll);
-                    if nap.saturating_add(floor) >= budget() {
+                    if !crate::rules::may_wait_for_claim(nap, floor, budget()) {
                         return Err(busy(&holder, left, budget()));
                     }
                     tokio::time::sleep(nap).await;

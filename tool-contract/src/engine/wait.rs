@@ -57,10 +57,10 @@ impl Run<'_> {
     /// Whether an attempt may start with `left` of the budget: never on an empty budget, floor or
     /// none (it could land and never be resolved), never below the floor.
     pub(crate) fn may_start(&self, left: Duration) -> Result<(), Stop> {
-        if left.is_zero() || left < self.spec().get_deadline_floor() {
-            Err(self.refusal(left))
-        } else {
+        if crate::rules::may_start(left, self.spec().get_deadline_floor()) {
             Ok(())
+        } else {
+            Err(self.refusal(left))
         }
     }
 

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::{Claimed, Owner, Phase, Recall, RecordRef};
 use crate::key::{IntentKey, KeyHashing};
+use crate::rules::{self, Claiming, Holder};
 
 /// The unexpired claims of one store, on the process's clock (tokio's, so a paused test clock moves
 /// leases too).
@@ -38,13 +39,19 @@ impl Leases {
     ) -> Claimed {
         let now = Instant::now();
         let until = now.checked_add(lease).unwrap_or(now + Duration::from_secs(86_400 * 365));
-        match self.held.get_mut(&key) {
-            Some(held) if held.owner != *owner && held.until > now => {
-                return Claimed::Busy { holder: held.owner.clone(), left: held.until - now };
+        // A store in the process answers its caller at once: no deadline can have passed.
+        match rules::claim(self.held.get(&key).map(Lease::holder).as_ref(), owner, now, None) {
+            Claiming::Busy { holder, until: held_until } => {
+                return Claimed::Busy { holder, left: held_until - now };
             }
             // A renewal keeps what the owner started under its claim.
-            Some(held) if held.owner == *owner => held.until = until,
-            _ => {
+            Claiming::Renew => {
+                if let Some(held) = self.held.get_mut(&key) {
+                    held.until = until;
+                }
+            }
+            // `Late` needs a deadline, and none is given here.
+            Claiming::Take | Claiming::Late => {
                 self.held.insert(key, Lease { owner: owner.clone(), until, started: None });
             }
         }
@@ -75,40 +82,23 @@ impl Leases {
         record: &RecordRef<'_>,
         highest: u32,
     ) -> Result<(), String> {
-        let held = match self.held.get_mut(&record.intent_key) {
-            None => return Err(format!("{owner} holds no claim on the intent")),
-            Some(held) if held.owner != *owner => {
-                return Err(format!("the intent is claimed by {}, not {owner}", held.owner));
-            }
-            Some(held) if held.until <= Instant::now() => {
-                return Err(format!("the claim of {owner} has expired"));
-            }
-            Some(held) => held,
-        };
-        let attempt = record.attempt;
-        match record.phase {
-            Phase::Start if attempt != highest.saturating_add(1) => {
-                Err(format!("attempt {highest} is the highest recorded, so the next is {}", highest + 1))
-            }
-            Phase::Start => {
-                held.started = Some(attempt);
-                Ok(())
-            }
-            // A person's verdict on the attempt in doubt, by the holder of the claim.
-            Phase::Settled if attempt == highest => Ok(()),
-            Phase::Settled => {
-                Err(format!("attempt {highest} is the highest recorded: only it can be settled"))
-            }
-            Phase::End if held.started == Some(attempt) => Ok(()),
-            Phase::End if record.probe.is_some() && attempt == highest => Ok(()),
-            Phase::End => Err(format!(
-                "{owner} did not start attempt {attempt}: only its starter writes its end, and the \
-                 intent's holder only a probe's verdict on the highest attempt ({highest})"
-            )),
-            Phase::Approval => Err("an approval record is not an attempt's: it is written by \
-                 `Approvals::approval_step`, unfenced"
-                .to_owned()),
+        let holder = self.held.get(&record.intent_key).map(Lease::holder);
+        let probe = record.probe.is_some();
+        rules::fence(holder.as_ref(), owner, record.phase, record.attempt, probe, highest, Instant::now())
+            .map_err(|refused| refused.to_string())?;
+        if record.phase == Phase::Start
+            && let Some(held) = self.held.get_mut(&record.intent_key)
+        {
+            held.started = Some(record.attempt);
         }
+        Ok(())
+    }
+}
+
+impl Lease {
+    /// The claim as the rules read it.
+    fn holder(&self) -> Holder<Owner, Instant> {
+        Holder { owner: self.owner.clone(), until: self.until, started: self.started }
     }
 }
 

@@ -10,7 +10,7 @@ use crate::{Applied, Outcome};
 
 /// Whether a record is a promise made before an attempt, the account given after it, or a person's
 /// word on it (a settlement, an approval).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// Written before the attempt starts.

@@ -1,0 +1,287 @@
+//! The protocol as a stateright model: its actors' steps, each decided by the crate's rules.
+
+use tool_contract::effect::EffectKind;
+use tool_contract::probe::ProbeMark;
+use tool_contract::rules::Holder;
+use tool_contract::{Applied, Outcome};
+
+use crate::rules::{Landing, Rules};
+use crate::state::{Msg, Question, Rec, Who, Word};
+
+/// The bounds of one run of the checker.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// The tool's kind: `send` or `money`.
+    pub kind: EffectKind,
+    /// Workers calling the intent.
+    pub workers: u8,
+    /// Each call's budget, in ticks.
+    pub budget: u8,
+    /// The tool's horizon (today's settle window), in ticks.
+    pub window: u8,
+    /// The tool's deadline floor, in ticks.
+    pub floor: u8,
+    /// What a lease adds past the call's budget and the horizon.
+    pub margin: u8,
+    /// The clock stops here.
+    pub max_time: u8,
+    /// Crashes (a worker restarting from the store with a new call), all workers together.
+    pub crashes: u8,
+    /// Settlements a person sends.
+    pub looks: u8,
+    /// Answers to approval questions a person sends.
+    pub answers: u8,
+    /// Messages the network loses.
+    pub losses: u8,
+}
+
+impl Config {
+    /// The bound CI checks: two workers with a budget of 3 ticks, a horizon of 1, the clock up to 5,
+    /// one settlement and one answer by a person; no crash and no lost message besides the service's
+    /// lost replies (the deeper bound, [`Config::deep`], adds them).
+    pub fn ci(kind: EffectKind) -> Config {
+        Config {
+            kind,
+            workers: 2,
+            budget: 3,
+            window: 1,
+            floor: 1,
+            margin: 0,
+            // One tick past the first lease, so a takeover can happen.
+            max_time: 5,
+            crashes: 0,
+            looks: 1,
+            answers: 1,
+            losses: 0,
+        }
+    }
+
+    /// The deeper bound: CI's, plus a worker's crash and restart and one message lost by the network.
+    pub fn deep(kind: EffectKind) -> Config {
+        Config { crashes: 1, losses: 1, ..Config::ci(kind) }
+    }
+}
+
+/// The model: the bounds and the rules its actors follow.
+#[derive(Clone, Copy)]
+pub struct Protocol {
+    /// The bounds.
+    pub config: Config,
+    /// The rules (the crate's own unless a test swapped one).
+    pub rules: Rules,
+}
+
+/// Where a worker's call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Act {
+    /// Not started.
+    Idle,
+    /// Waiting for the store's answer to its claim.
+    Claiming,
+    /// Waiting for the store to take its start record.
+    Starting,
+    /// Its request is sent; waiting for the reply.
+    Calling,
+    /// About to probe.
+    Probing,
+    /// Waiting out the horizon.
+    Waiting,
+    /// Waiting for a person's answer.
+    Asking,
+    /// Reported.
+    Done,
+}
+
+/// One worker and its current call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Worker {
+    /// The call's serial.
+    pub call: u8,
+    /// When its budget ends.
+    pub deadline: u8,
+    /// Where it stands.
+    pub act: Act,
+    /// The attempt in hand (the intent's highest known).
+    pub attempt: u8,
+    /// The latest that attempt's request may have been sent (this call's own sending; for an attempt
+    /// another call started, its start's stamp plus the budget its starter had left).
+    pub reached: u8,
+    /// That attempt's start stamp.
+    pub stamp: u8,
+    /// The budget its starter had left at its start.
+    pub left: u8,
+    /// How the last attempt ended.
+    pub outcome: Outcome,
+    /// What is known of the effect.
+    pub effect: Applied,
+    /// A probe's (or a person's) verdict.
+    pub probe: Option<ProbeMark>,
+    /// Whether that "not landed" counts yet.
+    pub landing: Landing,
+    /// The approver's answer for the next attempt.
+    pub approved: Option<bool>,
+    /// Attempts this call made.
+    pub made: u8,
+    /// The reply of this call's attempt was not heard.
+    pub lost_reply: bool,
+}
+
+impl Worker {
+    pub(crate) fn idle(call: u8) -> Worker {
+        Worker {
+            call,
+            deadline: 0,
+            act: Act::Idle,
+            attempt: 0,
+            reached: 0,
+            stamp: 0,
+            left: 0,
+            outcome: Outcome::Retryable,
+            effect: Applied::No,
+            probe: None,
+            landing: Landing::Past,
+            approved: None,
+            made: 0,
+            lost_reply: false,
+        }
+    }
+}
+
+/// Facts about the path so far that the properties read (violations and reachability).
+pub mod ghost {
+    /// A record about an attempt accepted from neither its starter nor the holder's probe verdict.
+    pub const FOREIGN_RECORD: u32 = 1;
+    /// One attempt number started twice, or sent by two owners.
+    pub const TWO_ATTEMPTS: u32 = 1 << 1;
+    /// The highest attempt went down.
+    pub const SHRANK: u32 = 1 << 2;
+    /// A person's word recorded about another attempt than they named, or twice.
+    pub const UNBOUND: u32 = 1 << 3;
+    /// A next attempt's request sent while an earlier attempt's could still land.
+    pub const ACTED_EARLY: u32 = 1 << 4;
+    /// A claim granted past its caller's deadline.
+    pub const LATE_CLAIM: u32 = 1 << 5;
+    /// A call reported ok or effect yes with no effect applied.
+    pub const OK_WITHOUT_EFFECT: u32 = 1 << 6;
+    /// A call reported ok after its attempt's reply was lost.
+    pub const OK_AFTER_LOST_REPLY: u32 = 1 << 8;
+    /// A former holder's record refused after another owner took the intent over.
+    pub const TAKEOVER: u32 = 1 << 9;
+    /// A call answered from a person's settlement (landed, or a next attempt after not landed).
+    pub const SETTLEMENT_HONOURED: u32 = 1 << 10;
+}
+
+/// The whole system's state.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct State {
+    /// The clock, in ticks.
+    pub now: u8,
+    /// The workers.
+    pub workers: Vec<Worker>,
+    /// The intent's claim in the store.
+    pub claim: Option<Holder<Who, u8>>,
+    /// The intent's last word in the store.
+    pub word: Option<Word>,
+    /// The intent's last approval record.
+    pub question: Option<Question>,
+    /// The attempts the service applied, in order.
+    pub applied: Vec<u8>,
+    /// Messages in flight, by channel ([`channel`]), each channel in the order sent.
+    pub net: Vec<Msg>,
+    /// Crashes so far.
+    pub crashes: u8,
+    /// Settlements and answers a person sent so far.
+    pub looks: u8,
+    /// Answers sent so far.
+    pub answers: u8,
+    /// Messages lost so far.
+    pub lost: u8,
+    /// The attempts a report said effect `no` about (bit n: attempt n).
+    pub said_no: u8,
+    /// Who started each attempt (index = attempt).
+    pub starters: [Option<Who>; 6],
+    /// Which attempt a question answered yes was about (bit n: the question before attempt n + 1).
+    pub approvals: u8,
+    /// Which attempts a person's settlement was recorded about.
+    pub spoken: u8,
+    /// Which attempts a person's answer was recorded about.
+    pub answered: u8,
+    /// The [`ghost`] flags.
+    pub ghost: u32,
+}
+
+/// One step of one actor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Time passes one tick: leases, budgets and horizons run.
+    Tick,
+    /// A worker starts a call: it claims the intent.
+    Begin(u8),
+    /// A worker's budget is spent: it reports what it knows.
+    GiveUp(u8),
+    /// A worker crashes; it restarts with a new call, from the store.
+    Crash(u8),
+    /// A worker stops waiting for its attempt's reply.
+    Timeout(u8),
+    /// A worker's probe reads the service (`Failed`: the read failed).
+    Probe(u8, ProbeMark),
+    /// A worker has waited out the horizon and looks again.
+    Wake(u8),
+    /// The network delivers a message.
+    Deliver(Msg),
+    /// The service applies a request (delivered now) and its reply reaches the caller.
+    Apply(Msg),
+    /// The service applies a request, and its reply is lost.
+    ApplyLost(Msg),
+    /// The service refuses a request (a 503: nothing applied).
+    Refuse(Msg),
+    /// The network loses a message.
+    Drop(Msg),
+    /// A person looks at the intent in doubt and settles what they saw.
+    Look,
+    /// A person answers the waiting question yes.
+    Answer,
+}
+
+/// A message's channel: its sender, and whether it goes to the service or to the store. Each channel
+/// is first in, first out; channels reorder among themselves.
+pub(crate) fn channel(msg: &Msg) -> (u8, u8, bool) {
+    match *msg {
+        Msg::Request { who, .. } => (who.worker, who.call, true),
+        Msg::Claim { who, .. } | Msg::Start { who, .. } | Msg::End { who, .. } | Msg::Ask { who, .. } => {
+            (who.worker, who.call, false)
+        }
+        _ => (crate::state::PERSON, 0, false),
+    }
+}
+
+impl State {
+    pub(crate) fn send(&mut self, msg: Msg) {
+        self.net.push(msg);
+        // Canonical: by channel, each channel in its order.
+        self.net.sort_by_key(channel);
+    }
+
+    pub(crate) fn take(&mut self, msg: &Msg) -> bool {
+        match self.net.iter().position(|m| m == msg) {
+            Some(i) => {
+                self.net.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(crate) fn who(&self, w: u8) -> Who {
+        Who { worker: w, call: self.workers[usize::from(w)].call }
+    }
+
+    pub(crate) fn fold(&mut self, rec: Rec) {
+        let before = self.word.map_or(0, |w| w.attempts);
+        let word = Word::fold(self.word, rec);
+        if word.attempts < before {
+            self.ghost |= ghost::SHRANK;
+        }
+        self.word = Some(word);
+    }
+}

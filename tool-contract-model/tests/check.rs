@@ -1,0 +1,91 @@
+//! The bounded check CI runs: the model with the crate's own rules passes every property and reaches
+//! every `sometimes`; each of four broken rules (a test-only substitute for one of the crate's
+//! functions) yields a counterexample to the property it breaks, printed as a timeline. A debug build
+//! skips them (`cargo test --workspace`); `.ci/run` runs them optimised.
+
+use tool_contract::effect::EffectKind;
+use tool_contract::journal::Phase;
+use tool_contract::rules;
+use tool_contract_model::properties::{
+    BOUND_ANSWERS, CLAIMS_DIE_WITH_CALLER, NOT_LANDED_AFTER_HORIZON, OWN_RECORDS,
+};
+use tool_contract_model::{Config, Landing, Protocol, Rules, check, check_until, timeline};
+
+fn passes(config: Config) {
+    let run = check(Protocol { config, rules: Rules::real() });
+    for (name, path) in &run.violations {
+        println!("{name}:\n{}", timeline(path));
+    }
+    assert!(run.violations.is_empty(), "{:?}", run.violations.iter().map(|v| v.0).collect::<Vec<_>>());
+    assert!(run.unreached.is_empty(), "never reached: {:?}", run.unreached);
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
+fn send_passes_every_property() {
+    passes(Config::ci(EffectKind::Send));
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
+fn money_passes_every_property() {
+    passes(Config::ci(EffectKind::Money));
+}
+
+/// The deeper bound: a crash and a lost message besides (`cargo test -p tool-contract-model --release
+/// -- --ignored`; docs/protocol.md gives its state count and time).
+#[test]
+#[ignore = "the deeper bound: run with --release -- --ignored"]
+fn the_deeper_bound_passes_every_property() {
+    passes(Config::deep(EffectKind::Send));
+    passes(Config::deep(EffectKind::Money));
+}
+
+/// The checker finds a counterexample to `property` with `rules` in the loop, and prints it.
+fn caught(kind: EffectKind, rules: Rules, property: &'static str) {
+    let run = check_until(Protocol { config: Config::ci(kind), rules }, Some(property));
+    let Some((_, path)) = run.violations.iter().find(|(name, _)| *name == property) else {
+        panic!(
+            "no counterexample to {property:?}; found only {:?}",
+            run.violations.iter().map(|v| v.0).collect::<Vec<_>>()
+        );
+    };
+    let steps = path.clone().into_actions().len();
+    println!("counterexample to {property:?}, {steps} steps:\n{}", timeline(path));
+    assert!((3..=40).contains(&steps), "{steps} steps");
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
+fn end_records_accepted_from_any_owner_are_caught() {
+    let mut broken = Rules::real();
+    broken.fence = |holder, writer, phase, attempt, probe, highest, now| match phase {
+        Phase::End => Ok(()),
+        _ => rules::fence(holder, writer, phase, attempt, probe, highest, now),
+    };
+    caught(EffectKind::Send, broken, OWN_RECORDS);
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
+fn an_answer_not_bound_to_its_attempt_is_caught() {
+    let mut broken = Rules::real();
+    broken.answer_bound = |_, _| None;
+    caught(EffectKind::Send, broken, BOUND_ANSWERS);
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
+fn not_landed_trusted_before_the_horizon_is_caught() {
+    let mut broken = Rules::real();
+    broken.horizon = |_| Landing::Past;
+    caught(EffectKind::Send, broken, NOT_LANDED_AFTER_HORIZON);
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
+fn a_claim_granted_after_its_callers_deadline_is_caught() {
+    let mut broken = Rules::real();
+    broken.claim = |holder, owner, now, _deadline| rules::claim(holder, owner, now, None);
+    caught(EffectKind::Send, broken, CLAIMS_DIE_WITH_CALLER);
+}
