@@ -5,12 +5,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use tool_contract::IntentKey;
+use tool_contract::rules::Word;
 use tool_contract::{
     __private::parse_rfc3339,
     journal::{ApprovalStep, JournalError, LogReader, Recall, Record},
 };
-use tool_contract::rules::Word;
-use tool_contract::IntentKey;
 
 /// Records read from a store at a time, while the index catches up.
 const BATCH: usize = 50_000;
