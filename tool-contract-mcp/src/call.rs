@@ -175,7 +175,8 @@ impl McpServer {
                 let sealed: person::Sealed =
                     self.inner.codec.open_json_with(state, bound.as_bytes()).map_err(|_| {
                         ErrorData::invalid_params(
-                            "the request state is not one this server issued for this call (changed, moved or                              expired): nothing was attempted; call again without it",
+                            "the request state is not one this server issued for this call (changed, moved or \
+                             expired): nothing was attempted; call again without it",
                             None,
                         )
                     })?;

@@ -17,7 +17,7 @@ pub struct Config {
     pub workers: u8,
     /// Each call's budget, in ticks.
     pub budget: u8,
-    /// The tool's horizon (today's settle window), in ticks.
+    /// The tool's landing horizon, in ticks.
     pub window: u8,
     /// The tool's deadline floor, in ticks.
     pub floor: u8,
