@@ -11,7 +11,7 @@
 //!    probe that is needed and missing stops the call (`unknown` when the effect may have landed).
 //! 3. The probe's verdict: landed ends the call `ok`; failed stops it (`unknown` when the effect may have
 //!    landed); not landed (the probe's, or a person's) means nothing was applied only once the
-//!    attempt's landing horizon has passed: the tool's horizon ([`crate::ToolSpec::horizon`], by
+//!    attempt's landing horizon has passed: the tool's horizon ([`crate::spec::ToolSpec::horizon`], by
 //!    default the kind's, [`crate::effect::Policy::horizon`]) since the attempt's request could last
 //!    have reached the service. Before that, wait and probe again, or end `unknown` when the budget
 //!    cannot hold the wait; never a second attempt.
@@ -78,7 +78,7 @@ pub struct Facts {
 }
 
 /// What is known of the person who can settle an attempt in doubt when its probe cannot tell
-/// ([`crate::Approve::settle`]).
+/// ([`crate::person::Approve::settle`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PersonFact {
     /// Nobody can be asked: the call did not resume an intent in doubt, the task has no approver, or

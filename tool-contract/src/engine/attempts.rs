@@ -68,7 +68,7 @@ pub(crate) trait Work {
     fn close(&mut self, run: &Run<'_>, class: &Class, end: End) -> Report<Self::Value>;
 
     /// Whether a person may settle the call's intent when it resumes in doubt and its probe cannot
-    /// tell ([`crate::Approve::settle`]); a shape whose report [`Work::settled`] answers from one
+    /// tell ([`crate::person::Approve::settle`]); a shape whose report [`Work::settled`] answers from one
     /// settlement.
     fn asks_person(&self) -> bool {
         false
