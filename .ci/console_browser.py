@@ -205,6 +205,9 @@ async def main():
                   and "&lt;script&gt;" in driver.page_source, driver.page_source)
             driver.save_screenshot("target/console-settled.png")
 
+            # A person's "not landed" counts once the notice can no longer land: its landing horizon
+            # (5 s by default for a send) runs at most until 5 s after the settlement.
+            await asyncio.sleep(6.0)
             second = report_of(await client.call_tool("post_notice", notice, meta=meta))
             check("the agent's next call posts", second["outcome"] == "ok", second)
             listed = report_of(await client.call_tool("list_notices", {"thread": "thread-9"}, meta=meta))
