@@ -18,7 +18,11 @@ fn spec(kind: EffectKind) -> ToolSpec {
 }
 
 async fn single(kind: EffectKind, task: Task, service: FakeService) -> Report<u64> {
-    let spec = spec(kind);
+    single_with(spec(kind), kind, task, service).await
+}
+
+/// A single call of a tool of `spec`, against `service`, probed by its settled lookup.
+async fn single_with(spec: ToolSpec, kind: EffectKind, task: Task, service: FakeService) -> Report<u64> {
     let key = task.key(&spec, &"thread-9", None);
     let probe_service = service.clone();
     engine::run(
@@ -266,28 +270,7 @@ async fn a_held_request_is_applied_once_with_the_default_horizon() {
 #[tokio::test(start_paused = true)]
 async fn a_horizon_shorter_than_the_hold_fails_with_what_to_declare() {
     async fn hasty(kind: EffectKind, task: Task, service: FakeService) -> Report<u64> {
-        let spec = spec(kind).horizon(Duration::ZERO);
-        let key = task.key(&spec, &"thread-9", None);
-        let probe_service = service.clone();
-        engine::run(
-            &task,
-            &spec,
-            key,
-            |call| {
-                let service = service.clone();
-                async move { single_result(kind, service.submit(call.key()).await) }
-            },
-            move |key| {
-                let service = probe_service.clone();
-                async move {
-                    match service.lookup_settled(key).await {
-                        Ok(found) => found.into_probe(),
-                        Err(why) => Probe::Failed(why),
-                    }
-                }
-            },
-        )
-        .await
+        single_with(spec(kind).horizon(Duration::ZERO), kind, task, service).await
     }
     const TOLD: &str =
         "declare a landing horizon at least as long as the service can hold a request (#[tool(horizon";
