@@ -176,10 +176,11 @@ async def main():
     os.makedirs("target", exist_ok=True)
     scratch = tempfile.mkdtemp()
     log = os.path.join(scratch, "attempts.log")
-    agent = StdioServerParameters(command=desk, args=["--budget-s", "20", "--log", log, "--fault", "lost-notice"])
+    agent = StdioServerParameters(command=desk, args=["--budget-s", "3", "--log", log, "--fault", "lost-notice"])
     async with Client(agent, mode="legacy") as client:
         meta = {TASK: "ticket-9", "dev.tool-contract/actor": "agent:desk"}
         notice = {"thread": "thread-9", "text": "Your refund was sent."}
+        posted = time.monotonic()
         first = report_of(await client.call_tool("post_notice", notice, meta=meta))
         check("the agent's notice is in doubt", first["outcome"] == "unknown", first)
         key = first["idempotency_key"]
@@ -196,6 +197,10 @@ async def main():
             page_text(driver, "Settle attempt")
             check("the intent's page draws its timeline", driver.find_elements(By.CSS_SELECTOR, "svg circle"), driver.page_source)
             driver.save_screenshot("target/console-intent.png")
+            # A person's "not landed" counts only if seen once the notice can no longer land: its
+            # start, plus the agent's budget (3 s), plus a second, plus its landing horizon (5 s), and a second
+            # for stamps in whole seconds.
+            await asyncio.sleep(max(0.0, 11.0 - (time.monotonic() - posted)))
             driver.find_element(By.CSS_SELECTOR, "input[value=not_landed]").click()
             driver.find_element(By.NAME, "evidence").send_keys("<script>alert(1)</script> thread-9 holds no notice")
             driver.find_element(By.CSS_SELECTOR, "form.settle button").click()
@@ -205,9 +210,6 @@ async def main():
                   and "&lt;script&gt;" in driver.page_source, driver.page_source)
             driver.save_screenshot("target/console-settled.png")
 
-            # A person's "not landed" counts once the notice can no longer land: its landing horizon
-            # (5 s by default for a send) runs at most until 5 s after the settlement.
-            await asyncio.sleep(6.0)
             second = report_of(await client.call_tool("post_notice", notice, meta=meta))
             check("the agent's next call posts", second["outcome"] == "ok", second)
             listed = report_of(await client.call_tool("list_notices", {"thread": "thread-9"}, meta=meta))

@@ -281,3 +281,30 @@ async fn rate_limited_then_killed_while_waiting() {
 fn outcome_of(report: &Value) -> Outcome {
     serde_json::from_value(report["report"]["outcome"].clone()).expect("an outcome")
 }
+
+/// A request the service holds out of sight and applies 3 s after its caller let go: the connection
+/// reset at once (the first process is then killed while it waits out the landing horizon), or left
+/// hanging until SIGKILL closed it. The second process starts at once on the same log; it trusts a
+/// probe's "not landed" only once the request can no longer land, so it finds the effect instead of
+/// sending it again.
+#[tokio::test]
+async fn a_request_held_past_a_kill_is_applied_once() {
+    for reset in [true, false] {
+        let run = run(Crash {
+            scenario: Scenario::HeldRequest,
+            shape: "single",
+            plan: vec![Fault::Held { after: Duration::from_secs(3), reset }],
+            kill: Kill::AtRequests(1, Duration::from_millis(300)),
+        })
+        .await;
+        honest(&run);
+        assert!(run.first.is_none(), "reset {reset}: the first process was killed");
+        assert_eq!(outcome(&run.last), ("ok", "yes"), "reset {reset}: {}", run.last);
+        assert_eq!(
+            (run.service.effects(run.key), run.service.requests()),
+            (1, 1),
+            "reset {reset}: applied once, never sent again"
+        );
+        assert_eq!(run.probes.last(), Some(&ProbeMark::Landed), "reset {reset}: {:?}", run.probes);
+    }
+}

@@ -242,6 +242,48 @@ async fn a_request_held_past_a_restart_is_applied_once_for_every_kind() {
     }
 }
 
+/// A person who looked while the service still held the request saw nothing, and settled `not_landed`
+/// truthfully. The request lands after they looked. A call that comes once the horizon has passed
+/// must not take that word as the probe's: it was seen before the attempt could no longer land, so the
+/// call looks again (and finds the effect), for every kind.
+#[tokio::test(start_paused = true)]
+async fn a_not_landed_seen_before_a_held_request_landed_is_looked_at_again() {
+    use tool_contract::journal::Verdict;
+    use tool_contract::person::{Settle, settle};
+    for kind in KINDS {
+        let held = Held::new(HOLD);
+        let spec = held_spec(kind);
+        let log = Arc::new(MemoryJournal::new());
+        let name = format!("early-word-{kind}");
+        // Killed 1 s into its attempt: the request lands at 4 s.
+        let killed = tokio::time::timeout(
+            Duration::from_secs(1),
+            call(&task_for(name.clone(), 30, Some(log.clone())), &spec, &held, Cut::Hang),
+        )
+        .await;
+        assert!(killed.is_err(), "{kind}: the call was cut off");
+        let reopened = Arc::new(MemoryJournal::from_records(log.records()));
+        let task = task_for(name, 30, Some(reopened.clone()));
+        let key = task.key(&spec, &"thread-9", None);
+        // The person looks at once: nothing has landed yet.
+        assert!(!held.landed("one"));
+        settle(&*reopened, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "thread-9 holds nothing"))
+            .await
+            .unwrap();
+        // Well past every horizon: the held request landed meanwhile.
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        assert!(held.landed("one"));
+        let report = call(&task, &spec, &held, Cut::Reset).await;
+        assert_eq!(held.effects("one"), 1, "{kind}: sent again on a word seen too early: {}", report.message);
+        assert_eq!(
+            (report.outcome, report.effect_applied),
+            (Outcome::Ok, Applied::Yes),
+            "{kind}: {}",
+            report.message
+        );
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_declared_horizon_covers_a_service_that_holds_longer_than_the_default() {
     for kind in KINDS {

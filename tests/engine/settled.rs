@@ -51,6 +51,34 @@ async fn call(task: &Task, spec: &ToolSpec, seen: &Seen, lose: bool) -> tool_con
     .await
 }
 
+/// How long after a call that started with `budget_s` its attempt may still land: until its budget
+/// ran out (the log knows no sooner when its request left) plus a second of rounding, plus the tool's
+/// landing horizon. A person's "not landed" counts only if seen after that.
+fn could_land_until(spec: &ToolSpec, budget_s: u64) -> Duration {
+    Duration::from_secs(budget_s + 1) + spec.get_horizon()
+}
+
+/// A person's "not landed" seen while the attempt could still land is looked at again: the next call
+/// waits out the horizon and probes, and with the probe down it reports `unknown`, sending nothing.
+#[tokio::test(start_paused = true)]
+async fn not_landed_seen_while_the_attempt_could_still_land_is_probed_again() {
+    let (log, task, key) = in_doubt(&SEND);
+    let seen = Seen::default();
+    call(&task, &SEND, &seen, true).await;
+    let (attempts, probes) = (seen.attempts.load(Ordering::SeqCst), seen.probes.load(Ordering::SeqCst));
+    settle(&*log, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "not in thread-9")).await.unwrap();
+    let report = call(&task, &SEND, &seen, false).await;
+    assert_eq!(
+        (report.outcome, report.effect_applied),
+        (Outcome::Unknown, Applied::Unknown),
+        "{}",
+        report.message
+    );
+    assert!(report.message.contains("seen before attempt"), "{}", report.message);
+    assert_eq!(seen.attempts.load(Ordering::SeqCst), attempts, "nothing sent on a word seen too early");
+    assert_eq!(seen.probes.load(Ordering::SeqCst), probes + 1, "looked at again");
+}
+
 fn in_doubt(spec: &ToolSpec) -> (Arc<MemoryJournal>, Task, IntentKey) {
     let log = Arc::new(MemoryJournal::new());
     let task = Task::new("ord-7741", "agent", Duration::from_secs(300)).journal(log.clone());
@@ -112,10 +140,12 @@ async fn not_landed_makes_exactly_one_next_attempt_without_probe_or_settle_wait(
     let (attempts, probes) = (seen.attempts.load(Ordering::SeqCst), seen.probes.load(Ordering::SeqCst));
     assert_eq!(attempts, 1);
 
+    // The person looks once the attempt can no longer land (its start, plus the budget it started with,
+    // plus its landing horizon): their "not landed" counts at once, as a probe's would.
+    tokio::time::sleep(could_land_until(&SEND, 300)).await;
     settle(&*log, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "not in thread-9")).await.unwrap();
-    // The next call comes past the attempt's landing horizon, counted from the settlement at the latest
-    // (a person's "not landed" counts no sooner than a probe's).
-    tokio::time::sleep(SEND.get_horizon()).await;
+    // The next call, in a new process: the first task's budget is spent.
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(300)).journal(log.clone());
     let began = Instant::now();
     let report = call(&task, &SEND, &seen, false).await;
     assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(4411)), "{}", report.message);
@@ -152,11 +182,14 @@ async fn not_landed_money_still_asks_the_approver_first() {
         assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
         let before = seen.attempts.load(Ordering::SeqCst);
         let asked_before = asked.load(Ordering::SeqCst);
+        // The person looks once the attempt can no longer land (a person's word counts no sooner).
+        tokio::time::sleep(could_land_until(&REFUND, 300)).await;
         settle(&*log, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "no refund on the card"))
             .await
             .unwrap();
-        // The next call comes past the attempt's landing horizon (a person's word counts no sooner).
-        tokio::time::sleep(REFUND.get_horizon()).await;
+        let task = Task::new("ord-7741", "agent", Duration::from_secs(300))
+            .journal(log.clone())
+            .approver(approver(answer.clone(), asked.clone()));
         let report = call(&task, &REFUND, &seen, false).await;
         assert_eq!(asked.load(Ordering::SeqCst), asked_before + 1, "{answer:?}: the approver is asked once");
         assert_eq!(
@@ -442,13 +475,16 @@ async fn an_approver_that_does_not_answer_within_the_budget_has_not_approved() {
         .journal(log.clone())
         .approver(|_request: ApprovalRequest| std::future::pending::<Approval>());
     let seen = Seen::default();
-    let began = Instant::now();
     let first = call(&task, &REFUND, &seen, true).await;
     assert_eq!(first.outcome, Outcome::Unknown);
     // The next call: the settlement stands for the probe, and the approver never answers.
     let key = task.key(&REFUND, &"thread-9", None);
+    tokio::time::sleep(could_land_until(&REFUND, 20)).await;
     settle(&*log, &key, 1, &Settle::new(Verdict::NotLanded, "alice", "no refund on the card")).await.unwrap();
-    tokio::time::sleep(REFUND.get_horizon()).await;
+    let task = Task::new("ord-7741", "agent", Duration::from_secs(20))
+        .journal(log.clone())
+        .approver(|_request: ApprovalRequest| std::future::pending::<Approval>());
+    let began = Instant::now();
     let report = call(&task, &REFUND, &seen, false).await;
     assert_eq!(
         (report.reason, seen.attempts.load(Ordering::SeqCst)),

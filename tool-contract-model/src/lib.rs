@@ -26,6 +26,6 @@ mod store;
 mod timeline;
 
 pub use model::{Act, Action, Config, Protocol, State, Worker};
-pub use rules::{Horizon, Known, Landing, Rules, horizon, policy_facts};
+pub use rules::{Known, Rules, policy_facts};
 pub use state::{Msg, Who};
-pub use timeline::{Run, check, check_until, timeline};
+pub use timeline::{Run, check, check_until, check_with, timeline};

@@ -5,7 +5,9 @@ use tool_contract::probe::ProbeMark;
 use tool_contract::rules::Holder;
 use tool_contract::{Applied, Outcome};
 
-use crate::rules::{Landing, Rules};
+use tool_contract::policy::Horizon;
+
+use crate::rules::Rules;
 use crate::state::{Msg, Question, Rec, Who, Word};
 
 /// The bounds of one run of the checker.
@@ -33,12 +35,17 @@ pub struct Config {
     pub answers: u8,
     /// Messages the network loses.
     pub losses: u8,
+    /// Ticks of the healed phase after `max_time` (0: none): no message is lost, probes answer, the
+    /// service replies, nobody crashes, time passes only when nothing else can happen, and a
+    /// restarted process calls the intent again while it is in doubt. The `eventually` property is
+    /// checked where it ends.
+    pub heal: u8,
 }
 
 impl Config {
-    /// The bound CI checks: two workers with a budget of 3 ticks, a horizon of 1, the clock up to 5,
-    /// one settlement and one answer by a person; no crash and no lost message besides the service's
-    /// lost replies (the deeper bound, [`Config::deep`], adds them).
+    /// The bound CI checks: two workers with a budget of 3 ticks, a horizon of 1, faults until the clock
+    /// reaches 4, then 6 healed ticks; one settlement and one answer by a person; no crash and no lost
+    /// message besides the service's lost replies (the deeper bound, [`Config::deep`], adds them).
     pub fn ci(kind: EffectKind) -> Config {
         Config {
             kind,
@@ -47,12 +54,15 @@ impl Config {
             window: 1,
             floor: 1,
             margin: 0,
-            // One tick past the first lease, so a takeover can happen.
-            max_time: 5,
+            // A takeover can happen once the first lease (4 ticks) runs out.
+            max_time: 4,
             crashes: 0,
             looks: 1,
             answers: 1,
             losses: 0,
+            // Long enough for the last call under way at 4 to end, its lease to run out and a restarted
+            // process to wait out the horizon and probe.
+            heal: 6,
         }
     }
 
@@ -78,6 +88,8 @@ pub enum Act {
     Idle,
     /// Waiting for the store's answer to its claim.
     Claiming,
+    /// Another owner holds the intent: it claims again at this tick.
+    Backoff(u8),
     /// Waiting for the store to take its start record.
     Starting,
     /// Its request is sent; waiting for the reply.
@@ -117,7 +129,7 @@ pub struct Worker {
     /// A probe's (or a person's) verdict.
     pub probe: Option<ProbeMark>,
     /// Whether that "not landed" counts yet.
-    pub landing: Landing,
+    pub landing: Horizon,
     /// The approver's answer for the next attempt.
     pub approved: Option<bool>,
     /// Attempts this call made.
@@ -139,7 +151,7 @@ impl Worker {
             outcome: Outcome::Retryable,
             effect: Applied::No,
             probe: None,
-            landing: Landing::Past,
+            landing: Horizon::Passed,
             approved: None,
             made: 0,
             lost_reply: false,
@@ -208,6 +220,8 @@ pub struct State {
     pub answered: u8,
     /// The [`ghost`] flags.
     pub ghost: u32,
+    /// When a restarted process last called the intent again in the healed phase.
+    pub resolved: Option<u8>,
 }
 
 /// One step of one actor.
@@ -227,6 +241,11 @@ pub enum Action {
     Probe(u8, ProbeMark),
     /// A worker has waited out the horizon and looks again.
     Wake(u8),
+    /// A worker whose claim found the intent held claims again.
+    Reclaim(u8),
+    /// In the healed phase, a restarted process calls the intent in doubt again (worker 1, a new
+    /// call).
+    Resolve,
     /// The network delivers a message.
     Deliver(Msg),
     /// The service applies a request (delivered now) and its reply reaches the caller.
@@ -239,19 +258,25 @@ pub enum Action {
     Drop(Msg),
     /// A person looks at the intent in doubt and settles what they saw.
     Look,
-    /// A person answers the waiting question yes.
-    Answer,
+    /// A person answers the waiting question: yes (`true`) or no.
+    Answer(bool),
 }
 
-/// A message's channel: its sender, and whether it goes to the service or to the store. Each channel
-/// is first in, first out; channels reorder among themselves.
-pub(crate) fn channel(msg: &Msg) -> (u8, u8, bool) {
+/// A message's channel: the call it is from or to, and its way (0: to the store, 1: to the service,
+/// 2: from the store). Each channel is first in, first out; channels reorder among themselves.
+pub(crate) fn channel(msg: &Msg) -> (u8, u8, u8) {
     match *msg {
-        Msg::Request { who, .. } => (who.worker, who.call, true),
-        Msg::Claim { who, .. } | Msg::Start { who, .. } | Msg::End { who, .. } | Msg::Ask { who, .. } => {
-            (who.worker, who.call, false)
+        Msg::Request { who, .. } => (who.worker, who.call, 1),
+        Msg::Claim { who, .. }
+        | Msg::Start { who, .. }
+        | Msg::End { who, .. }
+        | Msg::Ask { who, .. }
+        | Msg::Release { who } => (who.worker, who.call, 0),
+        Msg::Claimed { who, .. } | Msg::Started { who, .. } | Msg::Approved { who, .. } => {
+            (who.worker, who.call, 2)
         }
-        _ => (crate::state::PERSON, 0, false),
+        Msg::Reply { who, .. } => (who.worker, who.call, 3),
+        Msg::Settle { .. } | Msg::Answer { .. } => (crate::state::PERSON, 0, 0),
     }
 }
 

@@ -3,7 +3,7 @@
 use stateright::Property;
 use tool_contract::effect::EffectKind;
 
-use crate::model::{Protocol, State, ghost};
+use crate::model::{Config, Protocol, State, ghost};
 
 /// At most one effect per intent; for `money`, every effect after the first follows a person's yes
 /// to the question before that attempt.
@@ -32,6 +32,9 @@ pub const TAKEOVER: &str = "sometimes: a takeover after a partition";
 pub const SETTLEMENT_HONOURED: &str = "sometimes: a settlement honoured";
 /// Reachability: an approved second `money` attempt applied.
 pub const APPROVED_SECOND: &str = "sometimes: an approved second money attempt";
+/// Liveness: with the network healed and probes answering, the intent leaves doubt (checked where
+/// each path of the healed phase ends).
+pub const LEAVES_DOUBT: &str = "eventually: healed, the intent leaves doubt";
 
 fn one_effect(m: &Protocol, s: &State) -> bool {
     if m.config.kind == EffectKind::Money {
@@ -45,8 +48,21 @@ fn flag(s: &State, bit: u32) -> bool {
     s.ghost & bit != 0
 }
 
-/// Every property of a model of a tool of kind `kind`.
-pub fn all(kind: EffectKind) -> Vec<Property<Protocol>> {
+/// Where a path of the healed phase ends (nothing more can happen), the intent is out of doubt.
+/// Stateright checks an `eventually` property where a path ends; this one holds only there, so a
+/// state two paths join at cannot carry one path's success to the other.
+fn left_doubt(m: &Protocol, s: &State) -> bool {
+    if !m.healed(s) || s.word.is_some_and(|w| crate::store::in_doubt(&w)) {
+        return false;
+    }
+    let mut next = Vec::new();
+    stateright::Model::actions(m, s, &mut next);
+    next.is_empty()
+}
+
+/// Every property of a model of a tool of kind `kind` (and `eventually` with a healed phase).
+pub fn all(config: &Config) -> Vec<Property<Protocol>> {
+    let kind = config.kind;
     let mut all = vec![
         Property::always(ONE_EFFECT, one_effect),
         Property::always(NO_OK_WITHOUT_EFFECT, |_, s: &State| !flag(s, ghost::OK_WITHOUT_EFFECT)),
@@ -64,6 +80,9 @@ pub fn all(kind: EffectKind) -> Vec<Property<Protocol>> {
     ];
     if kind == EffectKind::Money {
         all.push(Property::sometimes(APPROVED_SECOND, |_, s: &State| s.applied.iter().any(|&a| a >= 2)));
+    }
+    if config.heal > 0 {
+        all.push(Property::eventually(LEAVES_DOUBT, left_doubt));
     }
     all
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use tool_contract::journal::{Phase, Recall};
-use tool_contract::policy::{self, Facts, Start, Step};
+use tool_contract::policy::{self, Facts, Horizon, Start, Step};
 use tool_contract::rules::{self, Claiming, Fenced, Holder};
 
 use crate::state::Who;
@@ -23,9 +23,9 @@ pub struct Rules {
     pub fence: FenceRule,
     /// A person's answer bound to the attempt examined ([`rules::answer_bound`]).
     pub answer_bound: fn(u32, &Recall) -> Option<String>,
-    /// Whether a "not landed" observed at `observed` about an attempt started at `started` counts at
-    /// `now` for a call whose deadline is `deadline`, with the tool's horizon ([`horizon`]).
-    pub horizon: fn(Horizon) -> Landing,
+    /// Whether a "not landed" counts yet ([`policy::landing`]): given when the attempt can no longer
+    /// land (`None`: nothing of it in flight), when the verdict was seen, now, and the call's deadline.
+    pub horizon: fn(Option<u8>, u8, u8, u8) -> Horizon,
     /// The start-of-call decision ([`policy::start`]).
     pub start: fn(Option<&Recall>, tool_contract::effect::EffectKind) -> Start,
     /// The decision after an attempt that did not end ok ([`policy::next`]).
@@ -41,51 +41,11 @@ impl Rules {
             claim: rules::claim,
             fence: rules::fence,
             answer_bound: rules::answer_bound,
-            horizon,
+            horizon: policy::landing,
             start: policy::start,
             next: policy::next,
             may_start: rules::may_start,
         }
-    }
-}
-
-/// What the horizon's decision is given, in ticks of the model's clock.
-#[derive(Debug, Clone, Copy)]
-pub struct Horizon {
-    /// When the attempt the verdict is about started (its start record's stamp).
-    pub started: u8,
-    /// When the verdict was observed (a probe's: now; a person's: their settlement's stamp).
-    pub observed: u8,
-    /// Now.
-    pub now: u8,
-    /// The call's deadline.
-    pub deadline: u8,
-    /// The tool's horizon: how long after being sent a request may still be applied.
-    pub window: u8,
-}
-
-/// Whether a "not landed" can be trusted yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Landing {
-    /// It was observed after the attempt's horizon: the attempt can no longer land.
-    Past,
-    /// Not yet, and the budget can hold the wait.
-    Wait,
-    /// Not yet, and the budget cannot hold the wait.
-    TooLong,
-}
-
-/// The horizon rule as the contract states it (docs/contract.md, "the landing horizon"): a "not
-/// landed" counts once it was observed past the attempt's start plus the window; before, the call
-/// waits out the rest (and looks again) when its budget can hold it.
-pub fn horizon(h: Horizon) -> Landing {
-    let ends = h.started.saturating_add(h.window);
-    if h.observed > ends {
-        Landing::Past
-    } else if ends.max(h.now) >= h.deadline {
-        Landing::TooLong
-    } else {
-        Landing::Wait
     }
 }
 
@@ -108,16 +68,10 @@ pub struct Known {
     pub room: bool,
 }
 
-/// The one place the model names the policy's landing horizon (`Facts::horizon`, `policy::Horizon`,
-/// `Step::WaitHorizon`): the policy's facts with the horizon's decision in them, and the step by which
-/// the policy says "wait it out, then look again".
-pub fn policy_facts(k: &Known, landing: Landing) -> (Facts, Step) {
-    let horizon = match landing {
-        Landing::Past => policy::Horizon::Passed,
-        Landing::Wait => policy::Horizon::Wait,
-        Landing::TooLong => policy::Horizon::TooLong,
-    };
-    let facts = Facts {
+/// The policy's facts for a call that knows `k`, with `horizon`, the landing rule's answer
+/// ([`policy::landing`]) about the "not landed" in hand.
+pub fn policy_facts(k: &Known, horizon: Horizon) -> Facts {
+    Facts {
         kind: k.kind,
         dedupe: tool_contract::spec::Dedupe::Probe,
         has_probe: true,
@@ -133,8 +87,7 @@ pub fn policy_facts(k: &Known, landing: Landing) -> (Facts, Step) {
         retry_budget: true,
         // The model's person settles through the store, not as a step of a call.
         person: policy::PersonFact::Nobody,
-    };
-    (facts, Step::WaitHorizon)
+    }
 }
 
 /// One tick of the model's clock as the budget rules read it.

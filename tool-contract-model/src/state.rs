@@ -36,9 +36,9 @@ pub struct Rec {
     pub phase: Phase,
     /// The attempt it is about.
     pub attempt: u8,
-    /// When the attempt started (every record of an attempt carries its start's stamp).
+    /// When the attempt started (a probe's verdict: when the probe ran).
     pub started: u8,
-    /// The budget its starter had left at its start: its request went out by `started + left`, or
+    /// The budget its writer had left at `started`: its request went out by `started + left`, or
     /// never.
     pub left: u8,
     /// How it ended.
@@ -189,16 +189,20 @@ pub enum Msg {
     End { who: Who, attempt: u8, started: u8, left: u8, outcome: u8, effect: u8, probe: u8, finish: bool },
     /// A question for a person before the next attempt.
     Ask { who: Who, attempt: u8, until: u8 },
-    /// The store tells the asker its question was answered yes.
-    Approved { who: Who, attempt: u8 },
+    /// The store tells the asker its question was answered (`yes`: approved).
+    Approved { who: Who, attempt: u8, yes: bool },
+    /// A call that wrote no last record gives its claim up.
+    Release { who: Who },
     /// A request to the service, sent at `sent`.
     Request { who: Who, attempt: u8, sent: u8 },
     /// The service's reply.
     Reply { who: Who, attempt: u8, applied: bool },
-    /// A person's settlement of the attempt they examined, looked at `at`.
-    Settle { examined: u8, landed: bool, at: u8 },
-    /// A person's yes to the question about the attempt they examined.
-    Answer { examined: u8 },
+    /// A person's settlement of the attempt they examined. Their word speaks for the moment it is
+    /// recorded (the assumption: they look at the service as they settle), so what they saw is read
+    /// there.
+    Settle { examined: u8 },
+    /// A person's answer (`yes`: approved) to the question about the attempt they examined.
+    Answer { examined: u8, yes: bool },
 }
 
 /// Outcome, effect and probe verdict to and from the small numbers a message carries.

@@ -6,7 +6,9 @@ use tool_contract::probe::ProbeMark;
 use tool_contract::{Applied, Outcome};
 
 use crate::model::{Act, Action, Protocol, State, Worker, ghost};
-use crate::rules::{Horizon, Known, Landing, policy_facts, ticks};
+use tool_contract::policy::Horizon;
+
+use crate::rules::{Known, policy_facts, ticks};
 use crate::state::{Got, Msg, code};
 
 impl Protocol {
@@ -16,6 +18,11 @@ impl Protocol {
 
     /// The call reports and gives its claim up.
     fn report(&self, s: &mut State, w: u8, outcome: Outcome, effect: Applied) {
+        self.report_holding(s, w, outcome, effect, true);
+    }
+
+    /// [`Protocol::report`]; `holds`: whether the store may have granted the call its claim.
+    fn report_holding(&self, s: &mut State, w: u8, outcome: Outcome, effect: Applied, holds: bool) {
         let who = s.who(w);
         let attempt = s.workers[usize::from(w)].attempt;
         if (outcome == Outcome::Ok || effect == Applied::Yes) && s.applied.is_empty() {
@@ -37,7 +44,7 @@ impl Protocol {
                     *finish = true;
                 }
             }
-            None if s.claim.is_some_and(|c| c.owner == who) => s.claim = None,
+            None if holds => s.send(Msg::Release { who }),
             None => {}
         }
     }
@@ -52,15 +59,15 @@ impl Protocol {
         }
     }
 
-    fn horizon(&self, s: &State, w: u8, observed: u8) -> Landing {
+    /// Whether a "not landed" about the attempt in hand, seen at `observed`, counts, by the crate's rule
+    /// ([`tool_contract::policy::landing`]): the attempt can no longer land from the tick after its
+    /// request's last possible reach plus the horizon (a request is applied, if ever, while
+    /// `now <= sent + window`); nothing of it is in flight when the service's own answer said it applied
+    /// nothing.
+    fn horizon(&self, s: &State, w: u8, observed: u8) -> Horizon {
         let k = &s.workers[usize::from(w)];
-        (self.rules.horizon)(Horizon {
-            started: k.reached,
-            observed,
-            now: s.now,
-            deadline: k.deadline,
-            window: self.config.window,
-        })
+        let ends = (k.effect != Applied::No).then(|| k.reached.saturating_add(self.config.window + 1));
+        (self.rules.horizon)(ends, observed, s.now, k.deadline)
     }
 
     /// Ask the policy for the next step, and take it.
@@ -76,13 +83,9 @@ impl Protocol {
             made: u32::from(k.made),
             room: (self.rules.may_start)(left, ticks(self.config.floor)),
         };
-        let (facts, wait) = policy_facts(&known, k.landing);
-        let step = (self.rules.next)(&facts);
-        if step == wait {
-            self.worker(s, w).act = Act::Waiting;
-            return;
-        }
+        let step = (self.rules.next)(&policy_facts(&known, k.landing));
         match step {
+            Step::WaitHorizon => self.worker(s, w).act = Act::Waiting,
             Step::Probe => self.worker(s, w).act = Act::Probing,
             Step::Approve => {
                 let who = s.who(w);
@@ -143,13 +146,15 @@ impl Protocol {
                         finish: false,
                     });
                     self.report(s, w, Outcome::Unknown, Applied::Unknown);
-                } else if k.act == Act::Claiming || k.act == Act::Starting {
+                } else if matches!(k.act, Act::Claiming | Act::Starting | Act::Backoff(_)) {
                     // An attempt never started gives its number back: the call speaks for the one before.
                     if k.act == Act::Starting {
                         self.worker(s, w).attempt -= 1;
                     }
                     let effect = if k.effect == Applied::No { Applied::No } else { Applied::Unknown };
-                    self.report(s, w, Outcome::Retryable, effect);
+                    // A call backing off holds nothing; one claiming may have been granted its claim.
+                    let holds = !matches!(k.act, Act::Backoff(_));
+                    self.report_holding(s, w, Outcome::Retryable, effect, holds);
                 } else {
                     self.stop(s, w);
                 }
@@ -180,8 +185,17 @@ impl Protocol {
             }
             Action::Probe(w, verdict) => self.probe(s, w, verdict),
             Action::Wake(w) => {
-                self.worker(s, w).probe = None;
+                // Waited out, as the engine does: the probe looks again.
+                let k = self.worker(s, w);
+                (k.probe, k.landing) = (None, Horizon::Passed);
                 self.decide(s, w);
+            }
+            Action::Reclaim(w) => {
+                let k = s.workers[usize::from(w)];
+                let lease = self.config.budget + self.config.window + self.config.margin;
+                let who = s.who(w);
+                s.send(Msg::Claim { who, deadline: k.deadline, lease });
+                self.worker(s, w).act = Act::Claiming;
             }
             _ => {}
         }
@@ -193,17 +207,18 @@ impl Protocol {
         let k = s.workers[usize::from(w)];
         let (outcome, effect) = match verdict {
             ProbeMark::Landed => (Outcome::Ok, Applied::Yes),
-            ProbeMark::NotLanded if landing == Landing::Past => (Outcome::Retryable, Applied::No),
+            ProbeMark::NotLanded if landing == Horizon::Passed => (Outcome::Retryable, Applied::No),
             ProbeMark::NotLanded => (Outcome::Unknown, Applied::Unknown),
             ProbeMark::Failed if k.effect == Applied::No => (k.outcome, Applied::No),
             ProbeMark::Failed => (Outcome::Unknown, Applied::Unknown),
         };
         let who = s.who(w);
+        // A probe's verdict carries the probe's own stamp and budget, as the engine logs it.
         s.send(Msg::End {
             who,
             attempt: k.attempt,
-            started: k.stamp,
-            left: k.left,
+            started: s.now,
+            left: k.deadline.saturating_sub(s.now),
             outcome: code::outcome(outcome),
             effect: code::effect(effect),
             probe: code::probe(Some(verdict)),
@@ -273,11 +288,11 @@ impl Protocol {
                 });
                 let k = self.worker(s, w);
                 (k.outcome, k.effect, k.probe, k.landing) =
-                    (Outcome::Retryable, Applied::No, None, Landing::Past);
+                    (Outcome::Retryable, Applied::No, None, Horizon::Passed);
                 self.decide(s, w);
             }
-            (Msg::Approved { attempt, .. }, Act::Asking) if attempt == k.attempt => {
-                self.worker(s, w).approved = Some(true);
+            (Msg::Approved { attempt, yes, .. }, Act::Asking) if attempt == k.attempt => {
+                self.worker(s, w).approved = Some(yes);
                 self.decide(s, w);
             }
             _ => {}
@@ -301,12 +316,13 @@ impl Protocol {
             Got::Busy
                 if tool_contract::rules::may_wait_for_claim(ticks(1), ticks(self.config.floor), left) =>
             {
-                let lease = self.config.budget + self.config.window + self.config.margin;
-                let who = s.who(w);
-                s.send(Msg::Claim { who, deadline: k.deadline, lease });
+                // It waits a tick (the engine's poll), then claims again.
+                self.worker(s, w).act = Act::Backoff(s.now.saturating_add(1));
                 return;
             }
-            Got::Busy | Got::Late => return self.report(s, w, Outcome::Retryable, Applied::Unknown),
+            Got::Busy | Got::Late => {
+                return self.report_holding(s, w, Outcome::Retryable, Applied::Unknown, false);
+            }
         };
         let recall = word.map(|w| w.recall());
         let start = (self.rules.start)(recall.as_ref(), self.config.kind);
@@ -314,11 +330,16 @@ impl Protocol {
             Some(word) => (word.attempts, Some(word.last)),
             None => (0, None),
         };
-        // The attempt's request went out by its start plus the budget its starter had, or never.
+        // Until when the attempt's request may have reached the service, by the crate's rule: its start
+        // plus the budget its starter had, a probe's stamp, a settlement's stamp, now.
         let (stamp, left) = last.map_or((0, 0), |l| (l.started, l.left));
+        let settled_at = last.and_then(|l| l.settled).map(|(_, at)| at);
+        let probed = last.filter(|l| l.probe.is_some()).map(|l| l.started);
+        let reached =
+            tool_contract::rules::reached_by(Some(stamp.saturating_add(left)), probed, settled_at, s.now);
         {
             let k = self.worker(s, w);
-            (k.attempt, k.stamp, k.left, k.reached) = (attempts, stamp, left, stamp.saturating_add(left));
+            (k.attempt, k.stamp, k.left, k.reached) = (attempts, stamp, left, reached);
         }
         match start {
             Start::Fresh => self.start_attempt(s, w),
@@ -333,14 +354,18 @@ impl Protocol {
                     (Outcome::Unknown, Applied::Unknown, None, Act::Probing);
             }
             Start::SecondAttempt { .. } => {
-                // A person's verdict was observed when they looked; an end's effect no, now.
-                let observed = last.and_then(|l| l.settled).map_or(s.now, |(_, at)| at);
-                if last.is_some_and(|l| l.settled.is_some()) {
+                // A person's verdict was seen when they settled; an end that applied nothing by the
+                // service's own word leaves nothing in flight.
+                let observed = settled_at.unwrap_or(s.now);
+                if settled_at.is_some() {
                     s.ghost |= ghost::SETTLEMENT_HONOURED;
                 }
-                let landing = self.horizon(s, w, observed);
+                let k = s.workers[usize::from(w)];
+                let nothing = settled_at.is_none() && last.is_some_and(|l| l.effect == Some(Applied::No));
+                let ends = (!nothing).then(|| k.reached.saturating_add(self.config.window + 1));
+                let landing = (self.rules.horizon)(ends, observed, s.now, k.deadline);
                 // A "not landed" that does not count yet leaves the effect unknown.
-                let effect = if landing == Landing::Past { Applied::No } else { Applied::Unknown };
+                let effect = if landing == Horizon::Passed { Applied::No } else { Applied::Unknown };
                 let k = self.worker(s, w);
                 (k.outcome, k.effect, k.probe, k.landing) =
                     (Outcome::Retryable, effect, Some(ProbeMark::NotLanded), landing);

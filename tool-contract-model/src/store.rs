@@ -39,7 +39,7 @@ impl Protocol {
                     Claiming::Busy { .. } => Got::Busy,
                     Claiming::Late => Got::Late,
                 };
-                self.at_worker(s, Msg::Claimed { who, got });
+                s.send(Msg::Claimed { who, got });
             }
             Msg::Start { who, attempt, at, left } => {
                 let highest = u32::from(Self::highest(s));
@@ -71,11 +71,11 @@ impl Protocol {
                             probe: None,
                             settled: None,
                         });
-                        self.at_worker(s, Msg::Started { who, attempt, ok: true });
+                        s.send(Msg::Started { who, attempt, ok: true });
                     }
                     Err(why) => {
                         Self::refused(s, &why);
-                        self.at_worker(s, Msg::Started { who, attempt, ok: false });
+                        s.send(Msg::Started { who, attempt, ok: false });
                     }
                 }
             }
@@ -121,15 +121,18 @@ impl Protocol {
             Msg::Ask { who, attempt, until } => {
                 s.question = Some(Question { attempt, step: ApprovalStep::Asked, until, asker: who });
             }
-            Msg::Settle { examined, landed, at } => self.settle(s, examined, landed, at),
-            Msg::Answer { examined } => self.answer(s, examined),
+            Msg::Release { who } if s.claim.is_some_and(|c| c.owner == who) => s.claim = None,
+            Msg::Settle { examined } => self.settle(s, examined),
+            Msg::Answer { examined, yes } => self.answer(s, examined, yes),
             _ => {}
         }
     }
 
     /// A person's settlement, as `person::settle` does it: claim, check, write under the claim, release.
-    fn settle(&self, s: &mut State, examined: u8, landed: bool, at: u8) {
+    fn settle(&self, s: &mut State, examined: u8) {
         let Some(word) = s.word else { return };
+        // Truthful about the attempt they examined, as it stands as their word is recorded.
+        let (landed, at) = (s.applied.contains(&examined), s.now);
         let person = Who { worker: PERSON, call: s.looks };
         if !matches!(
             (self.rules.claim)(s.claim.as_ref(), &person, s.now, None),
@@ -185,8 +188,8 @@ impl Protocol {
         said | bit
     }
 
-    /// A person's yes to a question, as `person::answer_approval` checks it.
-    fn answer(&self, s: &mut State, examined: u8) {
+    /// A person's answer to a question, as `person::answer_approval` checks it.
+    fn answer(&self, s: &mut State, examined: u8, yes: bool) {
         let (Some(word), Some(question)) = (s.word, s.question) else { return };
         let recall = word.recall();
         if (self.rules.answer_bound)(u32::from(examined), &recall).is_some() {
@@ -199,14 +202,29 @@ impl Protocol {
         else {
             return;
         };
-        let yes = Question { attempt: about, step: ApprovalStep::Approved, ..question }.record();
-        if !tool_contract::rules::may_follow(&yes.as_record_ref(), Some(waiting)) {
+        let step = if yes { ApprovalStep::Approved } else { ApprovalStep::Denied };
+        let answer = Question { attempt: about, step, ..question };
+        if !tool_contract::rules::may_follow(&answer.record().as_record_ref(), Some(waiting)) {
             return;
         }
         s.answered = Self::spoken(s.answered, &mut s.ghost, examined, about);
-        s.approvals |= 1 << about.min(7);
-        s.question = Some(Question { attempt: about, step: ApprovalStep::Approved, ..question });
-        self.at_worker(s, Msg::Approved { who: question.asker, attempt: about });
+        if yes {
+            s.approvals |= 1 << about.min(7);
+        }
+        s.question = Some(answer);
+        s.send(Msg::Approved { who: question.asker, attempt: about, yes });
+    }
+}
+
+/// Whether the intent's last word leaves it in doubt, by the crate's rule.
+pub(crate) fn in_doubt(word: &crate::state::Word) -> bool {
+    tool_contract::rules::in_doubt(word.last.phase, word.last.outcome, word.last.effect)
+}
+
+impl Protocol {
+    /// Whether the run is in its healed phase (`Config::heal`).
+    pub(crate) fn healed(&self, s: &State) -> bool {
+        self.config.heal > 0 && s.now >= self.config.max_time
     }
 }
 
@@ -233,35 +251,37 @@ impl Model for Protocol {
             spoken: 0,
             answered: 0,
             ghost: 0,
+            resolved: None,
         }]
     }
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
         let c = &self.config;
-        if s.now < c.max_time {
-            actions.push(Action::Tick);
-        }
+        let healed = self.healed(s);
         for (i, k) in s.workers.iter().enumerate() {
             let w = i as u8;
             let live = !matches!(k.act, Act::Idle | Act::Done);
-            if k.act == Act::Idle {
+            if k.act == Act::Idle && !healed {
                 actions.push(Action::Begin(w));
             }
             if live && s.now >= k.deadline {
                 actions.push(Action::GiveUp(w));
                 continue;
             }
-            if live && s.crashes < c.crashes {
+            if live && s.crashes < c.crashes && !healed {
                 actions.push(Action::Crash(w));
             }
             match k.act {
-                Act::Calling => actions.push(Action::Timeout(w)),
+                Act::Calling if !healed => actions.push(Action::Timeout(w)),
                 Act::Probing => {
                     let truth = if s.applied.is_empty() { ProbeMark::NotLanded } else { ProbeMark::Landed };
                     actions.push(Action::Probe(w, truth));
-                    actions.push(Action::Probe(w, ProbeMark::Failed));
+                    if !healed {
+                        actions.push(Action::Probe(w, ProbeMark::Failed));
+                    }
                 }
                 Act::Waiting if s.now > k.reached.saturating_add(c.window) => actions.push(Action::Wake(w)),
+                Act::Backoff(at) if s.now >= at => actions.push(Action::Reclaim(w)),
                 _ => {}
             }
         }
@@ -276,24 +296,39 @@ impl Model for Protocol {
             if let Msg::Request { sent, .. } = msg {
                 if s.now <= sent.saturating_add(c.window) {
                     actions.push(Action::Apply(*msg));
-                    actions.push(Action::ApplyLost(*msg));
+                    if !healed {
+                        actions.push(Action::ApplyLost(*msg));
+                    }
                     actions.push(Action::Refuse(*msg));
                 }
             } else {
                 actions.push(Action::Deliver(*msg));
             }
-            if s.lost < c.losses {
+            if s.lost < c.losses && !healed {
                 actions.push(Action::Drop(*msg));
             }
         }
-        if s.looks < c.looks
-            && s.word
-                .is_some_and(|w| tool_contract::rules::in_doubt(w.last.phase, w.last.outcome, w.last.effect))
-        {
-            actions.push(Action::Look);
+        if !healed {
+            if s.looks < c.looks && s.word.is_some_and(|w| in_doubt(&w)) {
+                actions.push(Action::Look);
+            }
+            if s.answers < c.answers && s.question.is_some_and(|q| q.step == ApprovalStep::Asked) {
+                actions.push(Action::Answer(true));
+                actions.push(Action::Answer(false));
+            }
+            if s.now < c.max_time {
+                actions.push(Action::Tick);
+            }
+            return;
         }
-        if s.answers < c.answers && s.question.is_some_and(|q| q.step == ApprovalStep::Asked) {
-            actions.push(Action::Answer);
+        // The healed phase: a restarted process calls the intent again while it is in doubt and no call
+        // is under way, once a tick; time passes only when nothing else can happen.
+        let quiet = s.net.is_empty() && s.workers.iter().all(|k| matches!(k.act, Act::Idle | Act::Done));
+        if quiet && s.word.is_some_and(|w| in_doubt(&w)) && s.resolved != Some(s.now) {
+            actions.push(Action::Resolve);
+        }
+        if actions.is_empty() && s.now < c.max_time.saturating_add(c.heal) {
+            actions.push(Action::Tick);
         }
     }
 
@@ -309,7 +344,11 @@ impl Model for Protocol {
             }
             Action::Deliver(msg) => {
                 s.take(&msg);
-                self.at_store(&mut s, msg);
+                if crate::model::channel(&msg).2 == 2 {
+                    self.at_worker(&mut s, msg);
+                } else {
+                    self.at_store(&mut s, msg);
+                }
             }
             Action::Apply(msg) | Action::ApplyLost(msg) => {
                 s.take(&msg);
@@ -337,13 +376,18 @@ impl Model for Protocol {
                 s.looks += 1;
                 let word = s.word?;
                 let examined = word.attempts;
-                let landed = s.applied.contains(&examined);
-                s.send(Msg::Settle { examined, landed, at: s.now });
+                s.send(Msg::Settle { examined });
             }
-            Action::Answer => {
+            Action::Answer(yes) => {
                 s.answers += 1;
                 let q = s.question?;
-                s.send(Msg::Answer { examined: q.attempt });
+                s.send(Msg::Answer { examined: q.attempt, yes });
+            }
+            Action::Resolve => {
+                s.resolved = Some(s.now);
+                let call = s.workers[0].call + 1;
+                s.workers[0] = Worker::idle(call);
+                self.worker_step(&mut s, Action::Begin(0));
             }
             other => self.worker_step(&mut s, other),
         }
@@ -351,7 +395,7 @@ impl Model for Protocol {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        crate::properties::all(self.config.kind)
+        crate::properties::all(&self.config)
     }
 
     fn format_action(&self, action: &Action) -> String {

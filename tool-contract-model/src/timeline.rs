@@ -30,14 +30,31 @@ pub fn check(model: Protocol) -> Run {
 
 /// [`check`], stopping at the first counterexample to `property` when one is named.
 pub fn check_until(model: Protocol, property: Option<&'static str>) -> Run {
-    let properties = model.properties();
+    check_with(model, property, false)
+}
+
+/// [`check_until`], depth-first when `dfs` (it keeps a path, not a frontier, so it takes far less
+/// memory; its counterexamples are not the shortest). A full check uses every core; a search for one
+/// counterexample uses one thread, so the path it prints is a shortest one.
+pub fn check_with(model: Protocol, property: Option<&'static str>, dfs: bool) -> Run {
     let started = Instant::now();
-    let builder = model.checker();
+    let threads = match property {
+        Some(_) => 1,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let builder = model.checker().threads(threads);
     let builder = match property {
         Some(name) => builder.finish_when(stateright::HasDiscoveries::AnyOf([name].into_iter().collect())),
         None => builder,
     };
-    let checker = builder.spawn_bfs().join();
+    if dfs {
+        collect(builder.spawn_dfs().join(), started)
+    } else {
+        collect(builder.spawn_bfs().join(), started)
+    }
+}
+
+fn collect(checker: impl Checker<Protocol>, started: Instant) -> Run {
     let took = started.elapsed();
     let discoveries = checker.discoveries();
     let mut run = Run {
@@ -47,7 +64,7 @@ pub fn check_until(model: Protocol, property: Option<&'static str>) -> Run {
         violations: Vec::new(),
         unreached: Vec::new(),
     };
-    for p in properties {
+    for p in checker.model().properties() {
         let found = discoveries.get(p.name).cloned();
         match (p.expectation, found) {
             (Expectation::Sometimes, None) => run.unreached.push(p.name),
@@ -56,13 +73,10 @@ pub fn check_until(model: Protocol, property: Option<&'static str>) -> Run {
             (_, None) => {}
         }
     }
+    let c = checker.model().config;
     println!(
-        "{:?} with {} workers: {} states, depth {}, {:.2?}",
-        checker.model().config.kind,
-        checker.model().config.workers,
-        run.states,
-        run.depth,
-        run.took
+        "{:?} with {} workers, clock to {} (+{} healed), {} crash(es), {} loss(es): {} states, depth {}, {:.2?}",
+        c.kind, c.workers, c.max_time, c.heal, c.crashes, c.losses, run.states, run.depth, run.took
     );
     run
 }
@@ -128,9 +142,11 @@ impl fmt::Display for Msg {
                 write!(f, "{who}'s end of attempt {attempt}: {} with effect {effect}{verdict}", code(outcome))
             }
             Msg::Ask { who, attempt, .. } => write!(f, "{who}'s question before attempt {}", attempt + 1),
-            Msg::Approved { who, attempt } => {
-                write!(f, "the yes to {who}'s question before attempt {}", attempt + 1)
+            Msg::Approved { who, attempt, yes } => {
+                let answer = if yes { "yes" } else { "no" };
+                write!(f, "the {answer} to {who}'s question before attempt {}", attempt + 1)
             }
+            Msg::Release { who } => write!(f, "{who}'s release of its claim"),
             Msg::Request { who, attempt, sent } => {
                 write!(f, "{who}'s request of attempt {attempt} (sent t={sent})")
             }
@@ -141,12 +157,14 @@ impl fmt::Display for Msg {
                     if applied { "applied" } else { "503" }
                 )
             }
-            Msg::Settle { examined, landed, at } => write!(
+            Msg::Settle { examined } => {
+                write!(f, "a person's settlement of attempt {examined}, as they see it")
+            }
+            Msg::Answer { examined, yes } => write!(
                 f,
-                "a person's settlement of attempt {examined}: {} (looked at t={at})",
-                if landed { "landed" } else { "not landed" }
+                "a person's {} to the question after attempt {examined}",
+                if yes { "yes" } else { "no" }
             ),
-            Msg::Answer { examined } => write!(f, "a person's yes to the question after attempt {examined}"),
         }
     }
 }
@@ -167,7 +185,11 @@ impl fmt::Display for Action {
             Action::Refuse(m) => write!(f, "service: refuses {m} (503)"),
             Action::Drop(m) => write!(f, "network: loses {m}"),
             Action::Look => f.write_str("person: looks at the attempt in doubt, sends a settlement"),
-            Action::Answer => f.write_str("person: answers the waiting question yes"),
+            Action::Answer(yes) => {
+                write!(f, "person: answers the waiting question {}", if *yes { "yes" } else { "no" })
+            }
+            Action::Reclaim(w) => write!(f, "{}: claims the intent again", worker(*w)),
+            Action::Resolve => f.write_str("w1: a restarted process calls the intent in doubt again"),
         }
     }
 }

@@ -95,7 +95,7 @@ pub enum PersonFact {
 /// Whether a "not landed" about the last attempt can be trusted yet: where the attempt stands against
 /// its landing horizon (when it may have last reached the service, plus how long the service may still
 /// apply it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Horizon {
     /// The horizon has passed (or the tool has none, or the attempt applied nothing by the service's
     /// own word): the attempt can no longer land.
@@ -104,6 +104,37 @@ pub enum Horizon {
     Wait,
     /// It has not passed, and the budget cannot hold the rest of it.
     TooLong,
+}
+
+/// Whether a "not landed" counts yet, on any clock (the engine's instants, the protocol model's ticks):
+/// the one rule every reader of a "not landed" follows.
+///
+/// - `ends`: when the attempt can no longer land, its request's last possible reach of the service plus
+///   the tool's landing horizon; `None` when no request of it can be in flight (none was sent, or the
+///   service's own answer said it applied nothing).
+/// - `observed`: when the "not landed" was seen: a probe's, when it ran; a person's, when they settled.
+/// - `now`, and `deadline`, the call's.
+///
+/// A verdict seen once the attempt could no longer land counts. One seen before says nothing of what
+/// landed since, however long ago that was: the call waits out what is left of the horizon (nothing,
+/// if it has passed) and looks again, or stops when its budget cannot hold that.
+///
+/// ```
+/// use tool_contract::policy::{Horizon, landing};
+///
+/// assert_eq!(landing(Some(10), 12, 12, 30), Horizon::Passed);
+/// assert_eq!(landing(None, 3, 3, 30), Horizon::Passed);
+/// // Seen at 8, before the horizon ended at 10: looked at again, even at 20.
+/// assert_eq!(landing(Some(10), 8, 20, 30), Horizon::Wait);
+/// assert_eq!(landing(Some(10), 8, 8, 10), Horizon::TooLong);
+/// ```
+pub fn landing<T: Ord + Copy>(ends: Option<T>, observed: T, now: T, deadline: T) -> Horizon {
+    match ends {
+        None => Horizon::Passed,
+        Some(ends) if observed >= ends => Horizon::Passed,
+        Some(ends) if ends.max(now) >= deadline => Horizon::TooLong,
+        Some(_) => Horizon::Wait,
+    }
 }
 
 /// Whether the budget left can hold the next wait and an attempt of at least the tool's floor.
@@ -186,6 +217,10 @@ pub fn next(f: &Facts) -> Step {
     }
     // A person's word stands for the verdict of a probe that could not tell.
     let verdict = match (f.probe, f.person) {
+        // Asked only once the attempt can no longer land, so a "not landed" they give counts.
+        (Some(ProbeMark::Failed), PersonFact::CanAsk) if maybe && f.horizon == Horizon::Wait => {
+            return Step::WaitHorizon;
+        }
         (Some(ProbeMark::Failed), PersonFact::CanAsk) if maybe => return Step::AskPerson,
         (Some(ProbeMark::Failed), PersonFact::Said(Verdict::Landed)) => return Step::Stop(End::Settled),
         (Some(ProbeMark::Failed), PersonFact::Said(Verdict::NotLanded)) => Some(ProbeMark::NotLanded),
@@ -366,6 +401,15 @@ mod tests {
             ..facts(Send)
         };
         assert_eq!(next(&early), Step::WaitHorizon);
+        // Before the horizon a person is not asked yet: the call waits it out and probes again, so a
+        // "not landed" they give is seen once the attempt can no longer land.
+        for kind in [Create, Send, Money, Destructive] {
+            let resumed = Facts { made: 0, person: CanAsk, horizon: Horizon::Wait, ..facts(kind) };
+            let probed = Facts { probe: Some(ProbeMark::Failed), ..resumed };
+            assert_eq!(next(&probed), Step::WaitHorizon, "{kind}");
+            assert_eq!(next(&Facts { horizon: Horizon::Passed, ..probed }), AskPerson, "{kind}");
+            assert_eq!(next(&Facts { horizon: Horizon::TooLong, ..probed }), AskPerson, "{kind}");
+        }
     }
 
     #[test]

@@ -82,6 +82,20 @@ pub const fn supersedes(phase: Phase, attempt: u32, kept: u32, kept_phase: Phase
             || (attempt == kept && !matches!(kept_phase, Phase::Settled)))
 }
 
+/// Until when an attempt an earlier call recorded may have reached the service, on any clock: the
+/// earliest of its start plus the budget it started with (`ran`: a call sends nothing after its
+/// deadline), the stamp of a probe's verdict about it (`probed`: asked once the attempt was over), a
+/// person's settlement of it (`settled`: made once nobody held the intent) and `now` (whoever made it
+/// is gone). Its landing horizon runs from there ([`crate::policy::landing`]).
+///
+/// ```
+/// assert_eq!(tool_contract::rules::reached_by(Some(9), Some(4), None, 12), 4);
+/// assert_eq!(tool_contract::rules::reached_by(None, None, None, 12), 12);
+/// ```
+pub fn reached_by<T: Ord>(ran: Option<T>, probed: Option<T>, settled: Option<T>, now: T) -> T {
+    [ran, probed, settled].into_iter().flatten().fold(now, std::cmp::min)
+}
+
 /// The escalation queue's order, of two intents' last words: oldest first by start time, then task,
 /// attempt and key (so two readers of one log list it alike).
 pub fn queue_order(a: &Record, b: &Record) -> Ordering {

@@ -44,9 +44,11 @@ pub(crate) async fn decide<W: Work>(
                     Ok(mark) => facts.probe = Some(mark),
                     Err(why) => (facts.probe, unsure) = (Some(ProbeMark::Failed), why),
                 }
-                if facts.probe == Some(ProbeMark::NotLanded) {
+                // Where the attempt stands against its horizon: a "not landed" counts only past it, and
+                // a person is asked only past it, so that theirs does.
+                if matches!(facts.probe, Some(ProbeMark::NotLanded | ProbeMark::Failed)) {
                     facts.horizon = work.horizon(run, &class);
-                    if facts.horizon == Horizon::Passed {
+                    if facts.probe == Some(ProbeMark::NotLanded) && facts.horizon == Horizon::Passed {
                         run.now_mut().may_have_landed(false);
                         class = resolved_not_landed(class);
                         (facts.outcome, facts.effect) = (class.outcome(), class.effect());
@@ -78,6 +80,7 @@ pub(crate) async fn decide<W: Work>(
                         // Their word stands for the probe's "not landed": nothing was applied.
                         class = Class::retryable(record.message.unwrap_or_default());
                         run.now_mut().known_not_landed();
+                        run.now_mut().seen_now();
                         (facts.outcome, facts.effect) = (class.outcome(), class.effect());
                         // It counts, as a probe's would, once the attempt can no longer land.
                         facts.horizon = run.horizon_now();
@@ -94,9 +97,20 @@ pub(crate) async fn decide<W: Work>(
                 // The service may still apply the request: look again once it cannot.
                 // Boxed: a wait most calls never make.
                 Box::pin(tokio::time::sleep(run.horizon_left())).await;
-                // Waited out: a person's "not landed" given before it now stands, whatever the next
-                // probe can tell.
+                // Waited out: the probe looks again. A "not landed" seen before the horizon (a probe's,
+                // or a person's settlement) says nothing of what landed since.
                 (facts.probe, facts.horizon) = (None, Horizon::Passed);
+                if facts.effect == Applied::No {
+                    // Only a person's word seen too early said `no`: until the probe looks, the effect
+                    // is unknown.
+                    class = Class::unknown(format!(
+                        "{}; seen before attempt {} could no longer land",
+                        class.message(),
+                        run.now().id()
+                    ));
+                    run.now_mut().may_have_landed(true);
+                    (facts.outcome, facts.effect) = (class.outcome(), class.effect());
+                }
                 continue;
             }
             Step::Retry => match take_retry(run, &class) {

@@ -110,6 +110,9 @@ pub(crate) struct Attempt {
     /// The attempt resumed from is known not to have landed (a person settled it so, or its own end
     /// said so): that stands for the probe's verdict.
     known_not_landed: bool,
+    /// When a person's "not landed" about the attempt resumed from was seen (their settlement's
+    /// stamp): it counts only if seen once the attempt could no longer land.
+    observed: Option<tokio::time::Instant>,
     /// Who said yes to the next attempt (a `money` call's second or later), until it starts: its start
     /// record names them.
     approved: Option<String>,
@@ -162,6 +165,11 @@ impl Attempt {
     pub(crate) fn known_not_landed(&mut self) {
         self.maybe_applied = false;
         self.known_not_landed = true;
+    }
+
+    /// The "not landed" in hand was seen just now (a person asked during the call).
+    pub(crate) fn seen_now(&mut self) {
+        self.observed = None;
     }
 
     /// `who` said yes to the next attempt: its start record names them.
@@ -303,7 +311,7 @@ impl<'a> Run<'a> {
     pub(crate) fn resume(&mut self, recall: &Recall) -> Option<Box<super::ResumeWait>> {
         self.now.number = recall.attempts;
         self.now.id = recall.last.attempt_id.clone();
-        self.now.reached = reached_before(recall);
+        (self.now.reached, self.now.observed) = reached_before(recall);
         let wait = super::ResumeWait::of(&recall.last);
         // A wait the service asked for binds every later attempt until it passes: the records this
         // call writes before it (a probe's verdict) carry it on, so the next call waits too.
@@ -322,24 +330,29 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Whether a probe's "not landed" about an attempt that ended as `class` counts yet: at once when
-    /// the service's own answer said it applied nothing, else once the attempt's landing horizon has
-    /// passed.
+    /// Whether a probe's "not landed" about an attempt that ended as `class`, seen just now, counts
+    /// ([`policy::landing`]): at once when the service's own answer said it applied nothing, else once
+    /// the attempt's landing horizon has passed.
     pub(crate) fn horizon(&self, class: &Class) -> Horizon {
-        if class.effect() == Applied::No { Horizon::Passed } else { self.horizon_now() }
+        let now = tokio::time::Instant::now();
+        let ends = if class.effect() == Applied::No { None } else { self.horizon_ends() };
+        crate::policy::landing(ends, now, now, self.task.deadline())
     }
 
-    /// Where the last attempt stands against its landing horizon, whatever its own end said: for a
-    /// person's "not landed", which counts no sooner than a probe's.
+    /// Whether the "not landed" the call resumed with (a person's settlement) counts: only if it was
+    /// seen once the attempt could no longer land ([`policy::landing`]); a person's answer asked just
+    /// now is seen now.
     pub(crate) fn horizon_now(&self) -> Horizon {
-        let left = self.horizon_left();
-        if left.is_zero() {
-            Horizon::Passed
-        } else if left >= self.task.remaining() {
-            Horizon::TooLong
-        } else {
-            Horizon::Wait
-        }
+        let now = tokio::time::Instant::now();
+        let observed = self.now.observed.unwrap_or(now);
+        crate::policy::landing(self.horizon_ends(), observed, now, self.task.deadline())
+    }
+
+    /// When the last attempt can no longer land: its request's last possible reach plus the tool's
+    /// horizon; `None` when no request of it can be in flight.
+    fn horizon_ends(&self) -> Option<tokio::time::Instant> {
+        let horizon = self.spec.get_horizon();
+        self.now.reached.map(|at| at.checked_add(horizon).unwrap_or(at))
     }
 
     /// The attempt's call is over (answered, failed, timed out): its request reaches the service no
@@ -399,17 +412,15 @@ impl<'a> Run<'a> {
 }
 
 /// Until when the last attempt an earlier call (or process) recorded may have reached the service, for
-/// its landing horizon, from the records' own stamps: no later than its recorded start plus the budget
-/// it started with (it cannot have run longer), nor than now (whoever made it is gone: a process
-/// killed, a call dropped, or a claim whose lease, which outlasts the attempt, ran out). A probe's
-/// verdict was asked once the attempt was over, so the probe's stamp bounds it too; a settlement was
-/// made once nobody held the intent, so its stamp does. A record that says the attempt applied nothing
-/// by the service's own word leaves nothing that can land; a person's `not_landed` does not, and waits
-/// for the horizon like a probe's. A stamp that cannot be read bounds nothing.
-fn reached_before(recall: &Recall) -> Option<tokio::time::Instant> {
-    if recall.settlement().is_none() && recall.last.effect_applied == Some(Applied::No) {
-        return None;
-    }
+/// its landing horizon, from the records' own stamps ([`crate::rules::reached_by`]): no later than its
+/// recorded start plus the budget it started with (it cannot have run longer), nor than now (whoever
+/// made it is gone: a process killed, a call dropped, or a claim whose lease, which outlasts the
+/// attempt, ran out). A probe's verdict was asked once the attempt was over, so the probe's stamp
+/// bounds it too; a settlement was made once nobody held the intent, so its stamp does. A record that
+/// says the attempt applied nothing by the service's own word leaves nothing that can land; a person's
+/// `not_landed` does not, and waits for the horizon like a probe's. A stamp that cannot be read bounds
+/// nothing. With it, when a person's settlement was seen (its stamp, on tokio's clock).
+fn reached_before(recall: &Recall) -> (Option<tokio::time::Instant>, Option<tokio::time::Instant>) {
     let now = tokio::time::Instant::now();
     let wall = crate::journal::wall_clock();
     // An instant of the wall clock, on tokio's clock; one still ahead is now.
@@ -417,15 +428,16 @@ fn reached_before(recall: &Recall) -> Option<tokio::time::Instant> {
         Ok(ago) => now.checked_sub(ago).unwrap_or(now),
         Err(_) => now,
     };
+    let settled = recall.settlement().and_then(|settled| crate::journal::parse_rfc3339(&settled.at)).map(at);
+    if recall.settlement().is_none() && recall.last.effect_applied == Some(Applied::No) {
+        return (None, settled);
+    }
     let started = crate::journal::parse_rfc3339(&recall.last.started);
     // The budget is logged in whole seconds, rounded down.
     let ran = Duration::from_secs(recall.last.budget_left_s.saturating_add(1));
-    let bounds = [
-        started.and_then(|started| started.checked_add(ran)).map(at),
-        started.filter(|_| recall.last.probe.is_some()).map(at),
-        recall.settlement().and_then(|settled| crate::journal::parse_rfc3339(&settled.at)).map(at),
-    ];
-    Some(bounds.into_iter().flatten().fold(now, std::cmp::min))
+    let ran = started.and_then(|started| started.checked_add(ran)).map(at);
+    let probed = started.filter(|_| recall.last.probe.is_some()).map(at);
+    (Some(crate::rules::reached_by(ran, probed, settled, now)), settled)
 }
 
 /// Whole seconds, rounded up: a wait is never reported shorter than it is.
