@@ -66,9 +66,17 @@ impl Config {
         }
     }
 
-    /// The deeper bound: CI's, plus a worker's crash and restart and one message lost by the network.
+    /// The crash bound CI also checks: one worker that crashes once and restarts with a new call from
+    /// the store while its dead call's messages are still in flight, and one message lost by the
+    /// network; otherwise as [`Config::ci`].
+    pub fn crash(kind: EffectKind) -> Config {
+        Config { workers: 1, crashes: 1, losses: 1, ..Config::ci(kind) }
+    }
+
+    /// The deeper bound: both workers of [`Config::ci`] with a crash among them, faults until the clock
+    /// reaches 3 (docs/protocol.md gives its state count and time).
     pub fn deep(kind: EffectKind) -> Config {
-        Config { crashes: 1, losses: 1, ..Config::ci(kind) }
+        Config { crashes: 1, max_time: 3, ..Config::ci(kind) }
     }
 }
 

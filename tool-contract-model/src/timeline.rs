@@ -47,14 +47,26 @@ pub fn check_with(model: Protocol, property: Option<&'static str>, dfs: bool) ->
         Some(name) => builder.finish_when(stateright::HasDiscoveries::AnyOf([name].into_iter().collect())),
         None => builder,
     };
-    if dfs {
-        collect(builder.spawn_dfs().join(), started)
-    } else {
-        collect(builder.spawn_bfs().join(), started)
-    }
+    if dfs { collect(builder.spawn_dfs(), started) } else { collect(builder.spawn_bfs(), started) }
 }
 
+/// Wait for `checker`, saying every 30 s how far it got (a long bound can then be stopped with its
+/// count known), and gather what it found.
 fn collect(checker: impl Checker<Protocol>, started: Instant) -> Run {
+    let mut next = Duration::from_secs(30);
+    while !checker.is_done() {
+        std::thread::sleep(Duration::from_millis(5));
+        if started.elapsed() >= next {
+            eprintln!(
+                "  {} states so far, depth {}, {:.0?}",
+                checker.unique_state_count(),
+                checker.max_depth(),
+                started.elapsed()
+            );
+            next += Duration::from_secs(30);
+        }
+    }
+    let checker = checker.join();
     let took = started.elapsed();
     let discoveries = checker.discoveries();
     let mut run = Run {

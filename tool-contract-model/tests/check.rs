@@ -36,14 +36,26 @@ fn money_passes_every_property() {
     passes(Config::ci(EffectKind::Money));
 }
 
-/// The deeper bound: a crash and a lost message besides, searched depth-first (`cargo test -p
-/// tool-contract-model --release -- --ignored`; docs/protocol.md gives its state count and time).
+#[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
+fn a_crash_and_a_lost_message_pass_every_property() {
+    passes(Config::crash(EffectKind::Send));
+    passes(Config::crash(EffectKind::Money));
+}
+
+/// The deeper bound: two workers and a crash among them, searched depth-first (`cargo test -p
+/// tool-contract-model --release -- --ignored`; docs/protocol.md gives its state count and time). Its
+/// clock is shorter than CI's, so a takeover after a partition is not reached in it: only the
+/// `always` and `eventually` properties are held to it.
 #[test]
 #[ignore = "the deeper bound: run with --release -- --ignored"]
 fn the_deeper_bound_passes_every_property() {
     for kind in [EffectKind::Send, EffectKind::Money] {
         let run = check_with(Protocol { config: Config::deep(kind), rules: Rules::real() }, None, true);
-        report(&run);
+        for (name, path) in &run.violations {
+            println!("{name}:\n{}", timeline(path));
+        }
+        assert!(run.violations.is_empty(), "{:?}", run.violations.iter().map(|v| v.0).collect::<Vec<_>>());
     }
 }
 
