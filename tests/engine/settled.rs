@@ -323,8 +323,8 @@ async fn next_call_asks(
     assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
     assert_eq!(person.asked.load(Ordering::SeqCst), 0, "the call that made the attempt does not ask");
     let before = seen.attempts.load(Ordering::SeqCst);
-    // The next call comes once the attempt's landing horizon has passed: a person's "not landed"
-    // counts no sooner than a probe's.
+    // The next call comes once the attempt's landing horizon has passed: a person is asked no sooner,
+    // so that their "not landed" counts.
     tokio::time::sleep(spec.get_horizon()).await;
     let report = call(&task, spec, &seen, false).await;
     (report, person, log, seen.attempts.load(Ordering::SeqCst) - before)

@@ -49,6 +49,23 @@ impl Protocol {
         }
     }
 
+    /// The end record of the attempt in hand, as its starter writes it: its start's stamp and budget,
+    /// no probe verdict.
+    fn end_attempt(&self, s: &mut State, w: u8, outcome: Outcome, effect: Applied) {
+        let k = s.workers[usize::from(w)];
+        let who = s.who(w);
+        s.send(Msg::End {
+            who,
+            attempt: k.attempt,
+            started: k.stamp,
+            left: k.left,
+            outcome: code::outcome(outcome),
+            effect: code::effect(effect),
+            probe: code::probe(None),
+            finish: false,
+        });
+    }
+
     /// What the call reports when it stops knowing `effect`.
     fn stop(&self, s: &mut State, w: u8) {
         let k = s.workers[usize::from(w)];
@@ -133,18 +150,7 @@ impl Protocol {
             Action::GiveUp(w) => {
                 let k = s.workers[usize::from(w)];
                 if k.act == Act::Calling {
-                    let who = s.who(w);
-                    let (u, e) = (code::outcome(Outcome::Unknown), code::effect(Applied::Unknown));
-                    s.send(Msg::End {
-                        who,
-                        attempt: k.attempt,
-                        started: k.stamp,
-                        left: k.left,
-                        outcome: u,
-                        effect: e,
-                        probe: 9,
-                        finish: false,
-                    });
+                    self.end_attempt(s, w, Outcome::Unknown, Applied::Unknown);
                     self.report(s, w, Outcome::Unknown, Applied::Unknown);
                 } else if matches!(k.act, Act::Claiming | Act::Starting | Act::Backoff(_)) {
                     // An attempt never started gives its number back: the call speaks for the one before.
@@ -165,19 +171,7 @@ impl Protocol {
                 s.workers[usize::from(w)] = Worker::idle(call);
             }
             Action::Timeout(w) => {
-                let k = *self.worker(s, w);
-                let who = s.who(w);
-                let (u, e) = (code::outcome(Outcome::Unknown), code::effect(Applied::Unknown));
-                s.send(Msg::End {
-                    who,
-                    attempt: k.attempt,
-                    started: k.stamp,
-                    left: k.left,
-                    outcome: u,
-                    effect: e,
-                    probe: 9,
-                    finish: false,
-                });
+                self.end_attempt(s, w, Outcome::Unknown, Applied::Unknown);
                 let k = self.worker(s, w);
                 (k.outcome, k.effect, k.probe, k.lost_reply) =
                     (Outcome::Unknown, Applied::Unknown, None, true);
@@ -261,31 +255,11 @@ impl Protocol {
                 self.report(s, w, Outcome::Retryable, Applied::No);
             }
             (Msg::Reply { applied: true, attempt, .. }, Act::Calling) if attempt == k.attempt => {
-                let (o, e) = (code::outcome(Outcome::Ok), code::effect(Applied::Yes));
-                s.send(Msg::End {
-                    who,
-                    attempt,
-                    started: k.stamp,
-                    left: k.left,
-                    outcome: o,
-                    effect: e,
-                    probe: 9,
-                    finish: false,
-                });
+                self.end_attempt(s, w, Outcome::Ok, Applied::Yes);
                 self.report(s, w, Outcome::Ok, Applied::Yes);
             }
             (Msg::Reply { applied: false, attempt, .. }, Act::Calling) if attempt == k.attempt => {
-                let (o, e) = (code::outcome(Outcome::Retryable), code::effect(Applied::No));
-                s.send(Msg::End {
-                    who,
-                    attempt,
-                    started: k.stamp,
-                    left: k.left,
-                    outcome: o,
-                    effect: e,
-                    probe: 9,
-                    finish: false,
-                });
+                self.end_attempt(s, w, Outcome::Retryable, Applied::No);
                 let k = self.worker(s, w);
                 (k.outcome, k.effect, k.probe, k.landing) =
                     (Outcome::Retryable, Applied::No, None, Horizon::Passed);

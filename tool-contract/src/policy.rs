@@ -13,8 +13,9 @@
 //!    landed); not landed (the probe's, or a person's) means nothing was applied only once the
 //!    attempt's landing horizon has passed: the tool's horizon ([`crate::spec::ToolSpec::horizon`], by
 //!    default the kind's, [`crate::effect::Policy::horizon`]) since the attempt's request could last
-//!    have reached the service. Before that, wait and probe again, or end `unknown` when the budget
-//!    cannot hold the wait; never a second attempt.
+//!    have reached the service, and only if it was seen after that ([`landing`]: a verdict seen before
+//!    says nothing of what landed since). Before that, wait and probe again, or end `unknown` when the
+//!    budget cannot hold the wait; never a second attempt.
 //! 4. The kind's [`AutoRetry`]: `destructive` never retries; an effect that may have landed is retried
 //!    only by `create` (same key); everything else stops `unknown` and escalates.
 //! 5. The attempt limit, then the budget (the next wait and the tool's floor must fit), then the
@@ -25,8 +26,10 @@
 //!
 //! A person is a step of the same table ([`PersonFact`]): when the probe of an attempt that may have
 //! landed cannot tell, and a person can be asked (a call resuming an intent in doubt, with an approver
-//! to ask), the next step is [`Step::AskPerson`]. Their `landed` ends the call from their settlement;
-//! their `not_landed` stands for the probe's verdict; no answer leaves the probe's failure standing.
+//! to ask), the next step is [`Step::AskPerson`], once the attempt's landing horizon has passed (before
+//! it, the call waits it out and probes again), so that what they see counts. Their `landed` ends the
+//! call from their settlement; their `not_landed` stands for the probe's verdict; no answer leaves the
+//! probe's failure standing.
 //!
 //! Before any attempt, [`start`] decides from what the log holds of the intent whether the call
 //! answers from the log (a recorded `ok`, a person's `landed`), probes an attempt that may have landed,

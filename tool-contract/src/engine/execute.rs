@@ -140,7 +140,8 @@ fn facts(run: &Run<'_>, class: &Class, has_probe: bool, made: u32) -> Facts {
         has_approver: task.approver_ref().is_some(),
         outcome: class.outcome(),
         effect: class.effect(),
-        // A person's "not landed" is the verdict a probe would give, and counts no sooner.
+        // A person's "not landed" is the verdict a probe would give, and counts only if seen once the
+        // attempt could no longer land (`horizon`).
         probe: run.now().is_known_not_landed().then_some(ProbeMark::NotLanded),
         approved: None,
         made,
