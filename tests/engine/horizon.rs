@@ -248,7 +248,7 @@ async fn a_request_held_past_a_restart_is_applied_once_for_every_kind() {
 /// call looks again (and finds the effect), for every kind.
 #[tokio::test(start_paused = true)]
 async fn a_not_landed_seen_before_a_held_request_landed_is_looked_at_again() {
-    use tool_contract::journal::Verdict;
+    use tool_contract::journal::{Journal, Verdict};
     use tool_contract::person::{Settle, settle};
     for kind in KINDS {
         let held = Held::new(HOLD);
@@ -280,6 +280,14 @@ async fn a_not_landed_seen_before_a_held_request_landed_is_looked_at_again() {
             (Outcome::Ok, Applied::Yes),
             "{kind}: {}",
             report.message
+        );
+        // The log says what the probe saw, not the word it overruled: every reader shows it landed.
+        let recall = reopened.recall(&key).await.unwrap().expect("the intent is in the log");
+        assert_eq!(
+            tool_contract::rules::last_word(&recall),
+            tool_contract::rules::Word::Ok,
+            "{kind}: {:?}",
+            recall.last
         );
     }
 }

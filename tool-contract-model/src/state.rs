@@ -109,6 +109,7 @@ impl Word {
         let Some(word) = word else { return Word { attempts: rec.attempt, last: rec } };
         let r = tool_contract::rules::supersedes(
             rec.phase,
+            rec.probe,
             u32::from(rec.attempt),
             u32::from(word.attempts),
             word.last.phase,

@@ -104,9 +104,11 @@ pub(crate) struct Texts {
     /// Every record of `$1`, in the order stored.
     pub(crate) records_of_intent: String,
     /// The last word of every intent whose last word is unfinished, `unknown` or with its effect
-    /// unknown. The last word is the last record of the intent's highest attempt, which is what
-    /// folding its records in order with `Recall::update` keeps: a record becomes the last word when
-    /// its attempt is at least the highest seen before it.
+    /// unknown. The last word is the last record of the intent's highest attempt, a settlement of it
+    /// first, which is what folding its records in order with `Recall::update` keeps
+    /// (`rules::supersedes`). The one record the rule puts over a settlement, a probe's verdict that
+    /// the effect landed, is resolved as the settlement is, so leaving it to the settlement here
+    /// lists the same intents.
     pub(crate) unresolved: String,
     /// Every record, in the order stored, each with its owner and when the server took it (RFC 3339
     /// UTC, to the second, as the log stamps times): what the inspector shows.

@@ -36,12 +36,13 @@
 //! // A settlement never is.
 //! assert!(!rules::in_doubt(Phase::Settled, Some(Outcome::Retryable), Some(Applied::No)));
 //! // A late end of attempt 1 does not hide attempt 2's start.
-//! assert!(!rules::supersedes(Phase::End, 1, 2, Phase::Start));
+//! assert!(!rules::supersedes(Phase::End, None, 1, 2, Phase::Start));
 //! ```
 
 use std::cmp::Ordering;
 
 use crate::journal::{LastWord, Phase, Recall, Record, RecordRef};
+use crate::probe::ProbeMark;
 use crate::{Applied, Outcome};
 
 mod claims;
@@ -68,18 +69,43 @@ pub const fn in_doubt(phase: Phase, outcome: Option<Outcome>, effect: Option<App
     }
 }
 
-/// The last-word rule: a record of attempt `attempt` (of phase `phase`) becomes the intent's last word
-/// when its attempt is higher than the highest one seen so far (`kept`), or the same one and the last
-/// word kept (of phase `kept_phase`) is not a settlement. So the last word is the last record of the
-/// highest attempt, an end record for an older attempt (a late completion) does not hide a newer start,
-/// and a person's settlement of an attempt stands whatever is written about that attempt after it. An
-/// `approval` record never is the last word, and one kept (an intent known by nothing else) gives way
-/// to any other record.
-pub const fn supersedes(phase: Phase, attempt: u32, kept: u32, kept_phase: Phase) -> bool {
+/// The last-word rule: a record of attempt `attempt` (of phase `phase`, with the probe's verdict
+/// `probe` when it is one) becomes the intent's last word when its attempt is higher than the highest
+/// one seen so far (`kept`), or the same one and the last word kept (of phase `kept_phase`) is not a
+/// settlement. So the last word is the last record of the highest attempt, and an end record for an
+/// older attempt (a late completion) does not hide a newer start.
+///
+/// A person's settlement of an attempt stands whatever is written about that attempt after it, with
+/// one exception: a probe that saw the effect land (`probe` is [`ProbeMark::Landed`]). A call probes an
+/// attempt a person settled only when their `not_landed` was given while the attempt could still land
+/// ([`crate::policy::landing`]); what the probe saw later is the truth about it, and the log says so.
+/// An `approval` record never is the last word, and one kept (an intent known by nothing else) gives
+/// way to any other record.
+///
+/// ```
+/// use tool_contract::journal::Phase;
+/// use tool_contract::probe::ProbeMark;
+/// use tool_contract::rules::supersedes;
+///
+/// // A late end of attempt 1 does not hide attempt 2's start.
+/// assert!(!supersedes(Phase::End, None, 1, 2, Phase::Start));
+/// // Attempt 1's own end, written after a person settled it, does not hide the settlement...
+/// assert!(!supersedes(Phase::End, None, 1, 1, Phase::Settled));
+/// // ...but a probe that saw attempt 1 land does.
+/// assert!(supersedes(Phase::End, Some(ProbeMark::Landed), 1, 1, Phase::Settled));
+/// ```
+pub const fn supersedes(
+    phase: Phase,
+    probe: Option<ProbeMark>,
+    attempt: u32,
+    kept: u32,
+    kept_phase: Phase,
+) -> bool {
     counts_as_attempt(phase)
         && (!counts_as_attempt(kept_phase)
             || attempt > kept
-            || (attempt == kept && !matches!(kept_phase, Phase::Settled)))
+            || (attempt == kept
+                && (!matches!(kept_phase, Phase::Settled) || matches!(probe, Some(ProbeMark::Landed)))))
 }
 
 /// Until when an attempt an earlier call recorded may have reached the service, on any clock: the
@@ -350,23 +376,29 @@ mod tests {
 
     #[test]
     fn the_last_word_as_a_table() {
-        // (the record's phase and attempt, the kept highest attempt and last word's phase, replaces?)
+        use crate::probe::ProbeMark::{Failed, Landed, NotLanded};
+        // (the record's phase, probe verdict and attempt, the kept highest attempt and last word's
+        // phase, replaces?)
         let table = [
-            (Start, 2, 1, End, true),
-            (End, 1, 2, Start, false),
-            (End, 2, 2, Start, true),
-            (End, 2, 2, Settled, false),
-            (Settled, 2, 2, End, true),
-            (Start, 3, 2, Settled, true),
-            (Approval, 3, 2, End, false),
-            (End, 1, 2, Approval, true),
-            (Approval, 1, 0, Approval, false),
+            (Start, None, 2, 1, End, true),
+            (End, None, 1, 2, Start, false),
+            (End, None, 2, 2, Start, true),
+            (End, None, 2, 2, Settled, false),
+            (End, Some(Failed), 2, 2, Settled, false),
+            (End, Some(NotLanded), 2, 2, Settled, false),
+            (End, Some(Landed), 2, 2, Settled, true),
+            (End, Some(Landed), 1, 2, Settled, false),
+            (Settled, None, 2, 2, End, true),
+            (Start, None, 3, 2, Settled, true),
+            (Approval, None, 3, 2, End, false),
+            (End, None, 1, 2, Approval, true),
+            (Approval, None, 1, 0, Approval, false),
         ];
-        for (phase, attempt, kept, kept_phase, replaces) in table {
+        for (phase, probe, attempt, kept, kept_phase, replaces) in table {
             assert_eq!(
-                supersedes(phase, attempt, kept, kept_phase),
+                supersedes(phase, probe, attempt, kept, kept_phase),
                 replaces,
-                "{phase:?} a{attempt} over {kept_phase:?} a{kept}"
+                "{phase:?} {probe:?} a{attempt} over {kept_phase:?} a{kept}"
             );
         }
         assert!(counts_as_attempt(Settled) && !counts_as_attempt(Approval));

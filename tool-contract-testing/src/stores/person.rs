@@ -4,8 +4,8 @@ use super::*;
 
 /// Settlements ([`settle`]): only an intent in doubt is settled; `landed` is its last word with the
 /// settled value and it leaves the intents in doubt; no record written about the attempt after it
-/// hides it; `not_landed` opens the intent for the next attempt; an intent that ended `ok` or was
-/// never recorded is refused, naming its state.
+/// hides it, but a probe's verdict that the effect landed; `not_landed` opens the intent for the next
+/// attempt; an intent that ended `ok` or was never recorded is refused, naming its state.
 pub async fn settlements_are_kept(store: &dyn Journal, scope: &str) {
     const RULE: &str = "a settlement is kept as the last word of the attempt it settles";
     let worker = Owner::new(format!("{scope}-settle-worker"));
@@ -60,6 +60,36 @@ pub async fn settlements_are_kept(store: &dyn Journal, scope: &str) {
         .expect(RULE);
     store.release(&open, &worker);
     assert_eq!(last(store, open).await.0, 2, "{RULE}");
+
+    // A person's `not_landed` given while the request could still land: the next call probes the
+    // attempt again. A probe that could not tell leaves the settlement the last word; one that saw the
+    // effect land takes its place, and the intent reads `ok` to every reader.
+    let seen = key(scope, "settled-then-seen");
+    left_unfinished(store, seen, &worker, RULE).await;
+    settle(store, &seen, 1, &missing).await.unwrap_or_else(|e| panic!("{RULE}: {e}"));
+    claim(store, seen, &worker, RULE).await;
+    store
+        .end(&worker, verdict(seen, 1, ProbeMark::Failed).as_record_ref(), Durability::Buffered)
+        .await
+        .expect(RULE);
+    let recall = store.recall(&seen).await.expect("the store answers").expect("records");
+    assert_eq!(
+        rules::last_word(&recall),
+        rules::Word::SettledNotLanded,
+        "{RULE}: a probe that could not tell leaves the settlement: {:?}",
+        recall.last
+    );
+    let landed = verdict(seen, 1, ProbeMark::Landed);
+    store.end(&worker, landed.as_record_ref(), Durability::Buffered).await.expect(RULE);
+    store.release(&seen, &worker);
+    let recall = store.recall(&seen).await.expect("the store answers").expect("records");
+    assert_eq!(
+        (rules::last_word(&recall), recall.attempts, &recall.last),
+        (rules::Word::Ok, 1, &landed),
+        "{RULE}: a probe that saw the effect land takes the place of an earlier not landed"
+    );
+    let in_doubt = store.unresolved().await.expect("the store answers");
+    assert!(!in_doubt.iter().any(|r| r.last.intent_key == seen), "{RULE}: the intent is not in doubt");
 
     let done = key(scope, "settle-done");
     claim(store, done, &worker, RULE).await;

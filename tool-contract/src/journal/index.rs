@@ -17,7 +17,13 @@ impl Recall {
 
     /// Fold the intent's next record in, by the rule of [`index_record`].
     pub fn update(&mut self, record: &Record) {
-        if crate::rules::supersedes(record.phase, record.attempt, self.attempts, self.last.phase) {
+        if crate::rules::supersedes(
+            record.phase,
+            record.probe,
+            record.attempt,
+            self.attempts,
+            self.last.phase,
+        ) {
             self.last = record.clone();
         }
         if crate::rules::counts_as_attempt(record.phase) {

@@ -93,9 +93,9 @@ fn word(out: &mut Vec<u8>, name: Option<&str>) {
 /// Every record of a log serialises to a line starting with this.
 pub(super) const RECORD_HEAD: &[u8] = br#"{"phase":"#;
 
-/// What indexing needs of a line: its intent key, attempt, phase, and whether it leaves the intent in
-/// doubt ([`crate::rules::in_doubt`]).
-pub(super) type Checked = (IntentKey, u32, Phase, bool);
+/// What indexing needs of a line: its intent key, attempt, phase, probe's verdict, and whether it leaves
+/// the intent in doubt ([`crate::rules::in_doubt`]).
+pub(super) type Checked = (IntentKey, u32, Phase, Option<ProbeMark>, bool);
 
 /// The fast path of recovery: a line in the form this crate writes (the fields of [`Record`] in order, no
 /// whitespace, no `\u` escape), checked and read in one pass without serde. `None` when the line is in
@@ -140,7 +140,12 @@ pub(super) fn quick_check(line: &[u8]) -> Option<Checked> {
         _ => None,
     };
     at.expect(br#","probe":"#)?;
-    at.word(&["null", "landed", "not_landed", "failed"])?;
+    let probe = match at.word(&["null", "landed", "not_landed", "failed"])? {
+        0 => None,
+        1 => Some(ProbeMark::Landed),
+        2 => Some(ProbeMark::NotLanded),
+        _ => Some(ProbeMark::Failed),
+    };
     at.expect(br#","message":"#)?;
     if at.expect(b"null").is_none() {
         at.string()?;
@@ -153,7 +158,7 @@ pub(super) fn quick_check(line: &[u8]) -> Option<Checked> {
     }
     at.expect(b"}")?;
     let open = crate::rules::in_doubt(phase, outcome, effect);
-    (at.at == line.len()).then_some((key, attempt, phase, open))
+    (at.at == line.len()).then_some((key, attempt, phase, probe, open))
 }
 
 /// A position in a line, for [`quick_check`]: each step consumes what it accepts or says `None`.

@@ -61,6 +61,7 @@ use super::leases::Leases;
 use super::{Answer, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef};
 use crate::Outcome;
 use crate::key::{IntentKey, KeyHashing};
+use crate::probe::ProbeMark;
 use crate::rules::{sort_queue, supersedes};
 
 mod codec;

@@ -68,8 +68,15 @@ impl Entry {
     }
 
     /// Fold the intent's next record in, by the rule of [`super::index_record`].
-    pub(super) fn update(&mut self, attempt: u32, phase: Phase, open: bool, line: &[u8]) {
-        if supersedes(phase, attempt, self.attempts, self.phase) {
+    pub(super) fn update(
+        &mut self,
+        attempt: u32,
+        phase: Phase,
+        probe: Option<ProbeMark>,
+        open: bool,
+        line: &[u8],
+    ) {
+        if supersedes(phase, probe, attempt, self.attempts, self.phase) {
             (self.phase, self.open) = (phase, open);
             self.line.clear();
             self.line.extend_from_slice(line);
@@ -257,12 +264,12 @@ pub(super) fn parse_all(bytes: &[u8]) -> Result<(Vec<Record>, Scan), String> {
 
 /// What the index keeps of an intent while a piece of the log is read: its highest attempt, and the
 /// phase, whether it leaves the intent in doubt, and the line of that attempt's last record.
-type Kept<'a> = (u32, Phase, bool, &'a [u8]);
+type Kept<'a> = (u32, Phase, Option<ProbeMark>, bool, &'a [u8]);
 
 fn keep<'a>(last: &mut HashMap<IntentKey, Kept<'a>, KeyHashing>, key: IntentKey, kept: Kept<'a>) {
     last.entry(key)
         .and_modify(|was| {
-            if supersedes(kept.1, kept.0, was.0, was.1) {
+            if supersedes(kept.1, kept.2, kept.0, was.0, was.1) {
                 *was = kept;
             }
         })
@@ -276,16 +283,16 @@ fn fold_lines(
     header: bool,
 ) -> Result<(HashMap<IntentKey, Kept<'_>, KeyHashing>, Scan), String> {
     let (pieces, scan) = scan_from(bytes, first_line, header, HashMap::default, |last, line| {
-        let (key, attempt, phase, open) = match quick_check(line) {
+        let (key, attempt, phase, probe, open) = match quick_check(line) {
             Some(checked) => checked,
             None => {
                 // Any other form: the schema itself reads it (allocating, as only such lines do).
                 let record = serde_json::from_slice::<Record>(line)?;
                 let open = crate::rules::in_doubt(record.phase, record.outcome, record.effect_applied);
-                (record.intent_key, record.attempt, record.phase, open)
+                (record.intent_key, record.attempt, record.phase, record.probe, open)
             }
         };
-        keep(last, key, (attempt, phase, open, line));
+        keep(last, key, (attempt, phase, probe, open, line));
         Ok(())
     })?;
     let mut pieces = pieces.into_iter();
@@ -300,10 +307,10 @@ fn fold_lines(
 
 /// Fold one piece's intents into the index, copying the lines kept.
 fn merge(index: &mut HashMap<IntentKey, Entry, KeyHashing>, piece: HashMap<IntentKey, Kept<'_>, KeyHashing>) {
-    for (key, (attempt, phase, open, line)) in piece {
+    for (key, (attempt, phase, probe, open, line)) in piece {
         match index.entry(key) {
             std::collections::hash_map::Entry::Occupied(entry) => {
-                entry.into_mut().update(attempt, phase, open, line);
+                entry.into_mut().update(attempt, phase, probe, open, line);
             }
             std::collections::hash_map::Entry::Vacant(entry) => {
                 entry.insert(Entry::new(attempt, phase, open, line));

@@ -105,7 +105,7 @@ impl State {
         let open = crate::rules::in_doubt(phase, record.outcome, record.effect_applied);
         match self.index.entry(record.intent_key) {
             std::collections::hash_map::Entry::Occupied(kept) => {
-                kept.into_mut().update(attempt, phase, open, line);
+                kept.into_mut().update(attempt, phase, record.probe, open, line);
             }
             std::collections::hash_map::Entry::Vacant(new) => {
                 new.insert(Entry::new(attempt, phase, open, line));

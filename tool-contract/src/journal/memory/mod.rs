@@ -82,6 +82,7 @@ impl Plain {
         let kept = self.index.entry(record.intent_key).or_insert(Kept { attempts: record.attempt, last: at });
         if supersedes(
             record.phase,
+            record.probe,
             record.attempt,
             kept.attempts,
             self.records.get(kept.last).map_or(super::Phase::Start, |r| r.phase),

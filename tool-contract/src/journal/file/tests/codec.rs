@@ -96,13 +96,15 @@ fn the_encoder_writes_the_bytes_serde_writes() {
 #[test]
 fn the_quick_check_agrees_with_the_full_check() {
     let full = |line: &[u8]| {
-        serde_json::from_slice::<Record>(line).ok().map(|c| (c.intent_key, c.attempt, c.phase, open(&c)))
+        serde_json::from_slice::<Record>(line)
+            .ok()
+            .map(|c| (c.intent_key, c.attempt, c.phase, c.probe, open(&c)))
     };
     let mut quick_accepted = 0;
     let mut lines: Vec<Vec<u8>> = Vec::new();
     for record in awkward_records(&mut Rng(5)) {
         let line = serde_json::to_vec(&record).unwrap();
-        let expected = Some((record.intent_key, record.attempt, record.phase, open(&record)));
+        let expected = Some((record.intent_key, record.attempt, record.phase, record.probe, open(&record)));
         assert_eq!(full(&line), expected);
         if !line.windows(2).any(|w| w == b"\\u") {
             assert_eq!(quick_check(&line), expected, "{}", String::from_utf8_lossy(&line));
@@ -313,7 +315,7 @@ fn on_tricky_lines_the_quick_check_reads_as_the_full_check_or_declines() {
         let read = quick_check(&line);
         let checked = serde_json::from_slice::<Record>(&line)
             .ok()
-            .map(|c| (c.intent_key, c.attempt, c.phase, open(&c)));
+            .map(|c| (c.intent_key, c.attempt, c.phase, c.probe, open(&c)));
         assert_eq!(read.is_some(), quick, "{name}: {}", String::from_utf8_lossy(&line));
         assert_eq!(checked.is_some(), full, "{name}: {}", String::from_utf8_lossy(&line));
         if read.is_some() {

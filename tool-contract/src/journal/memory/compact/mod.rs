@@ -176,7 +176,7 @@ impl MemoryState {
                 rare.retry_at = record.retry_at.map(Box::from);
                 rare.value = whole;
             }
-            self.index(at, record.intent_key, record.attempt, record.phase);
+            self.index(at, record.intent_key, record.attempt, record.phase, record.probe);
             return;
         }
         self.push(record, done_message, false);
@@ -224,7 +224,7 @@ impl MemoryState {
         let call = place(self, 1, record.call);
         let started = place(self, 2, record.started);
         let at = self.records.len();
-        let intent = self.index(at, record.intent_key, record.attempt, record.phase);
+        let intent = self.index(at, record.intent_key, record.attempt, record.phase, record.probe);
         if intent == u32::MAX {
             kept.get_or_insert_with(Box::default).intent_key = Some(record.intent_key);
         }
@@ -258,12 +258,19 @@ impl MemoryState {
 
     /// Fold the record at `at` into the intent's index entry, by the rule of [`crate::journal::index_record`]:
     /// the intent's place in `keys` (`u32::MAX` once it is full).
-    fn index(&mut self, at: usize, key: IntentKey, attempt: u32, phase: Phase) -> u32 {
+    fn index(
+        &mut self,
+        at: usize,
+        key: IntentKey,
+        attempt: u32,
+        phase: Phase,
+        probe: Option<crate::probe::ProbeMark>,
+    ) -> u32 {
         match self.index.entry(key) {
             Entry::Occupied(kept) => {
                 let kept = kept.into_mut();
                 let kept_phase = self.records.get(kept.last).map_or(Phase::Start, |last| last.phase);
-                if supersedes(phase, attempt, kept.attempts, kept_phase) {
+                if supersedes(phase, probe, attempt, kept.attempts, kept_phase) {
                     kept.last = at;
                 }
                 if counts_as_attempt(phase) {
