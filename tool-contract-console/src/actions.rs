@@ -50,7 +50,10 @@ impl Console {
         let evidence = form_value(&form, "evidence").unwrap_or_default();
         let settle = Settle::new(verdict, by, evidence);
         let said = match self.inner.source.settle(key, attempt, settle).await {
-            Ok(record) => format!("Settled: {}", record.message.unwrap_or_default()),
+            Ok(record) => match tool_contract::person::early_note(&record) {
+                Some(note) => format!("Settled: {}. Note: {note}.", record.message.unwrap_or_default()),
+                None => format!("Settled: {}", record.message.unwrap_or_default()),
+            },
             Err(e) => format!("Not settled: {e}"),
         };
         self.back(&key, &said)

@@ -22,7 +22,9 @@ use std::time::Duration;
 pub enum EffectKind {
     /// Changes nothing; a duplicate is harmless.
     Read,
-    /// Creates something the receiver can deduplicate by the idempotency key.
+    /// Creates something (a record, a ticket) under the idempotency key. A receiver that deduplicates
+    /// by the key makes a duplicate harmless (`dedupe = "receiver"`); by default only the probe stands
+    /// between a retry and a second object.
     Create,
     /// Sends something a human sees; a duplicate is visible.
     Send,
@@ -196,7 +198,7 @@ impl EffectKind {
     pub const fn duplicate(self) -> &'static str {
         match self {
             EffectKind::Read => "harmless",
-            EffectKind::Create => "deduplicated by the receiver's key",
+            EffectKind::Create => "a second object, unless the receiver deduplicates by the key",
             EffectKind::Send => "visible to a human",
             EffectKind::Money => "expensive to reverse",
             EffectKind::Destructive => "possibly irreversible",

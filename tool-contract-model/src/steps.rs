@@ -80,10 +80,12 @@ impl Protocol {
     /// ([`tool_contract::policy::landing`]): the attempt can no longer land from the tick after its
     /// request's last possible reach plus the horizon (a request is applied, if ever, while
     /// `now <= sent + window`); nothing of it is in flight when the service's own answer said it applied
-    /// nothing.
+    /// nothing ([`tool_contract::policy::landing_ends`]).
     fn horizon(&self, s: &State, w: u8, observed: u8) -> Horizon {
         let k = &s.workers[usize::from(w)];
-        let ends = (k.effect != Applied::No).then(|| k.reached.saturating_add(self.config.window + 1));
+        let ends = tool_contract::policy::landing_ends(Some(k.reached), k.effect, |at| {
+            at.saturating_add(self.config.window + 1)
+        });
         (self.rules.horizon)(ends, observed, s.now, k.deadline)
     }
 

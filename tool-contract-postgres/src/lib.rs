@@ -7,7 +7,7 @@
 //! | feature | what it adds | default |
 //! |---|---|---|
 //! | `testing` | a throwaway PostgreSQL server started from the system's binaries, for tests | no |
-//! | `tls` | connections over TLS with rustls: [`PgJournal::connect_tls`] | no |
+//! | `tls` | connections over TLS with rustls: `PgJournal::connect_tls` | no |
 //! | `cli` | the `tool-contract-postgres` command (`cargo install --path tool-contract-postgres --features cli` from a checkout) | no |
 //!
 //! [`PgJournal`] implements [`Journal`](tool_contract::journal::Journal); give it to a task and every call of
@@ -105,7 +105,7 @@
 //! # Features
 //!
 //! - `testing`: `testing::PgServer`, a throwaway server started from the system's binaries, for tests.
-//! - `tls`: [`PgJournal::connect_tls`], connections encrypted with rustls (pure Rust, no OpenSSL).
+//! - `tls`: `PgJournal::connect_tls`, connections encrypted with rustls (pure Rust, no OpenSSL).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -127,7 +127,7 @@ pub use conninfo::redact;
 pub use options::PgOptions;
 pub use reader::PgReader;
 /// The rustls this crate was built with (feature `tls`), for the configuration
-/// [`PgJournal::connect_tls`] takes.
+/// `PgJournal::connect_tls` takes.
 #[cfg(feature = "tls")]
 pub use rustls;
 pub use schema::SCHEMA_VERSION;

@@ -140,6 +140,24 @@ pub fn landing<T: Ord + Copy>(ends: Option<T>, observed: T, now: T, deadline: T)
     }
 }
 
+/// When an attempt can no longer land, as [`landing`] takes it: `reached`, until when its request may
+/// have reached the service ([`crate::rules::reached_by`]), plus the tool's landing horizon (`plus`);
+/// `None` when no request of it can be in flight: none was sent, or the service's own answer said it
+/// applied nothing (`answered` is [`Applied::No`]). A "not landed" from anyone else (a probe, a person)
+/// is what [`landing`] judges, so it does not count here.
+///
+/// ```
+/// use tool_contract::Applied;
+/// use tool_contract::policy::landing_ends;
+///
+/// assert_eq!(landing_ends(Some(4), Applied::Unknown, |at| at + 5), Some(9));
+/// assert_eq!(landing_ends(Some(4), Applied::No, |at| at + 5), None);
+/// assert_eq!(landing_ends(None::<u8>, Applied::Unknown, |at| at + 5), None);
+/// ```
+pub fn landing_ends<T>(reached: Option<T>, answered: Applied, plus: impl FnOnce(T) -> T) -> Option<T> {
+    if answered == Applied::No { None } else { reached.map(plus) }
+}
+
 /// Whether the budget left can hold the next wait and an attempt of at least the tool's floor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Room {

@@ -122,6 +122,27 @@ pub fn reached_by<T: Ord>(ran: Option<T>, probed: Option<T>, settled: Option<T>,
     [ran, probed, settled].into_iter().flatten().fold(now, std::cmp::min)
 }
 
+/// Until when the request of the attempt `record` is about may have reached the service, by the
+/// record's own stamps: its start plus the budget it was logged with (whole seconds, rounded down, so
+/// one second more); `ran` of [`reached_by`]. `None` when its start cannot be read.
+///
+/// ```
+/// use tool_contract::journal::Record;
+///
+/// let record: Record = serde_json::from_str(
+///     r#"{"phase":"start","task":"t","call":"post","intent_key":"b56ee2ce5d70dc24aa8b3866ee8854a0",
+///         "attempt":1,"attempt_id":"t-a1","started":"2026-12-01T06:00:00Z","budget_left_s":29}"#,
+/// )
+/// .unwrap();
+/// let until = tool_contract::rules::ran_until(&record).unwrap();
+/// let started = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_104_800);
+/// assert_eq!(until.duration_since(started).unwrap().as_secs(), 30);
+/// ```
+pub fn ran_until(record: &Record) -> Option<std::time::SystemTime> {
+    let ran = std::time::Duration::from_secs(record.budget_left_s.saturating_add(1));
+    crate::journal::parse_rfc3339(&record.started)?.checked_add(ran)
+}
+
 /// The escalation queue's order, of two intents' last words: oldest first by start time, then task,
 /// attempt and key (so two readers of one log list it alike).
 pub fn queue_order(a: &Record, b: &Record) -> Ordering {

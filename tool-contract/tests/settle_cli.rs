@@ -136,6 +136,11 @@ async fn settles_through_the_agent_that_holds_the_log() {
     assert_eq!(code, 0, "{out}{err}");
     let answer: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(answer["record"]["settled"]["verdict"], "not_landed", "{out}");
+    // Given right after the attempt, the word is told when the attempt could still land by the default
+    // horizon (this tool declares none, so its next call takes the word at once).
+    let note = answer["note"].as_str().unwrap_or_default();
+    assert!(note.starts_with("attempt 1 could still land until "), "{out}");
+    assert!(note.contains("with a budget of 29 s") || note.contains("with a budget of 30 s"), "{note}");
     // The holder wrote it: the next call of the intent makes exactly one new attempt.
     let task = Task::new("ord-2", "agent", Duration::from_secs(30)).journal(log.clone());
     let sent = SENT.load(Ordering::SeqCst);

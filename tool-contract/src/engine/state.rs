@@ -325,7 +325,7 @@ impl<'a> Run<'a> {
     /// landing horizon (zero once passed).
     pub(crate) fn horizon_left(&self) -> Duration {
         match self.now.reached {
-            Some(at) => (at + self.spec.get_horizon()).saturating_duration_since(tokio::time::Instant::now()),
+            Some(at) => self.plus_horizon(at).saturating_duration_since(tokio::time::Instant::now()),
             None => Duration::ZERO,
         }
     }
@@ -335,7 +335,7 @@ impl<'a> Run<'a> {
     /// the attempt's landing horizon has passed.
     pub(crate) fn horizon(&self, class: &Class) -> Horizon {
         let now = tokio::time::Instant::now();
-        let ends = if class.effect() == Applied::No { None } else { self.horizon_ends() };
+        let ends = crate::policy::landing_ends(self.now.reached, class.effect(), |at| self.plus_horizon(at));
         crate::policy::landing(ends, now, now, self.task.deadline())
     }
 
@@ -351,8 +351,12 @@ impl<'a> Run<'a> {
     /// When the last attempt can no longer land: its request's last possible reach plus the tool's
     /// horizon; `None` when no request of it can be in flight.
     fn horizon_ends(&self) -> Option<tokio::time::Instant> {
-        let horizon = self.spec.get_horizon();
-        self.now.reached.map(|at| at.checked_add(horizon).unwrap_or(at))
+        self.now.reached.map(|at| self.plus_horizon(at))
+    }
+
+    /// `at` plus the tool's landing horizon.
+    fn plus_horizon(&self, at: tokio::time::Instant) -> tokio::time::Instant {
+        at.checked_add(self.spec.get_horizon()).unwrap_or(at)
     }
 
     /// The attempt's call is over (answered, failed, timed out): its request reaches the service no
@@ -432,11 +436,9 @@ fn reached_before(recall: &Recall) -> (Option<tokio::time::Instant>, Option<toki
     if recall.settlement().is_none() && recall.last.effect_applied == Some(Applied::No) {
         return (None, settled);
     }
-    let started = crate::journal::parse_rfc3339(&recall.last.started);
-    // The budget is logged in whole seconds, rounded down.
-    let ran = Duration::from_secs(recall.last.budget_left_s.saturating_add(1));
-    let ran = started.and_then(|started| started.checked_add(ran)).map(at);
-    let probed = started.filter(|_| recall.last.probe.is_some()).map(at);
+    let ran = crate::rules::ran_until(&recall.last).map(at);
+    let probed =
+        crate::journal::parse_rfc3339(&recall.last.started).filter(|_| recall.last.probe.is_some()).map(at);
     (Some(crate::rules::reached_by(ran, probed, settled, now)), settled)
 }
 

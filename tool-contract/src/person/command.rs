@@ -216,20 +216,77 @@ fn attempt(given: Option<&str>, key: &IntentKey) -> Result<u32, String> {
 }
 
 /// The line to print for what a settlement came to, and the exit code: 0 when it was recorded,
-/// 1 when it was refused or not recorded. The text a person or the log gave (the evidence, an
-/// error naming the log) is escaped for the terminal ([`terminal`](crate::journal::terminal)),
-/// in JSON with JSON's own escapes.
+/// 1 when it was refused or not recorded. A `not_landed` given while the attempt could still land gets
+/// a second line, `note: ...` ([`early_note`](crate::person::early_note)), or a `note` in JSON. The
+/// text a person or the log gave (the evidence, an error naming the log) is escaped for the terminal
+/// ([`terminal`](crate::journal::terminal)), in JSON with JSON's own escapes.
 pub fn outcome(done: Result<Record, SettleError>, json: bool) -> (String, u8) {
     use crate::journal::terminal::escape;
     let (line, code) = match (done, json) {
-        (Ok(record), true) => (serde_json::json!({ "settled": true, "record": record }).to_string(), 0),
+        (Ok(record), true) => {
+            let mut said = serde_json::json!({ "settled": true, "record": record });
+            if let Some(note) = crate::person::early_note(&record) {
+                said["note"] = note.into();
+            }
+            (said.to_string(), 0)
+        }
         (Ok(record), false) => {
             let message = record.message.as_deref().unwrap_or_default();
-            (format!("{} attempt {}: {message}", record.intent_key, record.attempt_id), 0)
+            let line = format!("{} attempt {}: {message}", record.intent_key, record.attempt_id);
+            let line = escape(&line).into_owned();
+            return match crate::person::early_note(&record) {
+                Some(note) => (format!("{line}\nnote: {}", escape(&note)), 0),
+                None => (line, 0),
+            };
         }
         (Err(e), true) => (serde_json::json!({ "settled": false, "refused": e.to_string() }).to_string(), 1),
         (Err(e), false) => (e.to_string(), 1),
     };
     // One line: every control character in it came from the log or a person.
     (escape(&line).into_owned(), code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt() -> Record {
+        serde_json::from_str(
+            r#"{"phase":"start","task":"t","call":"post","intent_key":"b56ee2ce5d70dc24aa8b3866ee8854a0",
+                "attempt":1,"attempt_id":"t-a1","started":"2026-12-01T06:00:00Z","budget_left_s":29}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn an_early_not_landed_is_told_on_a_second_line_and_in_json() {
+        let nothing = Settle::new(Verdict::NotLanded, "alice", "thread-9 holds nothing");
+        let early = nothing.record_for(&attempt(), "2026-12-01T06:00:10Z".into());
+        let (text, code) = outcome(Ok(early.clone()), false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(code, 0);
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].ends_with("settled not landed by alice via operator: thread-9 holds nothing"),
+            "{text}"
+        );
+        assert!(
+            lines[1].starts_with("note: attempt 1 could still land until 2026-12-01T06:00:35Z"),
+            "{text}"
+        );
+        let (json, _) = outcome(Ok(early), true);
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert!(json["note"].as_str().unwrap().contains("probes the attempt again"), "{json}");
+        // Given once the attempt could no longer land, or `landed`: one line, no note.
+        for late in [
+            nothing.record_for(&attempt(), "2026-12-01T06:00:35Z".into()),
+            Settle::new(Verdict::Landed, "alice", "notice 4411")
+                .record_for(&attempt(), "2026-12-01T06:00:10Z".into()),
+        ] {
+            let (text, _) = outcome(Ok(late.clone()), false);
+            assert_eq!(text.lines().count(), 1, "{text}");
+            let (json, _) = outcome(Ok(late), true);
+            assert!(!json.contains("\"note\""), "{json}");
+        }
+    }
 }

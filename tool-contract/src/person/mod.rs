@@ -18,7 +18,7 @@ mod settle;
 
 pub use approval::{ApprovalError, Decision, LogApprover, answer_approval};
 pub(crate) use settle::settle_now;
-pub use settle::{Settle, SettleError, settle};
+pub use settle::{Settle, SettleError, early_note, settle};
 
 /// The longest a request to the holder of a file log is good for after it was written: 10 minutes. A
 /// settler waits at most this long for the holder; a request older than this (or than its settler's

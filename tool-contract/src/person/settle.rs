@@ -14,7 +14,10 @@
 //! - [`Verdict::Landed`]: every later call of the intent answers `ok`, effect `yes`, with the settled
 //!   value (or none), and makes no attempt and no probe.
 //! - [`Verdict::NotLanded`]: the intent is open again; its next call makes the next attempt, after the
-//!   approver for a `money` tool, without probing again once the attempt's landing horizon has passed.
+//!   approver for a `money` tool, without probing again, if the settlement was made once the attempt
+//!   could no longer land (its start, its budget and its landing horizon). One made sooner says nothing
+//!   of a request the service still held: the next call probes the attempt again once that time has
+//!   passed. [`early_note`] tells the person so when they settle.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -157,6 +160,53 @@ impl Settle {
             ..last.about(Phase::Settled)
         }
     }
+}
+
+/// What the person who recorded `settled` (a settlement, as [`settle`] returns it) should know when
+/// their `not_landed` was given while the attempt could still land: until when it could (its start,
+/// the budget it was logged with, and the default landing horizon,
+/// [`DEFAULT_HORIZON`](crate::effect::DEFAULT_HORIZON): the log does not hold the tool's own), and that
+/// the next call probes the attempt again once that has passed instead of taking the word as it stands.
+/// `None` for a `landed` settlement, or a `not_landed` given after that time.
+///
+/// ```
+/// use tool_contract::journal::{Record, Verdict};
+/// use tool_contract::person::{Settle, early_note};
+///
+/// let attempt: Record = serde_json::from_str(
+///     r#"{"phase":"start","task":"t","call":"post","intent_key":"b56ee2ce5d70dc24aa8b3866ee8854a0",
+///         "attempt":1,"attempt_id":"t-a1","started":"2026-12-01T06:00:00Z","budget_left_s":29}"#,
+/// )
+/// .unwrap();
+/// let nothing = Settle::new(Verdict::NotLanded, "alice", "thread-9 holds nothing");
+/// // Settled 10 s after the start: the request could reach the service until 06:00:30, and land 5 s later.
+/// let early = nothing.record_for(&attempt, "2026-12-01T06:00:10Z".into());
+/// let note = early_note(&early).unwrap();
+/// assert!(note.contains("could still land until 2026-12-01T06:00:35Z"), "{note}");
+/// // Settled a minute later, it counts as it stands.
+/// assert_eq!(early_note(&nothing.record_for(&attempt, "2026-12-01T06:01:10Z".into())), None);
+/// ```
+pub fn early_note(settled: &Record) -> Option<String> {
+    let said = settled.settled.as_ref()?;
+    if said.verdict != Verdict::NotLanded {
+        return None;
+    }
+    let at = crate::journal::parse_rfc3339(&said.at)?;
+    let horizon = crate::effect::DEFAULT_HORIZON;
+    let until = crate::rules::ran_until(settled)?.checked_add(horizon)?;
+    (at < until).then(|| {
+        format!(
+            "attempt {} could still land until {} (started {} with a budget of {} s, logged to the second, \
+             plus the default landing horizon of {} s; a tool may declare another, and with none this word \
+             counts at once): the next call does not take this not_landed as it stands, but probes the \
+             attempt again once that time has passed",
+            settled.attempt,
+            rfc3339(until),
+            settled.started,
+            settled.budget_left_s,
+            horizon.as_secs()
+        )
+    })
 }
 
 /// Why a settlement was not recorded.
