@@ -132,6 +132,12 @@ async fn the_console_guards_its_door_shows_the_intent_and_settles_through_the_ag
     // From its own page: settled through the agent holding the log.
     let done = send(addr, post(&host, &path, &cookie, Some(&format!("http://{host}")), form)).await;
     assert_eq!(done.status, 303, "{}", done.head);
+    // Given right after the attempt, the word is told it comes early: the next call probes again
+    // once the attempt could no longer land by the default horizon (this tool declares none).
+    let location = done.head.lines().find(|l| l.to_ascii_lowercase().starts_with("location:")).unwrap();
+    let location = location.split_once(':').unwrap().1.trim();
+    let told = send(addr, get(&host, location, Some(&cookie))).await;
+    assert!(told.body.contains("Note: attempt 1 could still land until"), "{}", told.body);
     let recall = log.recall_now(&tool_contract::IntentKey::parse(&key).unwrap()).unwrap();
     let settled = recall.settlement().expect("settled").clone();
     assert_eq!(

@@ -55,7 +55,8 @@ pub struct Flags {
     /// The effect landed: later calls answer ok with the value, nothing repeated
     #[arg(long)]
     pub landed: bool,
-    /// The effect did not land: the next call makes the next attempt
+    /// The effect did not land: the next call makes the next attempt, once the attempt could no
+    /// longer land (given sooner, that call probes it again first)
     #[arg(long)]
     pub not_landed: bool,
     /// With --landed: the call's value, as JSON (a string is quoted: '"text"')
