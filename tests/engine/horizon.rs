@@ -162,43 +162,48 @@ async fn a_budget_that_cannot_hold_the_horizon_reports_unknown_and_sends_nothing
     }
 }
 
+/// One batch call of `spec` over two rows against `held`: the first attempt is cut as `cut`; any later
+/// attempt answers for the rows it carries. The probe reports each row as the service holds it.
+async fn batch(task: &Task, spec: &ToolSpec, held: &Held, cut: Cut) -> tool_contract::Report<()> {
+    let made = AtomicU32::new(0);
+    engine::run_bulk(
+        task,
+        spec,
+        task.key(spec, &"sheet-1", None),
+        vec!["row-1", "row-2"],
+        |_, rows: Vec<&'static str>| {
+            let first = made.fetch_add(1, Ordering::SeqCst) == 0;
+            let request = held.send(rows.clone());
+            async move {
+                let _request = request;
+                match (first, cut) {
+                    (false, _) => Ok(rows.iter().map(|r| Item::ok(*r)).collect::<Vec<_>>()),
+                    (true, Cut::Reset) => Err(Class::unknown("connection reset after the batch was sent")),
+                    (true, Cut::Hang) => std::future::pending().await,
+                }
+            }
+        },
+        |_, rows: Vec<&'static str>| {
+            let held = held.clone();
+            async move {
+                rows.iter()
+                    .map(|r| match held.landed(r) {
+                        true => Item::ok(*r),
+                        false => Item { applied: Applied::No, ..Item::retryable(*r, "") },
+                    })
+                    .collect()
+            }
+        },
+    )
+    .await
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_held_batch_is_applied_once_per_item_for_every_kind() {
     for kind in KINDS {
         let held = Held::new(HOLD);
-        let task = task_for(format!("batch-{kind}"), 30, None);
-        let spec = held_spec(kind);
-        let made = AtomicU32::new(0);
-        let report = engine::run_bulk(
-            &task,
-            &spec,
-            task.key(&spec, &"sheet-1", None),
-            vec!["row-1", "row-2"],
-            |_, rows: Vec<&'static str>| {
-                let first = made.fetch_add(1, Ordering::SeqCst) == 0;
-                let request = held.send(rows.clone());
-                async move {
-                    let _request = request;
-                    if first {
-                        Err(Class::unknown("connection reset after the batch was sent"))
-                    } else {
-                        Ok(rows.iter().map(|r| Item::ok(*r)).collect::<Vec<_>>())
-                    }
-                }
-            },
-            |_, rows: Vec<&'static str>| {
-                let held = held.clone();
-                async move {
-                    rows.iter()
-                        .map(|r| match held.landed(r) {
-                            true => Item::ok(*r),
-                            false => Item { applied: Applied::No, ..Item::retryable(*r, "") },
-                        })
-                        .collect()
-                }
-            },
-        )
-        .await;
+        let report =
+            batch(&task_for(format!("batch-{kind}"), 30, None), &held_spec(kind), &held, Cut::Reset).await;
         for row in ["row-1", "row-2"] {
             assert_eq!(held.effects(row), 1, "{kind} {row}: {}", report.message);
         }
@@ -208,6 +213,37 @@ async fn a_held_batch_is_applied_once_per_item_for_every_kind() {
             "{kind}: {}",
             report.message
         );
+    }
+}
+
+/// A batch whose process is killed mid-attempt, the service holding its request: the restarted
+/// process probes each row once the horizon has passed, finds both landed, and sends neither again.
+#[tokio::test(start_paused = true)]
+async fn a_held_batch_past_a_restart_is_applied_once_per_item_for_every_kind() {
+    for kind in KINDS {
+        let held = Held::new(HOLD);
+        let spec = held_spec(kind);
+        let log = Arc::new(MemoryJournal::new());
+        let name = format!("batch-restart-{kind}");
+        let killed = tokio::time::timeout(
+            Duration::from_secs(1),
+            batch(&task_for(name.clone(), 30, Some(log.clone())), &spec, &held, Cut::Hang),
+        )
+        .await;
+        assert!(killed.is_err(), "{kind}: the batch was cut off");
+        let reopened = Arc::new(MemoryJournal::from_records(log.records()));
+        let restarted = Instant::now();
+        let report = batch(&task_for(name, 30, Some(reopened)), &spec, &held, Cut::Reset).await;
+        for row in ["row-1", "row-2"] {
+            assert_eq!(held.effects(row), 1, "{kind} {row}: {}", report.message);
+        }
+        assert_eq!(
+            (report.outcome, report.effect_applied),
+            (Outcome::Ok, Applied::Yes),
+            "{kind}: {}",
+            report.message
+        );
+        assert!(restarted.elapsed() >= HOLD, "{kind}: the restart waited for the held request to land");
     }
 }
 
