@@ -108,6 +108,19 @@ async fn call(task: &Task, spec: &ToolSpec, held: &Held, cut: Cut) -> tool_contr
     .await
 }
 
+/// The service saw each of `items` once, and the report says the call is `ok` with its effect applied.
+fn applied_once<T>(held: &Held, items: &[&str], report: &tool_contract::Report<T>, case: &str) {
+    for item in items {
+        assert_eq!(held.effects(item), 1, "{case} {item}: {}", report.message);
+    }
+    assert_eq!(
+        (report.outcome, report.effect_applied),
+        (Outcome::Ok, Applied::Yes),
+        "{case}: {}",
+        report.message
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_request_held_after_a_reset_is_applied_once_for_every_kind() {
     for kind in KINDS {
@@ -115,13 +128,7 @@ async fn a_request_held_after_a_reset_is_applied_once_for_every_kind() {
         let began = Instant::now();
         let report =
             call(&task_for(format!("reset-{kind}"), 30, None), &held_spec(kind), &held, Cut::Reset).await;
-        assert_eq!(held.effects("one"), 1, "{kind}: {}", report.message);
-        assert_eq!(
-            (report.outcome, report.effect_applied),
-            (Outcome::Ok, Applied::Yes),
-            "{kind}: {}",
-            report.message
-        );
+        applied_once(&held, &["one"], &report, &kind.to_string());
         // The cost of the default: the probe at the reset found nothing, the one 5 s later found it.
         assert_eq!(began.elapsed(), DEFAULT_HORIZON, "{kind}");
     }
@@ -133,13 +140,7 @@ async fn a_request_held_after_a_timeout_is_applied_once_for_every_kind() {
         let held = Held::new(HOLD);
         let report =
             call(&task_for(format!("timeout-{kind}"), 30, None), &held_spec(kind), &held, Cut::Hang).await;
-        assert_eq!(held.effects("one"), 1, "{kind}: {}", report.message);
-        assert_eq!(
-            (report.outcome, report.effect_applied),
-            (Outcome::Ok, Applied::Yes),
-            "{kind}: {}",
-            report.message
-        );
+        applied_once(&held, &["one"], &report, &kind.to_string());
     }
 }
 
@@ -204,15 +205,7 @@ async fn a_held_batch_is_applied_once_per_item_for_every_kind() {
         let held = Held::new(HOLD);
         let report =
             batch(&task_for(format!("batch-{kind}"), 30, None), &held_spec(kind), &held, Cut::Reset).await;
-        for row in ["row-1", "row-2"] {
-            assert_eq!(held.effects(row), 1, "{kind} {row}: {}", report.message);
-        }
-        assert_eq!(
-            (report.outcome, report.effect_applied),
-            (Outcome::Ok, Applied::Yes),
-            "{kind}: {}",
-            report.message
-        );
+        applied_once(&held, &["row-1", "row-2"], &report, &kind.to_string());
     }
 }
 
@@ -234,15 +227,7 @@ async fn a_held_batch_past_a_restart_is_applied_once_per_item_for_every_kind() {
         let reopened = Arc::new(MemoryJournal::from_records(log.records()));
         let restarted = Instant::now();
         let report = batch(&task_for(name, 30, Some(reopened)), &spec, &held, Cut::Reset).await;
-        for row in ["row-1", "row-2"] {
-            assert_eq!(held.effects(row), 1, "{kind} {row}: {}", report.message);
-        }
-        assert_eq!(
-            (report.outcome, report.effect_applied),
-            (Outcome::Ok, Applied::Yes),
-            "{kind}: {}",
-            report.message
-        );
+        applied_once(&held, &["row-1", "row-2"], &report, &kind.to_string());
         assert!(restarted.elapsed() >= HOLD, "{kind}: the restart waited for the held request to land");
     }
 }
@@ -265,13 +250,7 @@ async fn a_request_held_past_a_restart_is_applied_once_for_every_kind() {
         let restarted = Instant::now();
         let report =
             call(&task_for(format!("restart-{kind}"), 30, Some(reopened)), &spec, &held, Cut::Reset).await;
-        assert_eq!(held.effects("one"), 1, "{kind}: {}", report.message);
-        assert_eq!(
-            (report.outcome, report.effect_applied),
-            (Outcome::Ok, Applied::Yes),
-            "{kind}: {}",
-            report.message
-        );
+        applied_once(&held, &["one"], &report, &kind.to_string());
         // The cost after a restart: the dead attempt's request may have reached the service until the
         // restart at the latest, and the horizon runs 5 s from there.
         assert_eq!(restarted.elapsed(), DEFAULT_HORIZON, "{kind}");
@@ -334,13 +313,7 @@ async fn a_declared_horizon_covers_a_service_that_holds_longer_than_the_default(
         let held = Held::new(Duration::from_secs(15));
         let spec = held_spec(kind).horizon(Duration::from_secs(20));
         let report = call(&task_for(format!("declared-{kind}"), 60, None), &spec, &held, Cut::Reset).await;
-        assert_eq!(held.effects("one"), 1, "{kind}: {}", report.message);
-        assert_eq!(
-            (report.outcome, report.effect_applied),
-            (Outcome::Ok, Applied::Yes),
-            "{kind}: {}",
-            report.message
-        );
+        applied_once(&held, &["one"], &report, &kind.to_string());
         // The default would have trusted the probe at 5 s and sent again.
         let held = Held::new(Duration::from_secs(15));
         let report =
