@@ -44,6 +44,8 @@
 //!   writes or reads a record is built (once, when a connection is prepared) and every row decoded. A unique index allows one fenced start per
 //!   (intent, attempt).
 //! - `claims`: `(intent PRIMARY KEY, owner, lease_until)`.
+//! - `intent_has_records(key)`: a function the claim calls once its row is written, whether the
+//!   intent has any record, on a snapshot of its own, so a new intent's claim takes one statement.
 //! - `schema_version`: the migrations applied. Every [`PgJournal::connect`] migrates under an
 //!   advisory lock, so a fleet starting at once migrates once.
 //!

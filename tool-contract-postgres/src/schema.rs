@@ -8,7 +8,7 @@
 use tokio_postgres::Client;
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// The advisory lock key of the migration: "tcmigr" in ASCII, so it is recognisable in `pg_locks`.
 const MIGRATION_LOCK: i64 = 0x7463_6d69_6772;
@@ -82,6 +82,19 @@ ALTER TABLE tool_contract.attempts ADD CONSTRAINT attempts_phase_check
 ALTER TABLE tool_contract.attempts ADD COLUMN approval jsonb;
 ALTER TABLE tool_contract.attempts ADD CONSTRAINT attempts_approval_account
     CHECK ((phase = 'approval') = (approval IS NOT NULL));
+",
+    // 4: whether an intent has any record, read on a snapshot of its own: what the claim asks once it
+    // holds the intent, so a new intent's claim answers without a second statement. A volatile
+    // PL/pgSQL function runs its query on a snapshot taken when it is called, after the claim's row is
+    // written: it sees every record a previous holder committed before letting go, which a subquery of
+    // the claim, on the statement's snapshot taken before any wait on that row, could miss.
+    "
+CREATE FUNCTION tool_contract.intent_has_records(key bytea) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $body$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM tool_contract.attempts WHERE intent = key);
+END
+$body$;
 ",
 ];
 

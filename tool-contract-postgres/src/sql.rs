@@ -10,7 +10,10 @@ use crate::row::{AFTER_COLUMNS, param, select_list, typed_values};
 /// unless the caller's deadline `$4` (seconds since 1970 on the server's clock, or null for none) has
 /// passed when the statement runs: a claim that reaches the server after its caller gave up (held by
 /// a frozen server or a partition) takes nothing and blocks nobody. A row comes back only when the
-/// caller holds the claim: the intent was free, its lease had run out, or the caller already held it.
+/// caller holds the claim: the intent was free, its lease had run out, or the caller already held it;
+/// with it, whether the intent has no record yet, asked once the row is written on a snapshot of its
+/// own (see the function `tool_contract.intent_has_records`, schema version 4), so the caller reads
+/// the records in a second statement only when there are some.
 ///
 /// It commits asynchronously: a claim lost with a crashed server was either followed by a synced start
 /// (which flushes the WAL, claim included, before it commits) or by nothing, and a holder whose claim
@@ -23,7 +26,7 @@ WHERE $4::float8 IS NULL OR clock_timestamp() < to_timestamp($4::float8)
 ON CONFLICT (intent) DO UPDATE
     SET owner = excluded.owner, lease_until = excluded.lease_until
     WHERE c.lease_until <= clock_timestamp() OR c.owner = excluded.owner
-RETURNING c.owner";
+RETURNING c.owner, NOT tool_contract.intent_has_records($1::bytea)";
 
 /// Who holds `$1` and for how many more seconds, if anyone does.
 pub(crate) const HOLDER: &str = "

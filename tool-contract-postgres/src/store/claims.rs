@@ -59,18 +59,28 @@ impl Inner {
                 for _ in 0..3 {
                     let key = key.as_slice();
                     let claim_params: [&(dyn ToSql + Sync); 4] = [&key, &owner, &lease, &deadline_on_server];
-                    // The intent's records are read in a statement of its own, pipelined behind the
-                    // claim in the same round trip: its snapshot is taken once the claim has committed,
-                    // so it holds every record a previous holder was allowed to write. (Read in the
-                    // claim's own statement, the snapshot could predate the previous holder's last
-                    // records when the claim waited on its row while that holder finished.)
-                    let read_params: [&(dyn ToSql + Sync); 1] = [&key];
-                    let claim = conn.client.query(&conn.sql.claim, &claim_params);
-                    let read = conn.client.query(&conn.sql.records_of_intent, &read_params);
-                    let (claimed, records) = tokio::join!(claim, read);
-                    let claimed = claimed.map_err(|e| Fault::statement(&e))?;
-                    if !claimed.is_empty() {
-                        let records = records.map_err(|e| Fault::statement(&e))?;
+                    // The claim says whether the intent has any record, asked on a snapshot taken
+                    // once its row is written (`tool_contract.intent_has_records`): a new intent's
+                    // claim is answered in one statement. Otherwise the records are read in a
+                    // statement of their own, whose snapshot is later still. Either way the answer
+                    // holds every record a previous holder was allowed to write. (A subquery of the
+                    // claim, on the snapshot the statement began with, could miss the previous
+                    // holder's last records when the claim waited on its row while it finished.)
+                    let claimed = conn
+                        .client
+                        .query(&conn.sql.claim, &claim_params)
+                        .await
+                        .map_err(|e| Fault::statement(&e))?;
+                    if let Some(row) = claimed.first() {
+                        let fresh: bool = row.try_get(1).map_err(|e| Fault::statement(&e))?;
+                        if fresh {
+                            return Ok(Claimed::Held(None));
+                        }
+                        let records = conn
+                            .client
+                            .query(&conn.sql.records_of_intent, &[&key])
+                            .await
+                            .map_err(|e| Fault::statement(&e))?;
                         return Ok(Claimed::Held(fold(&records)?));
                     }
                     if deadline.is_some_and(|at| tokio::time::Instant::now() >= at) {
