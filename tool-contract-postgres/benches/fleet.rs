@@ -5,7 +5,7 @@
 //!   `bare_rows_64`: the same rows written by a bare tokio-postgres loop on a pool of the same size and
 //!   the same commit modes (the claim upserted, the start row inserted with a synchronous commit, the
 //!   end row inserted and the claim deleted asynchronously), with no fence, no engine and no checks.
-//! - after the groups, the two side by side: rounds of 4,096 sends by each, alternating which goes first,
+//! - after the groups, the two side by side: 16 rounds of 4,096 sends by each, alternating which goes first,
 //!   so both see the same load on a shared machine; each round's figures and the medians are printed
 //!   (`pg_side_by_side`), the ratio row 9 states.
 //! - then the latency of one claim while 64 claimers claim distinct intents at once: p50 and p99 over
@@ -181,7 +181,7 @@ fn fleet(c: &mut Criterion) {
     group.finish();
 
     // Side by side: each round times both loops back to back, the first of the pair alternating.
-    const ROUNDS: usize = 8;
+    const ROUNDS: usize = 16;
     const SENDS: u64 = 4096;
     let (mut bare_us, mut durable_us, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..ROUNDS {
