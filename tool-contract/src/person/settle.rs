@@ -193,8 +193,13 @@ pub fn early_note(settled: &Record) -> Option<String> {
     }
     let at = crate::journal::parse_rfc3339(&said.at)?;
     let horizon = crate::effect::DEFAULT_HORIZON;
-    let until = crate::rules::ran_until(settled)?.checked_add(horizon)?;
-    (at < until).then(|| {
+    // A person's word is not the service's: the attempt may still be in flight (`Applied::Unknown`).
+    let until = crate::policy::landing_ends(crate::rules::ran_until(settled), Applied::Unknown, |ran| {
+        ran.checked_add(horizon).unwrap_or(ran)
+    })?;
+    // Whether the word counts as it stands is the rule every reader of a "not landed" follows.
+    let counts = crate::policy::landing(Some(until), at, at, until) == crate::policy::Horizon::Passed;
+    (!counts).then(|| {
         format!(
             "attempt {} could still land until {} (started {} with a budget of {} s, logged to the second, \
              plus the default landing horizon of {} s; a tool may declare another, and with none this word \
