@@ -197,10 +197,13 @@ async def main():
             page_text(driver, "Settle attempt")
             check("the intent's page draws its timeline", driver.find_elements(By.CSS_SELECTOR, "svg circle"), driver.page_source)
             driver.save_screenshot("target/console-intent.png")
-            # A person's "not landed" counts only if seen once the notice can no longer land: its
-            # start, plus the agent's budget (3 s), plus a second, plus its landing horizon (5 s), and a second
-            # for stamps in whole seconds.
+            # A person's "not landed" counts only if they saw the attempt once the notice could no longer
+            # land: when its call ended (at once: the connection was reset), read as up to two seconds
+            # later (stamps in whole seconds, clocks a second apart), plus its landing horizon (5 s); and
+            # when the page showed it is read as up to two seconds earlier. The page is shown again then.
             await asyncio.sleep(max(0.0, 11.0 - (time.monotonic() - posted)))
+            driver.refresh()
+            page_text(driver, "Settle attempt")
             driver.find_element(By.CSS_SELECTOR, "input[value=not_landed]").click()
             driver.find_element(By.NAME, "evidence").send_keys("<script>alert(1)</script> thread-9 holds no notice")
             driver.find_element(By.CSS_SELECTOR, "form.settle button").click()

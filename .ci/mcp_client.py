@@ -125,7 +125,7 @@ async def lost_refund(binary, mode):
             check(f"{mode}: one refund at the desk", listed["outcome"] == "ok" and len(listed["value"]) == 1, listed)
             twice = subprocess.run(
                 [settle_bin, "settle", log, "--intent", first["idempotency_key"], "--attempt", first["attempt_id"], "--not-landed",
-                 "--evidence", "second look", "--by", "someone-else"], capture_output=True, text=True, timeout=60)
+                 "--evidence", "second look", "--by", "someone-else", "--seen", "now"], capture_output=True, text=True, timeout=60)
             check(f"{mode}: a second settlement is refused, naming the first", twice.returncode == 1 and "ci-operator" in twice.stderr, twice.stderr)
 
 

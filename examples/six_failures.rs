@@ -38,8 +38,7 @@ impl Notices {
     #[tool(effect = "send", probe = Self::notice_landed, target = thread, deadline_floor = "1s")]
     async fn post_notice(&self, call: &Call, thread: String, text: String) -> Result<u64, Class> {
         let _ = thread;
-        let sent =
-            self.http.post(format!("{}/effects", self.base)).idempotency_key(call).body(text).send().await;
+        let sent = self.http.post(format!("{}/effects", self.base)).for_call(call).body(text).send().await;
         id_of(&read(EffectKind::Send, sent, error_body).await?)
     }
 
@@ -78,8 +77,7 @@ impl Notices {
     ) -> Result<Vec<Item>, Class> {
         let _ = list;
         let body = serde_json::json!({ "items": recipients }).to_string();
-        let sent =
-            self.http.post(format!("{}/batch", self.base)).idempotency_key(call).body(body).send().await;
+        let sent = self.http.post(format!("{}/batch", self.base)).for_call(call).body(body).send().await;
         let bytes = read(EffectKind::Send, sent, error_body).await?;
         let reply: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| Class::unknown(format!("unreadable batch reply: {e}")))?;

@@ -162,6 +162,8 @@ async fn every_store_fences_start_records_by_claim_and_attempt() {
             probe: None,
             message: None,
             retry_at: None,
+            sent_by: None,
+            args: None,
             value: None,
             settled: None,
             approval: None,

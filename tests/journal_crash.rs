@@ -235,7 +235,10 @@ fn killed_with_a_line_half_written_then_recovered_with_a_warning() {
 }
 
 /// A person settles what a killed run left, and the settling process is killed right after: the
-/// settlement is on disk, and the next run honours it (no probe; an attempt only after `not_landed`).
+/// settlement is on disk, and the next run honours it (an attempt only after `not_landed`, no attempt
+/// and no probe after `landed`). The log knows no sooner than the settlement itself that the killed
+/// attempt was over, and the person looked no later than that: their `not_landed` is looked at again by
+/// the probe before the next attempt.
 #[test]
 fn killed_after_a_settlement_then_the_next_run_honours_it() {
     let dir = Scratch::new("settled-not-landed");
@@ -244,7 +247,7 @@ fn killed_after_a_settlement_then_the_next_run_honours_it() {
     assert_eq!(dir.records().last().map(|r| r.phase), Some(Phase::Settled), "synced before it returned");
     let out = run_to_end(&dir);
     assert_eq!(out["report"]["outcome"], "ok", "{out}");
-    assert_eq!((out["probes"].as_u64(), out["attempts"].as_u64()), (Some(0), Some(1)), "{out}");
+    assert_eq!((out["probes"].as_u64(), out["attempts"].as_u64()), (Some(1), Some(1)), "{out}");
     assert!(out["report"]["attempt_id"].as_str().unwrap().ends_with("-a2"), "{out}");
     assert_eq!(dir.effects(), 1, "exactly one notice");
 

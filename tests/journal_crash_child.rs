@@ -155,6 +155,8 @@ fn tear_a_line(dir: &Path) {
         probe: None,
         message: None,
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: None,
         settled: None,
         approval: None,

@@ -600,6 +600,7 @@ mod parity;
 mod resumed;
 mod settled;
 mod shapes;
+mod timing;
 
 /// Issue 22, item 7: a report's typed reason, for every rule of the contract that can decide a call,
 /// so code matches on it instead of parsing `message`.

@@ -51,11 +51,13 @@ async fn call(task: &Task, spec: &ToolSpec, seen: &Seen, lose: bool) -> tool_con
     .await
 }
 
-/// How long after a call that started with `budget_s` its attempt may still land: until its budget
-/// ran out (the log knows no sooner when its request left) plus a second of rounding, plus the tool's
-/// landing horizon. A person's "not landed" counts only if seen after that.
+/// How long after a call that started with `budget_s` a person must look for their "not landed" to
+/// count: its attempt may land until its budget ran out (the log knows no sooner when its request
+/// left), read from two stamps rounded down to the second (two seconds) written by a clock that may
+/// stand a second apart ([`tool_contract::rules::CLOCK_SKEW`]), plus the tool's landing horizon; and
+/// when the person looked is read as a second earlier still, from a stamp rounded down (two seconds).
 fn could_land_until(spec: &ToolSpec, budget_s: u64) -> Duration {
-    Duration::from_secs(budget_s + 1) + spec.get_horizon()
+    Duration::from_secs(budget_s + 2 + 1 + 2) + spec.get_horizon()
 }
 
 /// A person's "not landed" seen while the attempt could still land is looked at again: the next call
@@ -516,6 +518,8 @@ async fn an_intent_whose_last_end_left_its_effect_unknown_can_be_settled() {
         probe: None,
         message: outcome.map(|o| format!("ended {o}")),
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: None,
         settled: None,
         approval: None,

@@ -45,6 +45,8 @@ fn record(i: u64, attempt: u32, phase: Phase, end: Option<(Outcome, Applied)>, n
         probe: None,
         message: end.map(|(o, _)| format!("ended {o}")),
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: None,
         settled: None,
         approval: None,

@@ -48,7 +48,19 @@ impl Console {
                 .back(&key, "Nothing settled: the form names no attempt; open the intent's page again.");
         };
         let evidence = form_value(&form, "evidence").unwrap_or_default();
-        let settle = Settle::new(verdict, by, evidence);
+        let mut settle = Settle::new(verdict, by, evidence);
+        // When the page showed the attempt: the person's word is judged by it.
+        let now = tool_contract::__private::wall_clock();
+        match form_value(&form, "shown").as_deref().map(tool_contract::__private::parse_rfc3339) {
+            Some(Some(shown)) if shown <= now => settle = settle.seen(shown),
+            _ if verdict == Verdict::NotLanded => {
+                return self.back(
+                    &key,
+                    "Nothing settled: the form does not say when its page showed the attempt; open the intent's page again.",
+                );
+            }
+            _ => {}
+        }
         let said = match self.inner.source.settle(key, attempt, settle).await {
             Ok(record) => match tool_contract::person::early_note(&record) {
                 Some(note) => format!("Settled: {}. Note: {note}.", record.message.unwrap_or_default()),

@@ -237,6 +237,8 @@ mod tests {
             probe: None,
             message: outcome.map(|o| format!("ended {o}")),
             retry_at: None,
+            sent_by: None,
+            args: None,
             value: None,
             settled: None,
             approval: None,

@@ -369,6 +369,9 @@ pub fn intent(recall: &Recall, stored: &[Stored], settling: &Settling<'_>, now: 
                     form.settle method="post" action={ (base) "/intent/" (last.intent_key) "/settle" } {
                         h2 { "Settle attempt " (last.attempt_id) }
                         input type="hidden" name="attempt" value=(last.attempt);
+                        // When this page showed the attempt: a `not_landed` is judged by when the
+                        // person saw it, not when the form reached the log.
+                        input type="hidden" name="shown" value=(tool_contract::__private::rfc3339(now));
                         p { "Say what you found in the world. Landed: later calls answer ok from it and nothing is repeated. Not landed: the next call makes the next attempt, once this one could no longer land (given sooner, that call probes it again first)." }
                         p {
                             label { input type="radio" name="verdict" value="landed" required; " landed" } " "

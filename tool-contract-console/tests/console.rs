@@ -14,8 +14,8 @@ use tool_contract_console::{Console, Options};
 static SENT: AtomicU32 = AtomicU32::new(0);
 
 /// Post a notice; the reply is lost while `lose`, and the probe cannot tell.
-// A person's word, given right after the attempt, is the story here: with no landing horizon to
-// wait for, it counts at once.
+// A person's word, given seconds after the attempt, is the story here: with no landing horizon to
+// wait for, it counts at once (see `held_log`).
 #[tool(effect = "send", target = thread, probe = check, horizon = "0s")]
 async fn post_notice(thread: &str, lose: bool) -> Result<u64, Class> {
     SENT.fetch_add(1, Ordering::SeqCst);
@@ -65,7 +65,17 @@ async fn held_log(dir: &PathBuf) -> (Arc<FileJournal>, String) {
     let report = post_notice(&task, "thread-9", true).await;
     assert_eq!(report.outcome, Outcome::Unknown);
     log.sync().await.unwrap();
+    // The log's stamps are whole seconds, perhaps from a clock a second apart: a person who looks
+    // within three seconds of the probe that found the attempt over is looked at again.
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
     (log, report.idempotency_key.to_string())
+}
+
+/// When the intent's page showed its attempt, as its settle form carries it.
+fn shown(page: &str) -> String {
+    let at = page.find("name=\"shown\" value=\"").expect("the settle form says when it was shown");
+    let rest = &page[at + "name=\"shown\" value=\"".len()..];
+    rest[..rest.find('"').unwrap()].to_owned()
 }
 
 /// Log in: the session cookie.
@@ -114,7 +124,16 @@ async fn the_console_guards_its_door_shows_the_intent_and_settles_through_the_ag
 
     // A form from another origin (another port of 127.0.0.1), or with no origin at all, is refused.
     let path = format!("/intent/{key}/settle");
-    let form = "attempt=1&verdict=not_landed&evidence=%3Cscript%3Ealert(1)%3C%2Fscript%3E+not+in+thread-9";
+    // A `not_landed` is judged by when the page showed the attempt: a form that does not say is refused.
+    let unsaid = "attempt=1&verdict=not_landed&evidence=gone";
+    let refused = send(addr, post(&host, &path, &cookie, Some(&format!("http://{host}")), unsaid)).await;
+    let location = refused.head.lines().find(|l| l.to_ascii_lowercase().starts_with("location:")).unwrap();
+    assert!(percent_decoded(location).contains("does not say when its page showed"), "{location}");
+    let form = format!(
+        "attempt=1&verdict=not_landed&evidence=%3Cscript%3Ealert(1)%3C%2Fscript%3E+not+in+thread-9&shown={}",
+        shown(&page.body)
+    );
+    let form = form.as_str();
     let foreign = send(addr, post(&host, &path, &cookie, Some("http://127.0.0.1:1"), form)).await;
     assert_eq!(foreign.status, 403);
     assert_eq!(send(addr, post(&host, &path, &cookie, None, form)).await.status, 403);
@@ -215,7 +234,10 @@ async fn a_form_about_an_attempt_that_is_no_longer_the_last_settles_nothing() {
     assert!(said(&bare).contains("names no attempt"), "{}", said(&bare));
     assert!(log.recall_now(&intent).unwrap().settlement().is_none());
     // Attempt 1 settled not landed; the agent makes attempt 2, lost again.
-    let form = "attempt=1&verdict=not_landed&evidence=nothing+in+thread-9";
+    let page = send(addr, get(&host, &format!("/intent/{key}"), Some(&cookie))).await;
+    let form =
+        format!("attempt=1&verdict=not_landed&evidence=nothing+in+thread-9&shown={}", shown(&page.body));
+    let form = form.as_str();
     assert_eq!(send(addr, post(&host, &path, &cookie, Some(&origin), form)).await.status, 303);
     let task = Task::new("ticket-<b>7</b>", "agent", Duration::from_secs(30)).journal(log.clone());
     let second = post_notice(&task, "thread-9", true).await;

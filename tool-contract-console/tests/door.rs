@@ -257,7 +257,7 @@ async fn operators_log_in_with_their_own_tokens_and_settle_under_their_names() {
     let alice = send(addr, post(&host, "/login", "", "token=alice-token-0123456789")).await;
     assert_eq!(alice.status, 303, "{}", alice.head);
     let alice = set_cookie(&alice).0;
-    let form = "attempt=1&verdict=not_landed&evidence=thread-1+holds+nothing";
+    let form = "attempt=1&verdict=not_landed&evidence=thread-1+holds+nothing&shown=2026-01-01T00:00:00Z";
     let done = send(addr, post(&host, &format!("/intent/{key}/settle"), &alice, form)).await;
     assert_eq!(done.status, 303, "{}", done.head);
     let settled = log.recall_now(&key).unwrap().settlement().expect("settled").clone();

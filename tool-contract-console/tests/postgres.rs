@@ -72,6 +72,10 @@ async fn the_console_settles_an_intent_of_a_fleets_store() {
     let first = post_notice(&task, "thread-9", true).await;
     assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
     let key = first.idempotency_key.to_string();
+    // The person looks seconds later: the log's stamps are whole seconds, perhaps from a clock a second
+    // apart, so a word seen within three seconds of the probe that found the attempt over is looked at
+    // again rather than taken at once.
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
     // Another worker of the fleet holds another intent meanwhile.
     let other = tool_contract::key::Intent::new("ticket-other", "agent", "post_notice", "x").key();
     shared.claim(&other, &Owner::new("worker-2.1"), Duration::from_secs(60)).await.unwrap();
@@ -92,6 +96,10 @@ async fn the_console_settles_an_intent_of_a_fleets_store() {
     assert!(body.contains("In doubt: 1") && body.contains(&key), "{body}");
     let (_, _, body) = send(addr, get(format!("/intent/{key}"))).await;
     assert!(body.contains("<svg") && body.contains("probe: failed"), "{body}");
+    // When the page showed the attempt, as its settle form carries it.
+    let shown =
+        body.split_once("name=\"shown\" value=\"").and_then(|(_, rest)| rest.split_once('"')).unwrap().0;
+    let shown = shown.to_owned();
     // Each end record says how long its attempt or probe took (the store knows when it took the row),
     // and each record of a side effect who wrote it.
     assert!(body.contains("<th>took</th>"), "{body}");
@@ -103,7 +111,7 @@ async fn the_console_settles_an_intent_of_a_fleets_store() {
     let (_, _, body) = send(addr, get(format!("/?q={}", &key[..6]))).await;
     assert!(body.contains("Found for") && body.matches(&key).count() >= 2, "{body}");
 
-    let form = "attempt=1&verdict=not_landed&evidence=nothing+in+thread-9";
+    let form = format!("attempt=1&verdict=not_landed&evidence=nothing+in+thread-9&shown={shown}");
     let post = format!(
         "POST /intent/{key}/settle HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nOrigin: http://{host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
         form.len()

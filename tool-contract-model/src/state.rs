@@ -74,6 +74,8 @@ impl Rec {
             probe: self.probe,
             message: None,
             retry_at: None,
+            sent_by: None,
+            args: None,
             value: None,
             settled: self.settled.map(|(verdict, at)| Settlement {
                 verdict,
@@ -81,6 +83,7 @@ impl Rec {
                 via: Via::Operator,
                 evidence: "looked".into(),
                 at: stamp(at),
+                seen: None,
                 os_user: None,
             }),
             approval: None,

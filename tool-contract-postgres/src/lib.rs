@@ -38,7 +38,7 @@
 //!
 //! - `attempts`: append-only, one row per record, its fields in columns (`intent` as 16 bytes,
 //!   `attempt`, `phase`, `task`, `tool`, `attempt_id`, `started`, `budget_left_s`, `outcome`,
-//!   `effect_applied`, `probe`, `message`, `retry_at`, and `value`, `settled` and `approval` as
+//!   `effect_applied`, `probe`, `message`, `retry_at`, `sent_by`, `args`, and `value`, `settled` and `approval` as
 //!   `jsonb`), plus `owner` on a fenced record and `written_at` on the server's clock. The columns
 //!   that hold a record are listed once, in one table in the code, from which every statement that
 //!   writes or reads a record is built (once, when a connection is prepared) and every row decoded. A unique index allows one fenced start per

@@ -23,7 +23,7 @@ pub(crate) struct Column {
 
 /// The columns that hold a record, in the order of the parameters `$1..` ([`Fields::params`]) and of
 /// every select list ([`select_list`]): the one place a record's fields are listed for PostgreSQL.
-pub(crate) const COLUMNS: [Column; 16] = [
+pub(crate) const COLUMNS: [Column; 18] = [
     Column {
         name: "intent",
         sql_type: "bytea",
@@ -156,6 +156,24 @@ pub(crate) const COLUMNS: [Column; 16] = [
         bind: |r| Value::Text(r.retry_at.map(str::to_owned)),
         read: |row, at, r| {
             r.retry_at = row.try_get(at).map_err(|e| e.to_string())?;
+            Ok(())
+        },
+    },
+    Column {
+        name: "sent_by",
+        sql_type: "text",
+        bind: |r| Value::Text(r.sent_by.map(str::to_owned)),
+        read: |row, at, r| {
+            r.sent_by = row.try_get(at).map_err(|e| e.to_string())?;
+            Ok(())
+        },
+    },
+    Column {
+        name: "args",
+        sql_type: "text",
+        bind: |r| Value::Text(r.args.map(str::to_owned)),
+        read: |row, at, r| {
+            r.args = row.try_get(at).map_err(|e| e.to_string())?;
             Ok(())
         },
     },
@@ -307,6 +325,8 @@ pub(crate) fn record_of(row: &Row) -> Result<Record, String> {
         probe: None,
         message: None,
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: None,
         settled: None,
         approval: None,
@@ -388,6 +408,8 @@ mod tests {
             probe: Some(ProbeMark::Landed),
             message: Some("settled: landed".to_owned()),
             retry_at: Some("2026-12-01T03:00:30Z".to_owned()),
+            sent_by: Some("2026-12-01T03:00:12Z".to_owned()),
+            args: Some("0123456789abcdef0123456789abcdef".to_owned()),
             value: Some(serde_json::json!({ "refund": 12 })),
             settled: Some(Settlement {
                 verdict: Verdict::Landed,
@@ -395,6 +417,7 @@ mod tests {
                 via: Via::Operator,
                 evidence: "the bank statement shows it".to_owned(),
                 at: "2026-12-01T03:01:00Z".to_owned(),
+                seen: Some("2026-12-01T03:00:40Z".to_owned()),
                 os_user: Some("uid 1000 (carol)".to_owned()),
             }),
             approval: None,
@@ -409,6 +432,8 @@ mod tests {
             effect_applied: None,
             probe: None,
             retry_at: None,
+            sent_by: None,
+            args: None,
             value: None,
             settled: None,
             approval: Some(ApprovalNote {
@@ -441,6 +466,8 @@ mod tests {
             probe,
             message,
             retry_at,
+            sent_by,
+            args,
             value,
             settled,
             approval,
@@ -459,6 +486,8 @@ mod tests {
             ("probe", probe.is_none()),
             ("message", message.is_none()),
             ("retry_at", retry_at.is_none()),
+            ("sent_by", sent_by.is_none()),
+            ("args", args.is_none()),
             ("value", value.is_none()),
             ("settled", settled.is_none()),
             ("approval", approval.is_none()),

@@ -8,7 +8,7 @@
 use tokio_postgres::Client;
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// The advisory lock key of the migration: "tcmigr" in ASCII, so it is recognisable in `pg_locks`.
 const MIGRATION_LOCK: i64 = 0x7463_6d69_6772;
@@ -95,6 +95,12 @@ BEGIN
     RETURN EXISTS (SELECT 1 FROM tool_contract.attempts WHERE intent = key);
 END
 $body$;
+",
+    // 5: on a record about an attempt, when the call that made it ended (`sent_by`, rounded up: a later
+    // call's landing horizon runs from it) and the digest of the arguments it ran with (`args`).
+    "
+ALTER TABLE tool_contract.attempts ADD COLUMN sent_by text;
+ALTER TABLE tool_contract.attempts ADD COLUMN args text;
 ",
 ];
 

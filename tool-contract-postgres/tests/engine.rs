@@ -179,7 +179,9 @@ async fn a_settlement_on_postgres_is_honoured_by_the_next_call() {
     use tool_contract::person::Settle;
     let Some((journal, _)) = common::journal("engine_settle").await else { return };
     let journal = Arc::new(journal);
-    // The person settles right after the attempt: with no landing horizon to wait for, it counts at once.
+    // The person settles seconds after the attempt: with no landing horizon to wait for, it counts at
+    // once (the log's stamps are whole seconds, perhaps from a clock a second apart: a word seen within
+    // three seconds of the probe that found the attempt over is looked at again).
     let spec = spec(EffectKind::Send).horizon(Duration::ZERO);
     for (target, verdict, attempts_after) in
         [("thread-l", Verdict::Landed, 0), ("thread-n", Verdict::NotLanded, 1)]
@@ -207,6 +209,7 @@ async fn a_settlement_on_postgres_is_honoured_by_the_next_call() {
         };
         assert_eq!(call(true).await.outcome, Outcome::Unknown);
         let before = attempts.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(3_500)).await;
         let settle = Settle::new(verdict, "alice", "looked at the thread");
         let settle = if verdict == Verdict::Landed { settle.value(7u64) } else { settle };
         tool_contract::person::settle(&*journal, &key, 1, &settle).await.unwrap();

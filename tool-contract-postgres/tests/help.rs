@@ -16,7 +16,17 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ("log", &["--task", "--unresolved", "--json"]),
     (
         "settle",
-        &["--intent", "--attempt", "--landed", "--not-landed", "--value", "--evidence", "--by", "--json"],
+        &[
+            "--intent",
+            "--attempt",
+            "--landed",
+            "--not-landed",
+            "--value",
+            "--evidence",
+            "--by",
+            "--seen",
+            "--json",
+        ],
     ),
     ("forget", &["--older-than-days"]),
 ];

@@ -127,6 +127,8 @@ fn record(key: tool_contract::IntentKey, phase: Phase, attempt: u32) -> Record {
         probe: None,
         message: None,
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: None,
         settled: None,
         approval: None,

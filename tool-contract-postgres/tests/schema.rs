@@ -19,6 +19,8 @@ async fn the_row_decoder_judges_a_mutated_field_as_the_schema_does() {
     let client = common::client(&conninfo).await;
     let good = Record {
         retry_at: Some("2026-11-30T05:12:30Z".into()),
+        sent_by: None,
+        args: None,
         value: Some(serde_json::json!({ "id": 7 })),
         message: Some("503 from /api".into()),
         ..end(key("schema"), 2, Outcome::Retryable)

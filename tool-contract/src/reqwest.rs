@@ -11,7 +11,7 @@
 //! use tool_contract::{Call, Class};
 //!
 //! async fn post_notice(client: &::reqwest::Client, call: &Call, url: &str) -> Result<Vec<u8>, Class> {
-//!     let sent = client.post(url).idempotency_key(call).body("hello").send().await;
+//!     let sent = client.post(url).for_call(call).body("hello").send().await;
 //!     read(EffectKind::Send, sent, |bytes| {
 //!         if bytes.starts_with(b"{\"error\"") { Body::PermanentError("refused".into()) } else { Body::Fine }
 //!     })
@@ -81,16 +81,27 @@ pub async fn read(
     }
 }
 
-/// Send the intent key downstream.
+/// Send the intent key downstream, and keep the request within its attempt.
 pub trait RequestBuilderExt {
     /// Set `Idempotency-Key` to the call's intent key (and, with the `tracing` feature, record
     /// `http.request.resend_count` on the attempt's span from the second attempt on).
     fn idempotency_key(self, call: &Call) -> Self;
+
+    /// [`idempotency_key`](RequestBuilderExt::idempotency_key), and the request's timeout set to the
+    /// attempt's time left ([`Call::budget_left`]): the request, its connection included, ends with
+    /// the attempt. The engine never lets a side effect's attempt run past its deadline (a worker that
+    /// stood still does not send late, when another may have taken the intent over); this keeps
+    /// reqwest's own work on the request inside it too.
+    fn for_call(self, call: &Call) -> Self;
 }
 
 impl RequestBuilderExt for ::reqwest::RequestBuilder {
     fn idempotency_key(self, call: &Call) -> Self {
         crate::observe::resend(call.attempt());
         self.header("Idempotency-Key", call.key().to_string())
+    }
+
+    fn for_call(self, call: &Call) -> Self {
+        self.idempotency_key(call).timeout(call.budget_left())
     }
 }

@@ -88,10 +88,11 @@ impl Task {
     }
 
     /// Name the worker this task runs in: the claims its side effects take in a shared store are
-    /// owned by `{worker}.{serial}` (default: `{process id}-{start time}.{serial}`), so an operator
-    /// reading a store's claims, or a call's "another worker (..) is running this intent", sees which
-    /// worker it is. Each call still claims as an owner of its own. Tasks made with
-    /// [`Task::new_like`] keep it.
+    /// owned by `{worker}.{incarnation}.{serial}` (default: `{process id}-{incarnation}.{serial}`),
+    /// so an operator reading a store's claims, or a call's "another worker (..) is running this
+    /// intent", sees which worker it is. Each call still claims as an owner of its own, and the
+    /// incarnation differs in every process started: a worker restarted under its name never renews
+    /// its dead predecessor's claim as its own. Tasks made with [`Task::new_like`] keep it.
     ///
     /// ```
     /// use std::time::Duration;

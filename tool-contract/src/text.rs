@@ -22,3 +22,33 @@ pub(crate) fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
     }
     &digits[at..]
 }
+
+/// The most of a quoted value or argument a report or an error repeats: what a caller wrote is echoed
+/// back this far, and its length is said past it.
+pub(crate) const MAX_ECHO: usize = 240;
+
+/// `text` as a report or an error quotes it: whole up to [`MAX_ECHO`] bytes, else its first
+/// [`MAX_ECHO`] bytes (at a character boundary), an ellipsis and how long it was.
+pub(crate) fn cut(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_ECHO {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = MAX_ECHO;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}… ({} bytes in all)", &text[..end], text.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_long_echo_is_cut_and_says_its_length() {
+        assert_eq!(super::cut("short"), "short");
+        let long = "é".repeat(1000);
+        let cut = super::cut(&long);
+        assert!(cut.len() < 300, "{}", cut.len());
+        assert!(cut.ends_with("… (2000 bytes in all)"), "{cut}");
+        assert!(cut.starts_with("éé"));
+    }
+}

@@ -24,6 +24,7 @@ const COMMANDS: &[(&str, &[&str])] = &[
             "--value",
             "--evidence",
             "--by",
+            "--seen",
             "--json",
             "--wait",
         ],

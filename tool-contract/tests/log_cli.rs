@@ -53,6 +53,8 @@ fn record(task: &str, target: &str, phase: Phase, attempt: u32, end: Option<(Out
         probe: None,
         message: end.map(|(o, _)| format!("ended {o}")),
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: (end.map(|e| e.0) == Some(Outcome::Ok)).then(|| serde_json::json!(4411)),
         settled: None,
         approval: None,

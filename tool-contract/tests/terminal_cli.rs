@@ -80,6 +80,8 @@ fn write_log(scratch: &Scratch) -> String {
         probe: None,
         message: None,
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: None,
         settled: None,
         approval: None,
@@ -138,6 +140,8 @@ fn every_command_prints_a_tools_text_with_its_control_characters_escaped() {
         &evidence,
         "--by",
         "ops\u{9b}2J",
+        "--seen",
+        "now",
     ]);
     assert_eq!(code, 0, "{err}");
     assert_no_raw_control("settle", &out);

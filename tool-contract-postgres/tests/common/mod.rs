@@ -94,6 +94,8 @@ pub fn start(key: IntentKey, attempt: u32) -> Record {
         probe: None,
         message: None,
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: None,
         settled: None,
         approval: None,

@@ -30,6 +30,7 @@ pub async fn fields_round_trip(store: &dyn Approvals, reader: Option<&dyn LogRea
     let start = |k: IntentKey| Record {
         budget_left_s: 41,
         started: "2026-12-01T00:00:07Z".to_owned(),
+        args: Some("0123456789abcdef0123456789abcdef".to_owned()),
         message: Some("sent \"quoted\", a\\b, tab\tand é".to_owned()),
         ..record(k, Phase::Start, 1)
     };
@@ -42,6 +43,8 @@ pub async fn fields_round_trip(store: &dyn Approvals, reader: Option<&dyn LogRea
         let ended = Record {
             value: Some(serde_json::json!({"id": 4411, "items": [1, 2.5, null, "x"], "ok": true})),
             retry_at: Some("2026-12-01T00:01:00Z".to_owned()),
+            sent_by: Some("2026-12-01T00:00:09Z".to_owned()),
+            args: Some("0123456789abcdef0123456789abcdef".to_owned()),
             budget_left_s: 12,
             ..end(k, 1, *outcome, applied, &format!("ended {outcome} with \"{}\"", applied.as_str()))
         };
@@ -56,10 +59,13 @@ pub async fn fields_round_trip(store: &dyn Approvals, reader: Option<&dyn LogRea
     }
     let k = key(scope, "fields-settled");
     let unknown = end(k, 1, Outcome::Unknown, Applied::Unknown, "timed out");
+    let unknown = Record { sent_by: Some("2026-12-01T00:00:30Z".to_owned()), ..unknown };
     let mut settled = Settle::new(Verdict::Landed, "alice@desk", "the bank shows the charge")
         .via(Via::Client)
         .value(serde_json::json!({"id": 9}))
+        .seen(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_083_440))
         .record_for(&unknown, "2026-12-01T00:05:00Z".into());
+    assert_eq!(settled.sent_by, unknown.sent_by, "a settlement carries when the attempt's call ended");
     if let Some(note) = settled.settled.as_mut() {
         note.os_user = Some("uid 1000 (alice)".into());
     }

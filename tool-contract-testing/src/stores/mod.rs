@@ -170,6 +170,8 @@ fn record(key: IntentKey, phase: Phase, attempt: u32) -> Record {
         probe: None,
         message: None,
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: None,
         settled: None,
         approval: None,

@@ -30,6 +30,8 @@ fn record(n: usize, phase: Phase, attempt: u32) -> Record {
         probe: None,
         message: end.then(|| format!("post_notice done on attempt {attempt}")),
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: end.then(|| serde_json::json!(4411)),
         settled: None,
         approval: None,

@@ -54,12 +54,19 @@ pub(crate) trait Work {
     async fn next(&mut self, run: &mut Run<'_>, made: u32) -> ControlFlow<Report<Self::Value>, Duration>;
 
     /// Ask the probe about what may have landed and log its verdict: the verdict in the policy's
-    /// words, or why the probe could not tell. Run by the executor, when the policy says to probe.
-    async fn probe(&mut self, run: &Run<'_>, of: &Class) -> Result<ProbeMark, String>;
+    /// words, or why the probe could not tell. Run by the executor, when the policy says to probe;
+    /// `looked` is when it is asked, which its verdict is judged by.
+    async fn probe(
+        &mut self,
+        run: &Run<'_>,
+        of: &Class,
+        looked: tokio::time::Instant,
+    ) -> Result<ProbeMark, String>;
 
-    /// Whether a probe's "not landed" can be trusted yet: the attempt's landing horizon has passed.
-    fn horizon(&self, run: &Run<'_>, of: &Class) -> crate::policy::Horizon {
-        run.horizon(of)
+    /// Whether a probe's "not landed", from a probe that looked at `looked`, can be trusted yet: it
+    /// looked once the attempt's landing horizon had passed.
+    fn horizon(&self, run: &Run<'_>, of: &Class, looked: tokio::time::Instant) -> crate::policy::Horizon {
+        run.horizon(of, looked)
     }
 
     /// The report of a call the policy ends with the last attempt's own outcome ([`End::AsIs`]), or
@@ -310,6 +317,11 @@ async fn attempt_once<W: Work>(
     let (task, spec) = (run.task(), run.spec());
     let started =
         if run.keeps_records() { crate::journal::wall_clock_at(now) } else { SystemTime::UNIX_EPOCH };
+    // Every record of the attempt pairs the start's stamp with the budget left at that same instant:
+    // together they bound the attempt's last possible send, from which a later call's landing horizon
+    // runs. The budget left once a slow start write is done would end it early.
+    let recorded = left;
+    run.started(started, recorded);
     // What the start record carries is used up in this block: the attempt's future keeps no room for it.
     let left = {
         let before = work.before();
@@ -331,7 +343,8 @@ async fn attempt_once<W: Work>(
     let call = run.call(limit, left);
     let deadline = call.deadline;
     let span = observe::attempt_span(run.now().number(), run.now().id());
-    let attempt = within(deadline, guarded(|| work.attempt(call)), || run.flush_held_start());
+    let strict = spec.effect().has_side_effect();
+    let attempt = within(deadline, guarded(|| work.attempt(call)), strict, || run.flush_held_start());
     let answer = classified(spec, limit, observe::within_span(&span, attempt).await);
     run.attempt_over();
     match &answer {
@@ -339,7 +352,7 @@ async fn attempt_once<W: Work>(
         Err(class) => span.classified(class.outcome(), class.effect(), class.message()),
     }
     let mut pending = None;
-    let report = work.after(run, answer, left, started, &mut pending);
+    let report = work.after(run, answer, recorded, started, &mut pending);
     if let Some(pending) = pending {
         pending.wait(task).await;
     }

@@ -181,8 +181,9 @@ impl<I, A, P> Parts<I, A, P> {
         run: &Run<'_>,
         of: &Class,
         answer: Result<Vec<Item>, String>,
+        looked: tokio::time::Instant,
     ) -> ((ProbeMark, Tally, Option<serde_json::Value>), Result<ProbeMark, String>) {
-        let past = run.horizon(of) == Horizon::Passed;
+        let past = run.horizon(of, looked) == Horizon::Passed;
         let (results, to_probe) = (&mut self.results, &self.to_probe);
         let mut unsure = None;
         match answer {
@@ -366,7 +367,12 @@ where
         next
     }
 
-    async fn probe(&mut self, run: &Run<'_>, of: &Class) -> Result<ProbeMark, String> {
+    async fn probe(
+        &mut self,
+        run: &Run<'_>,
+        of: &Class,
+        looked: tokio::time::Instant,
+    ) -> Result<ProbeMark, String> {
         self.before_horizon = false;
         if self.to_probe.is_empty() {
             // Nothing is in doubt by the tool's own word; the probe, asked before a second attempt as
@@ -377,14 +383,14 @@ where
         let asked: Vec<I> = self.to_probe.iter().map(|&i| self.items[i].clone()).collect();
         let (key, probe) = (run.key(), &mut self.probe);
         let (answer, asked) = execute::ask(run, || probe.probe(key, asked)).await;
-        let ((mark, tallied, value), verdict) = self.fold_probe(run, of, answer);
+        let ((mark, tallied, value), verdict) = self.fold_probe(run, of, answer, looked);
         let Tally { outcome, applied, message } = tallied;
         asked.log(run, mark, (outcome, applied), &message, value.as_ref()).await;
         verdict
     }
 
-    fn horizon(&self, run: &Run<'_>, of: &Class) -> Horizon {
-        if self.before_horizon { run.horizon(of) } else { Horizon::Passed }
+    fn horizon(&self, run: &Run<'_>, of: &Class, looked: tokio::time::Instant) -> Horizon {
+        if self.before_horizon { run.horizon(of, looked) } else { Horizon::Passed }
     }
 
     fn close(&mut self, run: &Run<'_>, _class: &Class, end: End) -> Report<()> {

@@ -39,15 +39,17 @@ pub(crate) async fn decide<W: Work>(
         facts.room = room;
         let end = match policy::next(&facts) {
             Step::Probe => {
+                // A verdict is judged by when the probe looked, not when it answered.
+                let looked = tokio::time::Instant::now();
                 // Boxed: a call that never probes does not carry room for it.
-                match Box::pin(work.probe(run, &class)).await {
+                match Box::pin(work.probe(run, &class, looked)).await {
                     Ok(mark) => facts.probe = Some(mark),
                     Err(why) => (facts.probe, unsure) = (Some(ProbeMark::Failed), why),
                 }
                 // Where the attempt stands against its horizon: a "not landed" counts only past it, and
                 // a person is asked only past it, so that theirs does.
                 if matches!(facts.probe, Some(ProbeMark::NotLanded | ProbeMark::Failed)) {
-                    facts.horizon = work.horizon(run, &class);
+                    facts.horizon = work.horizon(run, &class, looked);
                     if facts.probe == Some(ProbeMark::NotLanded) && facts.horizon == Horizon::Passed {
                         run.now_mut().may_have_landed(false);
                         class = resolved_not_landed(class);
@@ -71,16 +73,16 @@ pub(crate) async fn decide<W: Work>(
                 // Boxed: only a call resuming an intent in doubt asks.
                 let asked = Box::pin(ask_person(run, &class, &unsure, |value| work.misfit(value))).await;
                 facts.person = match asked {
-                    Ok((Verdict::Landed, record)) => {
+                    Ok((Verdict::Landed, record, _)) => {
                         // Boxed: the call's future keeps room for a settlement only a few calls read.
                         settlement = Some(Box::new(record));
                         PersonFact::Said(Verdict::Landed)
                     }
-                    Ok((Verdict::NotLanded, record)) => {
+                    Ok((Verdict::NotLanded, record, seen)) => {
                         // Their word stands for the probe's "not landed": nothing was applied.
                         class = Class::retryable(record.message.unwrap_or_default());
                         run.now_mut().known_not_landed();
-                        run.now_mut().seen_now();
+                        run.now_mut().seen_at(seen);
                         (facts.outcome, facts.effect) = (class.outcome(), class.effect());
                         // It counts, as a probe's would, once the attempt can no longer land.
                         facts.horizon = run.horizon_now();
@@ -110,6 +112,11 @@ pub(crate) async fn decide<W: Work>(
                     ));
                     run.now_mut().may_have_landed(true);
                     (facts.outcome, facts.effect) = (class.outcome(), class.effect());
+                }
+                // A person asked in this call whose word came too early is not asked again, and their
+                // word is not taken for a probe that cannot tell: one question per attempt per call.
+                if facts.person == PersonFact::Said(Verdict::NotLanded) {
+                    facts.person = PersonFact::NoAnswer;
                 }
                 continue;
             }
@@ -294,14 +301,15 @@ fn unanswered(who: &str, left: Duration) -> String {
 }
 
 /// Ask the task's approver whether the attempt in doubt landed, and record its answer as a settlement
-/// under the call's claim: what they said and the settlement written, or why nobody could tell (the
+/// under the call's claim: what they said, the settlement written and when they saw the attempt (when
+/// they were asked, or when they say they looked if that was sooner), or why nobody could tell (the
 /// probe's words first).
 async fn ask_person(
     run: &Run<'_>,
     class: &Class,
     unsure: &str,
     misfit: impl Fn(&serde_json::Value) -> Option<String>,
-) -> Result<(Verdict, Record), String> {
+) -> Result<(Verdict, Record, tokio::time::Instant), String> {
     let task = run.task();
     let Some(approver) = task.approver_ref() else { return Err(unsure.to_owned()) };
     let question = crate::person::InDoubt {
@@ -313,6 +321,8 @@ async fn ask_person(
         history: format!("{}; the probe could not tell ({unsure})", class.message()),
     };
     let left = task.remaining();
+    // The person sees the attempt no sooner than they are asked about it.
+    let asked = tokio::time::Instant::now();
     let settle = match tokio::time::timeout(left, approver.settle(&question)).await {
         Err(_) => return Err(format!("{unsure}; {}", unanswered(&approver.who(), left))),
         Ok(None) => return Err(unsure.to_owned()),
@@ -324,9 +334,21 @@ async fn ask_person(
         let name = run.spec().name();
         return Err(format!("{unsure}; the value the person gave is not a value of {name} ({why})"));
     }
+    let seen = seen_by(asked, settle.seen_given());
+    let settle = settle.seen(crate::journal::wall_clock_at(seen));
     match run.record_settlement(&settle).await {
-        Ok(record) => Ok((settle.verdict(), record)),
+        Ok(record) => Ok((settle.verdict(), record, seen)),
         Err(why) => Err(format!("{unsure}; the person's settlement was not recorded: {why}")),
+    }
+}
+
+/// When a person asked at `asked` saw the attempt: then, or when they say they looked (`said`, RFC 3339)
+/// if that was sooner.
+fn seen_by(asked: tokio::time::Instant, said: Option<&str>) -> tokio::time::Instant {
+    let Some(said) = said.and_then(crate::journal::parse_rfc3339) else { return asked };
+    match crate::journal::wall_clock_at(asked).duration_since(said) {
+        Ok(sooner) => asked.checked_sub(sooner).unwrap_or(asked),
+        Err(_) => asked,
     }
 }
 
@@ -372,6 +394,9 @@ impl Asked {
         value: Option<&serde_json::Value>,
     ) {
         self.span.verdict(run.spec(), mark);
-        run.log_end(end_record(self.left, self.started, said, Some(mark), message, value)).await;
+        // A verdict is a record about the attempt: it carries the attempt's own stamp and budget (and
+        // when its call ended), not the probe's, so a later reader's bounds never drift later.
+        let (started, left) = run.now().stamp().unwrap_or((self.started, self.left));
+        run.log_end(end_record(left, started, said, Some(mark), message, value)).await;
     }
 }

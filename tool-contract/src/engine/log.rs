@@ -132,6 +132,8 @@ impl<'a> Run<'a> {
             probe: None,
             message: None,
             retry_at: None,
+            sent_by: None,
+            args: None,
             value: None,
             settled: None,
             approval: None,
@@ -221,6 +223,10 @@ impl<'a> Run<'a> {
             record.probe = end.probe;
             record.message = Some(end.message);
             record.retry_at = self.now().retry_at();
+            // When the attempt's call ended, for a later call's landing horizon: an `ok` needs none.
+            if end.outcome != Outcome::Ok {
+                record.sent_by = self.now().sent_by();
+            }
             record.value = end.value;
             let Some(journal) = journal else {
                 if let Some(claim) = claim {

@@ -107,11 +107,16 @@ where
         }
     }
 
-    async fn probe(&mut self, run: &Run<'_>, of: &Class) -> Result<ProbeMark, String> {
+    async fn probe(
+        &mut self,
+        run: &Run<'_>,
+        of: &Class,
+        looked: tokio::time::Instant,
+    ) -> Result<ProbeMark, String> {
         let (key, probe) = (run.key(), &mut self.probe);
         let (answer, asked) = execute::ask(run, || probe.probe(key)).await;
         let verdict = answer.unwrap_or_else(Probe::Failed);
-        let (mark, said, message, value) = judge(run, of, &verdict);
+        let (mark, said, message, value) = judge(run, of, &verdict, looked);
         asked.log(run, mark, said, &message, value.as_ref()).await;
         match verdict {
             Probe::Landed(value) => {
@@ -209,12 +214,13 @@ fn judge<T: LogValue>(
     run: &Run<'_>,
     of: &Class,
     verdict: &Probe<T>,
+    looked: tokio::time::Instant,
 ) -> (ProbeMark, (Outcome, Applied), String, Option<serde_json::Value>) {
     let (mark, outcome, applied, message, value) = match verdict {
         Probe::Landed(v) => {
             (ProbeMark::Landed, Outcome::Ok, Applied::Yes, "probe: landed".to_owned(), v.to_log().ok())
         }
-        Probe::NotLanded if run.horizon(of) != Horizon::Passed => (
+        Probe::NotLanded if run.horizon(of, looked) != Horizon::Passed => (
             ProbeMark::NotLanded,
             Outcome::Unknown,
             Applied::Unknown,

@@ -116,6 +116,12 @@ pub(crate) struct Attempt {
     /// Who said yes to the next attempt (a `money` call's second or later), until it starts: its start
     /// record names them.
     approved: Option<String>,
+    /// The attempt's start stamp and the budget it started with, which every record about it carries
+    /// (its own, or the one an earlier call recorded).
+    stamp: Option<(SystemTime, Duration)>,
+    /// When the attempt's call ended, as its records say it ([`crate::journal::Record::sent_by`]):
+    /// written once, by the call that made it, and carried over as it stands.
+    sent_by: Option<String>,
 }
 
 impl Attempt {
@@ -167,9 +173,10 @@ impl Attempt {
         self.known_not_landed = true;
     }
 
-    /// The "not landed" in hand was seen just now (a person asked during the call).
-    pub(crate) fn seen_now(&mut self) {
-        self.observed = None;
+    /// The "not landed" in hand was seen at `at` (a person asked during the call: when they were asked,
+    /// or when they say they looked, if sooner).
+    pub(crate) fn seen_at(&mut self, at: tokio::time::Instant) {
+        self.observed = Some(at);
     }
 
     /// `who` said yes to the next attempt: its start record names them.
@@ -190,6 +197,16 @@ impl Attempt {
     /// Whether the attempt resumed from is known not to have landed.
     pub(crate) fn is_known_not_landed(&self) -> bool {
         self.known_not_landed
+    }
+
+    /// The attempt's start stamp and budget, once it started (or was resumed): what its records carry.
+    pub(crate) fn stamp(&self) -> Option<(SystemTime, Duration)> {
+        self.stamp
+    }
+
+    /// When the attempt's call ended, as its records carry it.
+    pub(crate) fn sent_by(&self) -> Option<&str> {
+        self.sent_by.as_deref()
     }
 
     /// The service asked to wait `wait` before the next attempt: the records written from now on say
@@ -303,6 +320,7 @@ impl<'a> Run<'a> {
     pub(crate) fn next_attempt(&mut self) {
         self.now.number += 1;
         self.now.retry_at = None;
+        (self.now.stamp, self.now.sent_by) = (None, None);
         self.now.id = crate::call::attempt_id(self.task.id(), &self.key, self.now.number);
     }
 
@@ -312,6 +330,9 @@ impl<'a> Run<'a> {
         self.now.number = recall.attempts;
         self.now.id = recall.last.attempt_id.clone();
         (self.now.reached, self.now.observed) = reached_before(recall);
+        let started = crate::journal::parse_rfc3339(&recall.last.started);
+        self.now.stamp = started.map(|at| (at, Duration::from_secs(recall.last.budget_left_s)));
+        self.now.sent_by.clone_from(&recall.last.sent_by);
         let wait = super::ResumeWait::of(&recall.last);
         // A wait the service asked for binds every later attempt until it passes: the records this
         // call writes before it (a probe's verdict) carry it on, so the next call waits too.
@@ -330,18 +351,19 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Whether a probe's "not landed" about an attempt that ended as `class`, seen just now, counts
-    /// ([`policy::landing`]): at once when the service's own answer said it applied nothing, else once
-    /// the attempt's landing horizon has passed.
-    pub(crate) fn horizon(&self, class: &Class) -> Horizon {
+    /// Whether a probe's "not landed" about an attempt that ended as `class` counts
+    /// ([`policy::landing`]): at once when the service's own answer said it applied nothing, else only
+    /// if the probe looked (`looked`, the instant before it was asked; not when it answered) once the
+    /// attempt's landing horizon had passed.
+    pub(crate) fn horizon(&self, class: &Class, looked: tokio::time::Instant) -> Horizon {
         let now = tokio::time::Instant::now();
         let ends = crate::policy::landing_ends(self.now.reached, class.effect(), |at| self.plus_horizon(at));
-        crate::policy::landing(ends, now, now, self.task.deadline())
+        crate::policy::landing(ends, looked, now, self.task.deadline())
     }
 
-    /// Whether the "not landed" the call resumed with (a person's settlement) counts: only if it was
-    /// seen once the attempt could no longer land ([`policy::landing`]); a person's answer asked just
-    /// now is seen now.
+    /// Whether the "not landed" the call resumed with (a person's settlement), or a person gave during
+    /// the call, counts: only if they saw the attempt once it could no longer land
+    /// ([`policy::landing`]), not when their word was written.
     pub(crate) fn horizon_now(&self) -> Horizon {
         let now = tokio::time::Instant::now();
         let observed = self.now.observed.unwrap_or(now);
@@ -363,8 +385,17 @@ impl<'a> Run<'a> {
     /// later than now, and its landing horizon runs from here.
     pub(crate) fn attempt_over(&mut self) {
         if self.spec.effect().has_side_effect() {
-            self.now.reached = Some(tokio::time::Instant::now());
+            let now = tokio::time::Instant::now();
+            self.now.reached = Some(now);
+            if self.keeps_records() {
+                self.now.sent_by = Some(crate::rules::stamp_up(crate::journal::wall_clock_at(now)));
+            }
         }
+    }
+
+    /// The attempt has started: its records carry `started` and the budget it started with.
+    pub(crate) fn started(&mut self, started: SystemTime, left: Duration) {
+        self.now.stamp = Some((started, left));
     }
 
     /// A read's start, when nothing needs waiting for: its record is held (see `held_start`), or not
@@ -416,14 +447,13 @@ impl<'a> Run<'a> {
 }
 
 /// Until when the last attempt an earlier call (or process) recorded may have reached the service, for
-/// its landing horizon, from the records' own stamps ([`crate::rules::reached_by`]): no later than its
-/// recorded start plus the budget it started with (it cannot have run longer), nor than now (whoever
+/// its landing horizon, and when a person's settlement of it was seen, on tokio's clock: the record's
+/// stamps as [`crate::rules::stamps`] reads them (each as the latest, or the earliest, instant it may
+/// stand for), bounded by [`crate::rules::reached_by`]: no later than the attempt's last possible
+/// send, than when a probe looked at it or a person's settlement was written, nor than now (whoever
 /// made it is gone: a process killed, a call dropped, or a claim whose lease, which outlasts the
-/// attempt, ran out). A probe's verdict was asked once the attempt was over, so the probe's stamp
-/// bounds it too; a settlement was made once nobody held the intent, so its stamp does. A record that
-/// says the attempt applied nothing by the service's own word leaves nothing that can land; a person's
-/// `not_landed` does not, and waits for the horizon like a probe's. A stamp that cannot be read bounds
-/// nothing. With it, when a person's settlement was seen (its stamp, on tokio's clock).
+/// attempt, ran out). A record that says the attempt applied nothing by the service's own word leaves
+/// nothing that can land; a person's `not_landed` does not, and waits for the horizon like a probe's.
 fn reached_before(recall: &Recall) -> (Option<tokio::time::Instant>, Option<tokio::time::Instant>) {
     let now = tokio::time::Instant::now();
     let wall = crate::journal::wall_clock();
@@ -432,14 +462,14 @@ fn reached_before(recall: &Recall) -> (Option<tokio::time::Instant>, Option<toki
         Ok(ago) => now.checked_sub(ago).unwrap_or(now),
         Err(_) => now,
     };
-    let settled = recall.settlement().and_then(|settled| crate::journal::parse_rfc3339(&settled.at)).map(at);
+    let stamps = crate::rules::stamps(&recall.last);
+    let seen = stamps.seen.map(at);
     if recall.settlement().is_none() && recall.last.effect_applied == Some(Applied::No) {
-        return (None, settled);
+        return (None, seen);
     }
-    let ran = crate::rules::ran_until(&recall.last).map(at);
-    let probed =
-        crate::journal::parse_rfc3339(&recall.last.started).filter(|_| recall.last.probe.is_some()).map(at);
-    (Some(crate::rules::reached_by(ran, probed, settled, now)), settled)
+    let reached =
+        crate::rules::reached_by(stamps.ran.map(at), stamps.sent.map(at), stamps.settled.map(at), now);
+    (Some(reached), seen)
 }
 
 /// Whole seconds, rounded up: a wait is never reported shorter than it is.

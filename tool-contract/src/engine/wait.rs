@@ -6,20 +6,12 @@ use std::time::Duration;
 use super::guard::secs;
 use super::state::{Run, Stop};
 use crate::classify::Class;
-use crate::journal::rfc3339;
 use crate::policy::Room;
 use crate::report::{Applied, Outcome, Reason};
 
 /// The instant a wait ends, as the log writes it: RFC 3339, rounded up to the second.
 pub(crate) fn retry_stamp(wait: Duration) -> String {
-    let at = crate::journal::wall_clock() + wait;
-    let rounded = match at.duration_since(std::time::UNIX_EPOCH) {
-        Ok(since) if since.subsec_nanos() > 0 => {
-            at + Duration::from_nanos(u64::from(1_000_000_000 - since.subsec_nanos()))
-        }
-        _ => at,
-    };
-    rfc3339(rounded)
+    crate::rules::stamp_up(crate::journal::wall_clock() + wait)
 }
 
 /// A wait an earlier run was asked for (`retry_at` on its last record) that has not yet passed.

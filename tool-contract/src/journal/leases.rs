@@ -122,6 +122,8 @@ mod tests {
             probe,
             message: None,
             retry_at: None,
+            sent_by: None,
+            args: None,
             value: None,
             settled: None,
             approval: None,

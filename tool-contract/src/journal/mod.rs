@@ -108,6 +108,17 @@ pub enum JournalError {
     },
 }
 
+/// This process's incarnation, 12 hex digits: the time it first asked, in nanoseconds, mixed with its
+/// process id (a container restarts its worker as process 1 every time).
+fn incarnation() -> &'static str {
+    static INCARNATION: LazyLock<String> = LazyLock::new(|| {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let mixed = nanos ^ (u128::from(std::process::id()) << 24);
+        format!("{:012x}", mixed & 0xffff_ffff_ffff)
+    });
+    &INCARNATION
+}
+
 /// How [`JournalError::InUse`] says how long its opener waited: nothing when it did not wait.
 fn waited_for(waited: Duration) -> String {
     if waited.is_zero() { String::new() } else { format!(" (waited {:.1} s for it)", waited.as_secs_f64()) }
@@ -329,22 +340,26 @@ impl Owner {
         Owner(id.into())
     }
 
-    /// A fresh owner for one call of this process: `{process id}-{start time}.{serial}`.
+    /// A fresh owner for one call of this process: `{process id}-{incarnation}.{serial}`.
     pub fn unique() -> Owner {
-        static INSTANCE: LazyLock<String> = LazyLock::new(|| {
-            let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-            format!("{}-{:x}", std::process::id(), nanos & 0xffff_ffff_ffff)
-        });
-        Owner::of_worker(&INSTANCE)
+        static PROCESS: LazyLock<String> =
+            LazyLock::new(|| format!("{}-{}", std::process::id(), incarnation()));
+        Owner::numbered(&PROCESS)
     }
 
     /// A fresh owner for one call of the worker `worker` ([`crate::Task::worker`]):
-    /// `{worker}.{serial}`, the serial unique in this process. Two processes given one name share it:
-    /// give each worker a name of its own.
+    /// `{worker}.{incarnation}.{serial}`. The name is for people to read; the incarnation differs in
+    /// every process started, so a worker restarted under its name (a pod, a systemd unit) never
+    /// claims under an id its dead predecessor held: it takes that claim over, and probes what it left.
     pub fn of_worker(worker: &str) -> Owner {
+        Owner::numbered(&format!("{worker}.{}", incarnation()))
+    }
+
+    /// `{prefix}.{serial}`, the serial unique in this process.
+    fn numbered(prefix: &str) -> Owner {
         static SERIAL: AtomicU64 = AtomicU64::new(1);
         let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
-        Owner(format!("{worker}.{serial}").into())
+        Owner(format!("{prefix}.{serial}").into())
     }
 
     /// The owner's id.
@@ -421,10 +436,38 @@ mod tests {
             probe: None,
             message: None,
             retry_at: None,
+            sent_by: None,
+            args: None,
             value: None,
             settled: None,
             approval: None,
         }
+    }
+
+    /// A worker that keeps its name across restarts (a pod, a systemd unit) claims under owner ids
+    /// its earlier incarnation never used: on a store whose claims outlive a process, its first call
+    /// takes its dead predecessor's claim over (and probes) instead of renewing it as its own.
+    #[test]
+    fn a_named_worker_restarted_claims_under_owner_ids_of_its_own() {
+        const CHILD: &str = "TOOL_CONTRACT_TEST_PRINT_OWNER";
+        if std::env::var_os(CHILD).is_some() {
+            println!("owner={}", Owner::of_worker("billing-w4"));
+            return;
+        }
+        let name = "journal::tests::a_named_worker_restarted_claims_under_owner_ids_of_its_own";
+        let incarnation = || {
+            let exe = std::env::current_exe().expect("the test binary");
+            let out = std::process::Command::new(exe)
+                .args(["--exact", name, "--nocapture", "--test-threads=1"])
+                .env(CHILD, "1")
+                .output()
+                .expect("the test binary runs");
+            let out = String::from_utf8_lossy(&out.stdout).into_owned();
+            out.lines().find_map(|line| Some(line.split_once("owner=")?.1.trim().to_owned())).expect(&out)
+        };
+        let (first, restarted) = (incarnation(), incarnation());
+        assert!(first.starts_with("billing-w4."), "the worker's name is kept for people: {first}");
+        assert_ne!(first, restarted, "the same owner id in two incarnations of one worker");
     }
 
     #[tokio::test]

@@ -74,6 +74,11 @@ pub struct Settlement {
     pub evidence: String,
     /// When it was settled, RFC 3339 UTC.
     pub at: String,
+    /// When the person saw the attempt they settle (they looked at the world, or at the form that
+    /// asked them), RFC 3339 UTC, no later than `at`: what their word is judged by. A `not_landed`
+    /// counts only if seen once the attempt could no longer land. Absent, `at` stands for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<String>,
     /// The operating-system user that wrote the request the settlement came in by (`uid 1000
     /// (alice)`), when it came through the file log's request directory: beside `by`, which the
     /// request only claims.
@@ -82,9 +87,23 @@ pub struct Settlement {
 }
 
 impl Settlement {
-    /// What is wrong with the account, if anything: no settler, no evidence or too much of it.
+    /// What is wrong with the account, if anything: no settler, no evidence or too much of it, or a
+    /// `seen` that is not a time no later than `at`.
     pub fn problem(&self) -> Option<String> {
-        problem_of(&self.by, &self.evidence)
+        if let Some(problem) = problem_of(&self.by, &self.evidence) {
+            return Some(problem);
+        }
+        let seen = self.seen.as_deref()?;
+        match (super::parse_rfc3339(seen), super::parse_rfc3339(&self.at)) {
+            (Some(seen), Some(at)) if seen <= at => None,
+            (Some(_), Some(_)) => Some("a settlement's `seen` is no later than its `at`".into()),
+            _ => Some("a settlement's `seen` and `at` are RFC 3339 times".into()),
+        }
+    }
+
+    /// When the person saw the attempt: `seen`, or `at` without it (RFC 3339 UTC).
+    pub fn seen_at(&self) -> &str {
+        self.seen.as_deref().unwrap_or(&self.at)
     }
 }
 

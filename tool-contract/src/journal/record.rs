@@ -62,6 +62,20 @@ pub struct Record {
     /// next attempt, RFC 3339 UTC, so a restarted process waits too. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<String>,
+    /// On a side effect's record about an attempt that did not end `ok`: the latest instant its
+    /// request could have left (RFC 3339 UTC, rounded up to the second, on the clock of the process
+    /// that made the attempt): when the attempt's call ended, written first by the attempt's own end
+    /// record and carried over, as it stands, by every later record about the attempt (a probe's
+    /// verdict, a settlement). A later call's landing horizon runs from it. Absent when the attempt
+    /// ended in a way that says nothing of it (a process killed mid-call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_by: Option<String>,
+    /// On a side effect's records of a call made by name (a model's JSON arguments): the first 32 hex
+    /// characters of the SHA-256 of the arguments the attempt ran with, in their canonical JSON (keys
+    /// sorted, no whitespace). The intent key ignores the arguments; this says whether a later call of
+    /// the intent brought the same ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<String>,
     /// The tool's value as JSON, on an `ok` end record (and on a `landed` settlement that names one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<serde_json::Value>,
@@ -103,6 +117,10 @@ pub struct RecordRef<'a> {
     pub message: Option<&'a str>,
     /// The earliest instant for the next attempt, when the service asked to wait.
     pub retry_at: Option<&'a str>,
+    /// The latest instant the attempt's request could have left ([`Record::sent_by`]).
+    pub sent_by: Option<&'a str>,
+    /// The digest of the call's arguments ([`Record::args`]).
+    pub args: Option<&'a str>,
     /// The tool's value as JSON.
     pub value: Option<&'a serde_json::Value>,
     /// A settlement's account, on a `settled` record.
@@ -128,6 +146,8 @@ impl RecordRef<'_> {
             probe: self.probe,
             message: self.message.map(str::to_owned),
             retry_at: self.retry_at.map(str::to_owned),
+            sent_by: self.sent_by.map(str::to_owned),
+            args: self.args.map(str::to_owned),
             value: self.value.cloned(),
             settled: self.settled.cloned(),
             approval: self.approval.cloned(),
@@ -152,14 +172,16 @@ impl Record {
             probe: self.probe,
             message: self.message.as_deref(),
             retry_at: self.retry_at.as_deref(),
+            sent_by: self.sent_by.as_deref(),
+            args: self.args.as_deref(),
             value: self.value.as_ref(),
             settled: self.settled.as_ref(),
             approval: self.approval.as_ref(),
         }
     }
 
-    /// A record of `phase` about the same attempt as this one (its task, tool, intent, attempt and
-    /// budget), saying nothing else yet: what a person's settlement or approval starts from.
+    /// A record of `phase` about the same attempt as this one (its task, tool, intent, attempt, stamp
+    /// and budget), saying nothing else yet: what a person's settlement or approval starts from.
     pub(crate) fn about(&self, phase: Phase) -> Record {
         Record {
             phase,
@@ -175,6 +197,8 @@ impl Record {
             probe: None,
             message: None,
             retry_at: None,
+            sent_by: None,
+            args: None,
             value: None,
             settled: None,
             approval: None,
@@ -194,6 +218,9 @@ impl Record {
                 }
                 if self.value.is_some() || self.settled.is_some() || self.retry_at.is_some() {
                     return Some("an `approval` record has no value, settlement or `retry_at`".into());
+                }
+                if self.sent_by.is_some() || self.args.is_some() {
+                    return Some("an `approval` record has no `sent_by` or `args`".into());
                 }
                 return note.problem();
             }
@@ -250,6 +277,10 @@ mod wire {
         #[serde(default)]
         retry_at: Option<String>,
         #[serde(default)]
+        sent_by: Option<String>,
+        #[serde(default)]
+        args: Option<String>,
+        #[serde(default)]
         value: Option<serde_json::Value>,
         #[serde(default)]
         settled: Option<Settlement>,
@@ -276,6 +307,8 @@ mod wire {
                 probe,
                 message,
                 retry_at,
+                sent_by,
+                args,
                 value,
                 settled,
                 approval,
@@ -294,6 +327,8 @@ mod wire {
                 probe,
                 message,
                 retry_at,
+                sent_by,
+                args,
                 value,
                 settled,
                 approval,

@@ -33,6 +33,7 @@ struct Given<'a> {
     value: Option<&'a str>,
     evidence: Option<&'a str>,
     by: Option<&'a str>,
+    seen: Option<&'a str>,
     json: bool,
     wait: Option<Duration>,
 }
@@ -68,6 +69,10 @@ pub struct Flags {
     /// Who settles it
     #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
     pub by: Option<String>,
+    /// When you looked at the world, as RFC 3339 UTC (2026-12-04T09:30:00Z) or `now`; required with
+    /// --not-landed, whose word counts only if you looked once the attempt could no longer land
+    #[arg(long, value_name = "WHEN", allow_hyphen_values = true)]
+    pub seen: Option<String>,
     /// One JSON document on one line, for machines
     #[arg(long)]
     pub json: bool,
@@ -96,6 +101,7 @@ impl Flags {
             value: self.value.as_deref(),
             evidence: self.evidence.as_deref(),
             by: self.by.as_deref(),
+            seen: self.seen.as_deref(),
             json: self.json,
             wait: self.wait.as_deref().map(wait).transpose()?,
         };
@@ -161,6 +167,22 @@ fn wait(secs: &str) -> Result<Duration, String> {
         })
 }
 
+/// `--seen WHEN`: an RFC 3339 UTC time no later than now, or `now`.
+fn seen(text: &str) -> Result<std::time::SystemTime, String> {
+    let now = crate::journal::wall_clock();
+    if text == "now" {
+        return Ok(now);
+    }
+    match crate::journal::parse_rfc3339(text) {
+        Some(at) if at <= now => Ok(at),
+        Some(_) => Err(format!("`--seen {text}` is in the future: say when you looked")),
+        None => Err(format!(
+            "`--seen {}`: a time as RFC 3339 UTC (2026-12-04T09:30:00Z), or `now`",
+            crate::text::cut(text)
+        )),
+    }
+}
+
 fn complete(given: Given<'_>) -> Result<Args, String> {
     let log = given.log.ok_or("missing the log's path (or postgres:// URL)")?;
     let intent = given.intent.ok_or("missing `--intent KEY` (the intent key, 32 hex characters)")?;
@@ -180,7 +202,17 @@ fn complete(given: Given<'_>) -> Result<Args, String> {
         })?),
         None => None,
     };
-    let settle = Settle::new(verdict, by, evidence).json_value(value);
+    let mut settle = Settle::new(verdict, by, evidence).json_value(value);
+    match (given.seen.map(seen).transpose()?, verdict) {
+        (Some(at), _) => settle = settle.seen(at),
+        (None, Verdict::NotLanded) => {
+            return Err("missing `--seen WHEN`: when you looked and found nothing (RFC 3339 UTC, \
+                        2026-12-04T09:30:00Z, or `now`); a `not_landed` counts only if you looked once \
+                        the attempt could no longer land"
+                .into());
+        }
+        (None, Verdict::Landed) => {}
+    }
     Ok(Args {
         log: log.to_owned(),
         key,
@@ -272,7 +304,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            lines[1].starts_with("note: attempt 1 could still land until 2026-12-01T06:00:35Z"),
+            lines[1].starts_with("note: attempt 1 could still land until 2026-12-01T06:00:17Z"),
             "{text}"
         );
         let (json, _) = outcome(Ok(early), true);
@@ -280,7 +312,7 @@ mod tests {
         assert!(json["note"].as_str().unwrap().contains("probes the attempt again"), "{json}");
         // Given once the attempt could no longer land, or `landed`: one line, no note.
         for late in [
-            nothing.record_for(&attempt(), "2026-12-01T06:00:35Z".into()),
+            nothing.record_for(&attempt(), "2026-12-01T06:01:10Z".into()),
             Settle::new(Verdict::Landed, "alice", "notice 4411")
                 .record_for(&attempt(), "2026-12-01T06:00:10Z".into()),
         ] {

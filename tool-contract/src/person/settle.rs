@@ -79,6 +79,9 @@ pub struct Settle {
     evidence: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     value: Option<serde_json::Value>,
+    /// When the person saw the attempt, RFC 3339 UTC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    seen: Option<String>,
     /// Set by the holder of a file log from the request file's owner, never read from a request.
     #[serde(skip)]
     os_user: Option<String>,
@@ -93,8 +96,23 @@ impl Settle {
             via: Via::Operator,
             evidence: evidence.into(),
             value: None,
+            seen: None,
             os_user: None,
         }
+    }
+
+    /// When the person saw the attempt they settle: when they looked at the world, or at the page or
+    /// form that showed them the attempt. Their `not_landed` is judged by it: it counts only if seen
+    /// once the attempt could no longer land. Without it, the settlement's own time stands for it,
+    /// which is later and so trusts a `not_landed` sooner: give it whenever the person looked before.
+    pub fn seen(mut self, at: std::time::SystemTime) -> Settle {
+        self.seen = Some(rfc3339(at));
+        self
+    }
+
+    /// When the person saw the attempt, as [`Settle::seen`] was given it (RFC 3339 UTC).
+    pub fn seen_given(&self) -> Option<&str> {
+        self.seen.as_deref()
     }
 
     /// Brought in another way (the MCP client's person).
@@ -149,11 +167,19 @@ impl Settle {
             effect_applied: Some(effect),
             message: Some(message),
             value: self.value.clone().filter(|_| self.verdict == Verdict::Landed),
+            // A probe's verdict the settlement follows stays with its stamp (`started`, copied from the
+            // last record): the attempt was over when that probe looked.
+            probe: last.probe,
+            // When the attempt's call ended, and what it ran with, as the attempt's records say.
+            sent_by: last.sent_by.clone(),
+            args: last.args.clone(),
             settled: Some(Settlement {
                 verdict: self.verdict,
                 by: self.by.clone(),
                 via: self.via,
                 evidence: self.evidence.clone(),
+                // Never later than the settlement itself.
+                seen: self.seen.clone().filter(|seen| *seen < at),
                 at,
                 os_user: self.os_user.clone(),
             }),
@@ -163,11 +189,15 @@ impl Settle {
 }
 
 /// What the person who recorded `settled` (a settlement, as [`settle`] returns it) should know when
-/// their `not_landed` was given while the attempt could still land: until when it could (its start,
-/// the budget it was logged with, and the default landing horizon,
-/// [`DEFAULT_HORIZON`](crate::effect::DEFAULT_HORIZON): the log does not hold the tool's own), and that
-/// the next call probes the attempt again once that has passed instead of taking the word as it stands.
-/// `None` for a `landed` settlement, or a `not_landed` given after that time.
+/// their `not_landed` was given while the attempt could still land: until when it could, and that the
+/// next call probes the attempt again once that has passed instead of taking the word as it stands.
+/// `None` for a `landed` settlement, or a `not_landed` seen after that time.
+///
+/// The time is the engine's own: the attempt's last possible send as the log's stamps bound it
+/// ([`rules::stamps`](crate::rules::stamps), [`rules::reached_by`](crate::rules::reached_by): its start
+/// and budget, and the settlement itself, each read as the latest instant it may stand for), plus the
+/// default landing horizon, [`DEFAULT_HORIZON`](crate::effect::DEFAULT_HORIZON) (the log does not hold
+/// the tool's own); and the word is judged by when the person saw the attempt.
 ///
 /// ```
 /// use tool_contract::journal::{Record, Verdict};
@@ -179,10 +209,11 @@ impl Settle {
 /// )
 /// .unwrap();
 /// let nothing = Settle::new(Verdict::NotLanded, "alice", "thread-9 holds nothing");
-/// // Settled 10 s after the start: the request could reach the service until 06:00:30, and land 5 s later.
+/// // Settled 10 s after the start: the request could leave until the settlement (read as up to 2 s
+/// // later, 06:00:12), and land 5 s after that.
 /// let early = nothing.record_for(&attempt, "2026-12-01T06:00:10Z".into());
 /// let note = early_note(&early).unwrap();
-/// assert!(note.contains("could still land until 2026-12-01T06:00:35Z"), "{note}");
+/// assert!(note.contains("could still land until 2026-12-01T06:00:17Z"), "{note}");
 /// // Settled a minute later, it counts as it stands.
 /// assert_eq!(early_note(&nothing.record_for(&attempt, "2026-12-01T06:01:10Z".into())), None);
 /// ```
@@ -191,24 +222,26 @@ pub fn early_note(settled: &Record) -> Option<String> {
     if said.verdict != Verdict::NotLanded {
         return None;
     }
-    let at = crate::journal::parse_rfc3339(&said.at)?;
+    let stamps = crate::rules::stamps(settled);
+    let now = stamps.settled?;
+    let reached = crate::rules::reached_by(stamps.ran, stamps.sent, stamps.settled, now);
     let horizon = crate::effect::DEFAULT_HORIZON;
     // A person's word is not the service's: the attempt may still be in flight (`Applied::Unknown`).
-    let until = crate::policy::landing_ends(crate::rules::ran_until(settled), Applied::Unknown, |ran| {
-        ran.checked_add(horizon).unwrap_or(ran)
+    let until = crate::policy::landing_ends(Some(reached), Applied::Unknown, |at| {
+        at.checked_add(horizon).unwrap_or(at)
     })?;
     // Whether the word counts as it stands is the rule every reader of a "not landed" follows.
-    let counts = crate::policy::landing(Some(until), at, at, until) == crate::policy::Horizon::Passed;
+    let seen = stamps.seen.unwrap_or(now);
+    let counts = crate::policy::landing(Some(until), seen, now, until) == crate::policy::Horizon::Passed;
     (!counts).then(|| {
         format!(
-            "attempt {} could still land until {} (started {} with a budget of {} s, logged to the second, \
-             plus the default landing horizon of {} s; a tool may declare another, and with none this word \
-             counts at once): the next call does not take this not_landed as it stands, but probes the \
-             attempt again once that time has passed",
+            "attempt {} could still land until {} (its request could leave until {}, by the log's stamps read \
+             to the latest they may stand for, plus the default landing horizon of {} s; a tool may declare \
+             another, and with none this word counts at once): the next call does not take this not_landed \
+             as it stands, but probes the attempt again once that time has passed",
             settled.attempt,
             rfc3339(until),
-            settled.started,
-            settled.budget_left_s,
+            rfc3339(reached),
             horizon.as_secs()
         )
     })
@@ -343,6 +376,14 @@ async fn settle_within(
     }
     if settle.verdict == Verdict::NotLanded && settle.value.is_some() {
         return Err(SettleError::Invalid("a `not_landed` settlement has no value".into()));
+    }
+    if let Some(seen) = &settle.seen
+        && crate::journal::parse_rfc3339(seen).is_none()
+    {
+        return Err(SettleError::Invalid(format!(
+            "when the attempt was seen is an RFC 3339 time, not {}",
+            crate::text::cut(seen)
+        )));
     }
     let owner = Owner::new(format!("settle:{}:{}", one_line(&settle.by), Owner::unique()));
     let recall = claim(journal, key, &owner, busy_wait).await?;

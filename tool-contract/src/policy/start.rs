@@ -80,6 +80,8 @@ mod tests {
             probe: None,
             message: Some("m".into()),
             retry_at: None,
+            sent_by: None,
+            args: None,
             value: None,
             settled: None,
             approval: None,

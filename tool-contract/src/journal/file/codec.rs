@@ -46,6 +46,14 @@ pub(super) fn encode(out: &mut Vec<u8>, record: RecordRef<'_>) -> serde_json::Re
         out.extend_from_slice(br#","retry_at":"#);
         text(out, at)?;
     }
+    if let Some(at) = record.sent_by {
+        out.extend_from_slice(br#","sent_by":"#);
+        text(out, at)?;
+    }
+    if let Some(args) = record.args {
+        out.extend_from_slice(br#","args":"#);
+        text(out, args)?;
+    }
     if let Some(value) = record.value {
         out.extend_from_slice(br#","value":"#);
         serde_json::to_writer(&mut *out, value)?;
@@ -151,6 +159,12 @@ pub(super) fn quick_check(line: &[u8]) -> Option<Checked> {
         at.string()?;
     }
     if at.expect(br#","retry_at":"#).is_some() {
+        at.string()?;
+    }
+    if at.expect(br#","sent_by":"#).is_some() {
+        at.string()?;
+    }
+    if at.expect(br#","args":"#).is_some() {
         at.string()?;
     }
     if at.expect(br#","value":"#).is_some() {

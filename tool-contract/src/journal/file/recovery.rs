@@ -109,6 +109,8 @@ impl Entry {
                 probe: None,
                 message: Some(format!("the index could not decode this intent's last record: {err}")),
                 retry_at: None,
+                sent_by: None,
+                args: None,
                 value: None,
                 settled: None,
                 approval: None,

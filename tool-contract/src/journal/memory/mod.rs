@@ -290,6 +290,8 @@ mod tests {
             probe: None,
             message: outcome.map(|o| o.as_str().to_owned()),
             retry_at: None,
+            sent_by: None,
+            args: None,
             value: None,
             settled: None,
             approval: None,

@@ -30,6 +30,8 @@ async fn after_attempt_1(log: &dyn Journal) {
         probe: None,
         message: Some("503".into()),
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: None,
         settled: None,
         approval: None,

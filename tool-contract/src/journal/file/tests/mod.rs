@@ -178,6 +178,8 @@ fn record(target: &str, phase: Phase, attempt: u32, outcome: Option<Outcome>) ->
         probe: None,
         message: outcome.map(|o| format!("ended {o}")),
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: (outcome == Some(Outcome::Ok)).then(|| serde_json::json!(4411)),
         settled: None,
         approval: None,

@@ -418,6 +418,8 @@ fn streamed_in_small_chunks_the_index_warnings_and_line_numbers_are_the_same() {
 fn every_reader_judges_a_mutated_field_as_the_schema_does() {
     let end = Record {
         retry_at: Some("2026-11-30T05:12:30Z".into()),
+        sent_by: None,
+        args: None,
         value: Some(serde_json::json!({ "id": 7 })),
         ..record("a", Phase::End, 2, Some(Outcome::Retryable))
     };

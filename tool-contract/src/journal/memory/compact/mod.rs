@@ -86,6 +86,8 @@ impl MemoryState {
                 probe: None,
                 message: None,
                 retry_at: None,
+                sent_by: None,
+                args: None,
                 value: None,
                 ..end.clone()
             });
@@ -110,10 +112,15 @@ impl MemoryState {
             && eq(self.text(start, 0, start.task).as_bytes(), end.task.as_bytes())
             && eq(self.text(start, 1, start.call).as_bytes(), end.call.as_bytes())
             && match start.rare.as_deref() {
-                None => own_attempt_id(end.attempt_id, end.task, &end.intent_key, end.attempt).is_none(),
+                None => {
+                    end.args.is_none()
+                        && own_attempt_id(end.attempt_id, end.task, &end.intent_key, end.attempt).is_none()
+                }
                 Some(rare) => {
                     rare.message.is_none()
                         && rare.retry_at.is_none()
+                        && rare.sent_by.is_none()
+                        && rare.args.as_deref() == end.args
                         && rare.attempt_id.as_deref()
                             == own_attempt_id(end.attempt_id, end.task, &end.intent_key, end.attempt)
                 }
@@ -142,6 +149,8 @@ impl MemoryState {
         if attempt_id.is_some()
             || message.is_some()
             || record.retry_at.is_some()
+            || record.sent_by.is_some()
+            || record.args.is_some()
             || record.settled.is_some()
             || record.approval.is_some()
         {
@@ -149,6 +158,8 @@ impl MemoryState {
             rare.attempt_id = attempt_id.map(Box::from);
             rare.message = message.map(Box::from);
             rare.retry_at = record.retry_at.map(Box::from);
+            rare.sent_by = record.sent_by.map(Box::from);
+            rare.args = record.args.map(Box::from);
             rare.settled = record.settled.cloned().map(Box::new);
             rare.approval = record.approval.cloned().map(Box::new);
         }
@@ -170,10 +181,12 @@ impl MemoryState {
             start.done_message = done_message;
             let (kind, bits, whole) = ValueKind::of(record.value);
             (start.value, start.value_bits) = (kind, bits);
-            if !done_message && record.message.is_some() || record.retry_at.is_some() || whole.is_some() {
+            let more = record.retry_at.is_some() || record.sent_by.is_some() || whole.is_some();
+            if !done_message && record.message.is_some() || more {
                 let rare = start.rare.get_or_insert_with(Box::default);
                 rare.message = if done_message { None } else { record.message.map(Box::from) };
                 rare.retry_at = record.retry_at.map(Box::from);
+                rare.sent_by = record.sent_by.map(Box::from);
                 rare.value = whole;
             }
             self.index(at, record.intent_key, record.attempt, record.phase, record.probe);
@@ -195,6 +208,8 @@ impl MemoryState {
             && start.probe.is_none()
             && start.message.is_none()
             && start.retry_at.is_none()
+            && start.sent_by.is_none()
+            && start.args == end.args
             && start.value.is_none()
             && same(start.started, end.started)
             && same(start.task, end.task)

@@ -43,6 +43,8 @@ pub(super) struct Rare {
     pub(super) attempt_id: Option<Box<str>>,
     pub(super) message: Option<Box<str>>,
     pub(super) retry_at: Option<Box<str>>,
+    pub(super) sent_by: Option<Box<str>>,
+    pub(super) args: Option<Box<str>>,
     /// A value other than `null`, a boolean or a number.
     pub(super) value: Option<serde_json::Value>,
     /// A settlement's account.
@@ -206,6 +208,8 @@ pub(super) fn to_record(strings: &[Box<str>], keys: &[IntentKey], stored: &Store
             rare.and_then(|rare| rare.message.as_deref()).map(str::to_owned)
         },
         retry_at: rare.and_then(|rare| rare.retry_at.as_deref()).map(str::to_owned),
+        sent_by: rare.and_then(|rare| rare.sent_by.as_deref()).map(str::to_owned),
+        args: rare.and_then(|rare| rare.args.as_deref()).map(str::to_owned),
         value: stored.value.to_json(stored.value_bits, rare),
         settled: rare.and_then(|rare| rare.settled.as_deref()).cloned(),
         approval: rare.and_then(|rare| rare.approval.as_deref()).cloned(),

@@ -24,6 +24,8 @@ fn start(target: &str, attempt: u32) -> Record {
         probe: None,
         message: None,
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: None,
         settled: None,
         approval: None,
@@ -37,6 +39,8 @@ fn end(target: &str, attempt: u32) -> Record {
         effect_applied: Some(Applied::No),
         message: Some("503".to_owned()),
         retry_at: Some("2026-12-01T03:00:09Z".to_owned()),
+        sent_by: None,
+        args: None,
         ..start(target, attempt)
     }
 }
@@ -48,6 +52,8 @@ fn the_records_read_back_are_the_records_appended_whatever_is_folded() {
         effect_applied: Some(Applied::Yes),
         message: Some(message.to_owned()),
         retry_at: None,
+        sent_by: None,
+        args: None,
         ..r
     };
     let custom = |mut r: Record, id: &str| {
@@ -162,6 +168,8 @@ fn the_records_read_back_are_the_records_appended_whatever_is_folded() {
         effect_applied: Some(Applied::No),
         message: Some("post_notice done on attempt 1".to_owned()),
         retry_at: None,
+        sent_by: None,
+        args: None,
         value: Some(serde_json::json!(4411)),
         ..end("a", 1)
     };
