@@ -10,8 +10,8 @@ command in `target/debug`, or `$TOOL_CONTRACT_BIN`) while the server holds the l
 answers from the settlement: one refund at the desk. Then the person at the client, played by a
 scripted elicitation callback in both modes: approving a second refund attempt (`--fault
 busy-refund`) with the right confirm, declining, cancelling, accepting the defaults, a wrong confirm,
-garbage, no callback at all; in 2026-07-28, a replayed and a tampered request state; and settling a
-lost refund on the next call. The desk counts refunds: never more than one per order, exactly one
+garbage, no callback at all; in 2026-07-28, a replayed and a tampered request state, a no resent as a
+yes, and over HTTP another client's answer to a question; and settling a lost refund on the next call. The desk counts refunds: never more than one per order, exactly one
 after an approval. Prints one line per check, then `N passed, N failed`. Exits 1 on any failure.
 """
 
@@ -134,8 +134,7 @@ def person(answer, asked):
     async def on_elicit(ctx, params):
         message = params.message
         asked.append(message)
-        key = message.split("ntent key ")[1][:32] if "ntent key " in message else ""
-        end = key[26:32]
+        end = message.split("confirm code ")[1][:6] if "confirm code " in message else ""
         if answer == "approve":
             return types.ElicitResult(action="accept", content={"approve": True, "confirm": end})
         if answer == "wrong-confirm":
@@ -183,8 +182,8 @@ async def request_states(binary):
         first = await s.call_tool("refund", order, meta=meta, allow_input_required=True)
         check("2026-07-28: the approval comes back as input required", isinstance(first, types.InputRequiredResult), first)
         state = first.request_state
-        key = first.input_requests["approve"].params.message.split("ntent key ")[1][:32]
-        yes = {"approve": types.ElicitResult(action="accept", content={"approve": True, "confirm": key[26:32]})}
+        code = first.input_requests["approve"].params.message.split("confirm code ")[1][:6]
+        yes = {"approve": types.ElicitResult(action="accept", content={"approve": True, "confirm": code})}
         i = len(state) // 2
         tampered = state[:i] + ("A" if state[i] != "A" else "B") + state[i + 1:]
         try:
@@ -198,6 +197,19 @@ async def request_states(binary):
         check("2026-07-28: a replayed state repeats nothing", report_of(again)["outcome"] == "ok", again)
         listed = report_of(await client.call_tool("list_refunds", {"order": "ord-states"}, meta=meta))
         check("2026-07-28: exactly one refund", len(listed["value"]) == 1, listed)
+        # A "no" resent as a "yes": refused, naming the first answer; nothing is paid.
+        order = {"order": "ord-declined", "cents": 1299}
+        asked = await s.call_tool("refund", order, meta=meta, allow_input_required=True)
+        code = asked.input_requests["approve"].params.message.split("confirm code ")[1][:6]
+        no = {"approve": types.ElicitResult(action="decline")}
+        declined = await s.call_tool("refund", order, meta=meta, input_responses=no, request_state=asked.request_state, allow_input_required=True)
+        check("2026-07-28: a declined approval pays nothing", report_of(declined)["outcome"] == "permanent", declined)
+        yes = {"approve": types.ElicitResult(action="accept", content={"approve": True, "confirm": code})}
+        resent = await s.call_tool("refund", order, meta=meta, input_responses=yes, request_state=asked.request_state, allow_input_required=True)
+        check("2026-07-28: the no resent as a yes is refused, naming the first answer",
+              "was answered already: declined" in report_of(resent)["message"], resent)
+        listed = report_of(await client.call_tool("list_refunds", {"order": "ord-declined"}, meta=meta))
+        check("2026-07-28: no refund after the no", len(listed["value"]) == 0, listed)
 
 
 async def settled_by_the_client(binary, mode):
@@ -214,6 +226,52 @@ async def settled_by_the_client(binary, mode):
               and "settled landed by ci@desk via client" in second["message"], second)
         listed = report_of(await client.call_tool("list_refunds", {"order": "ord-lost"}, meta=meta))
         check(f"{mode}: one refund after the settlement", len(listed["value"]) == 1, listed)
+
+
+async def http_replay(binary):
+    """2026-07-28 over HTTP, two clients of one desk with tokens of their own: a state one received
+    and answered is refused when the other sends it, whatever it says; a question is bound to the
+    credential it was asked with, as a session binds it in the 2025 protocols."""
+    desk = subprocess.Popen([binary, "--http", "127.0.0.1:0", "--fault", "busy-refund", "--token", "client-a-token",
+                             "--token", "client-b-token"], stderr=subprocess.PIPE, text=True)
+    try:
+        url = None
+        for _ in range(200):
+            line = desk.stderr.readline()
+            if "http://127.0.0.1:" in line:
+                url = "http://" + line.split("http://")[1].split()[0]
+                break
+        check("http: a desk with two clients' tokens starts", url is not None)
+        if url is None:
+            return
+        url = url.rstrip(".")
+        def client(token):
+            http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"})
+            return Client(streamable_http_client(url, http_client=http), mode="2026-07-28",
+                          elicitation_callback=person("approve", []))
+        meta = {TASK: "http-replay", "dev.tool-contract/actor": "ci@desk"}
+        order = {"order": "ord-http", "cents": 1299}
+        async with client("client-a-token") as a, client("client-b-token") as b:
+            asked = await a.session.call_tool("refund", order, meta=meta, allow_input_required=True)
+            check("http 2026-07-28: the approval comes back as input required", isinstance(asked, types.InputRequiredResult), asked)
+            code = asked.input_requests["approve"].params.message.split("confirm code ")[1][:6]
+            yes = {"approve": types.ElicitResult(action="accept", content={"approve": True, "confirm": code})}
+            moved = await b.session.call_tool("refund", order, meta=meta, input_responses=yes, request_state=asked.request_state,
+                                              allow_input_required=True)
+            check("http 2026-07-28: another client's answer to the question is refused",
+                  "was asked in" in report_of(moved)["message"], moved)
+            no = {"approve": types.ElicitResult(action="decline")}
+            declined = await a.session.call_tool("refund", order, meta=meta, input_responses=no, request_state=asked.request_state,
+                                                 allow_input_required=True)
+            check("http 2026-07-28: the client asked declines", report_of(declined)["outcome"] == "permanent", declined)
+            resent = await b.session.call_tool("refund", order, meta=meta, input_responses=yes, request_state=asked.request_state,
+                                               allow_input_required=True)
+            check("http 2026-07-28: the no resent by another client as a yes is refused",
+                  "was answered already: declined" in report_of(resent)["message"], resent)
+            listed = report_of(await a.call_tool("list_refunds", {"order": "ord-http"}, meta=meta))
+            check("http 2026-07-28: no refund", len(listed["value"]) == 0, listed)
+    finally:
+        desk.kill()
 
 
 async def refused_without_token(url):
@@ -255,6 +313,11 @@ async def main():
         check("2026-07-28: the request states ran", False, error)
     if len(sys.argv) == 4:
         await refused_without_token(sys.argv[2])
+    try:
+        await http_replay(binary)
+    except Exception as error:
+        traceback.print_exc()
+        check("http 2026-07-28: the replay by another client ran", False, error)
     passed, failed = results.count(True), results.count(False)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed or not passed else 0)

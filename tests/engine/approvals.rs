@@ -121,7 +121,7 @@ async fn a_denial_stops_the_call_and_a_second_answer_is_told_whose_counts() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_question_nobody_answers_is_denied_by_the_asker_and_a_late_answer_changes_nothing() {
+async fn a_question_nobody_answers_is_recorded_unanswered_and_a_late_answer_changes_nothing() {
     let log: Arc<MemoryJournal> = Arc::new(MemoryJournal::new());
     let (task, key) = task_on(log.clone(), Duration::from_secs(60));
     let attempts = AtomicU32::new(0);
@@ -133,7 +133,7 @@ async fn a_question_nobody_answers_is_denied_by_the_asker_and_a_late_answer_chan
     assert!((Duration::from_secs(60)..Duration::from_secs(62)).contains(&waited), "waited {waited:?}");
     let closed = log.approval(&key).await.unwrap().unwrap();
     let note = closed.approval.unwrap();
-    assert_eq!((note.step, note.by.as_str()), (ApprovalStep::Denied, "nobody"));
+    assert_eq!((note.step, note.by.as_str()), (ApprovalStep::Unanswered, "an operator (the console)"));
     let late = answer_approval(&*log, &key, 2, &Decision::approve("alice", "sorry, was at lunch")).await;
     assert!(matches!(late, Err(ApprovalError::AlreadyAnswered { .. })), "{late:?}");
     assert_eq!(attempts.load(Ordering::SeqCst), 1);
@@ -155,7 +155,7 @@ async fn the_budget_bounds_the_wait_for_an_answer() {
     // waiting for its answer.
     let key = task.key(&REFUND, &"order-9", None);
     let closed = log.approval(&key).await.unwrap().unwrap().approval.unwrap();
-    assert_eq!((closed.step, closed.by.as_str()), (ApprovalStep::Denied, "nobody"));
+    assert_eq!((closed.step, closed.by.as_str()), (ApprovalStep::Unanswered, "an operator (the console)"));
 }
 
 #[tokio::test(start_paused = true)]

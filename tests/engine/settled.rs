@@ -214,7 +214,7 @@ async fn not_landed_money_still_asks_the_approver_first() {
                 assert_eq!(report.outcome, Outcome::Ok, "{}", report.message);
                 assert_eq!(approved, [(2, "approved by the task's approver before attempt 2".to_owned())]);
             }
-            Approval::Denied(_) => {
+            _ => {
                 assert_eq!(
                     (report.reason, report.effect_applied),
                     (Reason::Denied, Applied::No),
@@ -293,18 +293,26 @@ impl tool_contract::person::Approve for Asks {
         Box::pin(async move { answer })
     }
 
+    fn reach(&self, _asks: tool_contract::journal::Asks, _attempt: u32) -> Result<(), Option<String>> {
+        // A person who is never asked: nobody, and nothing is recorded.
+        if self.0.found.is_some() { Ok(()) } else { Err(None) }
+    }
+
     fn settle<'a>(
         &'a self,
         question: &'a tool_contract::person::InDoubt,
-    ) -> tool_contract::journal::BoxFuture<'a, Option<Result<Settle, String>>> {
+    ) -> tool_contract::journal::BoxFuture<'a, tool_contract::person::Found> {
+        use tool_contract::person::Found;
         self.0.asked.fetch_add(1, Ordering::SeqCst);
-        let answer = self.0.found.clone().map(|found| {
-            found.map(|verdict| {
+        let answer = match self.0.found.clone() {
+            Some(Ok(verdict)) => {
                 let settle = Settle::new(verdict, &question.actor, format!("looked at {}", question.call))
                     .via(tool_contract::journal::Via::Client);
-                if verdict == Verdict::Landed { settle.value(4411) } else { settle }
-            })
-        });
+                Found::Settled(if verdict == Verdict::Landed { settle.value(4411) } else { settle })
+            }
+            Some(Err(why)) => Found::CantTell(why),
+            None => Found::Unanswered("nobody to ask".into()),
+        };
         Box::pin(async move { answer })
     }
 }

@@ -112,7 +112,7 @@ impl Index {
             .values()
             .filter(|asked| {
                 let attempts = self.intent(&asked.intent_key).map_or(0, |r| r.attempts);
-                tool_contract::rules::waiting_question(Some(asked), attempts, &now).is_some()
+                tool_contract::rules::waiting_approval(Some(asked), attempts, &now).is_some()
             })
             .collect();
         pending.sort_by(|a, b| {

@@ -270,11 +270,11 @@ fn answer_form(asked: &Record, settling: &Settling<'_>) -> Markup {
     }
 }
 
-/// The question among `records` still waiting at `now` (the last approval record, a question about the
-/// attempt after the intent's highest, not past its `until`).
+/// The approval among `records` still waiting at `now` for an operator's answer (the last approval
+/// record, a question about the attempt after the intent's highest, not past its `until`).
 fn waiting<'a>(recall: &Recall, records: &[&'a Record], now: SystemTime) -> Option<&'a Record> {
     let last = records.iter().rev().find(|r| !tool_contract::rules::counts_as_attempt(r.phase)).copied();
-    tool_contract::rules::waiting_question(last, recall.attempts, &tool_contract::__private::rfc3339(now))
+    tool_contract::rules::waiting_approval(last, recall.attempts, &tool_contract::__private::rfc3339(now))
 }
 
 /// A task's intents, in order.
@@ -392,7 +392,7 @@ fn kind(record: &Record) -> String {
         (Phase::Start, _) => "start".into(),
         (Phase::Settled, _) => "settled".into(),
         (Phase::Approval, _) => match &record.approval {
-            Some(note) => format!("approval: {}", note.step.as_str()),
+            Some(note) => format!("{}: {}", note.asks.as_str(), note.step.as_str()),
             None => "approval".into(),
         },
         (Phase::End, Some(mark)) => format!("probe: {}", mark.as_str()),

@@ -52,7 +52,7 @@ async fn the_console_index_and_the_inspector_agree_with_the_reference_on_random_
         for key in &keys {
             let asked = Approvals::approval(&reference, key).await.unwrap();
             let attempts = reference.recall_now(key).map_or(0, |r| r.attempts);
-            if rules::waiting_question(asked.as_ref(), attempts, &now_text).is_some() {
+            if rules::waiting_approval(asked.as_ref(), attempts, &now_text).is_some() {
                 waiting.push(*key);
             }
         }

@@ -8,8 +8,8 @@ use crate::ast::{Output, Tool, has_impl_trait, option_value, peeled, vec_item};
 use tool_contract_effect::{Dedupe, ProbeRule};
 
 use crate::attr::{
-    Args, BULK, DEDUPE, DESCRIPTION, EFFECT, Given, Key, Kind, NAME, PROBE, SLOT, TARGET, name_problem,
-    written,
+    Args, BULK, DEDUPE, DESCRIPTION, EFFECT, Given, Key, Kind, NAME, PROBE, SHOWS, SLOT, TARGET,
+    name_problem, written,
 };
 use crate::ctxt::Ctxt;
 
@@ -18,6 +18,7 @@ pub fn check(ctxt: &Ctxt, tool: &Tool) {
     check_effect(ctxt, tool);
     check_named(ctxt, tool, TARGET, tool.args.target.as_ref());
     check_named(ctxt, tool, SLOT, tool.args.slot.as_ref());
+    check_shows(ctxt, tool);
     check_bulk(ctxt, tool);
     check_async(ctxt, tool);
     check_receiver(ctxt, tool);
@@ -296,6 +297,43 @@ fn check_dedupe(ctxt: &Ctxt, args: &Args, kind: Kind) {
         let message =
             format!("`{}` applies to `effect = \"create\"` only; {instead}: remove it", dedupe.text());
         ctxt.error_spanned_by(dedupe.tokens(), message);
+    }
+}
+
+/// `shows = [..]` lists parameters a question to a person shows: of a side effect, each by a name the
+/// function has.
+fn check_shows(ctxt: &Ctxt, tool: &Tool) {
+    let Some(shows) = &tool.args.shows else { return };
+    let kind = tool.args.effect.as_ref().and_then(|effect| effect.parsed);
+    if kind == Some(Kind::Read) {
+        let message = format!(
+            "`{}` lists what a question to a person shows, and a read asks nobody: remove it",
+            shows.text()
+        );
+        ctxt.error_spanned_by(shows.tokens(), message);
+        return;
+    }
+    for name in shows.parsed.iter().flatten() {
+        let given = Given { key: shows.key.clone(), value: shows.value.clone(), parsed: Some(name.clone()) };
+        if tool.param(&given).is_none() {
+            let names: Vec<String> =
+                tool.params.iter().filter_map(|p| p.ident).map(|i| format!("`{i}`")).collect();
+            let message = if names.is_empty() {
+                format!(
+                    "`{name}` in `{}` names no parameter: `{}` has none; remove it",
+                    SHOWS.name,
+                    tool.name()
+                )
+            } else {
+                format!(
+                    "`{name}` in `{} = [..]` names no parameter of `{}`; name one of {}",
+                    SHOWS.name,
+                    tool.name(),
+                    names.join(", ")
+                )
+            };
+            ctxt.error_spanned_by(name, message);
+        }
     }
 }
 

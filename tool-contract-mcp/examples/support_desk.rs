@@ -147,7 +147,7 @@ impl Desk {
 
     /// Refund an order. Money leaves the desk: a second attempt needs the probe's "not landed" and an
     /// approver's yes, and a refund nobody can tell about waits for a person to settle it.
-    #[tool(effect = "money", probe = Self::refunded, target = order)]
+    #[tool(effect = "money", probe = Self::refunded, target = order, shows = [cents])]
     pub async fn refund(
         &self,
         call: &Call,
@@ -232,7 +232,9 @@ refund (money, probed) and list_refunds (read).
   --instance-id ID    the task of calls that name none (default: random at every start);
                       with --log, a stable id makes their keys survive a restart
   --http ADDR         serve streamable HTTP at /mcp (feature `http`)
-  --token T           require `Authorization: Bearer T` (with --http)
+  --token T           require `Authorization: Bearer T` (with --http); given more than once, each
+                      token is a client of its own, and a question asked through one is answered
+                      through it alone
   --allow-origin O    let a browser page from O (http(s)://host[:port]) call it (with --http)
   --console           serve the operator console over the --log file at /console (with --http;
                       feature `console`)
@@ -273,7 +275,7 @@ impl From<String> for Asked {
 struct Setup {
     server: McpServer,
     http: Option<String>,
-    token: Option<String>,
+    tokens: Vec<String>,
     origins: Vec<String>,
     /// `--console`: the operator console over the `--log` file, at `/console`.
     #[cfg_attr(not(feature = "console"), allow(dead_code))]
@@ -281,7 +283,7 @@ struct Setup {
 }
 
 fn server(args: &[String]) -> Result<Setup, Asked> {
-    let (mut http, mut token, mut origins) = (None, None, Vec::new());
+    let (mut http, mut tokens, mut origins) = (None, Vec::new(), Vec::new());
     let (mut log_path, mut console, mut in_log) = (None::<String>, false, false);
     let mut log_wait = None;
     let fault =
@@ -347,13 +349,13 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
             "--http" => http = Some(value()?.clone()),
             "--console" => console = true,
             "--approve-in-log" => in_log = true,
-            "--token" => token = Some(value()?.clone()),
+            "--token" => tokens.push(value()?.clone()),
             "--allow-origin" => origins.push(value()?.clone()),
             "--help" | "-h" => return Err(Asked::Help),
             _ => return Err(format!("{arg}: not an option\n{USAGE}").into()),
         }
     }
-    if http.is_none() && (token.is_some() || !origins.is_empty()) {
+    if http.is_none() && (!tokens.is_empty() || !origins.is_empty()) {
         return Err(
             "--token and --allow-origin go with --http ADDR; over stdio there is no request to check"
                 .to_owned()
@@ -400,7 +402,7 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
         .into());
     }
     let console = if console { log_path } else { None };
-    Ok(Setup { server, http, token, origins, console })
+    Ok(Setup { server, http, tokens, origins, console })
 }
 
 #[cfg(feature = "http")]
@@ -409,7 +411,7 @@ async fn serve(setup: Setup) -> Result<(), String> {
     let Some(addr) = setup.http else { return setup.server.serve_stdio().await.map_err(|e| e.to_string()) };
     let addr = addr.parse().map_err(|_| format!("--http {addr}: not an address like 127.0.0.1:8000"))?;
     let mut options = HttpOptions::default().addr(addr);
-    if let Some(token) = setup.token {
+    for token in setup.tokens {
         options = options.bearer_token(token);
     }
     for origin in setup.origins {

@@ -108,6 +108,7 @@ impl Builder {
         let template = self.template.build();
         let tools = self.toolbox.definitions().iter().map(tool).collect();
         Ok(McpServer {
+            connection: crate::new_connection(),
             inner: Arc::new(Inner {
                 toolbox: self.toolbox,
                 tools,
@@ -124,9 +125,13 @@ impl Builder {
         })
     }
 }
-/// 32 bytes from the operating system's randomness (which seeds every `RandomState`).
+/// 32 bytes from the operating system's random generator. Were it to fail (no supported system
+/// fails it), the bytes come from std's hash keys, which the same generator seeds once per process.
 fn random_key() -> [u8; 32] {
     let mut key = [0u8; 32];
+    if getrandom::fill(&mut key).is_ok() {
+        return key;
+    }
     for (i, chunk) in key.chunks_mut(8).enumerate() {
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
         hasher.write_usize(i);

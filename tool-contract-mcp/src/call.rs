@@ -133,6 +133,13 @@ fn report_value(report: Report<Value>, key: String) -> Result<Value, serde_json:
     ];
     Ok(Value::Object(fields.into_iter().map(|(name, value)| (name.to_owned(), value)).collect()))
 }
+/// The first 16 hex characters of the SHA-256 of `text`: a credential named without being shown.
+#[cfg(feature = "http")]
+fn digest(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// A text `_meta` value: absent, or a string [`tool_contract::task::is_valid_name`] accepts.
 fn meta_text<'m>(meta: &'m Map<String, Value>, key: &str) -> Result<Option<&'m str>, ErrorData> {
     match meta.get(key) {
@@ -187,7 +194,27 @@ impl McpServer {
             _ => None,
         };
         let actor = meta_text(&context.meta, ACTOR_META_KEY)?.unwrap_or(DEFAULT_ACTOR).to_owned();
-        Ok(Some(person::Person::new(reach, actor, carried)))
+        Ok(Some(person::Person::new(reach, actor, self.asked_in(context), carried)))
+    }
+
+    /// Where a question to the person at this call's client is asked, as its record says: the HTTP
+    /// session (2025 protocols), or, with none (2026-07-28 is stateless), the credential the request
+    /// came with; the connection for a transport of its own (stdio, a pipe). An answer is taken only
+    /// from where its question was asked.
+    fn asked_in(&self, context: &RequestContext<RoleServer>) -> String {
+        #[cfg(feature = "http")]
+        if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>() {
+            let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+            if let Some(session) = header("mcp-session-id") {
+                return format!("MCP session {}", tool_contract::__private::cut(session));
+            }
+            return match header("authorization") {
+                Some(credential) => format!("MCP over HTTP, credential {}", digest(credential)),
+                None => "MCP over HTTP, with no session and no credential".to_owned(),
+            };
+        }
+        let _ = context;
+        self.connection.to_string()
     }
 
     /// What a request state is bound to: the tool and the task it was issued for.

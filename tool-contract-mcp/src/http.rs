@@ -29,7 +29,7 @@ pub struct HttpOptions {
     addr: SocketAddr,
     path: String,
     origins: Vec<String>,
-    token: Option<String>,
+    tokens: Vec<String>,
     header_timeout: Duration,
 }
 
@@ -39,7 +39,7 @@ impl Default for HttpOptions {
             addr: SocketAddr::from(([127, 0, 0, 1], 8000)),
             path: "/mcp".to_owned(),
             origins: Vec::new(),
-            token: None,
+            tokens: Vec::new(),
             header_timeout: Duration::from_secs(30),
         }
     }
@@ -66,9 +66,12 @@ impl HttpOptions {
         self
     }
 
-    /// Requires `Authorization: Bearer <token>` on every request.
+    /// Requires `Authorization: Bearer <token>` on every request. Given more than once, each token is
+    /// a client of its own, any of which may call: where the 2026-07-28 protocol has no session, a
+    /// question to the person at a client is bound to the credential it was asked with, so a state one
+    /// client received is refused when another sends it (give each client its own token for that).
     pub fn bearer_token(mut self, token: impl Into<String>) -> HttpOptions {
-        self.token = Some(token.into());
+        self.tokens.push(token.into());
         self
     }
 
@@ -99,7 +102,7 @@ struct Gate {
     path: String,
     /// The allowed origins as `origin_key` writes them.
     origins: Vec<String>,
-    token: Option<String>,
+    tokens: Vec<String>,
     header_timeout: Duration,
     /// The largest request body read, as rmcp's service reads it.
     max_body: usize,
@@ -112,15 +115,17 @@ struct Gate {
 impl McpServer {
     /// Binds the HTTP transport; [`HttpServer::serve`] then answers requests.
     pub async fn bind_http(self, options: HttpOptions) -> io::Result<HttpServer> {
-        if let Some(token) = &options.token
-            && (token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()))
+        if options
+            .tokens
+            .iter()
+            .any(|token| token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()))
         {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "a bearer token is one word of visible characters: an empty one guards nothing",
             ));
         }
-        if !options.addr.ip().is_loopback() && options.token.is_none() {
+        if !options.addr.ip().is_loopback() && options.tokens.is_empty() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
@@ -153,7 +158,7 @@ impl McpServer {
         let gate = Gate {
             path: options.path,
             origins,
-            token: options.token,
+            tokens: options.tokens,
             header_timeout: options.header_timeout,
             max_body,
             service,
@@ -249,9 +254,15 @@ impl Gate {
                 return refuse(StatusCode::FORBIDDEN, "this Origin may not call the server".to_owned());
             }
         }
-        if let Some(token) = &self.token {
+        if !self.tokens.is_empty() {
             let given = request.headers().get(AUTHORIZATION).and_then(|value| value.to_str().ok());
-            if !given.and_then(bearer).is_some_and(|given| same(given.as_bytes(), token.as_bytes())) {
+            let known = |given: &str| {
+                // Every token compared whole, so the time taken tells nothing of which, or how much, matched.
+                self.tokens
+                    .iter()
+                    .fold(false, |found, token| same(given.as_bytes(), token.as_bytes()) | found)
+            };
+            if !given.and_then(bearer).is_some_and(known) {
                 let mut response = refuse(StatusCode::UNAUTHORIZED, "a bearer token is required".to_owned());
                 response.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
                 return response;

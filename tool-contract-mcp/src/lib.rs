@@ -129,10 +129,33 @@ pub const DEFAULT_ACTOR: &str = "mcp-client";
 /// The longest task id or actor a request may name.
 pub const MAX_META_LEN: usize = tool_contract::task::MAX_NAME_CHARS;
 
-/// An MCP server over a toolbox. Cheap to clone: clones share the toolbox and the attempt log.
-#[derive(Clone)]
+/// An MCP server over a toolbox. Cheap to clone: clones share the toolbox and the attempt log. Each
+/// clone is a connection of its own: serve one clone per stdio or in-process connection, and a question
+/// a person is asked through one is answered through it alone (over HTTP, the session or the
+/// credential of the request says where a question was asked).
 pub struct McpServer {
     inner: Arc<Inner>,
+    /// Where a question asked through this value was asked, for a transport with no session of its own.
+    connection: Arc<str>,
+}
+
+impl Clone for McpServer {
+    fn clone(&self) -> Self {
+        McpServer { inner: Arc::clone(&self.inner), connection: new_connection() }
+    }
+}
+
+/// A connection's name: `MCP connection` and 16 hex digits from the operating system's generator (the
+/// process id and a counter, were it to fail), unlike any other of any process.
+pub(crate) fn new_connection() -> Arc<str> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SERIAL: AtomicU64 = AtomicU64::new(0);
+    let mut bytes = [0u8; 8];
+    let id = match getrandom::fill(&mut bytes) {
+        Ok(()) => u64::from_le_bytes(bytes),
+        Err(_) => (u64::from(std::process::id()) << 32) | SERIAL.fetch_add(1, Ordering::Relaxed),
+    };
+    format!("MCP connection {id:016x}").into()
 }
 
 struct Inner {

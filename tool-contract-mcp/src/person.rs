@@ -9,18 +9,24 @@
 //!   never past the call's budget). A form the call stops waiting for (no answer in time, the budget
 //!   spent, the call cancelled) is withdrawn with `notifications/cancelled` naming its request id.
 //! - **2026-07-28**: a server may not send requests of its own. The call answers *input required*:
-//!   the form, and a request state sealed with the server's key (HMAC, expiring) that names the tool,
-//!   the task, the intent and the attempt the answer is for. The client retries the call with the
-//!   answer and the state; a state that does not open (another server's, a changed byte, expired) is
-//!   refused with nothing attempted, and an answer for another intent or an attempt already made
-//!   approves nothing.
+//!   the form, and a request state sealed with the server's key (HMAC, expiring) that names the
+//!   question. The client retries the call with the answer and the state; a state that does not open
+//!   (another server's, a changed byte, expired) is refused with nothing attempted.
 //! - A client that declared no elicitation: nobody can be asked, and a person who cannot be asked has
 //!   not approved.
 //!
-//! The approval form asks for `approve` (yes or no) and `confirm`, the last 6 hex characters of the
-//! intent key, which the form's message shows: a client that accepts a form's defaults approves
-//! nothing. Anything else (a decline, a cancel, no answer in time, a value of the wrong type, a wrong
-//! `confirm`) is a no, and the report says which.
+//! Either way the question is the engine's: recorded in the attempt log before it is asked (an id
+//! issued once, the arguments it shows and binds, where it was asked), and its answer recorded before
+//! anything acts on it, the no's included. In the 2026-07-28 era the answer comes with a later call,
+//! and the engine takes it only to that question, still open, asked in the same session (or
+//! connection, or credential), about the same arguments: a second answer to it, whatever it says, is
+//! refused naming the first.
+//!
+//! The approval form asks for `approve` (yes or no) and `confirm`, a code of 6 digits drawn at random
+//! for the question and shown in the form's message (never derived from the intent key, never in a
+//! report): a client that accepts a form's defaults approves nothing. It does not stop a client that
+//! forges answers: such a client sees every question it relays. For a client that is not trusted, the
+//! person answers through the log (`Builder::approver` with a `LogApprover`, and the operator console).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -33,12 +39,10 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tool_contract::IntentKey;
-use tool_contract::journal::BoxFuture;
-use tool_contract::journal::{Verdict, Via};
-use tool_contract::person::{Approval, ApprovalRequest, Approve, InDoubt, Settle};
+use tool_contract::journal::{Asks, BoxFuture, Verdict, Via};
+use tool_contract::person::{Approval, ApprovalRequest, Approve, Found, InDoubt, Settle};
 
-/// How long a sealed request state stays good.
+/// How long a sealed request state stays good, and a question asked over rounds stays open.
 const STATE_TTL: Duration = Duration::from_secs(15 * 60);
 
 /// The input request's name for an approval, and for a settlement.
@@ -56,15 +60,20 @@ pub(crate) enum Reach {
     Nobody(&'static str),
 }
 
-/// What the sealed request state of a round carries: which question it answers.
+/// What the sealed request state of a round carries: the question it answers, and what this call's
+/// rounds asked so far.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Sealed {
-    /// `approve` or `settle`.
+    /// The question's id, as the attempt log records it.
+    question: String,
+    /// `approve` or `settle`: the input request's name.
     kind: String,
-    /// The intent, 32 hex characters.
-    key: String,
-    /// The attempt approved (the next one), or the attempt in doubt.
-    attempt: String,
+    /// The confirm code the approval form showed (empty for a settle form).
+    code: String,
+    /// When the question went to the client, RFC 3339 UTC: the person saw the attempt no sooner.
+    asked_at: String,
+    /// The questions this call's rounds asked before (`settle:1`, `approve:1`): none is asked twice.
+    asked: Vec<String>,
 }
 
 impl Sealed {
@@ -74,11 +83,12 @@ impl Sealed {
     }
 }
 
-/// A question the engine asked this round, to be sent as input required.
+/// A question the engine asked this round, to be sent as input required: its form, and the state that
+/// names it.
 #[derive(Debug, Clone)]
-enum Question {
-    Approve(ApprovalRequest),
-    Settle(InDoubt),
+struct Asked {
+    form: ElicitRequestParams,
+    sealed: Sealed,
 }
 
 /// The person at one call's client: an [`Approve`] for the engine.
@@ -91,15 +101,22 @@ struct Inner {
     reach: Reach,
     /// Who the client's person acts for: the request's actor.
     actor: String,
+    /// Where they are asked: the HTTP session, the credential, or the connection the call came on.
+    asked_in: String,
     /// What the retried call carries: the opened state and the answer given.
     carried: Option<(Sealed, Option<Value>)>,
     /// What the engine asked that must go to the client as input required.
-    asked: Mutex<Option<Question>>,
+    asked: Mutex<Option<Asked>>,
 }
 
 impl Person {
-    pub(crate) fn new(reach: Reach, actor: String, carried: Option<(Sealed, Option<Value>)>) -> Person {
-        Person { inner: Arc::new(Inner { reach, actor, carried, asked: Mutex::new(None) }) }
+    pub(crate) fn new(
+        reach: Reach,
+        actor: String,
+        asked_in: String,
+        carried: Option<(Sealed, Option<Value>)>,
+    ) -> Person {
+        Person { inner: Arc::new(Inner { reach, actor, asked_in, carried, asked: Mutex::new(None) }) }
     }
 
     /// The input-required answer for the question the engine asked this round, if it asked one and
@@ -109,86 +126,82 @@ impl Person {
         codec: &RequestStateCodec,
         bound: &str,
     ) -> Option<Result<InputRequiredResult, String>> {
-        let question = self.inner.asked.lock().unwrap_or_else(|e| e.into_inner()).take()?;
-        let (name, sealed, form) = match &question {
-            Question::Approve(request) => {
-                let sealed = Sealed {
-                    kind: APPROVE.into(),
-                    key: hex(&request.key),
-                    attempt: request.next_attempt.to_string(),
-                };
-                (APPROVE, sealed, approval_form(request))
-            }
-            Question::Settle(question) => {
-                let sealed = Sealed {
-                    kind: SETTLE.into(),
-                    key: hex(&question.key),
-                    attempt: question.attempt_id.clone(),
-                };
-                (SETTLE, sealed, settle_form(question))
-            }
-        };
+        let Asked { form, sealed } = self.inner.asked.lock().unwrap_or_else(|e| e.into_inner()).take()?;
         let options = SealOptions::new().associated_data(bound.as_bytes()).ttl(STATE_TTL);
         let state = match codec.seal_json_with(&sealed, &options) {
             Ok(state) => state,
             Err(e) => return Some(Err(e.to_string())),
         };
         let mut requests = InputRequests::new();
-        requests.insert(name.to_owned(), InputRequest::Elicitation(ElicitRequest::new(form)));
+        requests.insert(sealed.kind.clone(), InputRequest::Elicitation(ElicitRequest::new(form)));
         Some(Ok(InputRequiredResult::new(Some(requests), Some(state))))
     }
 
-    /// The answer the retried call carries for `kind` about `key` and `attempt`: `Ok(answer)` (the
-    /// input response, if any), `Err(why)` when the state is for another question, or `None` when the
-    /// call carries no state of that kind.
-    fn carried(&self, kind: &str, key: &IntentKey, attempt: &str) -> Option<Result<Option<Value>, String>> {
-        let (sealed, answer) = self.inner.carried.as_ref()?;
-        if sealed.kind != kind {
-            return None;
-        }
-        if sealed.key != hex(key) {
-            return Some(Err(
-                "the answer carried was given for another intent; it approves nothing here".into()
-            ));
-        }
-        if sealed.attempt != attempt {
-            return Some(Err(format!(
-                "the answer carried was given for attempt {} of this intent, which is no longer the one at \
-                 stake: an answer is used once",
-                sealed.attempt
-            )));
-        }
-        Some(Ok(answer.clone()))
+    /// The answer the retried call carries for `kind`: the opened state and the input response, if it
+    /// carries one for that kind.
+    fn carried(&self, kind: &str) -> Option<&(Sealed, Option<Value>)> {
+        self.inner.carried.as_ref().filter(|(sealed, _)| sealed.kind == kind)
     }
 
-    /// Ask now (elicitation) or say what to ask over a round; `Err(why)` when nobody can be asked.
-    async fn elicit(&self, form: ElicitRequestParams) -> Result<ElicitResult, String> {
-        match &self.inner.reach {
-            Reach::Elicit(peer, within) => {
-                let request = ServerRequest::ElicitRequest(ElicitRequest::new(form));
-                let sent = peer.send_request_with_option(request, PeerRequestOptions::with_timeout(*within));
-                let handle = match sent.await {
-                    Ok(handle) => handle,
-                    Err(e) => return Err(format!("the person at the client could not be asked ({e})")),
-                };
-                // Withdrawn if this wait is abandoned (the call's budget ran out, the client cancelled
-                // the call): rmcp withdraws a question only on its own timeout.
-                let open = Open { peer: peer.clone(), id: Some(handle.id.clone()) };
-                let answer = handle.await_response().await;
-                open.closed();
-                match answer {
-                    Ok(ClientResult::ElicitResult(answer)) => Ok(answer),
-                    Ok(_) => Err("the client answered the form with something else: not an answer".into()),
-                    Err(rmcp::ServiceError::Timeout { .. }) => {
-                        Err(format!("{} did not answer in time (within {})", self.who(), secs(*within)))
-                    }
-                    Err(e) => Err(format!("the person at the client could not be asked ({e})")),
-                }
+    /// The questions this call's rounds asked so far, with `kind` about `attempt` added.
+    fn asked_so_far(&self, kind: &str, attempt: &str) -> Vec<String> {
+        let mut asked =
+            self.inner.carried.as_ref().map(|(sealed, _)| sealed.asked.clone()).unwrap_or_default();
+        asked.push(format!("{kind}:{attempt}"));
+        asked
+    }
+
+    /// Send `form` to the client over rounds: the answer comes with the next call.
+    fn ask_later(&self, kind: &str, question: &str, about: &str, code: String, form: ElicitRequestParams) {
+        let sealed = Sealed {
+            question: question.to_owned(),
+            kind: kind.to_owned(),
+            code,
+            asked_at: tool_contract::__private::rfc3339(tool_contract::__private::wall_clock()),
+            asked: self.asked_so_far(kind, about),
+        };
+        *self.inner.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(Asked { form, sealed });
+    }
+
+    /// Ask now (elicitation): the person's answer, or why there is none.
+    async fn elicit(&self, form: ElicitRequestParams) -> Result<ElicitResult, Unanswered> {
+        let Reach::Elicit(peer, within) = &self.inner.reach else {
+            return Err(Unanswered::Not("the person at the client cannot be asked during the call".into()));
+        };
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(form));
+        let sent = peer.send_request_with_option(request, PeerRequestOptions::with_timeout(*within));
+        let handle = match sent.await {
+            Ok(handle) => handle,
+            Err(e) => {
+                return Err(Unanswered::Not(format!("the person at the client could not be asked ({e})")));
             }
-            Reach::Rounds => Err("the person is asked over rounds".into()),
-            Reach::Nobody(why) => Err((*why).to_owned()),
+        };
+        // Withdrawn if this wait is abandoned (the call's budget ran out, the client cancelled the call):
+        // rmcp withdraws a question only on its own timeout.
+        let open = Open { peer: peer.clone(), id: Some(handle.id.clone()) };
+        let answer = handle.await_response().await;
+        open.closed();
+        match answer {
+            Ok(ClientResult::ElicitResult(answer)) => Ok(answer),
+            Ok(_) => {
+                Err(Unanswered::Not("the client answered the form with something else: not an answer".into()))
+            }
+            Err(rmcp::ServiceError::Timeout { .. }) => Err(Unanswered::InTime(format!(
+                "{} did not answer in time (within {})",
+                self.who(),
+                secs(*within)
+            ))),
+            Err(e) => Err(Unanswered::Not(format!("the person at the client could not be asked ({e})"))),
         }
     }
+}
+
+/// Why a form brought no answer.
+enum Unanswered {
+    /// None came in time.
+    InTime(String),
+    /// It could not be asked, or what came back is not an answer.
+    Not(String),
 }
 
 /// An `elicitation/create` the client has not answered yet. Dropped before it is closed (its wait
@@ -226,27 +239,47 @@ fn secs(d: Duration) -> String {
     format!("{}.{}s", tenths / 10, tenths % 10)
 }
 
+/// A confirm code: 6 digits from the operating system's generator, drawn for one question.
+fn confirm_code() -> String {
+    let mut bytes = [0u8; 8];
+    // Without the system's generator no code can be drawn that a client could not guess: then none
+    // can be typed, and the form approves nothing.
+    if getrandom::fill(&mut bytes).is_err() {
+        return String::new();
+    }
+    format!("{:06}", u64::from_le_bytes(bytes) % 1_000_000)
+}
+
 impl Approve for Person {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
-            let answer = match &self.inner.reach {
-                Reach::Rounds => match self.carried(APPROVE, &request.key, &request.next_attempt.to_string())
-                {
-                    Some(Ok(Some(answer))) => answer,
-                    Some(Ok(None)) => return Approval::Denied("the retried call carries no answer".into()),
-                    Some(Err(why)) => return Approval::Denied(why),
-                    None => {
-                        *self.inner.asked.lock().unwrap_or_else(|e| e.into_inner()) =
-                            Some(Question::Approve(request.clone()));
-                        return Approval::Denied("waiting for the person at the client".into());
+            let attempt = request.next_attempt.saturating_sub(1).to_string();
+            match &self.inner.reach {
+                Reach::Nobody(why) => Approval::Denied((*why).to_owned()),
+                Reach::Rounds => match self.carried(APPROVE) {
+                    // The engine took the carried answer to this question: judge it.
+                    Some((sealed, answer)) if sealed.question == request.question => match answer {
+                        Some(answer) => judge_approval(answer, &sealed.code),
+                        None => Approval::Unanswered("the retried call carries no answer".into()),
+                    },
+                    _ => {
+                        let code = confirm_code();
+                        let form = approval_form(request, &code);
+                        self.ask_later(APPROVE, &request.question, &attempt, code, form);
+                        Approval::Later
                     }
                 },
-                _ => match self.elicit(approval_form(request)).await {
-                    Ok(answer) => serde_json::to_value(answer).unwrap_or(Value::Null),
-                    Err(why) => return Approval::Denied(why),
-                },
-            };
-            judge_approval(&answer, &request.key)
+                Reach::Elicit(..) => {
+                    let code = confirm_code();
+                    match self.elicit(approval_form(request, &code)).await {
+                        Ok(answer) => {
+                            judge_approval(&serde_json::to_value(answer).unwrap_or(Value::Null), &code)
+                        }
+                        Err(Unanswered::InTime(why)) => Approval::Unanswered(why),
+                        Err(Unanswered::Not(why)) => Approval::Denied(why),
+                    }
+                }
+            }
         })
     }
 
@@ -254,46 +287,88 @@ impl Approve for Person {
         format!("{} (the person at the MCP client)", self.inner.actor)
     }
 
-    fn settle<'a>(&'a self, question: &'a InDoubt) -> BoxFuture<'a, Option<Result<Settle, String>>> {
+    fn reach(&self, asks: Asks, attempt: u32) -> Result<(), Option<String>> {
+        if let Reach::Nobody(why) = &self.inner.reach {
+            // Nobody to settle with says nothing more; a money retry says why it was not approved.
+            return Err((asks == Asks::Approval).then(|| (*why).to_owned()));
+        }
+        // One question per attempt per call: a call's rounds never ask the same question twice.
+        let kind = if asks == Asks::Approval { APPROVE } else { SETTLE };
+        let carried = self.inner.carried.as_ref().map(|(sealed, _)| sealed);
+        let this = format!("{kind}:{attempt}");
+        match carried {
+            Some(sealed) if sealed.asked.contains(&this) && sealed.kind != kind => Err(Some(format!(
+                "the person at the client was asked about attempt {attempt} in this call already, and is not \
+                 asked again in it"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn asked_in(&self) -> String {
+        self.inner.asked_in.clone()
+    }
+
+    fn open_for(&self, left: Duration) -> Duration {
+        match self.inner.reach {
+            Reach::Rounds => STATE_TTL,
+            _ => left,
+        }
+    }
+
+    fn carries(&self, asks: Asks) -> Option<String> {
+        let kind = if asks == Asks::Approval { APPROVE } else { SETTLE };
+        self.carried(kind).map(|(sealed, _)| sealed.question.clone())
+    }
+
+    fn settle<'a>(&'a self, question: &'a InDoubt) -> BoxFuture<'a, Found> {
         Box::pin(async move {
-            let answer = match &self.inner.reach {
-                Reach::Nobody(_) => return None,
-                Reach::Rounds => match self.carried(SETTLE, &question.key, &question.attempt_id) {
-                    Some(Ok(Some(answer))) => answer,
-                    Some(Ok(None)) => return Some(Err("the retried call carries no answer".into())),
-                    Some(Err(why)) => return Some(Err(why)),
-                    None => {
-                        *self.inner.asked.lock().unwrap_or_else(|e| e.into_inner()) =
-                            Some(Question::Settle(question.clone()));
-                        return None;
+            let attempt = question.attempt_id.rsplit_once("-a").map_or("", |(_, n)| n).to_owned();
+            match &self.inner.reach {
+                Reach::Nobody(why) => Found::Unanswered((*why).to_owned()),
+                Reach::Rounds => match self.carried(SETTLE) {
+                    Some((sealed, answer)) if sealed.question == question.question => match answer {
+                        Some(answer) => judge_settlement(answer, &question.actor, Some(&sealed.asked_at)),
+                        None => Found::Unanswered("the retried call carries no answer".into()),
+                    },
+                    _ => {
+                        self.ask_later(
+                            SETTLE,
+                            &question.question,
+                            &attempt,
+                            String::new(),
+                            settle_form(question),
+                        );
+                        Found::Later
                     }
                 },
                 Reach::Elicit(..) => match self.elicit(settle_form(question)).await {
-                    Ok(answer) => serde_json::to_value(answer).unwrap_or(Value::Null),
-                    Err(why) => return Some(Err(why)),
+                    Ok(answer) => judge_settlement(
+                        &serde_json::to_value(answer).unwrap_or(Value::Null),
+                        &question.actor,
+                        None,
+                    ),
+                    Err(Unanswered::InTime(why)) => Found::Unanswered(why),
+                    Err(Unanswered::Not(why)) => Found::Unanswered(why),
                 },
-            };
-            Some(judge_settlement(&answer, &question.actor))
+            }
         })
     }
 }
 
-/// The 32 hex characters of a key.
-fn hex(key: &IntentKey) -> String {
-    key.to_string()
-}
-
-/// The last 6 hex characters of the key: what the person types to approve.
-fn key_end(key: &IntentKey) -> String {
-    let hex = hex(key);
-    hex[hex.len() - 6..].to_owned()
-}
-
-fn approval_form(request: &ApprovalRequest) -> ElicitRequestParams {
+fn approval_form(request: &ApprovalRequest, code: &str) -> ElicitRequestParams {
+    let shown = match request.shown() {
+        shown if shown.is_empty() => String::new(),
+        shown => format!(" It pays again with {shown}."),
+    };
     let message = format!(
-        "Approve a second attempt (attempt {}) of {} for task {}? Money may move again. Intent key {}. \
-         What happened so far: {}. To approve, say yes and type the last 6 characters of the intent key.",
-        request.next_attempt, request.call, request.task, request.key, request.history
+        "Approve a second attempt (attempt {}) of {} for task {}? Money may move again.{shown} Intent key {}. \
+         What happened so far: {}. To approve, say yes and type the confirm code {code}.",
+        request.next_attempt,
+        request.call,
+        request.task,
+        request.key,
+        tool_contract::__private::cut(&request.history)
     );
     let schema = json!({
         "type": "object",
@@ -301,7 +376,7 @@ fn approval_form(request: &ApprovalRequest) -> ElicitRequestParams {
             "approve": { "type": "boolean", "title": "Approve the second attempt" },
             "confirm": {
                 "type": "string",
-                "title": "The intent key's last 6 characters",
+                "title": "The confirm code the message shows",
                 "description": "typed by you: a form's defaults approve nothing",
                 "minLength": 6,
                 "maxLength": 6
@@ -313,10 +388,18 @@ fn approval_form(request: &ApprovalRequest) -> ElicitRequestParams {
 }
 
 fn settle_form(question: &InDoubt) -> ElicitRequestParams {
+    let shown = match question.shown() {
+        shown if shown.is_empty() => String::new(),
+        shown => format!(" It was called with {shown}."),
+    };
     let message = format!(
-        "Did {} land (task {}, attempt {}, intent key {})? The code cannot tell: {}. Look at the world and \
-         say what you found, and where.",
-        question.call, question.task, question.attempt_id, question.key, question.history
+        "Did {} land (task {}, attempt {}, intent key {})?{shown} The code cannot tell: {}. Look at the world \
+         and say what you found, and where.",
+        question.call,
+        question.task,
+        question.attempt_id,
+        question.key,
+        tool_contract::__private::cut(&question.history)
     );
     let schema = json!({
         "type": "object",
@@ -362,16 +445,17 @@ fn read(answer: &Value) -> Result<(ElicitationAction, serde_json::Map<String, Va
     Ok((result.action, content))
 }
 
-/// What an approval form's answer means: yes only with `approve: true` and the key's end typed.
-fn judge_approval(answer: &Value, key: &IntentKey) -> Approval {
+/// What an approval form's answer means: yes only with `approve: true` and the question's confirm code
+/// typed.
+fn judge_approval(answer: &Value, code: &str) -> Approval {
     let (action, content) = match read(answer) {
         Ok(read) => read,
         Err(why) => return Approval::Denied(why),
     };
     match action {
         ElicitationAction::Accept => {}
-        ElicitationAction::Decline => return Approval::Denied("the person at the client declined".into()),
-        ElicitationAction::Cancel => return Approval::Denied("the person at the client cancelled".into()),
+        ElicitationAction::Decline => return Approval::Declined("the person at the client declined".into()),
+        ElicitationAction::Cancel => return Approval::Cancelled("the person at the client cancelled".into()),
         _ => return Approval::Denied("the person at the client gave no answer".into()),
     }
     let approve = match content.get("approve") {
@@ -379,84 +463,91 @@ fn judge_approval(answer: &Value, key: &IntentKey) -> Approval {
         _ => return Approval::Denied("`approve` was not true or false: not an answer".into()),
     };
     let confirm = match content.get("confirm") {
-        Some(Value::String(confirm)) => confirm.trim().to_ascii_lowercase(),
+        Some(Value::String(confirm)) => confirm.trim().to_owned(),
         _ => return Approval::Denied("`confirm` was not typed: not an answer".into()),
     };
     if !approve {
         return Approval::Denied("the person at the client said no".into());
     }
-    if confirm != key_end(key) {
-        return Approval::Denied("`confirm` does not match the intent key's last 6 characters".into());
+    if code.is_empty() || confirm != code {
+        return Approval::Denied("`confirm` does not match the confirm code the form showed".into());
     }
     Approval::Approved
 }
 
-/// What a settle form's answer means: a settlement by `actor` through the client, or why not.
-fn judge_settlement(answer: &Value, actor: &str) -> Result<Settle, String> {
-    let (action, content) = read(answer)?;
+/// What a settle form's answer means: a settlement by `actor` through the client (seen no sooner than
+/// `asked_at`, when it was asked over rounds), or why there is none.
+fn judge_settlement(answer: &Value, actor: &str, asked_at: Option<&str>) -> Found {
+    let (action, content) = match read(answer) {
+        Ok(read) => read,
+        Err(why) => return Found::Unanswered(why),
+    };
     match action {
         ElicitationAction::Accept => {}
-        ElicitationAction::Decline => return Err("the person at the client declined".into()),
-        ElicitationAction::Cancel => return Err("the person at the client cancelled".into()),
-        _ => return Err("the person at the client gave no answer".into()),
+        ElicitationAction::Decline => return Found::Declined("the person at the client declined".into()),
+        ElicitationAction::Cancel => return Found::Cancelled("the person at the client cancelled".into()),
+        _ => return Found::Unanswered("the person at the client gave no answer".into()),
     }
     let evidence = match content.get("evidence") {
         Some(Value::String(evidence)) if !evidence.trim().is_empty() => evidence.clone(),
-        _ => return Err("no evidence was given: not an answer".into()),
+        _ => return Found::Unanswered("no evidence was given: not an answer".into()),
     };
     let verdict = match content.get("verdict").and_then(Value::as_str) {
         Some("landed") => Verdict::Landed,
         Some("not_landed") => Verdict::NotLanded,
-        Some("cant_tell") => return Err(format!("the person at the client cannot tell either: {evidence}")),
-        _ => return Err("`verdict` was not landed, not_landed or cant_tell: not an answer".into()),
+        Some("cant_tell") => {
+            return Found::CantTell(format!(
+                "the person at the client cannot tell either: {}",
+                tool_contract::__private::cut(&evidence)
+            ));
+        }
+        _ => {
+            return Found::Unanswered(
+                "`verdict` was not landed, not_landed or cant_tell: not an answer".into(),
+            );
+        }
     };
     let value = match content.get("value") {
         None | Some(Value::Null) => None,
         Some(Value::String(text)) if text.trim().is_empty() => None,
         Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
             Ok(value) if verdict == Verdict::Landed => Some(value),
-            Ok(_) => return Err("a value goes with `landed` only: nothing landed".into()),
-            Err(e) => return Err(format!("`value` is not JSON ({e}): not an answer")),
+            Ok(_) => return Found::Unanswered("a value goes with `landed` only: nothing landed".into()),
+            Err(e) => return Found::Unanswered(format!("`value` is not JSON ({e}): not an answer")),
         },
-        Some(_) => return Err("`value` was not text: not an answer".into()),
+        Some(_) => return Found::Unanswered("`value` was not text: not an answer".into()),
     };
-    Ok(Settle::new(verdict, actor, evidence).via(Via::Client).json_value(value))
+    let mut settle = Settle::new(verdict, actor, evidence).via(Via::Client).json_value(value);
+    if let Some(at) = asked_at.and_then(tool_contract::__private::parse_rfc3339) {
+        settle = settle.seen(at);
+    }
+    Found::Settled(settle)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tool_contract::IntentKey;
 
     fn key() -> IntentKey {
         tool_contract::key::Intent::new("ord-7741", "agent", "refund", "ord-7741").key()
     }
 
     #[test]
-    fn the_forms_are_elicitation_schemas() {
-        let request = ApprovalRequest {
-            task: "t".into(),
-            call: "refund".into(),
-            key: key(),
-            next_attempt: 2,
-            history: "h".into(),
-            left: Duration::from_secs(30),
-        };
+    fn the_forms_are_elicitation_schemas_and_show_the_code_and_the_arguments() {
+        let mut request = ApprovalRequest::new("t", "refund", key(), 2, "h", Duration::from_secs(30));
+        request.shows.insert("cents".into(), "1250".into());
         let ElicitRequestParams::FormElicitationParams { requested_schema, message, .. } =
-            approval_form(&request)
+            approval_form(&request, "483920")
         else {
             panic!("a form")
         };
         assert!(message.contains(&key().to_string()), "{message}");
+        assert!(message.contains("type the confirm code 483920"), "{message}");
+        assert!(message.contains("cents = 1250"), "{message}");
         let schema = serde_json::to_value(requested_schema).unwrap();
         assert_eq!(schema["required"], json!(["approve", "confirm"]), "{schema}");
-        let question = InDoubt {
-            task: "t".into(),
-            actor: "a".into(),
-            call: "refund".into(),
-            key: key(),
-            attempt_id: "t-a1".into(),
-            history: "h".into(),
-        };
+        let question = InDoubt::new("t", "a", "refund", key(), "t-a1", "h");
         let ElicitRequestParams::FormElicitationParams { requested_schema, .. } = settle_form(&question)
         else {
             panic!("a form")
@@ -470,26 +561,47 @@ mod tests {
     }
 
     #[test]
-    fn only_an_accepted_yes_with_the_keys_end_approves() {
-        let end = key_end(&key());
+    fn a_confirm_code_is_six_digits_drawn_anew_for_each_question() {
+        let codes: Vec<String> = (0..8).map(|_| confirm_code()).collect();
+        assert!(codes.iter().all(|c| c.len() == 6 && c.bytes().all(|b| b.is_ascii_digit())), "{codes:?}");
+        let distinct: std::collections::HashSet<_> = codes.iter().collect();
+        assert!(distinct.len() > 1, "eight draws, all alike: {codes:?}");
+        let end = &key().to_string()[26..];
+        assert!(!codes.iter().any(|c| c == end), "never the key's end");
+    }
+
+    #[test]
+    fn only_an_accepted_yes_with_the_questions_code_approves() {
+        let code = "483920";
         let cases = [
-            (json!({"action": "accept", "content": {"approve": true, "confirm": end}}), true),
-            (json!({"action": "accept", "content": {"approve": true, "confirm": end.to_uppercase()}}), true),
-            (json!({"action": "accept", "content": {"approve": false, "confirm": end}}), false),
-            (json!({"action": "accept", "content": {"approve": true, "confirm": "000000"}}), false),
-            (json!({"action": "accept", "content": {"approve": true}}), false),
-            (json!({"action": "accept", "content": {"approve": "yes", "confirm": end}}), false),
-            (json!({"action": "accept", "content": {"approve": true, "confirm": 7}}), false),
-            (json!({"action": "accept", "content": []}), false),
-            (json!({"action": "accept"}), false),
-            (json!({"action": "decline"}), false),
-            (json!({"action": "cancel"}), false),
-            (json!({"action": "maybe"}), false),
-            (json!("garbage"), false),
+            (json!({"action": "accept", "content": {"approve": true, "confirm": code}}), Approval::Approved),
+            (
+                json!({"action": "accept", "content": {"approve": false, "confirm": code}}),
+                Approval::Denied("the person at the client said no".into()),
+            ),
+            (json!({"action": "decline"}), Approval::Declined("the person at the client declined".into())),
+            (json!({"action": "cancel"}), Approval::Cancelled("the person at the client cancelled".into())),
         ];
-        for (answer, approved) in cases {
-            let judged = judge_approval(&answer, &key());
-            assert_eq!(judged == Approval::Approved, approved, "{answer}: {judged:?}");
+        for (answer, judged) in cases {
+            assert_eq!(judge_approval(&answer, code), judged, "{answer}");
         }
+        let end = key().to_string()[26..].to_owned();
+        let noes = [
+            json!({"action": "accept", "content": {"approve": true, "confirm": "000000"}}),
+            json!({"action": "accept", "content": {"approve": true, "confirm": end}}),
+            json!({"action": "accept", "content": {"approve": true}}),
+            json!({"action": "accept", "content": {"approve": "yes", "confirm": code}}),
+            json!({"action": "accept", "content": {"approve": true, "confirm": 7}}),
+            json!({"action": "accept", "content": []}),
+            json!({"action": "accept"}),
+            json!({"action": "maybe"}),
+            json!("garbage"),
+        ];
+        for answer in noes {
+            assert!(matches!(judge_approval(&answer, code), Approval::Denied(_)), "{answer}");
+        }
+        // No code drawn (no generator): nothing approves.
+        let yes = json!({"action": "accept", "content": {"approve": true, "confirm": ""}});
+        assert!(matches!(judge_approval(&yes, ""), Approval::Denied(_)));
     }
 }

@@ -115,9 +115,8 @@ impl ClientHandler for Person {
             _ => String::new(),
         };
         self.forms.lock().unwrap().push(message.clone());
-        // The key's end, as the person reads it in the message.
-        let key = message.split("Intent key ").nth(1).or_else(|| message.split("intent key ").nth(1));
-        let end = key.map(|k| k[26..32].to_owned()).unwrap_or_default();
+        // The confirm code, as the person reads it in the message.
+        let end = code_in(&message);
         let accept = |content: Value| Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content));
         match &self.answer {
             Answer::Approve => accept(json!({ "approve": true, "confirm": end })),
@@ -145,6 +144,11 @@ impl ClientHandler for Person {
     ) {
         self.withdrawn.lock().unwrap().push(params);
     }
+}
+
+/// The confirm code an approval form's message shows.
+fn code_in(message: &str) -> String {
+    message.split("confirm code ").nth(1).map(|rest| rest[..6].to_owned()).unwrap_or_default()
 }
 
 struct Setup {
@@ -370,6 +374,17 @@ async fn round(setup: &Setup, order: &str) -> rmcp::model::InputRequiredResult {
     }
 }
 
+/// The confirm code the approval form of an input-required answer shows.
+fn code_of(input: &rmcp::model::InputRequiredResult) -> String {
+    let requests = serde_json::to_value(&input.input_requests).unwrap();
+    code_in(
+        requests["approve"]["params"]["message"]
+            .as_str()
+            .or(requests["approve"]["message"].as_str())
+            .unwrap_or(""),
+    )
+}
+
 fn answered(order: &str, state: &str, answer: Value) -> CallToolRequestParams {
     let mut responses = rmcp::model::InputResponses::new();
     responses.insert("approve".to_owned(), answer);
@@ -384,11 +399,7 @@ async fn a_request_state_approves_one_attempt_of_one_intent_and_a_changed_byte_n
         connect(bank, Answer::Approve, true, ProtocolVersion::V_2026_07_28, Duration::from_secs(5)).await;
     let input = round(&setup, "ord-1").await;
     let state = input.request_state.clone().expect("a sealed state");
-    let key = setup.log.unresolved_now().first().map(|r| r.last.intent_key).unwrap_or_else(|| {
-        tool_contract::key::Intent::new("ticket-7", "alice@desk", "refund", "ord-1").key()
-    });
-    let end = key.to_string()[26..].to_owned();
-    let yes = json!({ "action": "accept", "content": { "approve": true, "confirm": end } });
+    let yes = json!({ "action": "accept", "content": { "approve": true, "confirm": code_of(&input) } });
 
     // A changed byte: refused, nothing attempted.
     let mut tampered = state.clone().into_bytes();
@@ -403,10 +414,11 @@ async fn a_request_state_approves_one_attempt_of_one_intent_and_a_changed_byte_n
     let done = setup.client.call_tool_once(answered("ord-1", &state, yes.clone())).await.unwrap();
     let CallToolResponse::Complete(done) = done else { panic!("a report, got {done:?}") };
     assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 2, "{}", report(&done));
-    // Replayed: the approval was for attempt 2, which is made; attempt 3 is not approved by it.
+    // Replayed: the question was answered, and attempt 2 made; attempt 3 is not approved by it.
     let replayed = setup.client.call_tool_once(answered("ord-1", &state, yes.clone())).await.unwrap();
     let CallToolResponse::Complete(replayed) = replayed else { panic!("a report, got {replayed:?}") };
-    assert!(report(&replayed)["message"].as_str().unwrap().contains("used once"), "{}", report(&replayed));
+    let said = report(&replayed)["message"].as_str().unwrap().to_owned();
+    assert!(said.contains("was answered already: approved by alice@desk"), "{said}");
     assert_eq!(setup.bank.attempts.load(Ordering::SeqCst), 2, "nothing attempted on a replay");
 
     // Moved to another intent (another order of the same task and tool, at its own approval).

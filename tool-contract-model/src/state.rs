@@ -150,6 +150,11 @@ impl Question {
                 at: stamp(0),
                 until: (self.step == ApprovalStep::Asked).then(|| stamp(self.until)),
                 os_user: None,
+                question: None,
+                asks: Default::default(),
+                asked_in: None,
+                args: None,
+                shows: Default::default(),
             }),
             ..Rec {
                 phase: Phase::Approval,

@@ -443,6 +443,11 @@ mod tests {
                 at: "2026-12-01T03:02:00Z".to_owned(),
                 until: Some("2026-12-01T03:07:00Z".to_owned()),
                 os_user: None,
+                question: None,
+                asks: Default::default(),
+                asked_in: None,
+                args: None,
+                shows: Default::default(),
             }),
             ..settled()
         }

@@ -8,6 +8,18 @@ use tokio::time::Instant;
 use crate::Item;
 use crate::key::IntentKey;
 
+/// What a question to a person binds of the call it is about: the digest of the call's arguments,
+/// when it came by name ([`crate::journal::Record::args`]), and the arguments the tool shows a person
+/// ([`crate::spec::ToolSpec::shows`]). Not public API: what a call by name hands the engine.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[doc(hidden)]
+pub struct Arguments {
+    /// The first 32 hex characters of the SHA-256 of the arguments in canonical JSON.
+    pub digest: Option<String>,
+    /// The arguments the tool shows a person, by name, as JSON text cut to 240 bytes.
+    pub shows: std::collections::BTreeMap<String, String>,
+}
+
 /// The items an attempt of a call in parts reported before it returned.
 pub(crate) type Progress = Arc<Mutex<Vec<Item>>>;
 

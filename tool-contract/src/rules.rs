@@ -9,8 +9,8 @@
 //! | whether an intent is in doubt, by its last word | [`in_doubt`] |
 //! | which record is an intent's last word | [`supersedes`] |
 //! | the order of the escalation queue | [`queue_order`] |
-//! | the question still waiting for a person's answer | [`waiting_question`] |
-//! | whether an approval record may follow the last one | [`may_follow`] |
+//! | the question still waiting for a person's answer | [`waiting_question`], [`waiting_approval`] |
+//! | whether an approval record may follow the last one: a question is answered once | [`may_follow`], [`answer_refused`] |
 //! | whether a person's answer is about the attempt they examined | [`answer_bound`] |
 //! | an intent's last word in the one vocabulary every reader prints | [`last_word`] ([`Word`]), [`last_word_in_words`] |
 //! | an attempt's state, in words | [`attempt_state`] |
@@ -261,18 +261,127 @@ pub fn waiting_question<'a>(
     .then_some(last)
 }
 
-/// The rule every store applies to an approval record: whether `record` may follow `last`, the
-/// intent's last approval record. A question always may; an answer only to the question about the
-/// same attempt, still unanswered. At most one answer counts per question.
+/// The approval waiting for an operator's answer at `now`: [`waiting_question`], when what it asks is
+/// a yes or no to the next attempt (a question whether an attempt landed, asked of the person at an MCP
+/// client, is theirs to answer). What the console lists and [`answer_approval`] answers.
+///
+/// [`answer_approval`]: crate::person::answer_approval
+pub fn waiting_approval<'a>(
+    last_approval: Option<&'a Record>,
+    attempts: u32,
+    now: &str,
+) -> Option<&'a Record> {
+    waiting_question(last_approval, attempts, now).filter(|asked| {
+        asked.approval.as_ref().is_some_and(|note| note.asks == crate::journal::Asks::Approval)
+    })
+}
+
+/// The rule every store applies to an approval record (a question to a person, or its answer), and the
+/// rule that a question is answered once: whether `record` may follow `last`, the intent's last approval
+/// record. A question always may (one asked since closes any open before it). An answer only to the
+/// open question it names: `last` is that question (the same id, the same attempt, the same kind of
+/// question), still unanswered, and the answer is one that question takes. A second answer to a
+/// question, whatever it says, follows an answer and is refused; [`answer_refused`] says why, naming
+/// the first.
 pub fn may_follow(record: &RecordRef<'_>, last: Option<&Record>) -> bool {
     use crate::journal::ApprovalStep;
-    match record.approval.map(|note| note.step) {
-        Some(ApprovalStep::Asked) => true,
-        Some(ApprovalStep::Approved | ApprovalStep::Denied) => last.is_some_and(|last| {
-            last.attempt == record.attempt
-                && last.approval.as_ref().is_some_and(|n| n.step == ApprovalStep::Asked)
-        }),
-        None => false,
+    let Some(note) = record.approval else { return false };
+    if note.step == ApprovalStep::Asked {
+        return true;
+    }
+    last.is_some_and(|last| {
+        last.attempt == record.attempt
+            && last.approval.as_ref().is_some_and(|asked| {
+                asked.step == ApprovalStep::Asked
+                    && asked.question == note.question
+                    && asked.asks == note.asks
+                    && note.step.answers(asked.asks)
+            })
+    })
+}
+
+/// Why the answer `record` may not follow `last`, the intent's last approval record
+/// ([`may_follow`]), in words: the question it answers was answered already (naming the first
+/// answer: who, how and when), a newer question was asked since, or no such question waits. `None`
+/// when it may follow.
+///
+/// ```
+/// use tool_contract::journal::{ApprovalNote, ApprovalStep, Asks, Phase, Record};
+/// use tool_contract::rules::answer_refused;
+///
+/// let record = |note: ApprovalNote| -> Record {
+///     let mut record: Record = serde_json::from_str(
+///         r#"{"phase":"approval","task":"t","call":"refund","intent_key":"b56ee2ce5d70dc24aa8b3866ee8854a0",
+///             "attempt":1,"attempt_id":"t-a1","started":"2026-12-01T06:00:00Z","budget_left_s":29,
+///             "outcome":null,"effect_applied":null,"probe":null,"message":null,
+///             "approval":{"step":"asked","by":"x","why":"y","at":"2026-12-01T06:00:01Z","until":"2026-12-01T06:15:01Z"}}"#,
+///     )
+///     .unwrap();
+///     record.approval = Some(note);
+///     record
+/// };
+/// let mut asked = ApprovalNote::new(ApprovalStep::Asked, "alice (the person at the MCP client)", "approve attempt 2?", "2026-12-01T06:00:01Z");
+/// asked.question = Some("q-7f3a".into());
+/// asked.until = Some("2026-12-01T06:15:01Z".into());
+/// let answer = |step, by: &str| ApprovalNote { step, by: by.into(), why: "said so".into(), until: None, ..asked.clone() };
+/// let question = record(asked.clone());
+/// let no = record(answer(ApprovalStep::Declined, "alice"));
+/// assert_eq!(answer_refused(&no.as_record_ref(), Some(&question)), None);
+/// // A second answer, whatever it says: refused, naming the first.
+/// let yes = record(answer(ApprovalStep::Approved, "mallory"));
+/// let why = answer_refused(&yes.as_record_ref(), Some(&no)).unwrap();
+/// assert!(why.contains("was answered already: declined by alice"), "{why}");
+/// # let _ = (Asks::Approval, Phase::Approval);
+/// ```
+pub fn answer_refused(record: &RecordRef<'_>, last: Option<&Record>) -> Option<String> {
+    if may_follow(record, last) {
+        return None;
+    }
+    let Some(note) = record.approval else { return Some("it is not a person's answer".into()) };
+    Some(refusal(note.question.as_deref(), note.asks, Some(note.step), record.attempt, last))
+}
+
+/// Why an answer to `question` (asking `asks`, about `attempt`; `step` the answer, when known) is not
+/// taken, given `last`, the intent's last approval record, in words: [`answer_refused`]'s reasons, and
+/// a question still recorded as asked but past its `until`, which no answer opens again.
+pub fn refusal(
+    question: Option<&str>,
+    asks: crate::journal::Asks,
+    step: Option<crate::journal::ApprovalStep>,
+    attempt: u32,
+    last: Option<&Record>,
+) -> String {
+    use crate::journal::ApprovalStep;
+    let name = question.map_or_else(|| "the question".to_owned(), |id| format!("question {id}"));
+    let Some((last, kept)) = last.and_then(|last| Some((last, last.approval.as_ref()?))) else {
+        return format!("no {} question waits for an answer: nothing was asked", asks.as_str());
+    };
+    match (kept.question.as_deref() == question, kept.step) {
+        (true, ApprovalStep::Asked) if last.attempt != attempt => {
+            format!("{name} is about attempt {}, not {attempt}", last.attempt)
+        }
+        (true, ApprovalStep::Asked) => match step {
+            Some(step) if !step.answers(kept.asks) || kept.asks != asks => {
+                format!("`{}` does not answer {name}, which asks for {}", step.as_str(), kept.asks.as_str())
+            }
+            _ => format!(
+                "{name} is closed: it waited until {}",
+                kept.until.as_deref().unwrap_or("its asker stopped waiting")
+            ),
+        },
+        (true, step) => format!(
+            "{name} was answered already: {} by {} at {} ({}); an answer is given once",
+            step.as_str(),
+            one_line(&kept.by),
+            kept.at,
+            crate::text::cut(&one_line(&kept.why))
+        ),
+        (false, _) => format!(
+            "{name} is no longer open: {} was asked since",
+            kept.question
+                .as_deref()
+                .map_or_else(|| "another question".to_owned(), |id| format!("question {id}"))
+        ),
     }
 }
 
@@ -460,6 +569,11 @@ mod tests {
                 at: "2026-12-01T00:00:00Z".into(),
                 until: until.map(str::to_owned),
                 os_user: None,
+                question: None,
+                asks: Default::default(),
+                asked_in: None,
+                args: None,
+                shows: Default::default(),
             }),
             ..record(Approval, attempt, None, None)
         }

@@ -81,6 +81,7 @@ pub struct ToolSpec {
     max_attempts: u32,
     backoff: Backoff,
     dedupe: Dedupe,
+    shows: &'static [&'static str],
 }
 
 impl ToolSpec {
@@ -97,6 +98,7 @@ impl ToolSpec {
             max_attempts: 3,
             backoff: Backoff::DEFAULT,
             dedupe: Dedupe::Probe,
+            shows: &[],
         }
     }
 
@@ -159,6 +161,15 @@ impl ToolSpec {
         self
     }
 
+    /// The arguments a question to a person shows, by name: what they need to judge an approval or a
+    /// settlement (for `money`, the amount and the target). A question shows them, and binds them: an
+    /// answer given about one amount never applies to a call with another. Shown from a call by name
+    /// (a model's JSON arguments), as JSON text cut to 240 bytes.
+    pub const fn shows(mut self, arguments: &'static [&'static str]) -> ToolSpec {
+        self.shows = arguments;
+        self
+    }
+
     // Each setting is read back by its builder's name with `get_` before it, as `std::process::Command`
     // does (`arg` / `get_args`): one name per setting.
 
@@ -217,6 +228,11 @@ impl ToolSpec {
     /// Who deduplicates a `create`.
     pub const fn get_dedupe(&self) -> Dedupe {
         self.dedupe
+    }
+
+    /// The arguments a question to a person shows ([`ToolSpec::shows`]).
+    pub const fn get_shows(&self) -> &'static [&'static str] {
+        self.shows
     }
 }
 

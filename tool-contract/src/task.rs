@@ -466,14 +466,14 @@ mod tests {
             })
             .escalate_to(|escalation: Escalation| async move { assert_eq!(escalation.task, "t") });
         let approver = task.approver_ref().expect("set");
-        let mut request = ApprovalRequest {
-            task: "t".into(),
-            call: "charge_card".into(),
-            key: crate::key::Intent::new("t", "a", "charge_card", "card-1").key(),
-            next_attempt: 2,
-            history: "502 after the request was sent".into(),
-            left: Duration::from_secs(30),
-        };
+        let mut request = ApprovalRequest::new(
+            "t",
+            "charge_card",
+            crate::key::Intent::new("t", "a", "charge_card", "card-1").key(),
+            2,
+            "502 after the request was sent",
+            Duration::from_secs(30),
+        );
         assert_eq!(approver.approve(&request).await, Approval::Approved);
         request.next_attempt = 3;
         assert_eq!(approver.approve(&request).await, Approval::Denied("enough".into()));

@@ -25,11 +25,11 @@ pub(crate) fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
 
 /// The most of a quoted value or argument a report or an error repeats: what a caller wrote is echoed
 /// back this far, and its length is said past it.
-pub(crate) const MAX_ECHO: usize = 240;
+pub const MAX_ECHO: usize = 240;
 
 /// `text` as a report or an error quotes it: whole up to [`MAX_ECHO`] bytes, else its first
 /// [`MAX_ECHO`] bytes (at a character boundary), an ellipsis and how long it was.
-pub(crate) fn cut(text: &str) -> std::borrow::Cow<'_, str> {
+pub fn cut(text: &str) -> std::borrow::Cow<'_, str> {
     if text.len() <= MAX_ECHO {
         return std::borrow::Cow::Borrowed(text);
     }

@@ -115,6 +115,9 @@ where
             <NoticeId as ModelValue>::describe(definition)
         },
         |_receiver: &(), task: &Task, mut args: Args| -> BoxFuture<'_, Report<Value>> {
+            // What a question to a person binds of the call (its arguments' digest, those it shows),
+            // read before any argument is taken.
+            let arguments = args.arguments(&SPEC);
             let thread = args.take::<ThreadId>("thread");
             let text = args.take::<String>("text");
             // Every problem at once: wrong types, missing and unknown arguments.
@@ -135,7 +138,7 @@ where
                     Box::pin(async move { json_verdict(notice_landed(thread, text, key).await, unwritten) })
                         as BoxFuture<'_, _>
                 };
-                run_json(task, &SPEC, key, &attempt, Some(&probe), &unwritten).await
+                run_json(task, &SPEC, key, &attempt, Some(&probe), &unwritten, arguments).await
             })
         },
     )

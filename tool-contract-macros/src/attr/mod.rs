@@ -37,8 +37,9 @@ pub const BACKOFF: Key = Key { name: "backoff", example: "backoff = \"200ms..5s\
 pub const PROBE_RESERVE: Key = Key { name: "probe_reserve", example: "probe_reserve = \"1s\"" };
 pub const HORIZON: Key = Key { name: "horizon", example: "horizon = \"30s\"" };
 pub const SERVICE: Key = Key { name: "service", example: "service = \"smtp\"" };
+pub const SHOWS: Key = Key { name: "shows", example: "shows = [cents, order]" };
 
-const KEYS: [Key; 15] = [
+const KEYS: [Key; 16] = [
     EFFECT,
     PROBE,
     DEADLINE_FLOOR,
@@ -54,6 +55,7 @@ const KEYS: [Key; 15] = [
     PROBE_RESERVE,
     HORIZON,
     SERVICE,
+    SHOWS,
 ];
 
 /// Names authors reach for that mean one of the keys.
@@ -201,6 +203,8 @@ pub struct Args {
     /// The landing horizon, in milliseconds.
     pub horizon: Option<Given<u64>>,
     pub service: Option<Given<LitStr>>,
+    /// The parameters a question to a person shows, by name.
+    pub shows: Option<Given<Vec<Ident>>>,
     /// A syntax error stopped the parse; the keys after it were never seen.
     pub broken: bool,
     /// Known keys an unknown key was a near miss of: already reported, so not missing as well.
@@ -264,6 +268,7 @@ struct Settings {
     probe_reserve: Setting<u64>,
     horizon: Setting<u64>,
     service: Setting<LitStr>,
+    shows: Setting<Vec<Ident>>,
 }
 
 impl Settings {
@@ -285,6 +290,7 @@ impl Settings {
             probe_reserve: Setting::new(PROBE_RESERVE),
             horizon: Setting::new(HORIZON),
             service: Setting::new(SERVICE),
+            shows: Setting::new(SHOWS),
         }
     }
 
@@ -302,6 +308,7 @@ impl Settings {
             SLOT => self.slot.set(ctxt, parse_param(ctxt, key, ident, value)),
             VERB => self.verb.set(ctxt, parse_verb(ctxt, ident, value)),
             SERVICE => self.service.set(ctxt, parse_service(ctxt, ident, value)),
+            SHOWS => self.shows.set(ctxt, parse_shows(ctxt, ident, value)),
             DEDUPE => self.dedupe.set(ctxt, parse_dedupe(ctxt, ident, value)),
             NAME => self.name.set(ctxt, parse_name(ctxt, ident, value)),
             DESCRIPTION => self.description.set(ctxt, parse_description(ctxt, ident, value)),
@@ -327,6 +334,7 @@ impl Settings {
             probe_reserve: self.probe_reserve.given,
             horizon: self.horizon.given,
             service: self.service.given,
+            shows: self.shows.given,
             broken,
             misspelled,
             tokens,

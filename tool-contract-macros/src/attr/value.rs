@@ -292,3 +292,37 @@ pub(super) fn parse_service(ctxt: &Ctxt, key: Ident, value: Expr) -> Given<LitSt
     });
     Given { key, value, parsed }
 }
+
+/// `shows = [cents, order]`: parameters by name, in brackets.
+pub(super) fn parse_shows(ctxt: &Ctxt, ident: Ident, value: Expr) -> Given<Vec<Ident>> {
+    let parsed = match &value {
+        Expr::Array(array) => {
+            let mut names = Vec::new();
+            for element in &array.elems {
+                match element {
+                    Expr::Path(ExprPath { qself: None, path, .. }) if path.get_ident().is_some() => {
+                        names.extend(path.get_ident().cloned());
+                    }
+                    other => ctxt.error_spanned_by(
+                        other,
+                        format!(
+                            "`{}` in `shows = [..]` is not a parameter's name; list parameters by name, like \
+                             `shows = [cents, order]`",
+                            written(other)
+                        ),
+                    ),
+                }
+            }
+            Some(names)
+        }
+        _ => {
+            let message = format!(
+                "`shows = {}` lists parameters by name in brackets, like `shows = [cents, order]`",
+                written(&value)
+            );
+            ctxt.error_spanned_by(&value, message);
+            None
+        }
+    };
+    Given { key: ident, value, parsed }
+}

@@ -42,6 +42,9 @@ pub(super) fn companion(tool: &Tool) -> TokenStream {
         None => (quote!(#name #turbofish), quote!(#private::ToolFn)),
     };
     let run = companion_run(tool, &private, &this, &task, &wrapper, &passes);
+    // What a question to a person binds of the call, read before any argument is taken (a bulk tool
+    // runs through its wrapper, which binds nothing).
+    let bind = if bulk { quote!() } else { quote!(let __arguments = #args.arguments(&__SPEC);) };
     let spec = spec(tool, &private);
     let doc = companion_doc(name);
     quote! {
@@ -60,6 +63,7 @@ pub(super) fn companion(tool: &Tool) -> TokenStream {
                 },
                 // Decoded before anything is boxed: the box holds the arguments and the engine's future.
                 |#this, #task, mut #args| {
+                    #bind
                     #(#takes)*
                     let (#(::core::option::Option::Some(#names),)* true) = (#(#names,)* #args.is_clean()) else {
                         let __refusal = #args.refuse(#task, &__SPEC, &[#(#expected),*]);
@@ -230,11 +234,11 @@ fn json_run(
     let probe = match probe_on(tool, None, &key, private, quote!(#this), true) {
         Some(probe) => quote! {{
             let __probe = #probe;
-            #private::run_json(#task, &__SPEC, #key, &__attempt, ::core::option::Option::Some(&__probe), &__unwritten)
+            #private::run_json(#task, &__SPEC, #key, &__attempt, ::core::option::Option::Some(&__probe), &__unwritten, __arguments)
                 .await
         }},
         None => {
-            quote!(#private::run_json(#task, &__SPEC, #key, &__attempt, ::core::option::Option::None, &__unwritten).await)
+            quote!(#private::run_json(#task, &__SPEC, #key, &__attempt, ::core::option::Option::None, &__unwritten, __arguments).await)
         }
     };
     // The tool's value type, so a value a person names when settling is checked against it.

@@ -50,5 +50,9 @@ pub(super) fn spec(tool: &Tool, private: &TokenStream) -> TokenStream {
         let millis = Literal::u64_unsuffixed(millis);
         spec.extend(quote!(.horizon(#private::Duration::from_millis(#millis))));
     }
+    if let Some(shows) = args.shows.as_ref().and_then(|shows| shows.parsed.as_ref()) {
+        let names = shows.iter().map(|name| name.unraw().to_string());
+        spec.extend(quote!(.shows(&[#(#names),*])));
+    }
     spec
 }

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tool_contract::IntentKey;
-use tool_contract::journal::{Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, RecordRef};
+use tool_contract::journal::{
+    Answer, Approvals, Claimed, Durability, Journal, JournalError, Owner, Recall, RecordRef,
+};
 
 use crate::fault::Fault;
 use crate::row::Fields;
@@ -13,6 +15,10 @@ use crate::row::Fields;
 use super::{LONGEST_LEASE, PgJournal};
 
 impl Journal for PgJournal {
+    fn approvals(&self) -> Option<&dyn Approvals> {
+        Some(self)
+    }
+
     fn claim(
         &self,
         key: &IntentKey,

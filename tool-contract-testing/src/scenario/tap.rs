@@ -74,6 +74,10 @@ impl Journal for Tap {
     fn flush(&self) -> Result<(), JournalError> {
         self.inner.flush()
     }
+
+    fn approvals(&self) -> Option<&dyn tool_contract::journal::Approvals> {
+        self.inner.approvals()
+    }
 }
 
 /// A journal that keeps nothing: a process with no attempt log, to let the receiver's key do the work.

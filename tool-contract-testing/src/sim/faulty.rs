@@ -86,4 +86,8 @@ impl Journal for Faulty {
     fn flush(&self) -> Result<(), JournalError> {
         self.inner.flush()
     }
+
+    fn approvals(&self) -> Option<&dyn tool_contract::journal::Approvals> {
+        self.inner.approvals()
+    }
 }

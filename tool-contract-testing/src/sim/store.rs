@@ -404,4 +404,8 @@ impl Journal for Injector {
     fn flush(&self) -> Result<(), JournalError> {
         self.inner.flush()
     }
+
+    fn approvals(&self) -> Option<&dyn tool_contract::journal::Approvals> {
+        self.inner.approvals()
+    }
 }

@@ -83,6 +83,11 @@ pub async fn fields_round_trip(store: &dyn Approvals, reader: Option<&dyn LogRea
             at: "2026-12-01T00:02:00Z".into(),
             until: Some("2026-12-01T00:07:00Z".into()),
             os_user: None,
+            question: None,
+            asks: Default::default(),
+            asked_in: None,
+            args: None,
+            shows: Default::default(),
         }),
         ..question(k, 1)
     };
@@ -95,6 +100,11 @@ pub async fn fields_round_trip(store: &dyn Approvals, reader: Option<&dyn LogRea
             at: "2026-12-01T00:03:00Z".into(),
             until: None,
             os_user: Some("uid 1001 (bob)".into()),
+            question: None,
+            asks: Default::default(),
+            asked_in: None,
+            args: None,
+            shows: Default::default(),
         }),
         ..question(k, 1)
     };

@@ -26,8 +26,8 @@ use tool_contract::rules;
 use tool_contract::{Applied, Outcome};
 use tool_contract::{
     journal::{
-        ApprovalNote, ApprovalStep, Approvals, Claimed, Durability, Journal, JournalError, LastWord, Owner,
-        Phase, Record, Verdict,
+        ApprovalNote, ApprovalStep, Approvals, Asks, Claimed, Durability, Journal, JournalError, LastWord,
+        Owner, Phase, Record, Verdict,
     },
     person::{ApprovalError, Decision, Settle, SettleError, answer_approval, settle},
 };

@@ -185,6 +185,11 @@ pub(super) fn question(key: IntentKey, attempt: u32) -> Record {
             at: "2026-12-01T00:00:01Z".to_owned(),
             until: Some("2999-01-01T00:00:00Z".to_owned()),
             os_user: None,
+            question: None,
+            asks: Default::default(),
+            asked_in: None,
+            args: None,
+            shows: Default::default(),
         }),
         ..record(key, Phase::Approval, attempt)
     }

@@ -15,13 +15,19 @@ pub enum Step {
     Appended(Record),
     /// An approval record (a question, or its answer), through [`Approvals::approval_step`].
     Approval(Record),
+    /// A second answer to a question already answered, whatever it says: every store refuses it by
+    /// the one rule ([`rules::may_follow`]), and it changes nothing.
+    Refused(Record),
 }
 
 impl Step {
     /// The record the step writes.
     pub fn record(&self) -> &Record {
         match self {
-            Step::Fenced(record) | Step::Appended(record) | Step::Approval(record) => record,
+            Step::Fenced(record)
+            | Step::Appended(record)
+            | Step::Approval(record)
+            | Step::Refused(record) => record,
         }
     }
 }
@@ -104,26 +110,49 @@ pub fn random_log(scope: &str, seed: u64) -> Vec<Step> {
                 Settle::new(verdict, "alice", "seen").record_for(&last, "2026-12-01T01:00:00Z".into());
             lane.push(Step::Fenced(settled));
         }
-        // A question before the next attempt, open or closed, answered or not.
+        // A question (before the next attempt, or whether the last one landed), open or closed, with an
+        // id or as builds before ids wrote it, answered or not; a second answer to it is refused.
         if draw.below(3) == 0 {
             let until = if draw.below(2) == 0 { "2999-01-01T00:00:00Z" } else { "2026-12-01T00:30:00Z" };
+            let asks = if draw.below(2) == 0 { Asks::Approval } else { Asks::Settlement };
+            let id =
+                (draw.below(3) > 0).then(|| format!("q-{}-{:012x}", &k.to_string()[..8], draw.next() >> 16));
             let asked = Record { task: task.to_owned(), ..question(k, attempts) };
             let asked = Record {
-                approval: asked.approval.map(|note| ApprovalNote { until: Some(until.to_owned()), ..note }),
+                approval: asked.approval.map(|note| ApprovalNote {
+                    until: Some(until.to_owned()),
+                    question: id.clone(),
+                    asks,
+                    ..note
+                }),
                 ..asked
             };
             lane.push(Step::Approval(asked.clone()));
+            let steps: &[ApprovalStep] = match asks {
+                Asks::Approval => &[ApprovalStep::Approved, ApprovalStep::Denied, ApprovalStep::Declined],
+                Asks::Settlement => &[ApprovalStep::Landed, ApprovalStep::NotLanded, ApprovalStep::CantTell],
+            };
+            let answer = |step, by: &str| {
+                let mut note = ApprovalNote::new(step, by, "checked", "2026-12-01T00:20:00Z");
+                (note.question, note.asks) = (id.clone(), asks);
+                Record { approval: Some(note), ..asked.clone() }
+            };
             if draw.below(2) == 0 {
-                let step = if draw.below(2) == 0 { ApprovalStep::Approved } else { ApprovalStep::Denied };
-                let note = ApprovalNote {
-                    step,
-                    by: "bob".into(),
-                    why: "checked".into(),
-                    at: "2026-12-01T00:20:00Z".into(),
-                    until: None,
-                    os_user: None,
-                };
-                lane.push(Step::Approval(Record { approval: Some(note), ..asked }));
+                let first = steps[draw.below(steps.len() as u64) as usize];
+                lane.push(Step::Approval(answer(first, "bob")));
+                if draw.below(2) == 0 {
+                    let second = steps[draw.below(steps.len() as u64) as usize];
+                    lane.push(Step::Refused(answer(second, "mallory")));
+                }
+            } else if draw.below(2) == 0 {
+                // An answer that names another question answers nothing.
+                let mut stray = answer(steps[0], "mallory");
+                if let Some(note) = stray.approval.as_mut() {
+                    note.question = Some(format!("q-{}-000000000000", &k.to_string()[..8]));
+                }
+                if id.is_some() {
+                    lane.push(Step::Refused(stray));
+                }
             }
         }
         lanes.push(lane);
@@ -167,6 +196,14 @@ pub async fn apply(store: &dyn Approvals, steps: &[Step], owner: &Owner) {
                 Ok(false) => {
                     panic!("{RULE}: approval step {:?} of {} refused", record.approval, record.attempt_id)
                 }
+                Err(e) => Err(e),
+            },
+            Step::Refused(record) => match store.approval_step(record.as_record_ref()).await {
+                Ok(false) => Ok(()),
+                Ok(true) => panic!(
+                    "a question is answered once: the store took {:?} of {} after an answer",
+                    record.approval, record.attempt_id
+                ),
                 Err(e) => Err(e),
             },
         };

@@ -101,6 +101,12 @@ pub(crate) trait Work {
         None
     }
 
+    /// What a question to a person binds of the call (a call by name's arguments), taken once at its
+    /// start.
+    fn arguments(&mut self) -> Option<Box<crate::call::Arguments>> {
+        None
+    }
+
     /// The attempt itself.
     fn attempt(&mut self, call: Call) -> impl Future<Output = Result<Self::Answer, Self::Error>>;
 
@@ -240,6 +246,7 @@ async fn attempt_loop<W: Work>(
     announced: &std::sync::Mutex<Option<Box<crate::task::Escalation>>>,
 ) -> (Report<W::Value>, u32) {
     let mut run = Run::new(task, spec, key, announced);
+    run.bind(work.arguments());
     let side = spec.effect().has_side_effect();
     // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
     // second waits for the first, then starts from what the first left, with or without a log.

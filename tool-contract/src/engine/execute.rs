@@ -12,8 +12,7 @@ use super::guard::{guarded, secs};
 use super::log::end_record;
 use super::state::{Run, Stop};
 use crate::classify::Class;
-use crate::journal::{Record, Verdict};
-use crate::person::{Approval, ApprovalRequest};
+use crate::journal::Verdict;
 use crate::policy::{self, End, Facts, Horizon, PersonFact, Room, Step};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Reason, Report};
@@ -60,7 +59,7 @@ pub(crate) async fn decide<W: Work>(
             }
             Step::Approve => {
                 // Boxed: only a `money` tool asks.
-                match Box::pin(approve(run, &class)).await {
+                match Box::pin(super::ask::approve(run, &class, || no_approver(run, &class))).await {
                     Ok(who) => {
                         facts.approved = Some(true);
                         run.now_mut().approved(who);
@@ -71,7 +70,8 @@ pub(crate) async fn decide<W: Work>(
             }
             Step::AskPerson => {
                 // Boxed: only a call resuming an intent in doubt asks.
-                let asked = Box::pin(ask_person(run, &class, &unsure, |value| work.misfit(value))).await;
+                let asked =
+                    Box::pin(super::ask::ask_person(run, &class, &unsure, |value| work.misfit(value))).await;
                 facts.person = match asked {
                     Ok((Verdict::Landed, record, _)) => {
                         // Boxed: the call's future keeps room for a settlement only a few calls read.
@@ -263,93 +263,6 @@ fn no_approver(run: &Run<'_>, class: &Class) -> Stop {
     let escalated = run.escalate(format!("{}; {why}", class.message()));
     let why = escalated.get(class.message().len() + 2..).unwrap_or(why);
     Stop::after(class, why, class.wait(), Reason::NoApprover)
-}
-
-/// Ask the approver before a second attempt of a `money` call: who said yes, or the stop on no.
-async fn approve(run: &Run<'_>, class: &Class) -> Result<String, Stop> {
-    let task = run.task();
-    let Some(approver) = task.approver_ref() else { return Err(no_approver(run, class)) };
-    let request = ApprovalRequest {
-        task: task.id().to_owned(),
-        call: run.spec().name().to_owned(),
-        key: run.key(),
-        next_attempt: run.now().number() + 1,
-        history: class.message().to_owned(),
-        left: task.remaining(),
-    };
-    crate::observe::approval_asked(request.next_attempt);
-    // A person's answer is waited for within the budget left: the call's claim runs out with it.
-    let left = request.left;
-    let answer = match tokio::time::timeout(left, approver.approve(&request)).await {
-        Ok(answer) => answer,
-        Err(_) => Approval::Denied(unanswered(&approver.who(), left)),
-    };
-    crate::observe::approval_answered(answer == Approval::Approved);
-    match answer {
-        Approval::Approved => Ok(approver.who_approved(&request)),
-        Approval::Denied(why) => {
-            // A no, or no answer: the approver's words say which.
-            let why = format!("a second attempt was not approved: {why}");
-            Err(Stop::said(Outcome::Permanent, Applied::No, class, &why, None, Reason::Denied))
-        }
-    }
-}
-
-/// Why a question the budget ran out on has no answer: `who` was asked and did not answer in time.
-fn unanswered(who: &str, left: Duration) -> String {
-    format!("{who} did not answer in time (within the {} the budget had left)", secs(left))
-}
-
-/// Ask the task's approver whether the attempt in doubt landed, and record its answer as a settlement
-/// under the call's claim: what they said, the settlement written and when they saw the attempt (when
-/// they were asked, or when they say they looked if that was sooner), or why nobody could tell (the
-/// probe's words first).
-async fn ask_person(
-    run: &Run<'_>,
-    class: &Class,
-    unsure: &str,
-    misfit: impl Fn(&serde_json::Value) -> Option<String>,
-) -> Result<(Verdict, Record, tokio::time::Instant), String> {
-    let task = run.task();
-    let Some(approver) = task.approver_ref() else { return Err(unsure.to_owned()) };
-    let question = crate::person::InDoubt {
-        task: task.id().to_owned(),
-        actor: task.actor().to_owned(),
-        call: run.spec().name().to_owned(),
-        key: run.key(),
-        attempt_id: run.now().id().to_owned(),
-        history: format!("{}; the probe could not tell ({unsure})", class.message()),
-    };
-    let left = task.remaining();
-    // The person sees the attempt no sooner than they are asked about it.
-    let asked = tokio::time::Instant::now();
-    let settle = match tokio::time::timeout(left, approver.settle(&question)).await {
-        Err(_) => return Err(format!("{unsure}; {}", unanswered(&approver.who(), left))),
-        Ok(None) => return Err(unsure.to_owned()),
-        Ok(Some(Err(why))) => return Err(format!("{unsure}; the person asked could not tell: {why}")),
-        Ok(Some(Ok(settle))) => settle,
-    };
-    // The tool is known here: a value that is not one of its values is not recorded.
-    if let Some(why) = settle.value_given().and_then(&misfit) {
-        let name = run.spec().name();
-        return Err(format!("{unsure}; the value the person gave is not a value of {name} ({why})"));
-    }
-    let seen = seen_by(asked, settle.seen_given());
-    let settle = settle.seen(crate::journal::wall_clock_at(seen));
-    match run.record_settlement(&settle).await {
-        Ok(record) => Ok((settle.verdict(), record, seen)),
-        Err(why) => Err(format!("{unsure}; the person's settlement was not recorded: {why}")),
-    }
-}
-
-/// When a person asked at `asked` saw the attempt: then, or when they say they looked (`said`, RFC 3339)
-/// if that was sooner.
-fn seen_by(asked: tokio::time::Instant, said: Option<&str>) -> tokio::time::Instant {
-    let Some(said) = said.and_then(crate::journal::parse_rfc3339) else { return asked };
-    match crate::journal::wall_clock_at(asked).duration_since(said) {
-        Ok(sooner) => asked.checked_sub(sooner).unwrap_or(asked),
-        Err(_) => asked,
-    }
 }
 
 /// A probe that was asked: when, with how much budget, in which span; its verdict is logged through

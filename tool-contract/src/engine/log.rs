@@ -133,11 +133,21 @@ impl<'a> Run<'a> {
             message: None,
             retry_at: None,
             sent_by: None,
-            args: None,
+            args: self.arguments().digest.as_deref(),
             value: None,
             settled: None,
             approval: None,
         }
+    }
+
+    /// A record of `phase` about the current attempt (its intent, number, id, stamp and budget), saying
+    /// nothing else yet: what a question to a person about it starts from.
+    pub(crate) fn attempt_record(&self, phase: Phase) -> crate::journal::Record {
+        let (started, left) =
+            self.now().stamp().unwrap_or((crate::journal::wall_clock(), self.task().remaining()));
+        let mut record = with_stamp(started, |stamp| self.record(phase, left, stamp).to_record());
+        record.args = None;
+        record
     }
 
     /// What the start record of an approved attempt says: who approved it.

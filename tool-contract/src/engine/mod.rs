@@ -14,6 +14,7 @@ use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
 use crate::task::Task;
 
+mod ask;
 mod attempts;
 mod claim;
 mod ending;

@@ -26,12 +26,21 @@ pub(crate) struct One<T, A, P> {
     landed: Option<T>,
     /// Checks a value against the tool's own type when `T` stands for it (a call by name, as JSON).
     check: Option<fn(&serde_json::Value) -> Option<String>>,
+    /// What a question to a person binds of the call, until the call takes it.
+    arguments: Option<Box<crate::call::Arguments>>,
     value: PhantomData<fn() -> T>,
 }
 
 impl<T, A, P> One<T, A, P> {
     pub(crate) fn new(attempt: A, probe: P) -> Self {
-        One { attempt, probe, last: None, landed: None, check: None, value: PhantomData }
+        One { attempt, probe, last: None, landed: None, check: None, arguments: None, value: PhantomData }
+    }
+
+    /// Bind a question to a person to `arguments` (a call by name's).
+    pub(crate) fn arguments(mut self, arguments: crate::call::Arguments) -> Self {
+        let bound = arguments.digest.is_some() || !arguments.shows.is_empty();
+        self.arguments = bound.then(|| Box::new(arguments));
+        self
     }
 
     /// Check a value a person names against the tool's own type with `check`.
@@ -65,9 +74,17 @@ where
         let id = run.now().id();
         let earlier = match crate::policy::start(Some(&recall), run.spec().effect()) {
             Start::Fresh => return None,
-            Start::Settled => return Some(run.report_settled(&recall.last)),
+            Start::Settled => {
+                let mut report = run.report_settled(&recall.last);
+                report.message.push_str(&run.arguments_differ(&recall.last).unwrap_or_default());
+                return Some(report);
+            }
             Start::Replay => match recall.last.value.as_ref().map(T::from_log) {
-                Some(Ok(value)) => return Some(run.report_replayed(value)),
+                Some(Ok(value)) => {
+                    let mut report = run.report_replayed(value);
+                    report.message.push_str(&run.arguments_differ(&recall.last).unwrap_or_default());
+                    return Some(report);
+                }
                 _ => format!("attempt {id} is recorded ok but its value is not in the log"),
             },
             // What the log says stands for the probe's "not landed": the next attempt is a second one.
@@ -164,6 +181,10 @@ where
 
     fn attempt(&mut self, call: Call) -> impl Future<Output = Result<T, E>> {
         (self.attempt)(call)
+    }
+
+    fn arguments(&mut self) -> Option<Box<crate::call::Arguments>> {
+        self.arguments.take()
     }
 
     fn after<'a>(

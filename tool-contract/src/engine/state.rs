@@ -255,6 +255,8 @@ pub(crate) struct Run<'a> {
     held_start: (Duration, SystemTime),
     /// Whether `held_start` is still held (set by the start, taken by the flush or the end record).
     holding: std::sync::atomic::AtomicBool,
+    /// What a question to a person binds of the call (a call by name's): boxed, as few calls have it.
+    arguments: Option<Box<crate::call::Arguments>>,
 }
 
 impl<'a> Run<'a> {
@@ -273,7 +275,35 @@ impl<'a> Run<'a> {
             escalation,
             held_start: (Duration::ZERO, SystemTime::UNIX_EPOCH),
             holding: std::sync::atomic::AtomicBool::new(false),
+            arguments: None,
         }
+    }
+
+    /// What a question to a person binds of this call: its arguments' digest and those it shows.
+    pub(crate) fn bind(&mut self, arguments: Option<Box<crate::call::Arguments>>) {
+        self.arguments = arguments;
+    }
+
+    /// What a question to a person binds of this call (nothing, for a direct call).
+    pub(crate) fn arguments(&self) -> &crate::call::Arguments {
+        static NONE: crate::call::Arguments =
+            crate::call::Arguments { digest: None, shows: std::collections::BTreeMap::new() };
+        self.arguments.as_deref().unwrap_or(&NONE)
+    }
+
+    /// A note for a report answered from `recorded` (a replay, a settlement) when this call's arguments
+    /// differ from those the recorded attempt ran with: the intent key ignores them on purpose, so the
+    /// answer is that attempt's, not one for these arguments.
+    pub(crate) fn arguments_differ(&self, recorded: &crate::journal::Record) -> Option<String> {
+        let now = self.arguments().digest.as_deref()?;
+        let then = recorded.args.as_deref()?;
+        (now != then).then(|| {
+            format!(
+                "; this call's arguments differ from those attempt {} ran with (the intent is the same, so \
+                 this is that attempt's answer, not one for these arguments)",
+                recorded.attempt_id
+            )
+        })
     }
 
     /// The task the call runs under.

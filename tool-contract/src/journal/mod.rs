@@ -43,8 +43,8 @@ pub use answer::Answer;
 pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::{CompactMemoryJournal, MemoryJournal};
 pub use notes::{
-    ApprovalNote, MAX_BY_BYTES, MAX_EVIDENCE_BYTES, MAX_WHY_BYTES, Settlement, Step as ApprovalStep, Verdict,
-    Via,
+    ApprovalNote, Asks, MAX_BY_BYTES, MAX_EVIDENCE_BYTES, MAX_WHY_BYTES, Settlement, Step as ApprovalStep,
+    Verdict, Via,
 };
 pub use reader::{Batch, LogReader};
 pub use record::{Durability, LastWord, Phase, Recall, Record, RecordRef};
@@ -301,6 +301,15 @@ pub trait Journal: Send + Sync {
     /// holds none does nothing (the default).
     fn flush(&self) -> Result<(), JournalError> {
         Ok(())
+    }
+
+    /// The store as one that keeps a person's questions and answers ([`Approvals`]), if it does. The
+    /// engine records every question it asks a person, and every answer before it acts on it, through
+    /// this: with a log whose store keeps none, nobody is asked (a person who cannot be recorded has not
+    /// approved). The default keeps none; every store of this crate and of `tool-contract-postgres`
+    /// does, and a wrapper of one forwards it.
+    fn approvals(&self) -> Option<&dyn Approvals> {
+        None
     }
 }
 

@@ -129,39 +129,98 @@ pub(crate) fn problem_of(by: &str, evidence: &str) -> Option<String> {
 /// The longest reason an approval record keeps, in bytes.
 pub const MAX_WHY_BYTES: usize = 1024;
 
-/// Where an approval stands.
+/// What a question asks a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Asks {
+    /// Yes or no to the next attempt of a `money` call: the record's attempt is the one before it.
+    #[default]
+    Approval,
+    /// Whether the attempt in doubt landed: the record's attempt is that one.
+    Settlement,
+}
+
+impl Asks {
+    /// `approval` or `settlement`, as the log writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Asks::Approval => "approval",
+            Asks::Settlement => "settlement",
+        }
+    }
+
+    fn is_approval(&self) -> bool {
+        *self == Asks::Approval
+    }
+}
+
+/// Where a question to a person stands: asked, or answered (and how). Every answer is recorded, the
+/// no's included, before anything acts on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Step {
-    /// The engine asked a person before the next attempt, and waits.
+    /// A person is asked, and the asker waits (until the question's `until`).
     Asked,
-    /// The person said yes: the next attempt may start.
+    /// Yes to the next attempt of a `money` call.
     Approved,
-    /// The person said no (or nobody answered in time): no attempt.
+    /// No to the next attempt.
     Denied,
+    /// The person declined to answer (they closed or refused the form): no.
+    Declined,
+    /// The person, or their client, cancelled the question: no.
+    Cancelled,
+    /// No answer came while the asker waited: no.
+    Unanswered,
+    /// The attempt in doubt landed, the person says.
+    Landed,
+    /// The attempt in doubt did not land, the person says.
+    NotLanded,
+    /// The person cannot tell whether the attempt landed.
+    CantTell,
 }
 
 impl Step {
-    /// `asked`, `approved` or `denied`, as the log writes it.
+    /// As the log writes it: `asked`, `approved`, `denied`, `declined`, `cancelled`, `unanswered`,
+    /// `landed`, `not_landed` or `cant_tell`.
     pub fn as_str(self) -> &'static str {
         match self {
             Step::Asked => "asked",
             Step::Approved => "approved",
             Step::Denied => "denied",
+            Step::Declined => "declined",
+            Step::Cancelled => "cancelled",
+            Step::Unanswered => "unanswered",
+            Step::Landed => "landed",
+            Step::NotLanded => "not_landed",
+            Step::CantTell => "cant_tell",
+        }
+    }
+
+    /// Whether this step answers a question that `asks`: an approval is answered approved or denied,
+    /// a settlement landed, not landed or can't tell, and either declined, cancelled or unanswered.
+    pub fn answers(self, asks: Asks) -> bool {
+        match self {
+            Step::Asked => false,
+            Step::Declined | Step::Cancelled | Step::Unanswered => true,
+            Step::Approved | Step::Denied => asks == Asks::Approval,
+            Step::Landed | Step::NotLanded | Step::CantTell => asks == Asks::Settlement,
         }
     }
 }
 
-/// An `approval` record's account: the step, who, why, when, and (on a question) until when the
-/// asker waits.
+/// An `approval` record's account: a question to a person (before the next attempt of a `money` call,
+/// or about an attempt in doubt) or its answer: the step, who, why, when, and on a question until when
+/// the asker waits, what it binds (the call's arguments) and where it was asked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalNote {
-    /// Asked, approved or denied.
+    /// Asked, or how it was answered.
     pub step: Step,
-    /// On a question, who is asked; on an answer, who answered.
+    /// On a question, who is asked; on an answer, who answered (as the client or the operator named
+    /// them).
     pub by: String,
-    /// On a question, what the attempts so far left; on an answer, the reason given.
+    /// On a question, what it asks (what the attempts so far left, and the arguments it shows); on an
+    /// answer, the reason or the evidence given.
     pub why: String,
     /// When the record was written, RFC 3339 UTC.
     pub at: String,
@@ -172,11 +231,48 @@ pub struct ApprovalNote {
     /// that wrote the request (`uid 1000 (alice)`), beside the `by` it claims.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub os_user: Option<String>,
+    /// The question's id, issued once when it is asked, on the question and on its answer: an answer
+    /// is to one question. Absent on records of builds before ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// What the question asks (`approval` when absent).
+    #[serde(default, skip_serializing_if = "Asks::is_approval")]
+    pub asks: Asks,
+    /// Where the question was asked (`MCP session 3f2a...`, `the operator console`); on an answer,
+    /// where it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_in: Option<String>,
+    /// On a question: the digest of the call's arguments it binds ([`super::Record::args`]); an answer
+    /// applies to a call with the same arguments only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<String>,
+    /// On a question: the arguments it shows the person, by name, as JSON text cut to 240 bytes (those
+    /// the tool names with `#[tool(shows = [..])]`: for `money`, the amount and the target).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub shows: std::collections::BTreeMap<String, String>,
 }
 
 impl ApprovalNote {
+    /// A question or an answer of `step`, by `by`, for the reason `why`, written at `at`, with nothing
+    /// else said yet.
+    pub fn new(step: Step, by: impl Into<String>, why: impl Into<String>, at: impl Into<String>) -> Self {
+        ApprovalNote {
+            step,
+            by: by.into(),
+            why: why.into(),
+            at: at.into(),
+            until: None,
+            os_user: None,
+            question: None,
+            asks: Asks::Approval,
+            asked_in: None,
+            args: None,
+            shows: std::collections::BTreeMap::new(),
+        }
+    }
+
     /// What is wrong with the account, if anything: no name, no reason or too long a one, a deadline
-    /// on an answer or none on a question.
+    /// on an answer or none on a question, an answer that does not answer what its question asks.
     pub fn problem(&self) -> Option<String> {
         if self.by.trim().is_empty() {
             return Some("an approval record names who (`by`)".into());
@@ -190,10 +286,18 @@ impl ApprovalNote {
         if self.why.len() > MAX_WHY_BYTES {
             return Some(format!("`why` is {} bytes; at most {MAX_WHY_BYTES}", self.why.len()));
         }
+        if self.step != Step::Asked && !self.step.answers(self.asks) {
+            return Some(format!(
+                "`{}` does not answer a question that asks for {}",
+                self.step.as_str(),
+                self.asks.as_str()
+            ));
+        }
         match (self.step, &self.until) {
             (Step::Asked, None) => Some("a question (`asked`) says until when it waits (`until`)".into()),
-            (Step::Approved | Step::Denied, Some(_)) => Some("only a question (`asked`) has `until`".into()),
-            _ => None,
+            (Step::Asked, Some(_)) => None,
+            (_, Some(_)) => Some("only a question (`asked`) has `until`".into()),
+            (_, None) => None,
         }
     }
 }

@@ -1,19 +1,17 @@
 //! Approval through the attempt log: see [`LogApprover`].
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::{Approval, ApprovalRequest, Approve};
-use crate::journal::{ApprovalNote, ApprovalStep as Step, BoxFuture, MAX_WHY_BYTES};
-use crate::journal::{Approvals, JournalError, Phase, Record, rfc3339, wall_clock};
+use crate::journal::{ApprovalNote, ApprovalStep as Step, BoxFuture};
+use crate::journal::{Approvals, JournalError, Record, rfc3339, wall_clock};
 use crate::key::IntentKey;
-use crate::rules::one_line;
 
-/// How long before the engine stops waiting (the task's budget left) a [`LogApprover`] closes its
-/// question: time to record the denial.
+/// How long before the engine stops waiting (the task's budget left) a [`LogApprover`]'s question
+/// closes: time to record that nobody answered.
 const CLOSE_MARGIN: Duration = Duration::from_secs(1);
 
 /// The longest a [`LogApprover`] waits, whatever it is told: a century.
@@ -106,16 +104,6 @@ fn answered(record: &Record) -> String {
     }
 }
 
-/// The record of an approval step about the attempt after `last`'s (the intent's last record).
-fn record_of(last: &Record, note: ApprovalNote) -> Record {
-    let next = last.attempt.saturating_add(1);
-    let message = match note.step {
-        Step::Asked => format!("approval of attempt {next} asked of {}: {}", note.by, one_line(&note.why)),
-        step => format!("attempt {next} {} by {}: {}", step.as_str(), note.by, one_line(&note.why)),
-    };
-    Record { message: Some(message), approval: Some(note), ..last.about(Phase::Approval) }
-}
-
 /// Answer the question asked about attempt `attempt` of intent `key` (the attempt that would start):
 /// the record written, or why none was. At most one answer counts per question; a question past its
 /// `until`, or whose asker is gone, takes none.
@@ -125,14 +113,9 @@ pub async fn answer_approval(
     attempt: u32,
     decision: &Decision,
 ) -> Result<Record, ApprovalError> {
-    let note = ApprovalNote {
-        step: decision.step(),
-        by: decision.by.trim().to_owned(),
-        why: decision.why.trim().to_owned(),
-        at: rfc3339(wall_clock()),
-        until: None,
-        os_user: decision.os_user.clone(),
-    };
+    let mut note =
+        ApprovalNote::new(decision.step(), decision.by.trim(), decision.why.trim(), rfc3339(wall_clock()));
+    note.os_user.clone_from(&decision.os_user);
     if let Some(problem) = note.problem() {
         return Err(ApprovalError::Invalid(problem));
     }
@@ -149,7 +132,7 @@ pub async fn answer_approval(
     // The one rule of a waiting question decides (the console shows the same questions); what follows
     // it only says why none waits. `answer_bound` above made attempt - 1 the intent's highest.
     let last = journal.approval(key).await?;
-    let Some(asked) = crate::rules::waiting_question(last.as_ref(), attempt - 1, &note.at).cloned() else {
+    let Some(asked) = crate::rules::waiting_approval(last.as_ref(), attempt - 1, &note.at).cloned() else {
         let Some(last) = last else {
             let why = "nothing waits for an answer (no question was asked, or the process that asked it has stopped)";
             return Err(not_asked(why.into()));
@@ -167,7 +150,11 @@ pub async fn answer_approval(
         let until = question.until.as_deref().unwrap_or("its deadline");
         return Err(not_asked(format!("the question waited until {until} and is closed")));
     };
-    let record = record_of(&asked, note);
+    // The answer names the question it answers, and comes from where it was asked.
+    let question = asked.approval.as_ref();
+    note.question = question.and_then(|q| q.question.clone());
+    note.asked_in = question.and_then(|q| q.asked_in.clone());
+    let record = super::question::record_of(&asked, note);
     if journal.approval_step(record.as_record_ref()).await? {
         return Ok(record);
     }
@@ -187,12 +174,13 @@ pub async fn answer_approval(
 /// another process (the operator console, or code of one's own), with both the question and the
 /// answer kept as records.
 ///
-/// [`LogApprover`] is an [`Approve`](crate::person::Approve) that writes an `approval` record with step
-/// `asked` (what the first attempt left, and until when it waits), then waits for the record that
-/// answers it: [`answer_approval`] writes `approved` or `denied` with who and why. A store keeps at
-/// most one answer to one question ([`Approvals::approval_step`]): two people answering at once, exactly
-/// one answer counts and the other is told whose. A question nobody answers in time is denied by the
-/// asker, through the same rule, so a late answer cannot approve an attempt nobody waits for.
+/// The engine records the question (an `approval` record with step `asked`: what the first attempt
+/// left, the arguments it shows, until when it waits); [`LogApprover`] then waits for the record that
+/// answers it, which [`answer_approval`] writes (`approved` or `denied`, with who and why). A store
+/// keeps at most one answer to one question ([`Approvals::approval_step`]): two people answering at
+/// once, exactly one answer counts and the other is told whose. A question nobody answers in time is
+/// answered `unanswered` by the engine, through the same rule, so a late answer cannot approve an
+/// attempt nobody waits for, and an answer that came first counts.
 ///
 /// An `approval` record names the attempt it follows (`attempt`); the attempt it asks about is the
 /// next one. It is never an intent's last word: stores fold it aside.
@@ -240,24 +228,18 @@ pub async fn answer_approval(
 /// ```
 ///
 /// A question nobody answers within [`LogApprover::wait`] (5 minutes unless set), or within the task's
-/// budget if that is shorter, is denied by the approver itself, recorded as `denied` by `nobody`.
+/// budget if that is shorter, is answered `unanswered`: a no.
 pub struct LogApprover {
     journal: Arc<dyn Approvals>,
     wait: Duration,
     asked_of: String,
-    who: Mutex<HashMap<(IntentKey, u32), String>>,
 }
 
 impl LogApprover {
     /// An approver that asks in `journal`: give it the journal the task writes to (a store that keeps
     /// approvals: one that does not is refused here, at compile time).
     pub fn new(journal: Arc<dyn Approvals>) -> LogApprover {
-        LogApprover {
-            journal,
-            wait: Duration::from_secs(300),
-            asked_of: "an operator (the console)".into(),
-            who: Mutex::new(HashMap::new()),
-        }
+        LogApprover { journal, wait: Duration::from_secs(300), asked_of: "an operator (the console)".into() }
     }
 
     /// How long a question waits for its answer (5 minutes unless set).
@@ -272,121 +254,63 @@ impl LogApprover {
         self
     }
 
-    async fn ask(&self, request: &ApprovalRequest) -> Result<Approval, String> {
-        let last = self
-            .journal
-            .recall(&request.key)
-            .await
-            .map_err(|e| format!("the log could not be read to ask: {e}"))?
-            .ok_or("the log holds nothing of the intent")?
-            .last;
-        if last.attempt.saturating_add(1) != request.next_attempt {
-            return Err(format!(
-                "attempt {} was asked about, but the log's last attempt is {} (so the next is {})",
-                request.next_attempt,
-                last.attempt,
-                last.attempt.saturating_add(1)
-            ));
-        }
-        // Closed before the engine stops waiting (the budget left), so a question is never left open
-        // with nobody waiting for its answer.
-        // At most a century: a clock reading plus any longer wait may not be representable.
-        let wait = self.wait.min(request.left.saturating_sub(CLOSE_MARGIN)).min(LONGEST_WAIT);
-        let until = rfc3339(wall_clock() + wait);
-        let question = record_of(
-            &last,
-            ApprovalNote {
-                step: Step::Asked,
-                by: self.asked_of.clone(),
-                why: one_line(&request.history).chars().take(MAX_WHY_BYTES / 4).collect(),
-                at: rfc3339(wall_clock()),
-                until: Some(until),
-                os_user: None,
-            },
-        );
-        if !self.journal.approval_step(question.as_record_ref()).await.map_err(|e| e.to_string())? {
-            return Err("the question was not recorded".into());
-        }
-        let gave_up = tokio::time::Instant::now() + wait;
+    /// Wait for the answer recorded to the question the engine recorded (`request.question`), looking
+    /// every [`LOOK_EVERY`], until `open`: the answer, or that none came.
+    async fn answer(&self, request: &ApprovalRequest, open: Duration) -> Approval {
+        let gave_up = tokio::time::Instant::now() + open;
         loop {
             tokio::time::sleep(
                 LOOK_EVERY.min(gave_up.saturating_duration_since(tokio::time::Instant::now())),
             )
             .await;
-            let answer = match self.journal.approval(&request.key).await {
-                Ok(answer) => answer,
-                // A store that cannot be asked now may answer at the next look.
-                Err(_) if tokio::time::Instant::now() < gave_up => continue,
-                Err(e) => return Err(format!("the log could not be read for the answer: {e}")),
-            };
-            if let Some(decided) = self.decided(answer.as_ref(), question.attempt) {
-                return Ok(decided);
+            // A store that cannot be asked now may answer at the next look.
+            if let Ok(Some(last)) = self.journal.approval(&request.key).await
+                && let Some(approval) = answer_to(&last, &request.question)
+            {
+                return approval;
             }
             if tokio::time::Instant::now() >= gave_up {
-                return self.close(&question, wait).await;
+                return Approval::Unanswered(format!("nobody answered within {}s", open.as_secs()));
             }
-        }
-    }
-
-    /// What `answer` (the intent's last approval record) says of the question about the attempt after
-    /// `attempt`, if it answers it.
-    fn decided(&self, answer: Option<&Record>, attempt: u32) -> Option<Approval> {
-        let record = answer.filter(|r| r.attempt == attempt)?;
-        let note = record.approval.as_ref()?;
-        match note.step {
-            Step::Asked => None,
-            Step::Approved => {
-                let who = format!("{} ({})", note.by, one_line(&note.why));
-                self.who
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert((record.intent_key, attempt + 1), who);
-                Some(Approval::Approved)
-            }
-            Step::Denied => Some(Approval::Denied(format!("{} said no: {}", note.by, note.why))),
-        }
-    }
-
-    /// Nobody answered in time: record the denial, unless an answer came first (then it counts).
-    async fn close(&self, question: &Record, wait: Duration) -> Result<Approval, String> {
-        let note = ApprovalNote {
-            step: Step::Denied,
-            by: "nobody".into(),
-            why: format!("no answer within {}s", wait.as_secs()),
-            at: rfc3339(wall_clock()),
-            until: None,
-            os_user: None,
-        };
-        let denial = record_of(question, note);
-        match self.journal.approval_step(denial.as_record_ref()).await {
-            Ok(true) => Ok(Approval::Denied(format!("nobody answered within {}s", wait.as_secs()))),
-            // An answer came first: it counts.
-            Ok(false) => {
-                let last = self.journal.approval(&question.intent_key).await.map_err(|e| e.to_string())?;
-                Ok(self
-                    .decided(last.as_ref(), question.attempt)
-                    .unwrap_or_else(|| Approval::Denied("the question was closed".into())))
-            }
-            Err(e) => Err(format!("nobody answered, and the denial was not recorded: {e}")),
         }
     }
 }
 
+/// What `last`, the intent's last approval record, says of question `id`, if it answers it. The engine
+/// records this answer as its own, finds it there already, and acts on the recorded one.
+fn answer_to(last: &Record, id: &str) -> Option<Approval> {
+    let note = last.approval.as_ref()?;
+    if note.question.as_deref() != Some(id) {
+        return None;
+    }
+    let said = || format!("{} said no: {}", note.by, note.why);
+    Some(match note.step {
+        Step::Asked => return None,
+        Step::Approved => Approval::Approved,
+        Step::Declined => Approval::Declined(said()),
+        Step::Cancelled => Approval::Cancelled(said()),
+        Step::Unanswered => Approval::Unanswered(said()),
+        _ => Approval::Denied(said()),
+    })
+}
+
 impl Approve for LogApprover {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
-        Box::pin(async move { self.ask(request).await.unwrap_or_else(Approval::Denied) })
+        Box::pin(async move { self.answer(request, self.open_for(request.left)).await })
     }
 
     fn who(&self) -> String {
         self.asked_of.clone()
     }
 
-    fn who_approved(&self, request: &ApprovalRequest) -> String {
-        self.who
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&(request.key, request.next_attempt))
-            .unwrap_or_else(|| self.who())
+    fn asked_in(&self) -> String {
+        "the attempt log (its console, or its request directory)".to_owned()
+    }
+
+    /// Closed before the engine stops waiting (the budget left), so a question is never left open
+    /// with nobody waiting for its answer.
+    fn open_for(&self, left: Duration) -> Duration {
+        self.wait.min(left.saturating_sub(CLOSE_MARGIN)).min(LONGEST_WAIT)
     }
 }
 

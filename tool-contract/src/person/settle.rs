@@ -138,6 +138,11 @@ impl Settle {
         self.verdict
     }
 
+    /// What the person saw, and where.
+    pub fn evidence(&self) -> &str {
+        &self.evidence
+    }
+
     /// The value given, if any.
     pub fn value_given(&self) -> Option<&serde_json::Value> {
         self.value.as_ref()

@@ -86,15 +86,19 @@ pub fn run_json<'a>(
     attempt: &'a JsonAttempt<'a>,
     probe: Option<&'a JsonProbe<'a>>,
     unwritten: &'a Unwritten,
+    arguments: crate::call::Arguments,
 ) -> BoxFuture<'a, Report<Value>> {
     Box::pin(async move {
         let check = unwritten.1;
         let mut report = match probe {
             // The engine's `run`, its attempt loop in an allocation of its own (the future is boxed anyway).
-            Some(probe) => drive_in_parts(task, spec, key, One::new(attempt, probe).checking(check)).await,
+            Some(probe) => {
+                let one = One::new(attempt, probe).checking(check).arguments(arguments);
+                drive_in_parts(task, spec, key, one).await
+            }
             None => {
-                drive_in_parts(task, spec, key, One::new(attempt, crate::probe::NoProbe).checking(check))
-                    .await
+                let one = One::new(attempt, crate::probe::NoProbe).checking(check).arguments(arguments);
+                drive_in_parts(task, spec, key, one).await
             }
         };
         if let Some(why) = unwritten.0.get()

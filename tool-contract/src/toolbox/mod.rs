@@ -320,6 +320,30 @@ impl Args {
         Args { fields, problems }
     }
 
+    /// What a question to a person binds of this call ([`crate::person`]), read before any argument is
+    /// taken: for a side effect, the digest of the arguments in canonical JSON (keys sorted, no
+    /// whitespace, so the client's order does not matter) and the arguments the tool shows
+    /// ([`ToolSpec::shows`]), as JSON text cut to 240 bytes. A read binds nothing.
+    pub fn arguments(&self, spec: &ToolSpec) -> crate::call::Arguments {
+        use sha2::Digest;
+        if !spec.effect().has_side_effect() {
+            return crate::call::Arguments::default();
+        }
+        let mut hash = Hashed(sha2::Sha256::new());
+        canonical_map(&self.fields, &mut hash);
+        let digest = hash.0.finalize();
+        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let shows = spec
+            .get_shows()
+            .iter()
+            .map(|&name| {
+                let text = self.fields.get(name).map_or_else(|| "null".to_owned(), Value::to_string);
+                (name.to_owned(), crate::text::cut(&text).into_owned())
+            })
+            .collect();
+        crate::call::Arguments { digest: Some(hex), shows }
+    }
+
     fn dropping(self, fields: Map<String, Value>) -> Args {
         fields.into_iter().for_each(|(_, value)| dismantle(value));
         self
@@ -451,7 +475,7 @@ fn clip(text: &str, max: usize) -> String {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}…", &text[..end])
+    format!("{}… ({} bytes in all)", &text[..end], text.len())
 }
 
 /// Whether `value` nests deeper than `limit` levels, found without recursion (and without allocating
@@ -477,6 +501,59 @@ fn deeper_than(value: &Value, limit: usize) -> bool {
         }
     }
     false
+}
+
+/// A hasher written to as a `std::io::Write`.
+struct Hashed(sha2::Sha256);
+
+impl std::io::Write for Hashed {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        sha2::Digest::update(&mut self.0, bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `value` as canonical JSON into `out`: object keys sorted, no whitespace. The arguments nest at most
+/// [`MAX_DEPTH`] levels ([`Args::new`] refused deeper ones), so the recursion is bounded.
+fn canonical(value: &Value, out: &mut Hashed) {
+    use std::io::Write;
+    match value {
+        Value::Object(map) => canonical_map(map, out),
+        Value::Array(values) => {
+            let _ = out.write_all(b"[");
+            for (i, value) in values.iter().enumerate() {
+                if i > 0 {
+                    let _ = out.write_all(b",");
+                }
+                canonical(value, out);
+            }
+            let _ = out.write_all(b"]");
+        }
+        // Scalars as serde_json writes them (a string with its escapes).
+        scalar => {
+            let _ = serde_json::to_writer(&mut *out, scalar);
+        }
+    }
+}
+
+fn canonical_map(map: &Map<String, Value>, out: &mut Hashed) {
+    use std::io::Write;
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort();
+    let _ = out.write_all(b"{");
+    for (i, key) in keys.into_iter().enumerate() {
+        if i > 0 {
+            let _ = out.write_all(b",");
+        }
+        let _ = serde_json::to_writer(&mut *out, key);
+        let _ = out.write_all(b":");
+        canonical(&map[key], out);
+    }
+    let _ = out.write_all(b"}");
 }
 
 /// Drops a value without recursion, so a value nested a million deep cannot overflow the stack.

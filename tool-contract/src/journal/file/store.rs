@@ -10,6 +10,10 @@ use crate::journal::{
 use crate::key::IntentKey;
 
 impl Journal for FileJournal {
+    fn approvals(&self) -> Option<&dyn Approvals> {
+        Some(self)
+    }
+
     fn claim(
         &self,
         key: &IntentKey,

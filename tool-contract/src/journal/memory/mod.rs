@@ -199,6 +199,10 @@ impl MemoryJournal {
 }
 
 impl Journal for MemoryJournal {
+    fn approvals(&self) -> Option<&dyn Approvals> {
+        Some(self)
+    }
+
     fn claim(
         &self,
         key: &IntentKey,

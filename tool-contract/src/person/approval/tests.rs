@@ -1,20 +1,21 @@
 use super::*;
-use crate::journal::{Durability, Journal, MemoryJournal};
+use crate::journal::{Asks, Durability, Journal, MAX_WHY_BYTES, MemoryJournal, Phase};
+use crate::person::question::Question;
 use crate::{Applied, Outcome};
 
 fn request(next_attempt: u32) -> ApprovalRequest {
-    ApprovalRequest {
-        task: "t".into(),
-        call: "refund".into(),
-        key: crate::key::Intent::new("t", "a", "refund", "order-9").key(),
+    ApprovalRequest::new(
+        "t",
+        "refund",
+        crate::key::Intent::new("t", "a", "refund", "order-9").key(),
         next_attempt,
-        history: "503".into(),
-        left: Duration::from_secs(60),
-    }
+        "503",
+        Duration::from_secs(60),
+    )
 }
 
 /// A log holding attempt 1 of the intent, ended `retryable` with nothing paid.
-async fn after_attempt_1(log: &dyn Journal) {
+async fn after_attempt_1(log: &dyn Journal) -> Record {
     let key = request(2).key;
     let record = Record {
         phase: Phase::End,
@@ -37,24 +38,51 @@ async fn after_attempt_1(log: &dyn Journal) {
         approval: None,
     };
     log.append(record.as_record_ref(), Durability::Synced).await.unwrap();
+    record
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_request_about_another_attempt_is_denied_and_nothing_is_asked() {
-    let log = Arc::new(MemoryJournal::new());
-    after_attempt_1(&*log).await;
-    let approver = LogApprover::new(log.clone());
-    for next in [0, 1, 3, u32::MAX] {
-        match approver.approve(&request(next)).await {
-            Approval::Denied(why) => assert!(why.contains("the log's last attempt is 1"), "{why}"),
-            Approval::Approved => panic!("attempt {next} approved"),
-        }
+/// The engine's question about the attempt after `last`, id `id`, open for `open`: recorded in `log`.
+async fn asked(log: &dyn Approvals, last: &Record, id: &str, open: Duration) -> Record {
+    let arguments = crate::call::Arguments::default();
+    let question = Question {
+        about: last.clone(),
+        asks: Asks::Approval,
+        id: id.to_owned(),
+        by: "an operator (the console)".into(),
+        why: "503".into(),
+        open,
+        asked_in: "the attempt log (its console, or its request directory)".into(),
+        arguments: &arguments,
     }
-    assert_eq!(log.approval(&request(2).key).await.unwrap(), None, "nothing was asked");
-    // An intent the log holds nothing of: denied, saying so.
-    let empty = LogApprover::new(Arc::new(MemoryJournal::new()));
-    let Approval::Denied(why) = empty.approve(&request(2)).await else { panic!("approved") };
-    assert!(why.contains("holds nothing"), "{why}");
+    .record();
+    assert!(log.approval_step(question.as_record_ref()).await.unwrap());
+    question
+}
+
+/// The approver waits for the answer to its own question: an answer to another question (an earlier
+/// one, answered by someone) answers nothing here, and nobody answering is `unanswered`.
+#[tokio::test(start_paused = true)]
+async fn the_approver_takes_only_the_answer_to_its_own_question() {
+    let log = Arc::new(MemoryJournal::new());
+    let last = after_attempt_1(&*log).await;
+    let approver = LogApprover::new(log.clone()).wait(Duration::from_secs(10));
+    asked(&*log, &last, "q-earlier", Duration::from_secs(10)).await;
+    answer_approval(&*log, &last.intent_key, 2, &Decision::approve("alice", "fine")).await.unwrap();
+    let mut request = request(2);
+    request.question = "q-this-one".into();
+    match approver.approve(&request).await {
+        Approval::Unanswered(why) => assert!(why.contains("nobody answered within"), "{why}"),
+        other => panic!("another question's yes approved this one: {other:?}"),
+    }
+    // Its own question, answered: the answer it brings is the one recorded.
+    asked(&*log, &last, "q-this-one", Duration::from_secs(10)).await;
+    let asking = tokio::spawn({
+        let request = request.clone();
+        async move { approver.approve(&request).await }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    answer_approval(&*log, &last.intent_key, 2, &Decision::deny("bob", "refunded by hand")).await.unwrap();
+    assert_eq!(asking.await.unwrap(), Approval::Denied("bob said no: refunded by hand".into()));
 }
 
 /// An answer is bound to what the person examined, by the rule settlements follow: once another
@@ -62,20 +90,9 @@ async fn a_request_about_another_attempt_is_denied_and_nothing_is_asked() {
 #[tokio::test(start_paused = true)]
 async fn an_answer_after_another_attempt_started_is_refused_naming_it() {
     let log = Arc::new(MemoryJournal::new());
-    after_attempt_1(&*log).await;
-    let key = request(2).key;
-    let question = record_of(
-        &log.recall_now(&key).unwrap().last,
-        ApprovalNote {
-            step: Step::Asked,
-            by: "ops".into(),
-            why: "503".into(),
-            at: rfc3339(wall_clock()),
-            until: Some("2999-01-01T00:00:00Z".into()),
-            os_user: None,
-        },
-    );
-    assert!(log.approval_step(question.as_record_ref()).await.unwrap());
+    let last = after_attempt_1(&*log).await;
+    let key = last.intent_key;
+    let question = asked(&*log, &last, "q-1", Duration::from_secs(600)).await;
     let started = Record {
         phase: Phase::Start,
         attempt: 2,
@@ -97,40 +114,63 @@ async fn an_answer_after_another_attempt_started_is_refused_naming_it() {
     assert_eq!(log.approval(&key).await.unwrap().unwrap().approval.unwrap().step, Step::Asked);
 }
 
+/// An answer given through the log names the question it answers and where it was asked: a second
+/// answer to it, whatever it says, is refused naming the first.
+#[tokio::test(start_paused = true)]
+async fn a_question_answered_through_the_log_is_answered_once() {
+    let log = Arc::new(MemoryJournal::new());
+    let last = after_attempt_1(&*log).await;
+    asked(&*log, &last, "q-once", Duration::from_secs(600)).await;
+    let no =
+        answer_approval(&*log, &last.intent_key, 2, &Decision::deny("alice", "not today")).await.unwrap();
+    let note = no.approval.as_ref().unwrap();
+    assert_eq!((note.question.as_deref(), note.step), (Some("q-once"), Step::Denied));
+    assert_eq!(note.asked_in.as_deref(), Some("the attempt log (its console, or its request directory)"));
+    match answer_approval(&*log, &last.intent_key, 2, &Decision::approve("mallory", "yes")).await {
+        Err(ApprovalError::AlreadyAnswered { record }) => assert_eq!(*record, no),
+        other => panic!("a second answer was taken: {other:?}"),
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_absurd_wait_is_a_century_and_no_panic() {
     let log = Arc::new(MemoryJournal::new());
-    after_attempt_1(&*log).await;
+    let last = after_attempt_1(&*log).await;
     let approver = LogApprover::new(log.clone()).wait(Duration::MAX);
-    let absurd = ApprovalRequest { left: Duration::MAX, ..request(2) };
-    let key = absurd.key;
+    let open = approver.open_for(Duration::MAX);
+    assert!(open >= Duration::from_secs(99 * 365 * 86_400), "{open:?}");
+    let question = asked(&*log, &last, "q-long", open).await;
+    let until = question.approval.as_ref().and_then(|n| n.until.clone()).unwrap_or_default();
+    assert!(until.as_str() > "2100", "{until}");
+    let mut absurd = request(2);
+    (absurd.question, absurd.left) = ("q-long".into(), Duration::MAX);
     let asking = tokio::spawn(async move { approver.approve(&absurd).await });
     for _ in 0..1000 {
-        if asking.is_finished() || log.approval(&key).await.unwrap().is_some() {
+        if asking.is_finished() {
             break;
         }
         tokio::task::yield_now().await;
     }
     assert!(!asking.is_finished(), "the approver waits: {:?}", asking.await);
-    let asked = log.approval(&key).await.unwrap().unwrap().approval.unwrap();
-    assert!(asked.until.as_deref().is_some_and(|until| until > "2100"), "{asked:?}");
-    answer_approval(&*log, &key, 2, &Decision::deny("alice", "no")).await.unwrap();
+    answer_approval(&*log, &last.intent_key, 2, &Decision::deny("alice", "no")).await.unwrap();
     assert!(matches!(asking.await.unwrap(), Approval::Denied(_)));
 }
 
 #[test]
 fn an_account_that_breaks_its_rule_is_named() {
-    let note = |step, by: &str, why: &str, until: Option<&str>| ApprovalNote {
-        step,
-        by: by.into(),
-        why: why.into(),
-        at: "2026-12-01T00:00:00Z".into(),
-        until: until.map(str::to_owned),
-        os_user: None,
+    let note = |step, by: &str, why: &str, until: Option<&str>| {
+        let mut note = ApprovalNote::new(step, by, why, "2026-12-01T00:00:00Z");
+        note.until = until.map(str::to_owned);
+        note
     };
     let until = Some("2026-12-01T00:05:00Z");
     assert_eq!(note(Step::Asked, "ops", "503", until).problem(), None);
     assert_eq!(note(Step::Approved, "alice", "fine", None).problem(), None);
+    for step in [Step::Declined, Step::Cancelled, Step::Unanswered] {
+        assert_eq!(note(step, "alice", "closed the form", None).problem(), None, "{step:?}");
+    }
+    let landed = ApprovalNote { asks: Asks::Settlement, ..note(Step::Landed, "alice", "seen", None) };
+    assert_eq!(landed.problem(), None);
     for (bad, says) in [
         (note(Step::Asked, "ops", "503", None), "until"),
         (note(Step::Denied, "alice", "no", until), "only a question"),
@@ -138,6 +178,11 @@ fn an_account_that_breaks_its_rule_is_named() {
         (note(Step::Approved, "alice", "", None), "why"),
         (note(Step::Approved, "alice", &"x".repeat(MAX_WHY_BYTES + 1), None), "at most"),
         (note(Step::Approved, &"a".repeat(201), "fine", None), "at most"),
+        (note(Step::Landed, "alice", "seen", None), "does not answer"),
+        (
+            ApprovalNote { asks: Asks::Settlement, ..note(Step::Approved, "alice", "fine", None) },
+            "does not answer",
+        ),
     ] {
         let problem = bad.problem().unwrap_or_default();
         assert!(problem.contains(says), "{bad:?}: {problem}");

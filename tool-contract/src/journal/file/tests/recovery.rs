@@ -435,6 +435,11 @@ fn every_reader_judges_a_mutated_field_as_the_schema_does() {
             at: "2026-11-30T05:13:00Z".into(),
             until: Some("2026-11-30T05:18:00Z".into()),
             os_user: None,
+            question: None,
+            asks: Default::default(),
+            asked_in: None,
+            args: None,
+            shows: Default::default(),
         }),
         ..record("a", Phase::Approval, 2, None)
     };

@@ -425,6 +425,10 @@ impl CompactMemoryJournal {
 }
 
 impl Journal for CompactMemoryJournal {
+    fn approvals(&self) -> Option<&dyn Approvals> {
+        Some(self)
+    }
+
     fn claim(
         &self,
         key: &IntentKey,
