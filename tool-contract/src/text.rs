@@ -27,8 +27,8 @@ pub(crate) fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
 /// back this far, and its length is said past it.
 pub const MAX_ECHO: usize = 240;
 
-/// `text` as a report or an error quotes it: whole up to [`MAX_ECHO`] bytes, else its first
-/// [`MAX_ECHO`] bytes (at a character boundary), an ellipsis and how long it was.
+/// `text` as a report or an error quotes it: whole up to 240 bytes (`MAX_ECHO`), else its first 240
+/// bytes (at a character boundary), an ellipsis and how long it was.
 pub fn cut(text: &str) -> std::borrow::Cow<'_, str> {
     if text.len() <= MAX_ECHO {
         return std::borrow::Cow::Borrowed(text);
