@@ -418,8 +418,9 @@ async fn money_asks_the_approver_before_a_second_attempt_in_a_later_call_too() {
 }
 
 /// A batch sent whole whose answer was lost (`lose`), or answered item by item; the probe cannot tell.
+const WRITE: ToolSpec = ToolSpec::new("write_rows", EffectKind::Send);
+
 async fn batch(task: &Task, attempts: &AtomicU32, lose: bool) -> tool_contract::Report<()> {
-    const WRITE: ToolSpec = ToolSpec::new("write_rows", EffectKind::Send);
     let key = task.key(&WRITE, &"sheet-1", None);
     let rows = vec!["row-1".to_owned(), "row-2".to_owned()];
     engine::run_bulk(
@@ -453,6 +454,9 @@ async fn a_settled_batch_is_done_whole_or_open_whole() {
         let first = batch(&task, &attempts, true).await;
         assert_eq!(first.outcome, Outcome::Unknown, "{}", first.message);
         let before = attempts.load(Ordering::SeqCst);
+        // The person looks once the batch could no longer land: a `not_landed` counts no sooner (a batch's
+        // as a single call's: `a_batch_settled_not_landed_too_early_waits_for_its_horizon`).
+        tokio::time::sleep(could_land_until(&WRITE, 300)).await;
         settle(
             &*log,
             &first.idempotency_key,
@@ -461,6 +465,8 @@ async fn a_settled_batch_is_done_whole_or_open_whole() {
         )
         .await
         .unwrap();
+        // The next call, with a budget of its own: the first task's is spent.
+        let task = Task::new("ord-7741", "agent", Duration::from_secs(300)).journal(log.clone());
         let report = batch(&task, &attempts, false).await;
         assert_eq!(report.outcome, Outcome::Ok, "{verdict:?}: {}", report.message);
         assert_eq!(report.items.len(), 2, "{verdict:?}");

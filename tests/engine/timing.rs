@@ -400,3 +400,78 @@ async fn a_reqwest_request_for_a_call_ends_with_its_attempt() {
     assert_eq!(request.timeout(), Some(&Duration::from_secs(5)), "the attempt's 7 s, 2 s of it gone");
     assert_eq!(request.headers()["idempotency-key"], key.to_string().as_str());
 }
+
+/// A batch's early "not landed": the person looked at the rows right after the batch was cut, and the
+/// service applied the held rows 3 s later. The next call does not take the word as it stands: it
+/// waits out the landing horizon and probes, as a single call does, and sends no row twice.
+#[tokio::test(start_paused = true)]
+async fn a_batch_settled_not_landed_too_early_waits_for_its_horizon() {
+    let rows = Arc::new(Mutex::new(Vec::<(&'static str, Instant)>::new()));
+    let log = Arc::new(MemoryJournal::new());
+    let spec = spec("write_rows", EffectKind::Send);
+    let landed = |rows: &Mutex<Vec<(&'static str, Instant)>>, row: &str| {
+        let now = Instant::now();
+        rows.lock().unwrap().iter().any(|(r, at)| *r == row && *at <= now)
+    };
+    let batch = |task: Task, first: bool| {
+        let rows = rows.clone();
+        async move {
+            let key = task.key(&spec, &"sheet-1", None);
+            engine::run_bulk(
+                &task,
+                &spec,
+                key,
+                vec!["row-1", "row-2"],
+                |_, items: Vec<&'static str>| {
+                    let rows = rows.clone();
+                    async move {
+                        // Each row sent is applied 3 s after the caller lets go of it.
+                        let at = Instant::now() + Duration::from_secs(3);
+                        rows.lock().unwrap().extend(items.iter().map(|r| (*r, at)));
+                        if first {
+                            Err(Class::unknown("connection reset after the batch was sent"))
+                        } else {
+                            Ok(items.into_iter().map(Item::ok).collect::<Vec<_>>())
+                        }
+                    }
+                },
+                |_, items: Vec<&'static str>| {
+                    let rows = rows.clone();
+                    async move {
+                        if first {
+                            // The sheet cannot be read while the first call runs.
+                            return items
+                                .iter()
+                                .map(|r| Item::unknown(*r, "the sheet is unreadable"))
+                                .collect();
+                        }
+                        items
+                            .iter()
+                            .map(|r| match landed(&rows, r) {
+                                true => Item::ok(*r),
+                                false => Item { applied: Applied::No, ..Item::retryable(*r, "") },
+                            })
+                            .collect()
+                    }
+                },
+            )
+            .await
+        }
+    };
+    let first = Task::new("t-batch", "agent", Duration::from_secs(30))
+        .journal(log.clone())
+        .escalate_to(EscalationQueue::new());
+    let key = first.key(&spec, &"sheet-1", None);
+    let report = batch(first, true).await;
+    assert_eq!(report.outcome, Outcome::Unknown, "{}", report.message);
+    // The person looks at once, finds neither row, and says so.
+    let word = Settle::new(Verdict::NotLanded, "alice", "the sheet holds neither row").seen(wall_clock());
+    settle(&*log, &key, 1, &word).await.unwrap();
+    let later = Task::new("t-batch", "agent", Duration::from_secs(30))
+        .journal(log.clone())
+        .escalate_to(EscalationQueue::new());
+    let report = batch(later, false).await;
+    let sent = |row: &str| rows.lock().unwrap().iter().filter(|(r, _)| *r == row).count();
+    assert_eq!((sent("row-1"), sent("row-2")), (1, 1), "{}", report.message);
+    assert_eq!((report.outcome, report.effect_applied), (Outcome::Ok, Applied::Yes), "{}", report.message);
+}

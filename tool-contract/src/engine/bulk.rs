@@ -137,14 +137,14 @@ impl<I, A, P> Parts<I, A, P> {
     }
 
     /// A batch resumed after an attempt that applied nothing (by its own word, or a person's
-    /// settlement), of a kind whose second attempt the approver says yes to first
-    /// ([`policy::asks_approval`](crate::policy::asks_approval)), in whichever call it comes: what the
-    /// log says stands for the probe's "not landed", and the policy asks before the next attempt.
+    /// settlement): what the log says stands for the probe's "not landed", and the policy decides the
+    /// next attempt as after a probe, for every kind, as for a single call: after the approver's yes
+    /// for `money` ([`policy::asks_approval`](crate::policy::asks_approval)), and, for a person's word,
+    /// only if they looked once the attempt could no longer land (given sooner, the call waits out the
+    /// horizon and probes).
     fn second_attempt(&mut self, run: &mut Run<'_>, why: String) {
-        if crate::policy::asks_approval(run.spec().effect()) {
-            self.last = Some(Class::retryable(why));
-            run.now_mut().known_not_landed();
-        }
+        self.last = Some(Class::retryable(why));
+        run.now_mut().known_not_landed();
     }
 
     /// What the policy is told of the items still open: in doubt while any may have landed, else they
