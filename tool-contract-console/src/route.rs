@@ -95,7 +95,7 @@ impl Console {
             let Ok(key) = IntentKey::parse(key) else {
                 return html(
                     StatusCode::NOT_FOUND,
-                    pages::problem("No such intent", "an intent key is 32 hex characters", base),
+                    pages::problem("No such intent", "an intent key is 32 lowercase hex characters", base),
                 );
             };
             let (recall, records) = match source.intent(&key).await {

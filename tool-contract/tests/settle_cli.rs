@@ -321,7 +321,10 @@ async fn refuses_what_cannot_be_settled_and_bad_command_lines() {
             ],
             "not JSON",
         ),
-        (&["--intent", "xyz", "--attempt", "1", "--landed", "--evidence", "x", "--by", "al"], "32 hex"),
+        (
+            &["--intent", "xyz", "--attempt", "1", "--landed", "--evidence", "x", "--by", "al"],
+            "32 lowercase hex",
+        ),
         // The attempt is always named: the one the person examined.
         (&["--intent", &key, "--landed", "--evidence", "x", "--by", "al"], "missing `--attempt N`"),
         (

@@ -46,7 +46,7 @@ pub struct Flags {
     /// The attempt log: a file's path, or a PostgreSQL connection string
     #[arg(value_name = "LOG")]
     pub log: Option<String>,
-    /// The intent in doubt: its key, 32 hex characters (`log` shows it)
+    /// The intent in doubt: its key, 32 lowercase hex characters (`log` shows it)
     #[arg(long, value_name = "KEY", allow_hyphen_values = true)]
     pub intent: Option<String>,
     /// The attempt you examined: its number, or its attempt id as `log` shows it; refused,
@@ -185,9 +185,13 @@ fn seen(text: &str) -> Result<std::time::SystemTime, String> {
 
 fn complete(given: Given<'_>) -> Result<Args, String> {
     let log = given.log.ok_or("missing the log's path (or postgres:// URL)")?;
-    let intent = given.intent.ok_or("missing `--intent KEY` (the intent key, 32 hex characters)")?;
+    let intent =
+        given.intent.ok_or("missing `--intent KEY` (the intent key, 32 lowercase hex characters)")?;
     let key = IntentKey::parse(intent).map_err(|_| {
-        format!("`--intent {intent}`: an intent key is 32 hex characters (`tool-contract log` shows them)")
+        format!(
+            "`--intent {}`: an intent key is 32 lowercase hex characters (`tool-contract log` shows them)",
+            crate::text::cut(intent)
+        )
     })?;
     let attempt = attempt(given.attempt, &key)?;
     let verdict = given.verdict.ok_or("say what was found: `--landed` or `--not-landed`")?;
@@ -198,7 +202,10 @@ fn complete(given: Given<'_>) -> Result<Args, String> {
             return Err("`--value` goes with `--landed` only: nothing landed, so there is no value".into());
         }
         Some(text) => Some(serde_json::from_str::<serde_json::Value>(text).map_err(|e| {
-            format!("`--value {text}` is not JSON ({e}); a string is quoted: --value '\"text\"'")
+            format!(
+                "`--value {}` is not JSON ({e}); a string is quoted: --value '\"text\"'",
+                crate::text::cut(text)
+            )
         })?),
         None => None,
     };
