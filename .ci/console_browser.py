@@ -46,14 +46,36 @@ def report_of(result):
     return structured if structured is not None else json.loads(result.content[0].text)
 
 
+# The token each console printed beside its address (the address logs in once), by address.
+TOKENS = {}
+USED = set()
+
+
 def console(binary, log, *flags):
-    """Start `tool-contract console`; the process and the address it printed."""
+    """Start `tool-contract console`; the process and the address it printed (its token kept)."""
     proc = subprocess.Popen([binary, "console", log, "--by", "ci-operator", *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if "open " not in line:
         raise RuntimeError(f"the console did not start: {line} {proc.stderr.read()}")
-    return proc, line.rsplit("open ", 1)[1].strip()
+    url = line.rsplit("open ", 1)[1].strip()
+    token = proc.stdout.readline().split("the token ", 1)[1].split(" ", 1)[0]
+    TOKENS[url] = token
+    return proc, url
+
+
+def log_in(driver, url):
+    """Log in as a person does: the printed address (its page's button) the first time, which logs in
+    once; the token at the prompt after that."""
+    if url not in USED:
+        USED.add(url)
+        driver.get(url)
+        driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+        return
+    driver.get(url.split("/login")[0] + "/")
+    field = driver.find_element(By.NAME, "token")
+    field.send_keys(TOKENS[url])
+    field.submit()
 
 
 def browser():
@@ -109,7 +131,7 @@ async def approvals(desk, tool_contract, scratch):
             base = url.split("/login")[0]
             driver = browser()
             try:
-                driver.get(url)
+                log_in(driver, url)
                 body = reload_until(driver, f"{base}/", "Waiting for approval: 1")
                 check(f"{order}: the overview lists the refund waiting for approval",
                       "Waiting for approval: 1" in body and "503" in body, body)
@@ -189,7 +211,7 @@ async def main():
         base = url.split("/login")[0]
         driver = browser()
         try:
-            driver.get(url)
+            log_in(driver, url)
             body = page_text(driver, "In doubt")
             check("the overview lists the notice in doubt", "In doubt: 1" in body and key in body, body)
             driver.save_screenshot("target/console-overview.png")
@@ -227,8 +249,15 @@ async def main():
             driver.quit()
             proc.terminate()
 
-        status, body, _ = raw(f"{base}/", headers={"Host": "evil.example"})
+        status, body, headers = raw(f"{base}/", headers={"Host": "evil.example"})
         check("a wrong Host is refused", status == 403, (status, body))
+        lowered = {k.lower(): v for k, v in headers.items()}
+        check("a refusal carries the security headers too",
+              "frame-ancestors 'none'" in lowered.get("content-security-policy", "")
+              and lowered.get("referrer-policy") == "same-origin", lowered)
+        status, body, headers = raw(f"{base}/login?token={TOKENS[url]}")
+        check("a link with the right token logs no one in",
+              status != 303 and "set-cookie" not in {k.lower() for k in headers}, (status, headers))
         status, body, _ = raw(f"{base}/")
         check("no cookie gets the token prompt", status == 401 and "needs its token" in body, (status, body))
 
@@ -236,12 +265,13 @@ async def main():
         base = url.split("/login")[0]
         driver = browser()
         try:
-            driver.get(url)
+            log_in(driver, url)
             driver.get(f"{base}/intent/{key}")
             check("a read-only console shows no form", not driver.find_elements(By.CSS_SELECTOR, "form.settle"), driver.page_source)
         finally:
             driver.quit()
-        status, _, headers = raw(url)
+        status, _, headers = raw(f"{base}/login", data=f"token={TOKENS[url]}".encode(),
+                                 headers={"Origin": base, "Content-Type": "application/x-www-form-urlencoded"})
         cookie = {k.lower(): v for k, v in headers.items()}.get("set-cookie", "").split(";")[0]
         status, body, _ = raw(f"{base}/intent/{key}/settle", data=b"verdict=landed&evidence=x",
                               headers={"Cookie": cookie, "Origin": base, "Content-Type": "application/x-www-form-urlencoded"})

@@ -12,7 +12,13 @@ use crate::http::{form_value, read_form, redirect, text};
 use crate::{Console, pages};
 
 impl Console {
-    pub(crate) async fn post<B>(&self, request: Request<B>, path: &str, by: String) -> Response<Full<Bytes>>
+    pub(crate) async fn post<B>(
+        &self,
+        request: Request<B>,
+        path: &str,
+        session: &str,
+        by: String,
+    ) -> Response<Full<Bytes>>
     where
         B: hyper::body::Body<Data = Bytes> + Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -35,17 +41,20 @@ impl Console {
             Err(response) => return response,
         };
         if action == "approval" {
-            return self.approval(&key, &form, by).await;
+            return self.approval(session, &key, &form, by).await;
         }
         let verdict = match form_value(&form, "verdict").as_deref() {
             Some("landed") => Verdict::Landed,
             Some("not_landed") => Verdict::NotLanded,
-            _ => return self.back(&key, "Nothing settled: say landed or not landed."),
+            _ => return self.back(session, &key, "Nothing settled: say landed or not landed."),
         };
         // The attempt the page showed: a settlement is recorded on it, or refused if another started.
         let Some(attempt) = form_value(&form, "attempt").and_then(|a| a.parse::<u32>().ok()) else {
-            return self
-                .back(&key, "Nothing settled: the form names no attempt; open the intent's page again.");
+            return self.back(
+                session,
+                &key,
+                "Nothing settled: the form names no attempt; open the intent's page again.",
+            );
         };
         let evidence = form_value(&form, "evidence").unwrap_or_default();
         let mut settle = Settle::new(verdict, by, evidence);
@@ -55,6 +64,7 @@ impl Console {
             Some(Some(shown)) if shown <= now => settle = settle.seen(shown),
             _ if verdict == Verdict::NotLanded => {
                 return self.back(
+                    session,
                     &key,
                     "Nothing settled: the form does not say when its page showed the attempt; open the intent's page again.",
                 );
@@ -68,7 +78,7 @@ impl Console {
             },
             Err(e) => format!("Not settled: {e}"),
         };
-        self.back(&key, &said)
+        self.back(session, &key, &said)
     }
 
     /// What this console's forms may do, saying `said` at the top of the page.
@@ -77,23 +87,39 @@ impl Console {
     }
 
     /// Answer a question from the approval form: yes or no to the attempt it names, with why.
-    async fn approval(&self, key: &IntentKey, form: &str, by: String) -> Response<Full<Bytes>> {
+    async fn approval(
+        &self,
+        session: &str,
+        key: &IntentKey,
+        form: &str,
+        by: String,
+    ) -> Response<Full<Bytes>> {
         let attempt = form_value(form, "attempt").and_then(|a| a.parse::<u32>().ok());
         let why = form_value(form, "why").unwrap_or_default();
         let decision = match (form_value(form, "decision").as_deref(), attempt) {
             (Some("approve"), Some(_)) => Decision::approve(by, why),
             (Some("deny"), Some(_)) => Decision::deny(by, why),
-            _ => return self.back(key, "Nothing answered: approve or deny the attempt the form names."),
+            _ => {
+                return self.back(
+                    session,
+                    key,
+                    "Nothing answered: approve or deny the attempt the form names.",
+                );
+            }
         };
         let said = match self.inner.source.answer(*key, attempt.unwrap_or(0), decision).await {
             Ok(record) => format!("Answered: {}", record.message.unwrap_or_default()),
             Err(e) => format!("Not answered: {e}"),
         };
-        self.back(key, &said)
+        self.back(session, key, &said)
     }
 
-    /// Back to the intent's page, saying `said`.
-    fn back(&self, key: &IntentKey, said: &str) -> Response<Full<Bytes>> {
-        redirect(&format!("{}/intent/{key}?said={}", self.inner.base, pages::encode(said)))
+    /// Back to the intent's page, saying `said`: kept in the session, and named in the address by an
+    /// id of its own (a link cannot put words on the page).
+    fn back(&self, session: &str, key: &IntentKey, said: &str) -> Response<Full<Bytes>> {
+        match self.inner.sessions.note(session, said.to_owned()) {
+            Some(note) => redirect(&format!("{}/intent/{key}?said={note}", self.inner.base)),
+            None => redirect(&format!("{}/intent/{key}", self.inner.base)),
+        }
     }
 }

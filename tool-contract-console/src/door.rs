@@ -20,8 +20,23 @@ pub(crate) const MAX_FAILURES: usize = 5;
 /// The window over which failed logins are counted.
 pub(crate) const FAILURE_WINDOW: Duration = Duration::from_secs(60);
 
+/// How long each login from a client past [`MAX_FAILURES`] waits before its token is looked at: a
+/// right token still logs in (no one is locked out by another's failures), and guessing slows to one
+/// try a second for each connection.
+pub(crate) const THROTTLE: Duration = Duration::from_secs(1);
+
 /// The most clients whose failures are remembered; past it, those with no recent failure are forgotten.
 const MAX_CLIENTS: usize = 10_000;
+
+/// How many rounds of PBKDF2-HMAC-SHA256 a token made by [`Operator::line`] is hashed with: checking
+/// one guess costs that much, for whoever holds the operators file too.
+pub const TOKEN_ROUNDS: u32 = 100_000;
+
+/// The fewest rounds an operators file may name.
+const MIN_ROUNDS: u32 = 10_000;
+
+/// The most rounds an operators file may name (a line of a billion would stall every login).
+const MAX_ROUNDS: u32 = 10_000_000;
 
 /// A person who may log in to a console with a token of their own, and under whose name every
 /// settlement and answer of their session is recorded.
@@ -29,8 +44,51 @@ const MAX_CLIENTS: usize = 10_000;
 pub struct Operator {
     /// The name recorded as `by`: at most [`MAX_BY_BYTES`] bytes, no control character.
     pub name: String,
-    /// The SHA-256 digest of the person's token (the token itself is never stored).
-    pub token_sha256: [u8; 32],
+    /// The token's salted, slow hash (the token itself is never stored).
+    hash: TokenHash,
+}
+
+/// PBKDF2-HMAC-SHA256 of a token: its rounds, its salt and the 32 bytes it made.
+#[derive(Clone, PartialEq, Eq)]
+struct TokenHash {
+    rounds: u32,
+    salt: [u8; 16],
+    derived: [u8; 32],
+}
+
+impl TokenHash {
+    fn of(token: &str, rounds: u32, salt: [u8; 16]) -> TokenHash {
+        let mut derived = [0u8; 32];
+        pbkdf2::pbkdf2_hmac::<Sha256>(token.as_bytes(), &salt, rounds, &mut derived);
+        TokenHash { rounds, salt, derived }
+    }
+
+    fn matches(&self, token: &str) -> bool {
+        let given = TokenHash::of(token, self.rounds, self.salt);
+        constant_time_eq(&given.derived, &self.derived)
+    }
+
+    /// `pbkdf2-sha256:ROUNDS:SALT:HASH`, salt and hash in hex.
+    fn to_word(&self) -> String {
+        format!("pbkdf2-sha256:{}:{}:{}", self.rounds, hex(&self.salt), hex(&self.derived))
+    }
+
+    fn parse(word: &str) -> Result<TokenHash, &'static str> {
+        let mut parts = word.split(':');
+        let (Some("pbkdf2-sha256"), Some(rounds), Some(salt), Some(derived), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err("is not pbkdf2-sha256:ROUNDS:SALT:HASH");
+        };
+        let rounds = rounds
+            .parse::<u32>()
+            .ok()
+            .filter(|r| (MIN_ROUNDS..=MAX_ROUNDS).contains(r))
+            .ok_or("names rounds outside 10000 to 10000000")?;
+        let salt = parse_hex::<16>(salt).ok_or("has a salt that is not 32 hex characters")?;
+        let derived = parse_hex::<32>(derived).ok_or("has a hash that is not 64 hex characters")?;
+        Ok(TokenHash { rounds, salt, derived })
+    }
 }
 
 impl std::fmt::Debug for Operator {
@@ -40,15 +98,41 @@ impl std::fmt::Debug for Operator {
 }
 
 impl Operator {
-    /// An operator whose token is `token` (its digest is kept, not the token).
-    pub fn with_token(name: impl Into<String>, token: &str) -> Operator {
-        Operator { name: name.into(), token_sha256: digest(token.as_bytes()) }
+    /// An operator whose token is `token`: its hash is kept (salted, [`TOKEN_ROUNDS`] rounds), not
+    /// the token. An error only when the operating system's random source fails.
+    pub fn with_token(name: impl Into<String>, token: &str) -> Result<Operator, String> {
+        Ok(Operator { name: name.into(), hash: TokenHash::of(token, TOKEN_ROUNDS, random_salt()?) })
     }
 
-    /// Read an operators file: one person a line, their name and then the SHA-256 of their token in
-    /// hex (`alice 5e88...`; the name is everything before the last word, so it may hold spaces).
-    /// Blank lines and lines starting with `#` are skipped. Every name is checked as [`check_name`]
-    /// does; a name or a digest given twice is refused.
+    /// A new operator `name`: a random token (32 bytes from the operating system, in hex) to give
+    /// them, and the line of an operators file that lets that token in.
+    ///
+    /// ```
+    /// use tool_contract_console::Operator;
+    ///
+    /// let (token, line) = Operator::line("alice")?;
+    /// assert!(line.starts_with("alice pbkdf2-sha256:100000:"));
+    /// let operators = Operator::parse_file(&line)?;
+    /// assert!(operators[0].lets_in(&token) && !operators[0].lets_in("password"));
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn line(name: &str) -> Result<(String, String), String> {
+        check_name(name).map_err(|why| format!("the name {why}"))?;
+        let token = random_token()?;
+        let operator = Operator::with_token(name, &token)?;
+        Ok((token, format!("{name} {}", operator.hash.to_word())))
+    }
+
+    /// Whether `token` is this person's. It costs the hash's rounds: call it off the async runtime.
+    pub fn lets_in(&self, token: &str) -> bool {
+        self.hash.matches(token)
+    }
+
+    /// Read an operators file: one person a line, their name and then their token's hash as
+    /// [`Operator::line`] writes it (`alice pbkdf2-sha256:100000:<salt>:<hash>`; the name is everything
+    /// before the last word, so it may hold spaces). Blank lines and lines starting with `#` are
+    /// skipped. Every name is checked as [`check_name`] does; a name given twice is refused, and so is
+    /// a plain SHA-256 of a token (a fast hash: a stolen file would give up weak tokens at once).
     pub fn parse_file(text: &str) -> Result<Vec<Operator>, String> {
         let mut operators: Vec<Operator> = Vec::new();
         for (n, line) in text.lines().enumerate() {
@@ -57,21 +141,30 @@ impl Operator {
                 continue;
             }
             let at = n + 1;
-            let Some((name, hex)) = line.rsplit_once(char::is_whitespace) else {
-                return Err(format!("line {at}: a name, then the SHA-256 of the person's token in hex"));
+            let Some((name, word)) = line.rsplit_once(char::is_whitespace) else {
+                return Err(format!(
+                    "line {at}: a name, then the hash of the person's token (make a line with `tool-contract \
+                     console --make-operator NAME`)"
+                ));
             };
             let name = name.trim();
             check_name(name).map_err(|why| format!("line {at}: the name {why}"))?;
-            let token_sha256 = parse_digest(hex).ok_or_else(|| {
-                format!("line {at}: {name}'s token digest is not 64 hex characters (a SHA-256)")
+            if parse_hex::<32>(word).is_some() {
+                return Err(format!(
+                    "line {at}: {name}'s token is given as a plain SHA-256, which a stolen file gives up at \
+                     once: make a new line with `tool-contract console --make-operator {name}`"
+                ));
+            }
+            let hash = TokenHash::parse(word).map_err(|why| {
+                format!(
+                    "line {at}: {name}'s token hash {why} (make a line with `tool-contract console \
+                     --make-operator NAME`)"
+                )
             })?;
             if operators.iter().any(|o| o.name == name) {
                 return Err(format!("line {at}: {name} is named twice"));
             }
-            if operators.iter().any(|o| o.token_sha256 == token_sha256) {
-                return Err(format!("line {at}: {name}'s token digest is another person's too"));
-            }
-            operators.push(Operator { name: name.to_owned(), token_sha256 });
+            operators.push(Operator { name: name.to_owned(), hash });
         }
         if operators.is_empty() {
             return Err("it names no one".into());
@@ -98,16 +191,29 @@ pub fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn parse_digest(hex: &str) -> Option<[u8; 32]> {
-    if hex.len() != 64 {
+/// `N` bytes written as `2 * N` hex characters.
+fn parse_hex<const N: usize>(hex: &str) -> Option<[u8; N]> {
+    if hex.len() != 2 * N || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
-    let mut out = [0u8; 32];
+    let mut out = [0u8; N];
     for (i, pair) in hex.as_bytes().chunks(2).enumerate() {
         let text = std::str::from_utf8(pair).ok()?;
         out[i] = u8::from_str_radix(text, 16).ok()?;
     }
     Some(out)
+}
+
+/// 16 bytes from the operating system's random source.
+fn random_salt() -> Result<[u8; 16], String> {
+    let mut salt = [0u8; 16];
+    getrandom::fill(&mut salt).map_err(|e| format!("the operating system's random source failed: {e}"))?;
+    Ok(salt)
+}
+
+/// Whether `a` and `b` are equal, in a time that tells nothing of where they differ.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
 pub(crate) fn digest(bytes: &[u8]) -> [u8; 32] {
@@ -131,6 +237,8 @@ struct Session {
     by: String,
     started: Instant,
     seen: Instant,
+    /// What the session's last action said, and the id the page it goes back to names it by.
+    said: Option<(String, String)>,
 }
 
 /// The sessions of a console, by the digest of their cookie's value (so looking one up compares no
@@ -163,8 +271,27 @@ impl Sessions {
                 open.remove(&idlest);
             }
         }
-        open.insert(digest(id.as_bytes()), Session { by: by.to_owned(), started: now, seen: now });
+        open.insert(
+            digest(id.as_bytes()),
+            Session { by: by.to_owned(), started: now, seen: now, said: None },
+        );
         Ok(id)
+    }
+
+    /// Keep `text`, what an action of the session `id` said, for the page it goes back to: the id
+    /// that page names it by (`?said=ID`), so a link of someone else's can show no text of theirs.
+    pub(crate) fn note(&self, id: &str, text: String) -> Option<String> {
+        let note = random_token().ok()?[..16].to_owned();
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.get_mut(&digest(id.as_bytes()))?.said = Some((note.clone(), text));
+        Some(note)
+    }
+
+    /// What the session `id`'s last action said, if `note` names it.
+    pub(crate) fn said(&self, id: &str, note: &str) -> Option<String> {
+        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let (kept, text) = open.get(&digest(id.as_bytes()))?.said.as_ref()?;
+        constant_time_eq(kept.as_bytes(), note.as_bytes()).then(|| text.clone())
     }
 
     /// Who holds the session `id`, if it is live; it counts as used now.
@@ -184,6 +311,37 @@ impl Sessions {
     /// End the session `id` (logging out).
     pub(crate) fn end(&self, id: &str) {
         self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&digest(id.as_bytes()));
+    }
+}
+
+/// The ticket of the printed login address: it logs in once, until its end (the console's token
+/// stays good for the login page).
+pub(crate) struct Ticket {
+    open: Mutex<Option<([u8; 32], Option<Instant>)>>,
+}
+
+impl Ticket {
+    /// A new ticket, good once until `until`: it, and the text the address carries.
+    pub(crate) fn new(until: Option<Instant>) -> Result<(Ticket, String), String> {
+        let text = random_token()?;
+        Ok((Ticket { open: Mutex::new(Some((digest(text.as_bytes()), until))) }, text))
+    }
+
+    /// No ticket: the address printed carries none.
+    pub(crate) fn none() -> Ticket {
+        Ticket { open: Mutex::new(None) }
+    }
+
+    /// Whether `given` is the ticket, unused and in time; if it is, it is used up.
+    pub(crate) fn take(&self, given: &str) -> bool {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((kept, until)) = *open else { return false };
+        let fresh = until.is_none_or(|until| Instant::now() < until);
+        let same = constant_time_eq(&digest(given.as_bytes()), &kept);
+        if same && fresh {
+            *open = None;
+        }
+        same && fresh
     }
 }
 
@@ -283,6 +441,30 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn the_printed_ticket_logs_in_once_and_only_in_time() {
+        let until = Instant::now() + Duration::from_secs(60);
+        let (ticket, text) = Ticket::new(Some(until)).unwrap();
+        assert!(!ticket.take("a guess"), "a wrong ticket");
+        assert!(ticket.take(&text), "the ticket, once");
+        assert!(!ticket.take(&text), "never twice");
+        let (late, text) = Ticket::new(Some(until)).unwrap();
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert!(!late.take(&text), "not after its end");
+        assert!(!Ticket::none().take(""));
+    }
+
+    #[test]
+    fn a_session_keeps_what_its_last_action_said_under_an_id_of_its_own() {
+        let sessions = Sessions::new(Duration::from_secs(60), Duration::from_secs(600));
+        let (a, b) = (sessions.open("alice").unwrap(), sessions.open("bob").unwrap());
+        let note = sessions.note(&a, "Settled: landed".into()).unwrap();
+        assert_eq!(sessions.said(&a, &note).as_deref(), Some("Settled: landed"));
+        assert_eq!(sessions.said(&b, &note), None, "another session's words are not shown");
+        assert_eq!(sessions.said(&a, "Approved+everything"), None, "a link's words are not shown");
+        assert_eq!(sessions.note("no-such-session", "x".into()), None);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn failed_logins_from_one_client_are_limited_for_a_minute() {
         let logins = Logins::new();
         let ip: IpAddr = "192.0.2.7".parse().unwrap();
@@ -312,30 +494,40 @@ mod tests {
     }
 
     #[test]
-    fn an_operators_file_names_each_person_once_within_the_limit() {
-        let alice = hex(&digest(b"alice's token"));
-        let bob = hex(&digest(b"bob's token"));
-        let text = format!("# on call\nalice {alice}\n\n  Bob Smith   {bob}\n");
+    fn an_operators_file_holds_slow_salted_hashes_and_names_each_person_once() {
+        let (alice_token, alice) = Operator::line("alice").unwrap();
+        let (bob_token, bob) = Operator::line("bob").unwrap();
+        let bob = bob.replacen("bob", "Bob Smith", 1);
+        let text = format!("# on call\n{alice}\n\n  {bob}\n");
         let operators = Operator::parse_file(&text).unwrap();
-        assert_eq!(
-            operators,
-            [
-                Operator::with_token("alice", "alice's token"),
-                Operator::with_token("Bob Smith", "bob's token")
-            ]
-        );
+        assert_eq!(operators.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), ["alice", "Bob Smith"]);
+        assert!(operators[0].lets_in(&alice_token) && !operators[0].lets_in(&bob_token));
+        assert!(operators[1].lets_in(&bob_token) && !operators[1].lets_in(""));
+        // One token, two lines: the salts differ, so the lines do.
+        let twice = Operator::with_token("carol", "same").unwrap();
+        assert_ne!(twice.hash.to_word(), Operator::with_token("carol", "same").unwrap().hash.to_word());
+        assert!(twice.lets_in("same"));
+        assert_eq!(alice.split(':').nth(1), Some(TOKEN_ROUNDS.to_string().as_str()));
 
+        let sha256 = hex(&digest(b"password"));
+        let word = alice.rsplit_once(' ').unwrap().1.to_owned();
         let long = "x".repeat(MAX_BY_BYTES + 1);
         for (bad, why) in [
-            (format!("alice {alice}\nalice {bob}"), "line 2: alice is named twice"),
-            (format!("alice {alice}\nbob {alice}"), "another person's"),
-            (format!("alice {}", &alice[..60]), "line 1: alice's token digest is not 64 hex"),
+            (format!("alice {sha256}"), "plain SHA-256"),
+            (format!("{alice}\nalice {word}"), "line 2: alice is named twice"),
+            (
+                format!("alice {}", &word[..word.len() - 2]),
+                "line 1: alice's token hash has a hash that is not 64 hex",
+            ),
+            (format!("alice {}", word.replace(":100000:", ":10:")), "rounds outside"),
+            ("alice md5:abc".to_owned(), "is not pbkdf2-sha256"),
             ("alice".to_owned(), "line 1: a name, then"),
-            (format!("{long} {alice}"), "bytes long; a name recorded as `by` is at most 200"),
+            (format!("{long} {word}"), "bytes long; a name recorded as `by` is at most 200"),
             ("# nobody\n".to_owned(), "names no one"),
         ] {
             let err = Operator::parse_file(&bad).unwrap_err();
-            assert!(err.contains(why), "{err}");
+            assert!(err.contains(why), "{bad}: {err}");
+            assert!(err.contains("--make-operator") || !why.contains("SHA"), "{err}");
         }
         assert!(check_name(&"é".repeat(100)).is_ok());
         assert!(check_name(&"é".repeat(101)).is_err(), "bytes, not characters");

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{CONTENT_TYPE, LOCATION};
+use hyper::header::{CONTENT_TYPE, HeaderValue, LOCATION};
 use hyper::{Request, Response, StatusCode};
 use maud::Markup;
 
@@ -13,12 +13,29 @@ const MAX_FORM: usize = 16 * 1024;
 pub(crate) fn html(status: StatusCode, markup: Markup) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(markup.into_string())));
     *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, "text/html; charset=utf-8".parse().expect("a content type"));
-    headers.insert("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'".parse().expect("a policy"));
-    headers.insert("x-content-type-options", "nosniff".parse().expect("a value"));
-    headers.insert("cache-control", "no-store".parse().expect("a value"));
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
     response
+}
+
+/// The headers every answer of the console carries, a page, a redirect or a refusal alike: no
+/// script, no frame, no sniffing, no caching, no address sent to another origin; over TLS, HTTPS
+/// only from then on (HSTS).
+pub(crate) fn secure(response: &mut Response<Full<Bytes>>, tls: bool) {
+    let headers = response.headers_mut();
+    headers.insert(
+        "content-security-policy",
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    headers.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    headers.insert("referrer-policy", HeaderValue::from_static("same-origin"));
+    headers.insert("cache-control", HeaderValue::from_static("no-store"));
+    if tls {
+        headers.insert("strict-transport-security", HeaderValue::from_static("max-age=31536000"));
+    }
 }
 
 /// `303 See Other` to `location`.
@@ -46,7 +63,7 @@ where
 pub(crate) fn text(status: StatusCode, why: &str) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(format!("{why}\n"))));
     *response.status_mut() = status;
-    response.headers_mut().insert(CONTENT_TYPE, "text/plain; charset=utf-8".parse().expect("a content type"));
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
     response
 }
 

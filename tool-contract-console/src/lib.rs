@@ -29,22 +29,28 @@
 //! - It binds 127.0.0.1 by default; another address needs [`Options::allow_remote`], a token of the
 //!   operator's own ([`Options::token`]) or named operators ([`Options::operators`]), and TLS
 //!   ([`Options::tls`], feature `tls`). A wildcard address answers only to [`Options::hosts`].
-//! - Logging in (the printed address with its token, or the token prompt) opens a session of its own,
-//!   drawn from the operating system's random source, in a cookie named for the console's port
-//!   (`HttpOnly`, `SameSite=Strict`, `Secure` over TLS). A session ends when its person logs out, after
-//!   [`Options::idle_timeout`] unused, or [`Options::session_lifetime`] after its login. A printed
-//!   random token logs in for [`Options::session_lifetime`] from the start.
+//! - Logging in is a same-origin `POST`: the printed address's page posts its one-time ticket (it
+//!   logs in once), the prompt posts a token; a link or an image logs no one in. A login opens a
+//!   session of its own, drawn from the operating system's random source, in a cookie named for the
+//!   console's port (`HttpOnly`, `SameSite=Strict`; over TLS `Secure` and `__Host-`). Two different
+//!   cookies of that name on one request (one set by a page of another port of the host) are refused.
+//!   A session ends when its person logs out, after [`Options::idle_timeout`] unused, or
+//!   [`Options::session_lifetime`] after its login. A token drawn here ([`Console::login_token`]) and
+//!   the ticket log in for [`Options::session_lifetime`] from the start.
 //! - Every settlement and answer is recorded under the name of the person logged in: an operator's
-//!   own, or [`Options::by`] for the console's token; every name is checked against
-//!   [`tool_contract::journal::MAX_BY_BYTES`] at start.
-//! - Five failed logins from one client within a minute, and the next are answered 429 with
-//!   `Retry-After`.
+//!   own (their token kept as a slow salted hash, [`Operator::line`]), or [`Options::by`] for the
+//!   console's token; every name is checked against [`tool_contract::journal::MAX_BY_BYTES`] at start.
+//! - Past five failed logins from one client within a minute, each of its logins waits a second and a
+//!   wrong one is answered 429 with `Retry-After`; a right token still logs in.
 //! - Every request's `Host` must be the console's own address or one of [`Options::hosts`] (a page of
 //!   another name resolving to the console, DNS rebinding, is refused).
 //! - Every `POST` needs a session and a same-origin `Origin` or `Sec-Fetch-Site`: a form posted from a
 //!   page of another origin (another port of 127.0.0.1 included) is refused.
 //! - Every text from the log is escaped where it is shown (a settlement's evidence is one operator's
-//!   input shown to others).
+//!   input shown to others); a tool's words are quoted, cut and labelled as the tool's.
+//! - Every answer carries a content security policy with no script and no framing, `Referrer-Policy`,
+//!   `X-Content-Type-Options`, `Cache-Control: no-store`, and HSTS over TLS. At most
+//!   [`MAX_CONNECTIONS`] connections are served at once.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
@@ -74,7 +80,7 @@ mod source;
 #[cfg(feature = "tls")]
 mod tls;
 
-pub use door::{Operator, check_name};
+pub use door::{Operator, TOKEN_ROUNDS, check_name};
 pub use index::{Index, Recent, WORDS};
 pub use options::{IDLE_TIMEOUT, Options, SESSION_LIFETIME};
 #[cfg(feature = "tls")]
@@ -101,6 +107,10 @@ struct Inner {
     /// The console's token, if it logs anyone in (not when there are operators), and until when (a
     /// random one, printed: [`Options::session_lifetime`] after the start).
     token: Option<(String, Option<tokio::time::Instant>)>,
+    /// Whether the token was drawn here (and so is the console's to show: [`Console::login_token`]).
+    drawn: bool,
+    /// The printed address's ticket: it logs in once.
+    ticket: door::Ticket,
     operators: Vec<Operator>,
     sessions: door::Sessions,
     logins: door::Logins,
@@ -120,7 +130,8 @@ struct Inner {
 pub struct Running {
     /// The address it listens on.
     pub addr: SocketAddr,
-    /// The address to open in a browser, with the token (without it when there are operators).
+    /// The address to open in a browser: with a ticket that logs in once (without one when there are
+    /// operators, who log in with their own tokens).
     pub url: String,
     listener: TcpListener,
     console: Console,
@@ -155,14 +166,20 @@ impl Console {
 
     /// A console for a host that serves it under the path `at` (`/console`) on its own listener at
     /// `addr` (an MCP server's HTTP mode, an agent's own server): the console and the address to open,
-    /// with its token. The host hands every request under `at` to [`Console::answer`].
+    /// with its one-time ticket. The host hands every request under `at` to [`Console::answer`], with
+    /// the client's address in the request's extensions ([`Peer`]).
+    ///
+    /// Away from loopback the same rules hold as for a console serving itself: a token of one's own
+    /// or operators, and TLS: the host serves the console over TLS and says so by setting
+    /// [`Options::tls`] (feature `tls`) to its configuration; a host that serves plain HTTP there is
+    /// refused.
     pub fn mounted(
         log: &Path,
         options: Options,
         addr: SocketAddr,
         at: &str,
     ) -> Result<(Console, String), String> {
-        options.check(addr, false)?;
+        options.check(addr, true)?;
         let at = at.trim_end_matches('/');
         if !at.starts_with('/') || at.contains(['?', '#', ' ']) {
             return Err(format!("a console is mounted at a path like /console, not {at:?}"));
@@ -186,6 +203,13 @@ impl Console {
     /// The path the console is mounted at (`""`: the root).
     pub fn base(&self) -> &str {
         &self.inner.base
+    }
+
+    /// The token the console drew for itself (no [`Options::token`], no operators), for the login
+    /// page once the printed address has been used: `None` when the token is one's own, or there are
+    /// operators.
+    pub fn login_token(&self) -> Option<&str> {
+        self.inner.token.as_ref().filter(|_| self.inner.drawn).map(|(token, _)| token.as_str())
     }
 
     fn with_source(
@@ -219,26 +243,36 @@ impl Console {
             hosts.extend([format!("localhost:{port}"), format!("127.0.0.1:{port}"), format!("[::1]:{port}")]);
         }
         let origin = format!("{scheme}://{}", hosts.first().cloned().unwrap_or_else(|| addr.to_string()));
+        let until = tokio::time::Instant::now() + options.session_lifetime;
         let token = match (&options.token, options.operators.is_empty()) {
             (_, false) => None,
             (Some(own), true) => Some((own.clone(), None)),
-            (None, true) => {
-                let until = tokio::time::Instant::now() + options.session_lifetime;
-                Some((door::random_token()?, Some(until)))
+            (None, true) => Some((door::random_token()?, Some(until))),
+        };
+        let drawn = token.is_some() && options.token.is_none();
+        // The printed address carries a ticket, not the token: once used it logs no one in, and a
+        // token of one's own never appears in an address.
+        let (ticket, url) = match &token {
+            Some(_) => {
+                let (ticket, text) = door::Ticket::new(Some(until))?;
+                (ticket, format!("{origin}{base}/login?ticket={text}"))
             }
+            None => (door::Ticket::none(), format!("{origin}{base}/")),
         };
-        let url = match &token {
-            Some((token, _)) => format!("{origin}{base}/login?token={token}"),
-            None => format!("{origin}{base}/"),
-        };
+        // Over TLS the cookie is `__Host-`: a browser takes it only from this host over TLS, for `/`,
+        // so no page of another port or name can set one in its place.
+        let cookie =
+            if secure { format!("__Host-{COOKIE_PREFIX}{port}") } else { format!("{COOKIE_PREFIX}{port}") };
         let console = Console {
             inner: Arc::new(Inner {
                 source,
                 token,
+                drawn,
+                ticket,
                 operators: options.operators,
                 sessions: door::Sessions::new(options.idle_timeout, options.session_lifetime),
                 logins: door::Logins::new(),
-                cookie: format!("{COOKIE_PREFIX}{port}"),
+                cookie,
                 secure,
                 read_only: options.read_only,
                 by: options.by,
@@ -255,7 +289,10 @@ impl Running {
     /// Serve until the process ends (over TLS when [`Options::tls`] says so: a client that does not
     /// speak TLS gets no answer).
     pub async fn serve(self) {
+        let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         loop {
+            // At most MAX_CONNECTIONS at once: the next is accepted when one closes.
+            let Ok(permit) = Arc::clone(&open).acquire_owned().await else { return };
             let Ok((stream, peer)) = self.listener.accept().await else {
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
@@ -268,10 +305,14 @@ impl Running {
                     if let Ok(Ok(stream)) = handshake {
                         serve_connection(console, stream, peer).await;
                     }
+                    drop(permit);
                 });
                 continue;
             }
-            tokio::spawn(serve_connection(console, stream, peer));
+            tokio::spawn(async move {
+                serve_connection(console, stream, peer).await;
+                drop(permit);
+            });
         }
     }
 
@@ -280,6 +321,9 @@ impl Running {
         &self.console
     }
 }
+
+/// The most connections a console serves at once (a client holding more waits for one to close).
+pub const MAX_CONNECTIONS: usize = 64;
 
 /// How long a client has to finish the TLS handshake.
 #[cfg(feature = "tls")]

@@ -1,5 +1,6 @@
-//! Logging in and out of a console: the token exchanged for a session, the session cookie, and the
-//! same-origin check every `POST` passes.
+//! Logging in and out of a console: a token (or the printed address's one-time ticket) exchanged for
+//! a session by a same-origin `POST`, the session cookie, and the same-origin check every `POST`
+//! passes.
 
 use std::net::IpAddr;
 
@@ -8,29 +9,59 @@ use http_body_util::Full;
 use hyper::header::{COOKIE, ORIGIN, RETRY_AFTER, SET_COOKIE};
 use hyper::{Request, Response, StatusCode};
 
+use crate::door::constant_time_eq;
 use crate::http::{form_value, html, redirect, text};
 use crate::{Console, door, pages};
 
+/// Whose session a request's cookies name.
+pub(crate) enum Cookie {
+    /// No live session.
+    None,
+    /// The live session `id`, held by `by`.
+    Session { id: String, by: String },
+    /// More than one cookie of the console's name, with different values: another page of this host
+    /// set one (cookies are shared by every port of a host). Nothing is done under either.
+    Tossed,
+}
+
 impl Console {
-    /// Exchange the token in `form` (a query string or a form body) for a session: the console's
-    /// token, under the console's `by`, or an operator's, under their name. Too many failures from
-    /// one client lately are answered 429 without looking at the token.
-    pub(crate) fn login(&self, form: &str, peer: IpAddr) -> Response<Full<Bytes>> {
-        if let Some(wait) = self.inner.logins.wait(peer) {
-            let mut response = text(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too many failed logins from this address: wait a minute, then try again",
-            );
-            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            if let Ok(value) = secs.max(1).to_string().parse() {
-                response.headers_mut().insert(RETRY_AFTER, value);
-            }
-            return response;
+    /// The login page a `GET` answers: never a session. With the printed address's `ticket`, a
+    /// button that logs in with it (a `POST` of this origin); else the token prompt.
+    pub(crate) fn login_page(&self, query: &str) -> Response<Full<Bytes>> {
+        match form_value(query, "ticket") {
+            Some(ticket) => html(StatusCode::OK, pages::ticket_prompt(&self.inner.base, &ticket)),
+            None => html(StatusCode::UNAUTHORIZED, pages::token_prompt(&self.inner.base, None)),
         }
-        let given = form_value(form, "token").unwrap_or_default();
-        let Some(by) = self.who(&given) else {
+    }
+
+    /// Exchange the token or the ticket in `form` (a form body) for a session: the console's token or
+    /// ticket, under the console's `by`, or an operator's token, under their name. A client with too
+    /// many failures lately waits [`door::THROTTLE`] first, and a wrong token then is answered 429.
+    pub(crate) async fn login(&self, form: &str, peer: IpAddr) -> Response<Full<Bytes>> {
+        let throttled = self.inner.logins.wait(peer);
+        if throttled.is_some() {
+            tokio::time::sleep(door::THROTTLE).await;
+        }
+        let by = match form_value(form, "ticket") {
+            Some(ticket) if self.inner.ticket.take(&ticket) => Some(self.inner.by.clone()),
+            Some(_) => None,
+            None => self.who(form_value(form, "token").unwrap_or_default()).await,
+        };
+        let Some(by) = by else {
             self.inner.logins.failed(peer);
-            return html(StatusCode::UNAUTHORIZED, pages::token_prompt(&self.inner.base));
+            if let Some(wait) = self.inner.logins.wait(peer).filter(|_| throttled.is_some()) {
+                let mut response = text(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too many failed logins from this address: each try now waits a second",
+                );
+                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                if let Ok(value) = secs.max(1).to_string().parse() {
+                    response.headers_mut().insert(RETRY_AFTER, value);
+                }
+                return response;
+            }
+            let why = "That token (or the address's one-time link, once used) logs no one in.";
+            return html(StatusCode::UNAUTHORIZED, pages::token_prompt(&self.inner.base, Some(why)));
         };
         self.inner.logins.succeeded(peer);
         let id = match self.inner.sessions.open(&by) {
@@ -47,8 +78,9 @@ impl Console {
         response
     }
 
-    /// Whose token `given` is: the name a session of it records as `by`.
-    fn who(&self, given: &str) -> Option<String> {
+    /// Whose token `given` is: the name a session of it records as `by`. An operator's token is
+    /// checked against every operator's slow hash, off the async runtime.
+    async fn who(&self, given: String) -> Option<String> {
         if given.is_empty() {
             return None;
         }
@@ -57,15 +89,23 @@ impl Console {
             return (fresh && constant_time_eq(given.as_bytes(), token.as_bytes()))
                 .then(|| self.inner.by.clone());
         }
-        let given = door::digest(given.as_bytes());
-        // Every digest is compared, whichever matches.
-        let mut found = None;
-        for operator in &self.inner.operators {
-            if constant_time_eq(&given, &operator.token_sha256) {
-                found = Some(operator.name.clone());
-            }
+        if self.inner.operators.is_empty() {
+            return None;
         }
-        found
+        let console = self.clone();
+        tokio::task::spawn_blocking(move || {
+            // Every operator's hash is checked, whichever matches.
+            let mut found = None;
+            for operator in &console.inner.operators {
+                if operator.lets_in(&given) {
+                    found = Some(operator.name.clone());
+                }
+            }
+            found
+        })
+        .await
+        .ok()
+        .flatten()
     }
 
     /// End the session (if there is one) and clear its cookie.
@@ -81,9 +121,12 @@ impl Console {
         response
     }
 
+    /// The session cookie: `HttpOnly`, `SameSite=Strict`; over TLS `Secure` and named `__Host-...`
+    /// (which a browser takes only from this host over TLS, for the path `/`).
     fn set_cookie(&self, response: &mut Response<Full<Bytes>>, value: &str, max_age: Option<u64>) {
-        let (name, base) = (&self.inner.cookie, &self.inner.base);
-        let mut cookie = format!("{name}={value}; HttpOnly; SameSite=Strict; Path={base}/");
+        let name = &self.inner.cookie;
+        let path = if self.inner.secure { "/".to_owned() } else { format!("{}/", self.inner.base) };
+        let mut cookie = format!("{name}={value}; HttpOnly; SameSite=Strict; Path={path}");
         if self.inner.secure {
             cookie.push_str("; Secure");
         }
@@ -95,17 +138,24 @@ impl Console {
         }
     }
 
-    /// The live session the request's cookie names, and who holds it.
-    pub(crate) fn session_of<B>(&self, request: &Request<B>) -> Option<(String, String)> {
+    /// The live session the request's cookie names, and who holds it; [`Cookie::Tossed`] when the
+    /// request carries two different cookies of the console's name.
+    pub(crate) fn session_of<B>(&self, request: &Request<B>) -> Cookie {
         let cookies = request.headers().get_all(COOKIE).iter().filter_map(|v| v.to_str().ok());
-        for pair in cookies.flat_map(|c| c.split(';')).filter_map(|c| c.trim().split_once('=')) {
-            if pair.0 == self.inner.cookie
-                && let Some(by) = self.inner.sessions.find(pair.1)
-            {
-                return Some((pair.1.to_owned(), by));
+        let mut value: Option<&str> = None;
+        for (name, given) in cookies.flat_map(|c| c.split(';')).filter_map(|c| c.trim().split_once('=')) {
+            if name != self.inner.cookie {
+                continue;
+            }
+            match value {
+                Some(seen) if seen != given => return Cookie::Tossed,
+                _ => value = Some(given),
             }
         }
-        None
+        match value.and_then(|id| self.inner.sessions.find(id).map(|by| (id, by))) {
+            Some((id, by)) => Cookie::Session { id: id.to_owned(), by },
+            None => Cookie::None,
+        }
     }
 
     /// A `POST` from this console's own pages: `Origin` is its own, or `Sec-Fetch-Site` says
@@ -128,8 +178,4 @@ impl Console {
             .strip_prefix(scheme)
             .is_some_and(|host| self.inner.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)))
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }

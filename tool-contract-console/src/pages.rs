@@ -55,21 +55,52 @@ fn page_of(title: &str, base: &str, logged_in: bool, body: Markup) -> Markup {
     }
 }
 
-/// The page asking for the token, for a browser without the console's cookie.
-pub fn token_prompt(base: &str) -> Markup {
+/// The page asking for the token, for a browser without the console's cookie; `why` the last try
+/// failed, if it did.
+pub fn token_prompt(base: &str, why: Option<&str>) -> Markup {
     page_of(
         "Token",
         base,
         false,
         html! {
             h1 { "This console needs its token" }
-            p { "Open the address the console printed when it started, or paste your token here." }
+            @if let Some(why) = why { p.notice { (why) } }
+            p { "Open the address the console printed when it started (it logs in once), or paste your token here." }
             form method="post" action={ (base) "/login" } {
                 label { "Token " input type="password" name="token" autocomplete="off"; }
                 " " button type="submit" { "Open" }
             }
         },
     )
+}
+
+/// The page of the printed address: a button that logs in with its one-time ticket.
+pub fn ticket_prompt(base: &str, ticket: &str) -> Markup {
+    page_of(
+        "Log in",
+        base,
+        false,
+        html! {
+            h1 { "Log in to the console" }
+            p { "This address logs in once. Log in here only if you opened the address the console printed." }
+            form method="post" action={ (base) "/login" } {
+                input type="hidden" name="ticket" value=(ticket);
+                button type="submit" autofocus { "Log in" }
+            }
+        },
+    )
+}
+
+/// Words a tool or its service wrote (a message, the history a question tells), as a person's form
+/// shows them: quoted, cut to [`tool_contract::__private::cut`]'s length, and labelled as the tool's,
+/// so a service's reply cannot pass for the console's own advice.
+fn tools_words(text: &str) -> Markup {
+    html! {
+        @if !text.is_empty() { span.tool title="written by the tool or its service, not checked by anyone" {
+            span.muted { "the tool said: " }
+            q { (tool_contract::__private::cut(text)) }
+        } }
+    }
 }
 
 /// A plain page saying what went wrong.
@@ -105,7 +136,7 @@ fn intents_table(recalls: &[&Recall], now: SystemTime, base: &str) -> Markup {
                     td { a href={ (base) "/intent/" (last.intent_key) } { code { (last.intent_key) } } }
                     td { (recall.attempts) }
                     td class=(if recall.is_unresolved() { "doubt" } else { "ok" }) { (word(recall)) }
-                    td { (last.message.as_deref().unwrap_or("")) }
+                    td { (tool_contract::__private::cut(last.message.as_deref().unwrap_or(""))) }
                 }
             }
         }
@@ -343,10 +374,19 @@ pub fn intent(recall: &Recall, stored: &[Stored], settling: &Settling<'_>, now: 
                         td { (record.outcome.map_or("", |o| o.as_str())) }
                         td { (record.effect_applied.map_or("", |a| a.as_str())) }
                         td {
-                            (record.message.as_deref().unwrap_or(""))
+                            @let message = tool_contract::__private::cut(record.message.as_deref().unwrap_or(""));
+                            @match (&record.settled, &record.approval) {
+                                (Some(s), _) => {
+                                    (message) (os_user(s.os_user.as_deref()))
+                                    br; span.muted { "evidence: " (tool_contract::__private::cut(&s.evidence)) }
+                                }
+                                (None, Some(n)) => {
+                                    (message) (os_user(n.os_user.as_deref()))
+                                    br; span.muted { (n.step.as_str()) " by " (n.by) " at " (n.at) ": " (tool_contract::__private::cut(&n.why)) }
+                                }
+                                (None, None) => { (tools_words(record.message.as_deref().unwrap_or(""))) }
+                            }
                             @if let Some(at) = &record.retry_at { br; span.muted { "retry at " (at) } }
-                            @if let Some(s) = &record.settled { br; span.muted { "evidence: " (s.evidence) } }
-                            @if let Some(n) = &record.approval { br; span.muted { (n.step.as_str()) " by " (n.by) " at " (n.at) ": " (n.why) } }
                         }
                     }
                 }
@@ -358,7 +398,7 @@ pub fn intent(recall: &Recall, stored: &[Stored], settling: &Settling<'_>, now: 
             @if let Some(asked) = waiting(recall, records, now) {
                 div.settle {
                     h2 { "A call waits for approval of attempt " (asked.attempt + 1) }
-                    p { (asked.approval.as_ref().map_or("", |n| n.why.as_str())) }
+                    p { (tools_words(asked.approval.as_ref().map_or("", |n| n.why.as_str()))) }
                     (answer_form(asked, settling))
                 }
             }
@@ -385,6 +425,12 @@ pub fn intent(recall: &Recall, stored: &[Stored], settling: &Settling<'_>, now: 
             }
         },
     )
+}
+
+/// Who really wrote a person's word, where the store knows it (the operating-system user that wrote
+/// a request file): beside the `by` it claims.
+fn os_user(os_user: Option<&str>) -> Markup {
+    html! { @if let Some(user) = os_user { " " span.muted { "(written by " (user) ")" } } }
 }
 
 fn kind(record: &Record) -> String {

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use tool_contract::IntentKey;
 use tool_contract::journal::file::FileReader;
 use tool_contract::journal::inspect::Stored;
-use tool_contract::journal::{Approvals, BoxFuture, LogReader, Recall, Record};
+use tool_contract::journal::{Answer, Approvals, Batch, BoxFuture, JournalError, LogReader, Recall, Record};
 use tool_contract::person::ApprovalError;
 use tool_contract::person::{Decision, Settle, SettleError};
 
@@ -85,6 +85,49 @@ impl Word for ThroughHolder {
     }
 }
 
+/// A file log read on the blocking pool: a file reader reads the disk where it is called, and a page
+/// must not stall the runtime's threads (two, by default) while it does.
+struct Offloaded(Arc<FileReader>);
+
+impl LogReader for Offloaded {
+    fn read_more(&self, limit: usize) -> Answer<'_, Result<Batch, JournalError>> {
+        let reader = Arc::clone(&self.0);
+        Answer::later(async move {
+            tokio::task::spawn_blocking(move || at_once(reader.read_more(limit)))
+                .await
+                .unwrap_or_else(|e| Err(stopped(e)))
+        })
+    }
+
+    fn intent_records(&self, key: &IntentKey) -> Answer<'_, Result<Vec<Stored>, JournalError>> {
+        let (reader, key) = (Arc::clone(&self.0), *key);
+        Answer::later(async move {
+            tokio::task::spawn_blocking(move || at_once(reader.intent_records(&key)))
+                .await
+                .unwrap_or_else(|e| Err(stopped(e)))
+        })
+    }
+}
+
+/// The value of an answer a file reader gives at once.
+fn at_once<T>(answer: Answer<'_, Result<T, JournalError>>) -> Result<T, JournalError> {
+    let mut answer = std::pin::pin!(answer);
+    match answer.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(value) => value,
+        Poll::Pending => Err(JournalError::Io {
+            context: "the file log's reader did not answer at once".into(),
+            source: std::io::ErrorKind::WouldBlock.into(),
+        }),
+    }
+}
+
+fn stopped(e: tokio::task::JoinError) -> JournalError {
+    JournalError::Io {
+        context: format!("reading the log stopped: {e}"),
+        source: std::io::ErrorKind::Other.into(),
+    }
+}
+
 /// A store the console writes to itself (a fleet's PostgreSQL): an answer where the worker waiting
 /// looks for it, a settlement under a claim, as a worker's.
 struct InStore(Arc<dyn Approvals>);
@@ -118,14 +161,14 @@ impl Source {
         let reader = Arc::new(FileReader::new(&log));
         let mut index = Index::new();
         // A file reader answers at once, so its first look is made here, without a runtime; were it
-        // not done, the first page would make it.
+        // not done, the first page would make it. Every later look is made on the blocking pool.
         {
             let first = std::pin::pin!(index.catch_up(&*reader));
             if let Poll::Ready(read) = first.poll(&mut Context::from_waker(Waker::noop())) {
                 read.map_err(|e| format!("cannot read {}: {e}", log.display()))?;
             }
         }
-        let source = Source::of(reader, Arc::new(ThroughHolder(log)));
+        let source = Source::of(Arc::new(Offloaded(reader)), Arc::new(ThroughHolder(log)));
         Ok(Source { index: tokio::sync::Mutex::new(index), ..source })
     }
 

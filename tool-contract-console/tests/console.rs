@@ -78,14 +78,21 @@ fn shown(page: &str) -> String {
     rest[..rest.find('"').unwrap()].to_owned()
 }
 
-/// Log in: the session cookie.
+/// Log in with the printed address's ticket, by the form its page posts: the session cookie.
 async fn login(addr: std::net::SocketAddr, url: &str) -> String {
-    let path = url.split_once(&addr.to_string()).unwrap().1;
-    let reply = send(addr, get(&addr.to_string(), path, None)).await;
+    let host = addr.to_string();
+    let query = url.split_once('?').unwrap().1;
+    let reply = send(addr, post(&host, "/login", "", Some(&format!("http://{host}")), query)).await;
     assert_eq!(reply.status, 303, "{}", reply.head);
     let cookie = reply.head.lines().find(|l| l.to_ascii_lowercase().starts_with("set-cookie:")).unwrap();
     assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
     cookie.split_once(':').unwrap().1.trim().split(';').next().unwrap().to_owned()
+}
+
+/// Where a reply sends the browser.
+fn location(reply: &Reply) -> String {
+    let line = reply.head.lines().find(|l| l.to_ascii_lowercase().starts_with("location:")).unwrap();
+    line.split_once(':').unwrap().1.trim().to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,6 +102,7 @@ async fn the_console_guards_its_door_shows_the_intent_and_settles_through_the_ag
     let options = Options { by: "ops <alice>".into(), ..Options::default() };
     let running = Console::bind(&dir.join("attempts.log"), options).await.unwrap();
     let (addr, url) = (running.addr, running.url.clone());
+    let console_token = running.console().login_token().unwrap().to_owned();
     tokio::spawn(running.serve());
     let host = addr.to_string();
 
@@ -105,6 +113,16 @@ async fn the_console_guards_its_door_shows_the_intent_and_settles_through_the_ag
     assert!(prompt.body.contains("needs its token"), "{}", prompt.body);
     assert_eq!(send(addr, get(&host, "/login?token=nope", None)).await.status, 401);
     let cookie = login(addr, &url).await;
+    // What an action said is the console's own, kept in the session: a link's `?said=` shows nothing.
+    let planted =
+        send(addr, get(&host, "/?said=The+first+refund+was+reversed%3A+safe+to+approve", Some(&cookie)))
+            .await;
+    assert_eq!(planted.status, 200);
+    assert!(
+        !planted.body.contains("safe to approve") && !planted.body.contains("reversed"),
+        "{}",
+        planted.body
+    );
 
     // The overview lists the intent in doubt; names are escaped.
     let overview = send(addr, get(&host, "/", Some(&cookie))).await;
@@ -127,8 +145,12 @@ async fn the_console_guards_its_door_shows_the_intent_and_settles_through_the_ag
     // A `not_landed` is judged by when the page showed the attempt: a form that does not say is refused.
     let unsaid = "attempt=1&verdict=not_landed&evidence=gone";
     let refused = send(addr, post(&host, &path, &cookie, Some(&format!("http://{host}")), unsaid)).await;
-    let location = refused.head.lines().find(|l| l.to_ascii_lowercase().starts_with("location:")).unwrap();
-    assert!(percent_decoded(location).contains("does not say when its page showed"), "{location}");
+    let told = send(addr, get(&host, &location(&refused), Some(&cookie))).await;
+    assert!(told.body.contains("does not say when its page showed"), "{}", told.body);
+    // That page's address shows its words to this session alone.
+    let other = login(addr, &format!("?token={}", console_token)).await;
+    let elsewhere = send(addr, get(&host, &location(&refused), Some(&other))).await;
+    assert!(!elsewhere.body.contains("does not say when"), "{}", elsewhere.body);
     let form = format!(
         "attempt=1&verdict=not_landed&evidence=%3Cscript%3Ealert(1)%3C%2Fscript%3E+not+in+thread-9&shown={}",
         shown(&page.body)
@@ -153,9 +175,7 @@ async fn the_console_guards_its_door_shows_the_intent_and_settles_through_the_ag
     assert_eq!(done.status, 303, "{}", done.head);
     // Given right after the attempt, the word is told it comes early: the next call probes again
     // once the attempt could no longer land by the default horizon (this tool declares none).
-    let location = done.head.lines().find(|l| l.to_ascii_lowercase().starts_with("location:")).unwrap();
-    let location = location.split_once(':').unwrap().1.trim();
-    let told = send(addr, get(&host, location, Some(&cookie))).await;
+    let told = send(addr, get(&host, &location(&done), Some(&cookie))).await;
     assert!(told.body.contains("Note: attempt 1 could still land until"), "{}", told.body);
     let recall = log.recall_now(&tool_contract::IntentKey::parse(&key).unwrap()).unwrap();
     let settled = recall.settlement().expect("settled").clone();
@@ -225,13 +245,10 @@ async fn a_form_about_an_attempt_that_is_no_longer_the_last_settles_nothing() {
     tokio::spawn(running.serve());
     let (host, cookie) = (addr.to_string(), login(addr, &url).await);
     let (path, origin) = (format!("/intent/{key}/settle"), format!("http://{host}"));
-    let said = |reply: &Reply| {
-        let location = reply.head.lines().find(|l| l.to_ascii_lowercase().starts_with("location:")).unwrap();
-        percent_decoded(location)
-    };
     let bare =
         send(addr, post(&host, &path, &cookie, Some(&origin), "verdict=not_landed&evidence=gone")).await;
-    assert!(said(&bare).contains("names no attempt"), "{}", said(&bare));
+    let said = send(addr, get(&host, &location(&bare), Some(&cookie))).await.body;
+    assert!(said.contains("names no attempt"), "{said}");
     assert!(log.recall_now(&intent).unwrap().settlement().is_none());
     // Attempt 1 settled not landed; the agent makes attempt 2, lost again.
     let page = send(addr, get(&host, &format!("/intent/{key}"), Some(&cookie))).await;
@@ -244,32 +261,11 @@ async fn a_form_about_an_attempt_that_is_no_longer_the_last_settles_nothing() {
     assert!(second.attempt_id.ends_with("-a2"), "{}", second.attempt_id);
     // The same form again (a second tab, a resubmission): about attempt 1, refused, naming attempt 2.
     let stale = send(addr, post(&host, &path, &cookie, Some(&origin), form)).await;
-    assert!(
-        said(&stale).contains("Not settled") && said(&stale).contains(&second.attempt_id),
-        "{}",
-        said(&stale)
-    );
+    let said = send(addr, get(&host, &location(&stale), Some(&cookie))).await.body;
+    assert!(said.contains("Not settled") && said.contains("but attempt 2 ("), "{said}");
     let last = log.recall_now(&intent).unwrap().last;
     assert_eq!((last.phase, last.attempt), (Phase::End, 2), "nothing recorded on attempt 2");
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A `Location` header's query, percent-decoded (`+` as a space).
-fn percent_decoded(text: &str) -> String {
-    let bytes = text.replace('+', " ").into_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-        if let Some(b) = hex.filter(|_| bytes[i] == b'%').and_then(|h| u8::from_str_radix(h, 16).ok()) {
-            out.push(b);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 static REFUND_ATTEMPTS: AtomicU32 = AtomicU32::new(0);
@@ -363,13 +359,15 @@ async fn a_money_retry_waits_for_the_console_and_counts_one_answer() {
     assert_eq!(refused.status, 403);
     let done = send(addr, post(&host, &path_of, &cookie, Some(&origin), form)).await;
     assert_eq!(done.status, 303, "{}", done.head);
-    assert!(done.head.contains("Answered"), "{}", done.head);
+    let told = send(addr, get(&host, &location(&done), Some(&cookie))).await.body;
+    assert!(told.contains("Answered"), "{told}");
     let report = call.await.unwrap();
     assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(7700)), "{}", report.message);
     assert_eq!(REFUND_ATTEMPTS.load(Ordering::SeqCst), 2, "one refused attempt, one approved");
     // A second answer to the same question is told the first counts.
     let again = send(addr, post(&host, &path_of, &cookie, Some(&origin), form)).await;
-    assert!(again.head.contains("Not%20answered"), "{}", again.head);
+    let told = send(addr, get(&host, &location(&again), Some(&cookie))).await.body;
+    assert!(told.contains("Not answered"), "{told}");
     overview_with(addr, &cookie, "Waiting for approval: 0").await;
 
     // Denied: the call stops with the operator's reason, and makes no second attempt.

@@ -25,7 +25,24 @@ const FLAGS: &[&str] = &[
     "--host",
     "--pg-url-file",
     "--pg-ca-file",
+    "--make-operator",
 ];
+
+#[test]
+fn make_operator_prints_a_line_the_console_takes_and_the_token_apart() {
+    let (code, out, err) = cli(&["--make-operator", "Bob Smith"]);
+    assert_eq!(code, 0, "{err}");
+    let line = out.trim_end();
+    assert!(line.starts_with("Bob Smith pbkdf2-sha256:") && out.lines().count() == 1, "{out}");
+    let token = err.trim_end().rsplit_once(' ').unwrap().1;
+    assert_eq!(token.len(), 64, "{err}");
+    assert!(!out.contains(token), "the token is not in the file's line");
+    let operators = tool_contract_console::Operator::parse_file(line).unwrap();
+    assert!(operators[0].lets_in(token));
+    let (code, _, err) = cli(&["--make-operator", ""]);
+    assert_eq!(code, 1);
+    assert!(err.contains("the name is empty"), "{err}");
+}
 
 #[test]
 fn the_command_answers_help_and_version_as_run_by_either_name() {

@@ -6,8 +6,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use tool_contract_console::Console;
-use tool_contract_postgres::PgJournal;
 use tool_contract_postgres::testing::{PgServer, ServerError};
+use tool_contract_postgres::{PgJournal, Transport};
 
 /// The server; `None` (loudly) when PostgreSQL is not installed and this is not CI.
 fn skipped(found: Result<&PgServer, &ServerError>) -> bool {
@@ -19,6 +19,10 @@ fn skipped(found: Result<&PgServer, &ServerError>) -> bool {
         }
         Err(e) => panic!("{e}"),
     }
+}
+
+fn plan(conninfo: &str, ca: Option<&std::path::Path>) -> Transport {
+    Transport::plan(conninfo, ca).unwrap()
 }
 
 /// Whether the database holds the log's schema.
@@ -38,14 +42,14 @@ async fn a_read_only_console_checks_the_schema_and_never_creates_it() {
     }
     let server = server.unwrap();
     let conninfo = server.database("console_read_only").await.unwrap();
-    let refused = Console::connect_postgres(&conninfo, true, None).await.err().unwrap();
+    let refused = Console::connect_postgres(&plan(&conninfo, None), true).await.err().unwrap();
     assert!(refused.contains("holds no attempt log"), "{refused}");
     assert!(!has_schema(&conninfo).await, "a read-only console created nothing");
 
     // A console that may write migrates it, as a worker does; then a read-only one opens it.
-    Console::connect_postgres(&conninfo, false, None).await.unwrap();
+    Console::connect_postgres(&plan(&conninfo, None), false).await.unwrap();
     assert!(has_schema(&conninfo).await);
-    Console::connect_postgres(&conninfo, true, None).await.unwrap();
+    Console::connect_postgres(&plan(&conninfo, None), true).await.unwrap();
 }
 
 /// Start the command with `args` and `env`: the first line it prints (the address to open), and the
@@ -110,13 +114,42 @@ async fn the_console_reaches_postgresql_over_tls() {
     server.database("console_tls").await.unwrap();
     let conninfo = format!("{} sslmode=require", server.tcp_conninfo("console_tls"));
     let ca = server.tls_certificate();
-    let journal = Console::connect_postgres(&conninfo, false, Some(&ca)).await;
+    let journal = Console::connect_postgres(&plan(&conninfo, Some(&ca)), false).await;
     journal.unwrap_or_else(|e| panic!("{e}\n{}", server.log()));
     // TLS required and no certificates named: the system's are trusted, and they do not know this
     // self-signed one.
-    let untrusted = Console::connect_postgres(&conninfo, false, None).await.err().unwrap();
+    let untrusted = Console::connect_postgres(&plan(&conninfo, None), false).await.err().unwrap();
     assert!(untrusted.contains("ertificate") || untrusted.contains("UnknownIssuer"), "{untrusted}");
     // Without TLS the server refuses (it requires TLS on TCP).
-    let plain = Console::connect_postgres(&server.tcp_conninfo("console_tls"), false, None).await;
+    let plain = Console::connect_postgres(&plan(&server.tcp_conninfo("console_tls"), None), false).await;
     assert!(plain.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_console_needs_usage_on_the_schema_and_select_on_its_tables_only() {
+    let server = PgServer::shared();
+    if skipped(server.as_ref().map(|s| *s)) {
+        return;
+    }
+    let server = server.unwrap();
+    let conninfo = server.database("console_ro_role").await.unwrap();
+    PgJournal::connect(&conninfo).await.unwrap();
+    let (admin, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    admin
+        .batch_execute(
+            "DROP ROLE IF EXISTS console_ro; CREATE ROLE console_ro LOGIN; \
+             GRANT SELECT ON ALL TABLES IN SCHEMA tool_contract TO console_ro;",
+        )
+        .await
+        .unwrap();
+    let as_ro = conninfo.replace("user=postgres", "user=console_ro");
+    // SELECT alone is not enough: the schema's USAGE is needed too.
+    let refused = Console::connect_postgres(&plan(&as_ro, None), true).await.err().unwrap();
+    assert!(refused.contains("permission denied") || refused.contains("schema"), "{refused}");
+    admin.batch_execute("GRANT USAGE ON SCHEMA tool_contract TO console_ro;").await.unwrap();
+    let journal = Console::connect_postgres(&plan(&as_ro, None), true).await.unwrap();
+    // And it reads the log: what a page is made of.
+    let batch = tool_contract::journal::LogReader::read_more(&journal.reader(), 100).await.unwrap();
+    assert!(batch.records.is_empty(), "an empty log reads as empty");
 }

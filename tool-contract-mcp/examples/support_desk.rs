@@ -11,8 +11,9 @@
 //! for its life, and another waits for it up to `--log-wait S` seconds (default 30), saying so on
 //! standard error (for a client that starts a server per call); `--budget-s N` is each call's
 //! budget, 1 s to a year (default 60). The server prints its instance id on standard error: the task
-//! of calls that name none under `_meta` `dev.tool-contract/task`, random at every start unless
-//! `--instance-id ID` names it; with `--log`, a stable id makes keys survive a restart. With the `http`
+//! of calls that name none under `_meta` `dev.tool-contract/task`, named by `--instance-id ID`; else,
+//! with `--log`, drawn once and kept beside the log (`PATH.instance`), so a call repeated after a
+//! restart is the same intent; else drawn at every start. With the `http`
 //! feature, `--http ADDR` serves streamable HTTP at `/mcp` instead of stdio; `--token T` requires
 //! `Authorization: Bearer T` (needed for an address other than loopback), `--allow-origin O` lets a
 //! browser page from `O` call it. `--fault lost-refund` loses the reply of each refund's first attempt
@@ -229,8 +230,8 @@ refund (money, probed) and list_refunds (read).
   --approve-in-log    ask before a refund's second attempt in the --log file, for an operator
                       to answer (`tool-contract console LOG`), instead of the person at the client
   --budget-s N        each call's budget in seconds, 1 to a year (default 60)
-  --instance-id ID    the task of calls that name none (default: random at every start);
-                      with --log, a stable id makes their keys survive a restart
+  --instance-id ID    the task of calls that name none (default: with --log, drawn once and kept in
+                      LOG.instance, so their keys survive a restart; without, random at every start)
   --http ADDR         serve streamable HTTP at /mcp (feature `http`)
   --token T           require `Authorization: Bearer T` (with --http); given more than once, each
                       token is a client of its own, and a question asked through one is answered
@@ -280,12 +281,15 @@ struct Setup {
     /// `--console`: the operator console over the `--log` file, at `/console`.
     #[cfg_attr(not(feature = "console"), allow(dead_code))]
     console: Option<String>,
+    /// Where the instance id came from.
+    instance: Instance,
 }
 
 fn server(args: &[String]) -> Result<Setup, Asked> {
     let (mut http, mut tokens, mut origins) = (None, Vec::new(), Vec::new());
     let (mut log_path, mut console, mut in_log) = (None::<String>, false, false);
     let mut log_wait = None;
+    let mut instance = Instance::Drawn;
     let fault =
         args.iter().position(|a| a == "--fault").map(|at| args.get(at + 1).map_or("", String::as_str));
     let desk = match fault {
@@ -341,6 +345,7 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
                     )
                     .into());
                 }
+                instance = Instance::Given;
                 builder = builder.instance_id(id.clone());
             }
             "--fault" => {
@@ -380,6 +385,26 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
             .map_err(|error| format!("{path}: {error}"))?;
             let log = Arc::new(log);
             builder = builder.journal(log.clone());
+            // A durable log keeps its instance id beside it: after a restart, a call that names no task
+            // is the same intent as before, and an effect in doubt is resolved, not repeated.
+            if instance == Instance::Drawn {
+                let kept = kept_instance(path);
+                match std::fs::read_to_string(&kept) {
+                    Ok(id) if tool_contract::task::is_valid_name(id.trim()) => {
+                        builder = builder.instance_id(id.trim().to_owned());
+                        instance = Instance::Kept(kept);
+                    }
+                    Ok(_) => {
+                        return Err(format!(
+                            "{}: not an instance id; remove it, or give --instance-id",
+                            kept.display()
+                        )
+                        .into());
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => instance = Instance::ToKeep(kept),
+                    Err(e) => return Err(format!("{}: {e}", kept.display()).into()),
+                }
+            }
             Some(log)
         }
         None => None,
@@ -394,6 +419,13 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
         builder = builder.approver(approver);
     }
     let server = builder.build().map_err(|e| e.to_string())?;
+    if let Instance::ToKeep(kept) = &instance {
+        // Written whole, by a rename: a crash leaves the old state or the new, never half an id.
+        let part = kept.with_extension("instance.part");
+        std::fs::write(&part, format!("{}\n", server.instance_id()))
+            .and_then(|()| std::fs::rename(&part, kept))
+            .map_err(|e| format!("cannot keep the instance id in {}: {e}", kept.display()))?;
+    }
     if console && (http.is_none() || log_path.is_none() || !cfg!(feature = "console")) {
         let build = "cargo run -p tool-contract-mcp --features console --example support_desk";
         return Err(format!(
@@ -402,7 +434,25 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
         .into());
     }
     let console = if console { log_path } else { None };
-    Ok(Setup { server, http, tokens, origins, console })
+    Ok(Setup { server, http, tokens, origins, console, instance })
+}
+
+/// Where the instance id came from.
+#[derive(PartialEq, Eq)]
+enum Instance {
+    /// `--instance-id`.
+    Given,
+    /// Drawn at this start: no log keeps it.
+    Drawn,
+    /// Read from the file beside the log.
+    Kept(std::path::PathBuf),
+    /// Drawn at this start, and written to the file beside the log.
+    ToKeep(std::path::PathBuf),
+}
+
+/// The file beside the log `path` that keeps its instance id: `{path}.instance`.
+fn kept_instance(path: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("{path}.instance"))
 }
 
 #[cfg(feature = "http")]
@@ -423,6 +473,9 @@ async fn serve(setup: Setup) -> Result<(), String> {
     if let Some(log) = &setup.console {
         let url = server.console(std::path::Path::new(log), tool_contract_console::Options::default())?;
         eprintln!("support_desk: the operator console: open {url}");
+        if let Some(token) = server.console_token() {
+            eprintln!("support_desk: that address logs in once; after it, log in with the token {token}");
+        }
     }
     eprintln!(
         "support_desk: MCP over HTTP at http://{}/mcp",
@@ -450,7 +503,19 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    eprintln!("support_desk: instance {} (the task of calls that name none)", setup.server.instance_id());
+    let id = setup.server.instance_id().to_owned();
+    match &setup.instance {
+        Instance::Given => eprintln!("support_desk: instance {id} (the task of calls that name none)"),
+        Instance::Drawn => eprintln!(
+            "support_desk: instance {id} (the task of calls that name none), drawn at this start: with no \
+             log, nothing is kept"
+        ),
+        Instance::Kept(kept) | Instance::ToKeep(kept) => eprintln!(
+            "support_desk: instance {id} (the task of calls that name none), kept in {}: a restart on this \
+             log keeps it, so a call repeated after a restart is the same intent, never paid twice",
+            kept.display()
+        ),
+    }
     match serve(setup).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

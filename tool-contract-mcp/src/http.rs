@@ -171,7 +171,8 @@ impl McpServer {
 
 impl HttpServer {
     /// Serve the operator console over the file log at `log` at `/console`, beside the MCP endpoint
-    /// (feature `console`): the address to open, with the console's token. The console keeps its own
+    /// (feature `console`): the address to open, which logs in once ([`HttpServer::console_token`]
+    /// after it). Refused when the server listens away from loopback: it serves plain HTTP. The console keeps its own
     /// guards (its token and cookie, its `Host` allow-list, same-origin forms); the MCP endpoint's
     /// bearer token and origins are not asked of it.
     #[cfg(feature = "console")]
@@ -181,10 +182,27 @@ impl HttpServer {
         options: tool_contract_console::Options,
     ) -> Result<String, String> {
         let addr = self.local_addr().map_err(|e| e.to_string())?;
+        if !addr.ip().is_loopback() {
+            // This server speaks plain HTTP: a token and a session cookie would cross the network.
+            return Err(format!(
+                "{addr} is not a loopback address, and this server serves plain HTTP: the console's token \
+                 and session cookie would cross the network in the clear; bind 127.0.0.1 and reach it \
+                 through an SSH tunnel, or serve the console by itself over TLS (tool-contract console \
+                 --tls-cert)"
+            ));
+        }
         let (console, url) = tool_contract_console::Console::mounted(log, options, addr, "/console")?;
         let gate = Arc::get_mut(&mut self.gate).ok_or("the server is serving already")?;
         gate.console = Some(console);
         Ok(url)
+    }
+
+    /// The token the mounted console drew for itself (feature `console`): for its login page once the
+    /// address [`HttpServer::console`] returned has logged in (it does so once). `None` with no
+    /// console, or one given a token of its own or operators.
+    #[cfg(feature = "console")]
+    pub fn console_token(&self) -> Option<&str> {
+        self.gate.console.as_ref().and_then(|console| console.login_token())
     }
 
     /// The address it listens on.
@@ -197,8 +215,8 @@ impl HttpServer {
     /// its own connections, which close when they send no headers in time.
     pub async fn serve(self) -> io::Result<()> {
         loop {
-            let stream = match self.listener.accept().await {
-                Ok((stream, _)) => stream,
+            let (stream, peer) = match self.listener.accept().await {
+                Ok(accepted) => accepted,
                 // Gone before it was accepted: on to the next.
                 Err(error)
                     if matches!(
@@ -221,7 +239,7 @@ impl HttpServer {
                 let timeout = gate.header_timeout;
                 let service = hyper::service::service_fn(move |request| {
                     let gate = Arc::clone(&gate);
-                    async move { Ok::<_, Infallible>(gate.answer(request).await) }
+                    async move { Ok::<_, Infallible>(gate.answer(request, peer).await) }
                 });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .timer(hyper_util::rt::TokioTimer::new())
@@ -234,7 +252,11 @@ impl HttpServer {
 }
 
 impl Gate {
-    async fn answer(&self, request: Request<Incoming>) -> Response<BoxBody<Bytes, Infallible>> {
+    async fn answer(
+        &self,
+        #[cfg_attr(not(feature = "console"), allow(unused_mut))] mut request: Request<Incoming>,
+        #[cfg_attr(not(feature = "console"), allow(unused_variables))] peer: SocketAddr,
+    ) -> Response<BoxBody<Bytes, Infallible>> {
         #[cfg(feature = "console")]
         if let Some(console) = &self.console {
             let path = request.uri().path();
@@ -242,6 +264,8 @@ impl Gate {
                 .strip_prefix(console.base())
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
             if below {
+                // The console counts failed logins per client: it is told who this one is.
+                request.extensions_mut().insert(tool_contract_console::Peer(peer));
                 return console.answer(request).await.map(|body| body.boxed());
             }
         }

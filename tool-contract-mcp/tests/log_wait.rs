@@ -97,3 +97,37 @@ fn a_server_gives_up_on_a_held_log_after_its_bound_naming_how_long_it_waited() {
     assert_eq!(said.matches("waiting up to 1s for").count(), 1, "{said}");
     assert!(said.contains("is open by another process") && said.contains("(waited 1."), "{said}");
 }
+
+/// The instance id a server's standard error names, once it says it.
+fn instance_of(args: &[&str]) -> (String, String) {
+    let mut desk = support_desk(args);
+    let mut said = read_until(&mut desk, "(the task of calls that name none)");
+    drop(desk.stdin.take());
+    desk.stderr.take().unwrap().read_to_string(&mut said).unwrap();
+    desk.wait().unwrap();
+    let id = said.split("support_desk: instance ").nth(1).unwrap().split(' ').next().unwrap().to_owned();
+    (id, said)
+}
+
+#[test]
+fn a_file_log_keeps_the_instance_id_so_a_restart_is_the_same_intent() {
+    let dir = Scratch::new("instance");
+    let log = dir.log();
+    let (first, said) = instance_of(&["--log", &log]);
+    assert!(said.contains(&format!("kept in {log}.instance")), "{said}");
+    // Restarted on the same log: the same task, so the same call is the same intent.
+    let (second, said) = instance_of(&["--log", &log]);
+    assert_eq!(first, second, "{said}");
+    assert_eq!(fs::read_to_string(format!("{log}.instance")).unwrap().trim(), first);
+    // Without a log, nothing is kept, and the message says so; --instance-id wins over a kept one.
+    let (third, said) = instance_of(&[]);
+    assert!(third != first && said.contains("nothing is kept"), "{said}");
+    let (named, _) = instance_of(&["--log", &log, "--instance-id", "desk-7"]);
+    assert_eq!(named, "desk-7");
+    // A kept file that is not an id is refused, not replaced.
+    fs::write(format!("{log}.instance"), "\n").unwrap();
+    let mut desk = support_desk(&["--log", &log]);
+    let mut said = String::new();
+    desk.stderr.take().unwrap().read_to_string(&mut said).unwrap();
+    assert!(!desk.wait().unwrap().success() && said.contains("not an instance id"), "{said}");
+}

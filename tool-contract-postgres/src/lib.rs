@@ -124,6 +124,7 @@ mod sql;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod transport;
 
 pub use conninfo::redact;
 pub use options::PgOptions;
@@ -134,6 +135,7 @@ pub use reader::PgReader;
 pub use rustls;
 pub use schema::SCHEMA_VERSION;
 pub use store::PgJournal;
+pub use transport::Transport;
 
 // ---------------------------------------------------------------------------------------------------
 // Doctest holders: the docs/ chapters whose examples need this crate, compiled as doctests.

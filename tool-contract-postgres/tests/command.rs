@@ -237,3 +237,86 @@ fn a_tools_text_is_printed_with_its_control_characters_escaped() {
     assert!(text(&output.stderr).contains(r"\u001b[2J\u009b.missing"), "{}", text(&output.stderr));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A settler's role needs no `CREATE`: the command never creates or migrates the schema, and settles
+/// with the privileges docs/postgres.md lists; on a database without a log it is refused and creates
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settle_needs_no_create_and_creates_nothing() {
+    let Some(empty) = common::database("command_settle_empty").await else { return };
+    let key = common::key("cmd-settle-role");
+    let args = [
+        "settle",
+        "--intent",
+        &key.to_string(),
+        "--attempt",
+        "1",
+        "--landed",
+        "--evidence",
+        "seen",
+        "--by",
+        "ops",
+    ];
+    let refused = command(&args, Some(&empty));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    assert!(text(&refused.stderr).contains("holds no attempt log"), "{}", text(&refused.stderr));
+    let client = common::client(&empty).await;
+    let schemas: i64 = client
+        .query_one("SELECT count(*) FROM pg_namespace WHERE nspname = 'tool_contract'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(schemas, 0, "a settler created nothing");
+
+    let Some((journal, conninfo)) = common::journal("command_settle_role").await else { return };
+    let dead = Owner::new("worker-1.1");
+    journal.claim(&key, &dead, Duration::from_secs(30)).await.unwrap();
+    journal.start(&dead, common::start(key, 1).as_record_ref(), Durability::Synced).await.unwrap();
+    journal.release(&key, &dead);
+    // The role of docs/postgres.md ("A role that only settles"), and not a privilege more.
+    let admin = common::client(&conninfo).await;
+    admin
+        .batch_execute(
+            "DROP ROLE IF EXISTS settler_only; CREATE ROLE settler_only LOGIN; \
+             REVOKE CREATE ON SCHEMA public FROM PUBLIC; \
+             GRANT USAGE ON SCHEMA tool_contract TO settler_only; \
+             GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA tool_contract TO settler_only; \
+             GRANT UPDATE, DELETE ON tool_contract.claims TO settler_only; \
+             GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA tool_contract TO settler_only;",
+        )
+        .await
+        .unwrap();
+    let as_settler = conninfo.replace("user=postgres", "user=settler_only");
+    let done = command(&args, Some(&as_settler));
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
+    assert!(text(&done.stdout).contains("settled landed by ops"), "{}", text(&done.stdout));
+    let recall = journal.recall(&key).await.unwrap().unwrap();
+    assert!(recall.settlement().is_some(), "{recall:?}");
+    // Without CREATE it could not have made the schema: a role with USAGE alone still cannot settle
+    // (the privileges listed are the ones it needs, not more than it needs).
+    admin
+        .batch_execute(
+            "DROP ROLE IF EXISTS usage_only; CREATE ROLE usage_only LOGIN; \
+             GRANT USAGE ON SCHEMA tool_contract TO usage_only;",
+        )
+        .await
+        .unwrap();
+    let other = common::key("cmd-settle-role-2");
+    journal.claim(&other, &dead, Duration::from_secs(30)).await.unwrap();
+    journal.start(&dead, common::start(other, 1).as_record_ref(), Durability::Synced).await.unwrap();
+    journal.release(&other, &dead);
+    let args = [
+        "settle",
+        "--intent",
+        &other.to_string(),
+        "--attempt",
+        "1",
+        "--landed",
+        "--evidence",
+        "seen",
+        "--by",
+        "ops",
+    ];
+    let refused = command(&args, Some(&conninfo.replace("user=postgres", "user=usage_only")));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+}

@@ -226,3 +226,21 @@ fn compact_rewrites_the_log_keeping_the_latest_state() {
     before["warnings"] = serde_json::json!([]);
     assert_eq!(before, again);
 }
+
+#[test]
+fn flags_that_say_how_to_reach_postgresql_hand_the_command_to_tool_contract_postgres() {
+    for args in [
+        &["log", "--pg-url-file", "/nonexistent/pg-url"][..],
+        &["settle", "--pg-ca-file", "/nonexistent/ca.pem", "--intent", "x"][..],
+    ] {
+        let (_, _, err) = cli(args);
+        // Not this command's usage error: the PostgreSQL command ran (and said what it lacks), or is
+        // named as the one to install.
+        assert!(
+            !err.starts_with("tool-contract:") || err.contains("needs the `tool-contract-postgres`"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("unknown flag"), "{args:?}: {err}");
+        assert!(err.contains("tool-contract-postgres"), "{args:?}: {err}");
+    }
+}

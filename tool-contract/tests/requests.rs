@@ -162,6 +162,14 @@ fn a_fifo_a_link_and_an_oversized_file_neither_block_nor_redirect_the_holder() {
         settlement.os_user.as_deref().is_some_and(|u| u.starts_with(&format!("uid {uid}"))),
         "{settlement:?}"
     );
+    // `tool-contract log` shows who really wrote it beside the `by` it claims.
+    let contents = read_log(dir.log()).unwrap();
+    let mut shown = Vec::new();
+    let view = tool_contract::journal::inspect::View::default();
+    tool_contract::journal::inspect::render("log", &contents.records, &[], &view, &mut shown).unwrap();
+    let shown = String::from_utf8(shown).unwrap();
+    let line = shown.lines().find(|l| l.contains("settled ->")).unwrap();
+    assert!(line.contains("by alice") && line.contains(&format!("(written by uid {uid}")), "{line}");
 }
 
 #[test]
@@ -223,4 +231,109 @@ fn a_directory_of_another_user_takes_no_request() {
         drop(log);
     }
     assert_eq!(settled(&dir), 0, "a forged request is not applied");
+}
+
+/// `settle` run on a thread of its own: its result, or a failure if it has not returned within `most`
+/// (a settler that waits forever is the bug).
+fn settle_within(
+    log: PathBuf,
+    key: &str,
+    attempt: u32,
+    wait: Duration,
+    most: Duration,
+) -> Result<tool_contract::journal::Record, tool_contract::person::SettleError> {
+    let key = tool_contract::IntentKey::parse(key).unwrap();
+    let (sent, got) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let settle =
+            tool_contract::person::Settle::new(tool_contract::journal::Verdict::Landed, "bob", "seen");
+        let _ =
+            sent.send(tool_contract::journal::file::request_settlement(&log, &key, attempt, &settle, wait));
+    });
+    got.recv_timeout(most).unwrap_or_else(|_| panic!("the settler still waits after {most:?}"))
+}
+
+#[test]
+fn a_settler_whose_request_was_taken_by_a_holder_that_died_stops_waiting_and_says_it_may_have_landed() {
+    let dir = Scratch::new("taken");
+    let key = in_doubt(&dir);
+    // A holder: the log's lock, and a watcher that takes each request and dies before answering.
+    let lock = fs::File::options().read(true).write(true).open(dir.log()).unwrap();
+    lock.try_lock().unwrap();
+    let requests = dir.requests();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let taker = {
+        let (requests, stop) = (requests.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for entry in fs::read_dir(&requests).into_iter().flatten().flatten() {
+                    let path = entry.path();
+                    if path.extension().is_some_and(|e| e == "request") {
+                        let _ = fs::rename(&path, path.with_extension("taken"));
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let wait = Duration::from_millis(300);
+    let started = Instant::now();
+    let most = wait + tool_contract::journal::file::TAKEN_GRACE + Duration::from_secs(20);
+    let said = settle_within(dir.log(), &key, 1, wait, most).unwrap_err().to_string();
+    let waited = started.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    taker.join().unwrap();
+    assert!(said.contains("took the request but gave no answer"), "{said}");
+    assert!(
+        said.contains("may or may not have been applied") && said.contains("tool-contract log"),
+        "{said}"
+    );
+    assert!(
+        waited >= wait + tool_contract::journal::file::TAKEN_GRACE,
+        "it gave the holder its grace: {waited:?}"
+    );
+    drop(lock);
+}
+
+/// Post a notice; the service's reply is lost, and its error texts are long.
+#[tool(effect = "send", target = thread, probe = check_long)]
+async fn post_long(thread: &str) -> Result<u64, Class> {
+    Err(Class::unknown(format!("reset; the proxy said: {}", "x".repeat(100 * 1024))))
+}
+
+async fn check_long(_thread: &&str, _key: tool_contract::IntentKey) -> Probe<u64> {
+    Probe::Failed(format!("the thread's API answered: {}", "y".repeat(100 * 1024)))
+}
+
+#[test]
+fn an_answer_quoting_a_long_record_is_cut_to_fit_and_the_settler_reads_it() {
+    let dir = Scratch::new("long");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let log = Arc::new(FileJournal::open(dir.log()).unwrap());
+    let task = Task::new("ord-10", "agent", Duration::from_secs(30)).journal(log.clone());
+    let report = rt.block_on(post_long(&task, "thread-10"));
+    assert_eq!(report.outcome, Outcome::Unknown);
+    let key = report.idempotency_key.to_string();
+    // Every record on disk, the probe's last (it is written after the report is made).
+    rt.block_on(log.sync()).unwrap();
+    let last = read_log(dir.log()).unwrap().records.last().unwrap().clone();
+    assert!(
+        last.message
+            .as_deref()
+            .is_some_and(|m| m.len() as u64 > tool_contract::journal::file::MAX_ANSWER_BYTES),
+        "the record is longer than an answer may be"
+    );
+    // Held by this process (its watcher answers); the settlement names attempt 2, which never was:
+    // the refusal quotes the intent's last record, 100 KiB of a message.
+    let most = Duration::from_secs(30);
+    let refused = settle_within(dir.log(), &key, 2, Duration::from_secs(10), most).unwrap_err();
+    match refused {
+        tool_contract::person::SettleError::OtherAttempt { last, .. } => {
+            let message = last.message.unwrap_or_default();
+            assert!(message.len() < 1024 && message.contains("bytes in all"), "{message}");
+        }
+        other => panic!("{other}"),
+    }
+    drop(task);
+    drop(log);
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use tool_contract::__private::settle_command::{HELP_TEMPLATE, usage_error};
+use tool_contract::journal::terminal::escape;
 use tool_contract_console::{Console, Operator, Options, check_name};
 
 /// The command line: one definition, from which the help and the usage errors are printed.
@@ -37,11 +38,15 @@ struct Flags {
     /// Who settles when logged in with the console's token (default: $USER; at most 200 bytes)
     #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
     by: Option<String>,
-    /// The people who may log in, one a line: a name, then the SHA-256 in hex of that person's token
-    /// (`alice 5e884898...`); each is recorded under their own name, and the console's token logs no
-    /// one in
+    /// The people who may log in, one a line as --make-operator prints it (a name, then a slow salted
+    /// hash of that person's token); each is recorded under their own name, and the console's token
+    /// logs no one in
     #[arg(long, value_name = "FILE")]
     operators: Option<String>,
+    /// Print a line for --operators FILE letting a new random token in as NAME (on standard output;
+    /// the token, to give that person, on standard error), and exit
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
+    make_operator: Option<String>,
     /// The console's token, read from FILE (default: a random one, printed, which logs in for 12
     /// hours)
     #[arg(long, value_name = "FILE")]
@@ -68,8 +73,8 @@ struct Flags {
     /// The PostgreSQL connection string, read from FILE
     #[arg(long, value_name = "FILE")]
     pg_url_file: Option<PathBuf>,
-    /// Reach PostgreSQL over TLS, trusting the PEM certificates in FILE (`sslmode=require` in the
-    /// connection string: TLS or nothing)
+    /// Reach PostgreSQL over TLS, checking its certificate and name against the PEM certificates in
+    /// FILE: TLS or nothing, unless the connection string says sslmode=prefer
     #[arg(long, value_name = "FILE")]
     pg_ca_file: Option<PathBuf>,
 }
@@ -123,7 +128,7 @@ fn options(flags: Flags) -> Result<Command, String> {
     if let Some(path) = flags.token_file {
         let token = read_secret("--token-file", &path)?;
         if token.len() < 16 {
-            return Err(format!("`--token-file {path}`: the token must be at least 16 characters"));
+            return Err(format!("`--token-file {path}`: the token must be at least 16 bytes"));
         }
         options.token = Some(token);
     }
@@ -157,9 +162,12 @@ fn main() -> ExitCode {
     }
     let mut cli = Flags::command();
     let mut command = match cli.try_get_matches_from_mut(&args) {
-        Ok(matches) => match Flags::from_arg_matches(&matches).map_err(|e| usage_error(&e)).and_then(options)
-        {
-            Ok(command) => command,
+        Ok(matches) => match Flags::from_arg_matches(&matches).map_err(|e| usage_error(&e)) {
+            Ok(Flags { make_operator: Some(name), .. }) => return make_operator(&name),
+            Ok(flags) => match options(flags) {
+                Ok(command) => command,
+                Err(why) => return usage(&why, &mut cli),
+            },
             Err(why) => return usage(&why, &mut cli),
         },
         Err(err) if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
@@ -187,22 +195,27 @@ fn main() -> ExitCode {
     if let Some((cert, key)) = &command.tls
         && let Err(why) = serve_tls(&mut command.options, cert, key)
     {
-        eprintln!("tool-contract console: {why}");
-        return ExitCode::FAILURE;
+        return fail(&why);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("tool-contract console: cannot start: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return fail(&format!("cannot start: {e}")),
     };
     runtime.block_on(async move {
         let Command { log, pg_ca_file, options, .. } = command;
+        let lifetime = options.session_lifetime.as_secs().div_ceil(60);
         let (bound, name) = match &conninfo {
             Some(conninfo) => {
                 let read_only = options.read_only;
-                let opened = Console::connect_postgres(conninfo, read_only, pg_ca_file.as_deref()).await;
+                let opened = match tool_contract_postgres::Transport::plan(conninfo, pg_ca_file.as_deref()) {
+                    Ok(transport) => {
+                        if let Some(warning) = transport.warning() {
+                            say(&format!("warning: {warning}"));
+                        }
+                        Console::connect_postgres(&transport, read_only).await
+                    }
+                    Err(why) => Err(why),
+                };
                 let bound = match opened {
                     Ok(journal) => Console::bind_postgres(journal, options).await,
                     Err(why) => Err(why),
@@ -217,12 +230,15 @@ fn main() -> ExitCode {
         };
         let running = match bound {
             Ok(running) => running,
-            Err(why) => {
-                eprintln!("tool-contract console: {why}");
-                return ExitCode::FAILURE;
-            }
+            Err(why) => return fail(&why),
         };
-        println!("console for {name}: open {}", running.url);
+        // The log's name and the address are the operator's own input, or the store's: escaped too.
+        println!("console for {}: open {}", escape(&name), escape(&running.url));
+        if let Some(token) = running.console().login_token() {
+            println!(
+                "that address logs in once; after it, log in with the token {token} (for {lifetime} minutes)"
+            );
+        }
         running.serve().await;
         ExitCode::SUCCESS
     })
@@ -230,8 +246,32 @@ fn main() -> ExitCode {
 
 /// A usage error: what is wrong, and the command's help, on standard error; exit code 2.
 fn usage(why: &str, cli: &mut clap::Command) -> ExitCode {
-    eprint!("tool-contract console: {why}\n{}", cli.render_help());
+    eprint!("tool-contract console: {}\n{}", escape(why), cli.render_help());
     ExitCode::from(2)
+}
+
+/// Say `what` on standard error, its control characters escaped: what PostgreSQL, a file or the
+/// operating system said reaches the terminal as text.
+fn say(what: &str) {
+    eprintln!("tool-contract console: {}", escape(what));
+}
+
+/// Say why the console could not serve; exit code 1.
+fn fail(why: &str) -> ExitCode {
+    say(why);
+    ExitCode::FAILURE
+}
+
+/// `--make-operator NAME`: the operators file's line on standard output, the token on standard error.
+fn make_operator(name: &str) -> ExitCode {
+    match Operator::line(name) {
+        Ok((token, line)) => {
+            println!("{line}");
+            eprintln!("the token of {} (give it to them; it is kept nowhere): {token}", escape(name));
+            ExitCode::SUCCESS
+        }
+        Err(why) => fail(&format!("`--make-operator`: {why}")),
+    }
 }
 
 /// Serve HTTPS with the certificate chain and key in these PEM files.

@@ -10,7 +10,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use tool_contract::__private::settle_command::{self as command, HELP_TEMPLATE};
 use tool_contract::journal::inspect::{self, View};
 use tool_contract::journal::terminal::{Terminal, escape};
-use tool_contract_postgres::{PgJournal, PgOptions, redact};
+use tool_contract_postgres::{PgJournal, PgOptions, Transport, redact};
 
 /// The command line: one definition, from which the help and the usage errors are printed.
 #[derive(Parser)]
@@ -21,12 +21,28 @@ use tool_contract_postgres::{PgJournal, PgOptions, redact};
     help_template = HELP_TEMPLATE,
     about = "An operator's view of an attempt log in PostgreSQL, and its retention.",
     after_help = "CONNINFO is a connection string (postgres://user@host/db or host=... dbname=...); without \
-                  it, the environment variable TOOL_CONTRACT_PG, which keeps a password out of the process \
-                  list.\nExit codes: 0 done; 1 refused or failed; 2 bad usage."
+                  it, the one in --pg-url-file FILE, else in the environment variable TOOL_CONTRACT_PG: \
+                  both keep a password out of the process list. TLS: --pg-ca-file FILE, or sslmode=require \
+                  (the system's certificates); a connection in clear text to another host is warned \
+                  of.\nExit codes: 0 done; 1 refused or failed; 2 bad usage."
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    reach: Reach,
+}
+
+/// How the store is reached, beside the connection string: flags of every command.
+#[derive(clap::Args)]
+struct Reach {
+    /// Read the connection string from FILE (instead of CONNINFO or TOOL_CONTRACT_PG)
+    #[arg(long, value_name = "FILE", global = true)]
+    pg_url_file: Option<std::path::PathBuf>,
+    /// Reach PostgreSQL over TLS, checking its certificate and name against the PEM certificates in
+    /// FILE: TLS or nothing, unless the connection string says sslmode=prefer
+    #[arg(long, value_name = "FILE", global = true)]
+    pg_ca_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -152,36 +168,61 @@ async fn run(args: &[std::ffi::OsString], out: &mut dyn Write, warn: &mut dyn Wr
         Err(err) => return Err(Failure::Usage(command::usage_error(&err), help_of(&mut cli))),
     };
     let mut usage = |err: String| Failure::Usage(err, help_of(&mut cli));
-    match Cli::from_arg_matches(&matches).map_err(|err| usage(command::usage_error(&err)))?.command {
+    let Cli { command, reach } =
+        Cli::from_arg_matches(&matches).map_err(|err| usage(command::usage_error(&err)))?;
+    match command {
         Command::Log { log: conninfo, task, unresolved, json } => {
             let view = View { task: task.as_deref(), unresolved, json };
-            self::log(conninfo, &view, out, warn).await.map_err(|e| e.usage(usage))
+            self::log(conninfo, &reach, &view, out, warn).await.map_err(|e| e.usage(usage))
         }
         Command::Forget { conninfo, older_than_days } => {
             let days = older_than_days.parse::<u64>().ok().filter(|d| *d <= 36_500).ok_or_else(|| {
                 usage(format!("`--older-than-days` takes a number of days, not `{older_than_days}`"))
             })?;
-            forget(conninfo, days, out).await.map_err(|e| e.usage(usage))
+            forget(conninfo, &reach, days, out, warn).await.map_err(|e| e.usage(usage))
         }
         Command::Settle(mut flags) => {
-            // The connection string may come from the environment.
-            if flags.log.is_none() {
-                flags.log = Some(std::env::var(CONNINFO_VAR).map_err(|_| usage(no_conninfo()))?);
-            }
+            // The connection string may come from a file or the environment.
+            flags.log = Some(reach.conninfo(flags.log.take()).map_err(|e| e.usage(&mut usage))?);
             let asked = flags.check().map_err(&mut usage)?;
-            settle(&asked, out).await.map_err(|e| e.usage(usage))
+            settle(&asked, &reach, out, warn).await.map_err(|e| e.usage(usage))
+        }
+    }
+}
+
+impl Reach {
+    /// The connection string: `given` on the command line, else the one in --pg-url-file, else the
+    /// one in [`CONNINFO_VAR`].
+    fn conninfo(&self, given: Option<String>) -> Result<String, Failure> {
+        match (given, &self.pg_url_file) {
+            (Some(_), Some(_)) => {
+                Err(Failure::Usage("a connection string or `--pg-url-file`, not both".into(), String::new()))
+            }
+            (Some(given), None) => Ok(given),
+            (None, Some(file)) => std::fs::read_to_string(file)
+                .map(|text| text.trim().to_owned())
+                .map_err(|e| Failure::Fatal(format!("`--pg-url-file {}`: {e}", file.display()))),
+            (None, None) => {
+                std::env::var(CONNINFO_VAR).map_err(|_| Failure::Usage(no_conninfo(), String::new()))
+            }
         }
     }
 }
 
 /// Why the command line names no store.
 fn no_conninfo() -> String {
-    format!("no connection string: give one, or set {CONNINFO_VAR}")
+    format!("no connection string: give one, --pg-url-file FILE, or set {CONNINFO_VAR}")
 }
 
 /// `settle`: a settlement written through the store, under the intent's claim.
-async fn settle(asked: &command::Args, out: &mut dyn Write) -> Result<(), Failure> {
-    let (journal, _) = open(Some(asked.log.clone()), false).await?;
+async fn settle(
+    asked: &command::Args,
+    reach: &Reach,
+    out: &mut dyn Write,
+    warn: &mut dyn Write,
+) -> Result<(), Failure> {
+    // A settler never creates or migrates the schema: its role needs no CREATE (docs/postgres.md).
+    let (journal, _) = open(asked.log.clone(), reach, true, warn).await?;
     let done = tool_contract::person::settle(&journal, &asked.key, asked.attempt, &asked.settle).await;
     let (line, code) = command::outcome(done, asked.json);
     match code {
@@ -194,15 +235,21 @@ async fn settle(asked: &command::Args, out: &mut dyn Write) -> Result<(), Failur
     }
 }
 
-/// The store named by the command line, or by [`CONNINFO_VAR`], opened to read.
-async fn open(conninfo: Option<String>, read_only: bool) -> Result<(PgJournal, String), Failure> {
-    let conninfo = match conninfo {
-        Some(given) => given,
-        None => std::env::var(CONNINFO_VAR).map_err(|_| Failure::Usage(no_conninfo(), String::new()))?,
-    };
+/// The store at `conninfo`, reached as `reach` says; a connection in clear text across a network is
+/// warned of before it is made.
+async fn open(
+    conninfo: String,
+    reach: &Reach,
+    read_only: bool,
+    warn: &mut dyn Write,
+) -> Result<(PgJournal, String), Failure> {
+    let transport = Transport::plan(&conninfo, reach.pg_ca_file.as_deref()).map_err(Failure::Fatal)?;
+    if let Some(warning) = transport.warning() {
+        let _ = writeln!(warn, "tool-contract-postgres: warning: {}", escape(&warning));
+    }
     let options = PgOptions::default().pool_size(1).read_only(read_only);
     let journal =
-        PgJournal::connect_with(&conninfo, options).await.map_err(|e| Failure::Fatal(e.to_string()))?;
+        PgJournal::connect_over(&transport, options).await.map_err(|e| Failure::Fatal(e.to_string()))?;
     Ok((journal, redact(&conninfo)))
 }
 
@@ -219,6 +266,7 @@ fn is_conninfo(text: &str) -> bool {
 /// `log`: the timeline of the store named, or of a file log.
 async fn log(
     conninfo: Option<String>,
+    reach: &Reach,
     view: &View<'_>,
     out: &mut dyn Write,
     warn: &mut dyn Write,
@@ -231,14 +279,20 @@ async fn log(
         }
         return inspect::render(path, &contents.records, &contents.warnings, view, out).map_err(written);
     }
-    let (journal, name) = open(conninfo, true).await?;
+    let (journal, name) = open(reach.conninfo(conninfo)?, reach, true, warn).await?;
     let records = journal.records(view.task).await.map_err(|e| Failure::Fatal(e.to_string()))?;
     inspect::render(&name, &records, &[], view, out).map_err(written)
 }
 
 /// `forget`: the intents resolved more than `days` days ago removed.
-async fn forget(conninfo: Option<String>, days: u64, out: &mut dyn Write) -> Result<(), Failure> {
-    let (journal, name) = open(conninfo, true).await?;
+async fn forget(
+    conninfo: Option<String>,
+    reach: &Reach,
+    days: u64,
+    out: &mut dyn Write,
+    warn: &mut dyn Write,
+) -> Result<(), Failure> {
+    let (journal, name) = open(reach.conninfo(conninfo)?, reach, true, warn).await?;
     let removed = journal
         .remove_resolved_older_than(Duration::from_secs(days * 86_400))
         .await

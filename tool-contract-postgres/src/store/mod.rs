@@ -12,6 +12,7 @@ use crate::options::PgOptions;
 use crate::pool::{Conn, Connector, Pool};
 use crate::row::Fields;
 use crate::schema::{self, MigrationError, SCHEMA_VERSION};
+use crate::transport::Transport;
 
 mod approvals;
 mod claims;
@@ -108,6 +109,49 @@ impl PgJournal {
         PgJournal::connect_using(conninfo, options, connector).await
     }
 
+    /// Connect as the [`Transport`] planned: over TLS checked against its certificates, or in clear
+    /// text, as the project's commands connect (`--pg-ca-file`). Creates or migrates the schema unless
+    /// the options say read-only, as [`PgJournal::connect_with`] does.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::path::Path;
+    /// use tool_contract_postgres::{PgJournal, PgOptions, Transport};
+    ///
+    /// let transport = Transport::plan("postgres://ops@db.internal/agents", Some(Path::new("ca.pem")))?;
+    /// if let Some(warning) = transport.warning() {
+    ///     eprintln!("warning: {warning}");
+    /// }
+    /// let journal = PgJournal::connect_over(&transport, PgOptions::default()).await?;
+    /// # let _ = journal; Ok(()) }
+    /// ```
+    ///
+    /// A transport that needs TLS is refused by a build without the feature `tls`.
+    pub async fn connect_over(transport: &Transport, options: PgOptions) -> Result<PgJournal, JournalError> {
+        let connector = match transport.roots() {
+            None => Connector::Plain,
+            #[cfg(feature = "tls")]
+            Some(roots) => {
+                let tls = crate::transport::client_config(roots).map_err(|why| JournalError::Io {
+                    context: format!("attempt log {}", transport.label()),
+                    source: std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+                })?;
+                Connector::Rustls(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
+            }
+            #[cfg(not(feature = "tls"))]
+            Some(_) => {
+                return Err(JournalError::Io {
+                    context: format!("attempt log {}", transport.label()),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::Unsupported,
+                        "TLS to PostgreSQL needs the feature `tls` of tool-contract-postgres",
+                    ),
+                });
+            }
+        };
+        PgJournal::connect_config(transport.config.clone(), options, connector).await
+    }
+
     async fn connect_using(
         conninfo: &str,
         options: PgOptions,
@@ -117,6 +161,14 @@ impl PgJournal {
             context: format!("attempt log {}: not a PostgreSQL connection string", redact(conninfo)),
             source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
         })?;
+        PgJournal::connect_config(config, options, connector).await
+    }
+
+    async fn connect_config(
+        config: Config,
+        options: PgOptions,
+        connector: Connector,
+    ) -> Result<PgJournal, JournalError> {
         let label = label(&config);
         let pool = Pool::new(config, connector, options.get_pool_size(), options.get_connect_timeout());
         let budget = options.get_op_timeout().max(options.get_connect_timeout());

@@ -35,14 +35,16 @@ enum Command {
     Key(KeyFlags),
     /// Print each task's attempts in an attempt log as a timeline.
     ///
-    /// A log in PostgreSQL is read by the `tool-contract-postgres` command, with the same arguments.
+    /// A log in PostgreSQL (a postgres:// connection string, or --pg-url-file FILE, with --pg-ca-file
+    /// FILE for TLS) is read by the `tool-contract-postgres` command, with the same arguments.
     #[command(help_template = HELP_TEMPLATE)]
     Log(LogFlags),
     /// Record what a person found of an intent in doubt.
     ///
     /// It landed (later calls answer ok with the value, nothing repeated) or it did not (the next
     /// call makes the next attempt). Works while an agent holds the log: the agent picks the request
-    /// up (--wait).
+    /// up (--wait). A log in PostgreSQL is settled by the `tool-contract-postgres` command, with the
+    /// same arguments (and its --pg-url-file, --pg-ca-file).
     #[command(
         help_template = HELP_TEMPLATE,
         after_help = "Exit codes: 0 recorded; 1 refused (the intent's state is named) or not recorded; \
@@ -147,6 +149,13 @@ pub(crate) fn run(
     out: &mut dyn Write,
     warn: &mut dyn Write,
 ) -> Result<(), Failure> {
+    // The flags that say how PostgreSQL is reached (--pg-url-file, --pg-ca-file) are the PostgreSQL
+    // command's: a log or settle naming one is handed to it whole.
+    let reaches_postgres =
+        args.iter().skip(2).any(|arg| arg.to_str().is_some_and(|a| a.starts_with("--pg-")));
+    if reaches_postgres && matches!(args.get(1).and_then(|a| a.to_str()), Some("log" | "settle")) {
+        return postgres("tool-contract-postgres");
+    }
     let mut cli = Cli::command();
     cli.build();
     // The help of the command named, or else of them all: what a usage error shows.
@@ -242,7 +251,7 @@ fn helper(name: &str, what: &str, package: &str) -> Result<(), Failure> {
         // The connection string is not echoed: it may hold a password.
         Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Failure::Fatal(format!(
             "{what} needs the `{name}` command, which is not installed (`cargo install --path {package}` in \
-             the repository, or `cargo install --git <repository> {package}`)"
+             a checkout of the project)"
         ))),
         Err(e) => Err(Failure::Fatal(format!("cannot run `{name}`: {e}"))),
     }

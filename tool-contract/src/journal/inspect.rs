@@ -305,7 +305,9 @@ fn line(record: &Record) -> String {
         (Phase::Approval, _) => {
             let at = record.approval.as_ref().map_or(record.started.as_str(), |note| note.at.as_str());
             let message = record.message.as_deref().unwrap_or_default();
-            return format!("a{}  {}  approval  {}", record.attempt, escape(at), escape(message));
+            let mut text = format!("a{}  {}  approval  {}", record.attempt, escape(at), escape(message));
+            text.push_str(&written_by(record.approval.as_ref().and_then(|n| n.os_user.as_deref())));
+            return text;
         }
     };
     let mut text = format!("a{}  {started}  {what}", record.attempt);
@@ -326,7 +328,14 @@ fn line(record: &Record) -> String {
             text.push_str(&format!(" = ({} bytes of JSON)", value.len()));
         }
     }
+    text.push_str(&written_by(record.settled.as_ref().and_then(|s| s.os_user.as_deref())));
     text
+}
+
+/// Who really wrote a person's word, where the store knows it (the operating-system user that wrote a
+/// request file), beside the `by` it claims: `  (written by uid 1000 (alice))`.
+fn written_by(os_user: Option<&str>) -> String {
+    os_user.map(|user| format!("  (written by {})", escape(user))).unwrap_or_default()
 }
 
 fn unresolved<E: Entry>(

@@ -66,6 +66,7 @@ use crate::rules::{sort_queue, supersedes};
 
 mod codec;
 mod compact;
+mod dir;
 mod follow;
 mod read;
 mod recovery;
@@ -76,7 +77,9 @@ mod writer;
 pub use crate::person::REQUEST_LIFETIME;
 pub use follow::FileReader;
 pub use read::{LogContents, Warning, parse_log, read_log};
-pub use requests::{MAX_REQUEST_BYTES, request_approval, request_settlement, requests_dir};
+pub use requests::{
+    MAX_ANSWER_BYTES, MAX_REQUEST_BYTES, TAKEN_GRACE, request_approval, request_settlement, requests_dir,
+};
 
 use codec::*;
 use recovery::*;
@@ -347,11 +350,7 @@ impl FileJournal {
         // The request directory, the holder's own (0700): one it may not use is said once, here, and
         // takes no requests.
         let dir = requests::requests_dir(&path);
-        let unsafe_dir = match requests::make_dir(&dir) {
-            Ok(()) => requests::unsafe_dir(&dir),
-            Err(e) => Some(format!("it cannot be created: {e}")),
-        };
-        if let Some(why) = unsafe_dir {
+        if let Some(why) = requests::unusable(&path) {
             scan.warnings.push(Warning {
                 line: 0,
                 message: format!(

@@ -24,6 +24,10 @@
 //! - A request expires: at the end of its settler's wait, and at most [`REQUEST_LIFETIME`] after it was
 //!   written, whatever it says. An expired request is answered `expired` and never applied, so one left
 //!   by a settler that was killed does not settle, hours later, whatever attempt is last by then.
+//! - A settler waits no longer than its wait plus [`TAKEN_GRACE`]: a holder that took the request and
+//!   was then killed never answers, and the settler says the request may or may not have been applied.
+//! - An answer is at most [`MAX_ANSWER_BYTES`]: the holder cuts the record it quotes to fit, and a
+//!   settler that cannot read an answer says so at once.
 //!
 //! # Who can settle through the directory
 //!
@@ -31,13 +35,16 @@
 //! holder's user alone. On Unix the holder creates it with mode `0700` when it opens the log, and takes
 //! no request from one that is not a real directory (a symbolic link is not) owned by its own user and
 //! writable by nobody else: it says so once, in [`FileJournal::warnings`], and answers nothing there.
+//! One of its own that others may read (`0755`, from an older build) is tightened to `0700`. The
+//! directory is checked on its open handle, and every file in it is then reached through that handle
+//! (`openat`, `renameat`, `unlinkat`): a directory swapped for another by its path after the check is
+//! never the one used.
 //! Requests and answers are created anew (`O_EXCL`, so never through a link) with mode `0600`. The
 //! holder reads only regular files, at most [`MAX_REQUEST_BYTES`] of them, opened without following a
 //! link and without blocking (a FIFO is refused, not waited on), and records the operating-system user
 //! that owns the request file in the settlement or answer (`os_user`), beside the `by` it claims.
 //! Another user who can write the directory (root can) is therefore named, not trusted blindly.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -45,6 +52,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::dir::{RequestDir, RequestFile};
 use super::{FileJournal, Shared};
 use crate::journal::{JournalError, Record};
 use crate::key::IntentKey;
@@ -58,6 +66,14 @@ pub(super) const LOOK_EVERY: Duration = Duration::from_millis(200);
 /// The largest request file a holder reads: a request is a few hundred bytes, its evidence at most
 /// 1 KiB.
 pub const MAX_REQUEST_BYTES: u64 = 16 * 1024;
+
+/// The largest answer a settler reads. A holder never writes a larger one: it cuts the record an
+/// answer carries (its message cut to 240 bytes, its value left out) to fit.
+pub const MAX_ANSWER_BYTES: u64 = 64 * 1024;
+
+/// How long a settler waits, past its own wait, for the answer to a request the holder has taken: a
+/// holder answers within a look, so this much more means it was stopped or killed holding it.
+pub const TAKEN_GRACE: Duration = Duration::from_secs(5);
 
 /// The most requests a holder answers in one look: the rest wait for the next.
 const REQUESTS_A_LOOK: usize = 64;
@@ -199,38 +215,55 @@ fn through_holder(
         Request::Settle { .. } => ("settlement", "nothing was settled"),
         Request::Approval { .. } => ("answer", "nothing was answered"),
     };
-    let dir = requests_dir(log);
+    let path = requests_dir(log);
     let io = |what: &str, e: std::io::Error| JournalError::Io {
-        context: format!("{what} {}", dir.display()),
+        context: format!("{what} {}", path.display()),
         source: e,
     };
-    make_dir(&dir).map_err(|e| io("cannot create", e))?;
-    if let Some(why) = unsafe_dir(&dir) {
-        return Err(JournalError::Failed {
-            log: log.display().to_string(),
-            why: format!(
-                "its request directory {} is not safe to settle through ({why}); nothing was sent",
-                dir.display()
-            ),
-        });
-    }
+    let dir = RequestDir::open(&path).map_err(|why| JournalError::Failed {
+        log: log.display().to_string(),
+        why: format!(
+            "its request directory {} is not safe to settle through ({why}); nothing was sent",
+            path.display()
+        ),
+    })?;
     let id = format!("{}-{}", key, crate::journal::Owner::unique().as_str().replace('.', "-"));
-    let path = dir.join(format!("{id}.request"));
-    let answer = dir.join(format!("{id}.answer"));
+    let (request_name, answer) = (format!("{id}.request"), format!("{id}.answer"));
     let text = serde_json::to_vec(request).map_err(|e| io("cannot encode a request for", e.into()))?;
-    write_whole(&path, &text).map_err(|e| io("cannot write a request in", e))?;
+    dir.write_whole(&request_name, &text).map_err(|e| io("cannot write a request in", e))?;
     let until = std::time::Instant::now() + wait.min(REQUEST_LIFETIME);
+    // What a settler that cannot learn the answer says: the holder may have applied the request.
+    let unknown = |why: String| JournalError::Io {
+        context: format!(
+            "{why}; the {what} may or may not have been applied: `tool-contract log {}` shows whether",
+            log.display()
+        ),
+        source: std::io::ErrorKind::TimedOut.into(),
+    };
     loop {
-        if let Ok(RequestFile { bytes, .. }) = read_regular(&answer) {
-            let _ = fs::remove_file(&answer);
-            return serde_json::from_slice(&bytes).map_err(|e| JournalError::Io {
-                context: format!("the holder's answer could not be read ({e})"),
-                source: std::io::ErrorKind::InvalidData.into(),
-            });
+        match dir.read_regular(&answer, MAX_ANSWER_BYTES) {
+            Ok(RequestFile { bytes, .. }) => {
+                let _ = dir.remove(&answer);
+                return serde_json::from_slice(&bytes).map_err(|e| JournalError::Io {
+                    context: format!("the holder's answer could not be read ({e})"),
+                    source: std::io::ErrorKind::InvalidData.into(),
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            // An answer that cannot be read (too large, not a file) is never waited on again.
+            Err(e) => {
+                let _ = dir.remove(&answer);
+                return Err(unknown(format!(
+                    "the answer of the process holding {} could not be read ({e})",
+                    log.display()
+                )));
+            }
         }
-        if std::time::Instant::now() >= until {
-            // Withdrawn if the holder has not taken it; if it has, its answer is coming.
-            if fs::remove_file(&path).is_ok() {
+        let now = std::time::Instant::now();
+        if now >= until {
+            // Withdrawn if the holder has not taken it; if it has, its answer is coming within a look,
+            // unless the holder was stopped or killed holding it.
+            if dir.remove(&request_name).is_ok() {
                 return Err(JournalError::Io {
                     context: format!(
                         "{} is held by another process that did not take the {what} within {wait:?} \
@@ -239,6 +272,14 @@ fn through_holder(
                     ),
                     source: std::io::ErrorKind::TimedOut.into(),
                 });
+            }
+            if now >= until + TAKEN_GRACE {
+                return Err(unknown(format!(
+                    "the process holding {} took the request but gave no answer within {:?} more (was it \
+                     stopped or killed?)",
+                    log.display(),
+                    TAKEN_GRACE
+                )));
             }
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -263,159 +304,75 @@ fn read_answer(key: &IntentKey, attempt: u32, answer: Answer) -> Result<Record, 
     }
 }
 
-/// Write `bytes` to `path` whole: to a temporary name made anew (never through a link, mode `0600`),
-/// then renamed. Whatever had the temporary name before (a link left there by someone) is removed, not
-/// written through.
-fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let temporary = path.with_extension("part");
-    let _ = fs::remove_file(&temporary);
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(&temporary)?;
-    file.write_all(bytes)?;
-    drop(file);
-    fs::rename(&temporary, path)
-}
-
-/// Create the request directory `dir` if it does not exist: mode `0700` on Unix.
-pub(super) fn make_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = fs::DirBuilder::new();
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    match builder.create(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        done => done,
-    }
-}
-
-/// Why the request directory `dir` may not be used, if it may not: it is not a real directory, or
-/// belongs to another user, or others may write to it. Unix only; elsewhere every directory may be.
-pub(super) fn unsafe_dir(dir: &Path) -> Option<String> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let meta = match fs::symlink_metadata(dir) {
-            Ok(meta) => meta,
-            Err(e) => return Some(format!("it cannot be read: {e}")),
-        };
-        if !meta.file_type().is_dir() {
-            return Some("it is not a directory (a symbolic link, or a file)".into());
-        }
-        let me = own_uid();
-        if meta.uid() != me {
-            return Some(format!("it belongs to uid {}, not to this process's user (uid {me})", meta.uid()));
-        }
-        if meta.mode() & 0o022 != 0 {
-            return Some(format!(
-                "its mode {:o} lets other users write to it; `chmod 700 {}`",
-                meta.mode() & 0o777,
-                dir.display()
-            ));
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
-    None
-}
-
-/// This process's effective user id.
-#[cfg(unix)]
-fn own_uid() -> u32 {
-    // SAFETY: geteuid takes nothing, touches no memory of ours and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-/// A request file read by the holder.
-struct RequestFile {
-    bytes: Vec<u8>,
-    /// The user that owns it (`uid 1000 (alice)`), where the system says.
-    owner: Option<String>,
-    /// When it was last written, where the system says.
-    written: Option<std::time::SystemTime>,
-}
-
-/// The file at `path` read whole, if it is a regular file of at most [`MAX_REQUEST_BYTES`], opened
-/// without following a link and without blocking (a FIFO or a device is refused, never waited on).
-fn read_regular(path: &Path) -> std::io::Result<RequestFile> {
-    use std::io::Read as _;
-    let refuse = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
-    let mut options = fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    let file = options.open(path)?;
-    let meta = file.metadata()?;
-    if !meta.file_type().is_file() {
-        return Err(refuse("not a regular file"));
-    }
-    if meta.len() > MAX_REQUEST_BYTES {
-        return Err(refuse("larger than a request can be"));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_REQUEST_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_REQUEST_BYTES {
-        return Err(refuse("larger than a request can be"));
-    }
-    #[cfg(unix)]
-    let owner = Some(user_name(std::os::unix::fs::MetadataExt::uid(&meta)));
-    #[cfg(not(unix))]
-    let owner = None;
-    Ok(RequestFile { bytes, owner, written: meta.modified().ok() })
-}
-
-/// `uid N (name)`, the name from `/etc/passwd` when it has one.
-#[cfg(unix)]
-fn user_name(uid: u32) -> String {
-    let name = fs::read_to_string("/etc/passwd").ok().and_then(|passwd| {
-        passwd.lines().find_map(|line| {
-            let mut fields = line.split(':');
-            let name = fields.next()?;
-            (fields.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_owned())
-        })
-    });
-    match name {
-        Some(name) => format!("uid {uid} ({})", crate::rules::one_line(&name)),
-        None => format!("uid {uid}"),
-    }
-}
-
 /// The holder's side: answer every request waiting in the log's directory (and, on the first look,
 /// those a holder before this one took and never answered). A directory that is not safe to take
 /// requests from ([`unsafe_dir`]) is not read.
 pub(super) fn answer_requests(shared: &Arc<Shared>, first: bool) {
-    let dir = requests_dir(&shared.path);
-    if unsafe_dir(&dir).is_some() {
-        return;
-    }
-    let Ok(entries) = fs::read_dir(&dir) else { return };
-    let waiting = entries.flatten().map(|entry| entry.path()).filter_map(|path| {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("request") => Some((path.with_extension("taken"), path)),
-            Some("taken") if first => Some((path.clone(), path)),
+    let Ok(dir) = RequestDir::open_existing(&requests_dir(&shared.path)) else { return };
+    let Ok(names) = dir.names() else { return };
+    let waiting = names.into_iter().filter_map(|name| {
+        let (stem, extension) = name.rsplit_once('.')?;
+        match extension {
+            "request" => Some((format!("{stem}.taken"), name.clone(), stem.to_owned())),
+            "taken" if first => Some((name.clone(), name.clone(), stem.to_owned())),
             _ => None,
         }
     });
-    for (taken, path) in waiting.take(REQUESTS_A_LOOK) {
-        if taken != path && fs::rename(&path, &taken).is_err() {
+    for (taken, name, stem) in waiting.take(REQUESTS_A_LOOK) {
+        if taken != name && dir.rename(&name, &taken).is_err() {
             continue;
         }
-        let answer = match read_regular(&taken) {
+        let answer = match dir.read_regular(&taken, MAX_REQUEST_BYTES) {
             Ok(file) => match serde_json::from_slice::<Request>(&file.bytes) {
                 Ok(request) => answer(shared, request, &file),
                 Err(e) => invalid(format!("the request could not be read: {e}")),
             },
             Err(e) => invalid(format!("the request could not be read: {e}")),
         };
-        if let Ok(bytes) = serde_json::to_vec(&answer) {
-            let _ = write_whole(&taken.with_extension("answer"), &bytes);
+        if let Some(bytes) = bounded(answer) {
+            let _ = dir.write_whole(&format!("{stem}.answer"), &bytes);
         }
-        if fs::remove_file(&taken).is_err() {
-            let _ = fs::remove_dir(&taken);
+        if dir.remove(&taken).is_err() {
+            let _ = dir.remove_entry(&taken, true);
         }
     }
+}
+
+/// Why the request directory beside the log at `log` may not be used, if it may not (see
+/// [`RequestDir::open`]); one of this user's that others may read is tightened on the way.
+pub(super) fn unusable(log: &Path) -> Option<String> {
+    RequestDir::open(&requests_dir(log)).err()
+}
+
+/// `answer` encoded within [`MAX_ANSWER_BYTES`]: the record it carries (a tool's message or value may
+/// be large, and a refusal quotes the intent's last record) is cut to fit, saying so in its message.
+fn bounded(mut answer: Answer) -> Option<Vec<u8>> {
+    let bytes = serde_json::to_vec(&answer).ok()?;
+    if bytes.len() as u64 <= MAX_ANSWER_BYTES {
+        return Some(bytes);
+    }
+    let (why, record) = match &mut answer {
+        Answer::Settled(record) => (None, Some(record)),
+        Answer::Refused { why, record, .. } => (Some(why), record.as_mut()),
+    };
+    if let Some(why) = why {
+        *why = crate::text::cut(why).into_owned();
+    }
+    if let Some(record) = record {
+        let value = record.value.take().map(|value| value.to_string().len());
+        let message = record.message.take().unwrap_or_default();
+        let mut cut = crate::text::cut(&message).into_owned();
+        if let Some(len) = value {
+            cut.push_str(&format!(" (its value, {len} bytes, is in the log)"));
+        }
+        record.message = Some(cut);
+    }
+    let bytes = serde_json::to_vec(&answer).ok()?;
+    if bytes.len() as u64 <= MAX_ANSWER_BYTES {
+        return Some(bytes);
+    }
+    let why = "the answer was too large to send; the log holds what was done".to_owned();
+    serde_json::to_vec(&Answer::Refused { kind: "store".into(), why, record: None }).ok()
 }
 
 fn invalid(why: String) -> Answer {
