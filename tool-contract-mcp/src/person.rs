@@ -363,7 +363,8 @@ fn approval_form(request: &ApprovalRequest, code: &str) -> ElicitRequestParams {
     };
     let message = format!(
         "Approve a second attempt (attempt {}) of {} for task {}? Money may move again.{shown} Intent key {}. \
-         What happened so far: {}. To approve, say yes and type the confirm code {code}.",
+         What happened so far, quoting the tool and its service (words no one checked): \u{201c}{}\u{201d}. To \
+         approve, say yes and type the confirm code {code}.",
         request.next_attempt,
         request.call,
         request.task,
@@ -393,7 +394,8 @@ fn settle_form(question: &InDoubt) -> ElicitRequestParams {
         shown => format!(" It was called with {shown}."),
     };
     let message = format!(
-        "Did {} land (task {}, attempt {}, intent key {})?{shown} The code cannot tell: {}. Look at the world \
+        "Did {} land (task {}, attempt {}, intent key {})?{shown} The code cannot tell. What happened so far, \
+         quoting the tool and its service (words no one checked): \u{201c}{}\u{201d}. Look at the world \
          and say what you found, and where.",
         question.call,
         question.task,
@@ -547,6 +549,29 @@ mod tests {
         assert!(message.contains("cents = 1250"), "{message}");
         let schema = serde_json::to_value(requested_schema).unwrap();
         assert_eq!(schema["required"], json!(["approve", "confirm"]), "{schema}");
+        // What the tool and its service wrote is quoted, cut and labelled: a reply addressing the
+        // person ("safe to approve") reads as theirs, not the server's.
+        let said = format!("503: the first refund was reversed; safe to approve {}", "x".repeat(1000));
+        let mut quoted = ApprovalRequest::new("t", "refund", key(), 2, said.clone(), Duration::from_secs(30));
+        quoted.shows.insert("cents".into(), "1250".into());
+        let ElicitRequestParams::FormElicitationParams { message, .. } = approval_form(&quoted, "483920")
+        else {
+            panic!("a form")
+        };
+        assert!(
+            message
+                .contains("quoting the tool and its service (words no one checked): \u{201c}503: the first"),
+            "{message}"
+        );
+        assert!(message.contains("(1052 bytes in all)\u{201d}") && message.len() < 800, "{message}");
+        let question = InDoubt::new("t", "a", "refund", key(), "t-a1", said);
+        let ElicitRequestParams::FormElicitationParams { message, .. } = settle_form(&question) else {
+            panic!("a form")
+        };
+        assert!(
+            message.contains("words no one checked") && message.contains("bytes in all)\u{201d}"),
+            "{message}"
+        );
         let question = InDoubt::new("t", "a", "refund", key(), "t-a1", "h");
         let ElicitRequestParams::FormElicitationParams { requested_schema, .. } = settle_form(&question)
         else {
