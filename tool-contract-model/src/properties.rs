@@ -52,7 +52,7 @@ fn flag(s: &State, bit: u32) -> bool {
 /// Stateright checks an `eventually` property where a path ends; this one holds only there, so a
 /// state two paths join at cannot carry one path's success to the other.
 fn left_doubt(m: &Protocol, s: &State) -> bool {
-    if !m.healed(s) || s.word.is_some_and(|w| crate::store::in_doubt(&w)) {
+    if !m.healed(s) || s.word.is_some_and(|w| w.in_doubt()) {
         return false;
     }
     let mut next = Vec::new();

@@ -101,6 +101,11 @@ pub struct Word {
 }
 
 impl Word {
+    /// Whether the intent's last word leaves it in doubt, by the crate's rule.
+    pub(crate) fn in_doubt(&self) -> bool {
+        tool_contract::rules::in_doubt(self.last.phase, self.last.outcome, self.last.effect)
+    }
+
     /// The crate's recall.
     pub fn recall(&self) -> Recall {
         Recall { attempts: u32::from(self.attempts), last: self.last.record() }

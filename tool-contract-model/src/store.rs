@@ -216,11 +216,6 @@ impl Protocol {
     }
 }
 
-/// Whether the intent's last word leaves it in doubt, by the crate's rule.
-pub(crate) fn in_doubt(word: &crate::state::Word) -> bool {
-    tool_contract::rules::in_doubt(word.last.phase, word.last.outcome, word.last.effect)
-}
-
 impl Protocol {
     /// Whether the run is in its healed phase (`Config::heal`).
     pub(crate) fn healed(&self, s: &State) -> bool {
@@ -309,7 +304,7 @@ impl Model for Protocol {
             }
         }
         if !healed {
-            if s.looks < c.looks && s.word.is_some_and(|w| in_doubt(&w)) {
+            if s.looks < c.looks && s.word.is_some_and(|w| w.in_doubt()) {
                 actions.push(Action::Look);
             }
             if s.answers < c.answers && s.question.is_some_and(|q| q.step == ApprovalStep::Asked) {
@@ -324,7 +319,7 @@ impl Model for Protocol {
         // The healed phase: a restarted process calls the intent again while it is in doubt and no call
         // is under way, once a tick; time passes only when nothing else can happen.
         let quiet = s.net.is_empty() && s.workers.iter().all(|k| matches!(k.act, Act::Idle | Act::Done));
-        if quiet && s.word.is_some_and(|w| in_doubt(&w)) && s.resolved != Some(s.now) {
+        if quiet && s.word.is_some_and(|w| w.in_doubt()) && s.resolved != Some(s.now) {
             actions.push(Action::Resolve);
         }
         if actions.is_empty() && s.now < c.max_time.saturating_add(c.heal) {

@@ -3,9 +3,9 @@
 
 use std::future::Future;
 
-use crate::Item;
 use crate::key::IntentKey;
 use crate::probe::NoProbe;
+use crate::report::Item;
 
 /// How an item of bulk work is named in the report.
 pub trait ItemId {

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::Item;
 use crate::key::IntentKey;
+use crate::report::Item;
 
 /// What a question to a person binds of the call it is about: the digest of the call's arguments,
 /// when it came by name ([`crate::journal::Record::args`]), and the arguments the tool shows a person

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use crate::effect::EffectKind;
-use crate::{Applied, Outcome};
+use crate::report::{Applied, Outcome};
 
 /// A failure, classified: the outcome it leads to, whether the effect landed, how long the service asked
 /// to wait, and one line for the model.

@@ -107,6 +107,7 @@ mod observe;
 pub mod person;
 pub mod policy;
 pub mod probe;
+mod records;
 mod report;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;

@@ -15,8 +15,8 @@
 use std::time::Duration;
 
 use crate::probe::ProbeMark;
+use crate::report::{Applied, Outcome};
 use crate::spec::ToolSpec;
-use crate::{Applied, Outcome};
 
 /// The span of one call, and when it began.
 pub(crate) struct CallObserver {
@@ -27,7 +27,7 @@ pub(crate) struct CallObserver {
 }
 
 impl CallObserver {
-    pub(crate) fn new(spec: &ToolSpec, key: &crate::IntentKey, call_id: Option<&str>) -> CallObserver {
+    pub(crate) fn new(spec: &ToolSpec, key: &crate::key::IntentKey, call_id: Option<&str>) -> CallObserver {
         CallObserver {
             #[cfg(feature = "tracing")]
             span: tracing::info_span!(

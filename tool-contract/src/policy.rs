@@ -38,8 +38,8 @@
 //! or onto items.
 
 use crate::effect::{AutoRetry, BeforeSecond, EffectKind};
-use crate::journal::Verdict;
 use crate::probe::ProbeMark;
+use crate::records::Verdict;
 use crate::report::{Applied, Outcome};
 use crate::spec::Dedupe;
 
@@ -526,8 +526,10 @@ mod tests {
         use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
         use std::time::Duration;
 
+        use crate::classify::Class;
         use crate::probe::Probe;
-        use crate::{Approval, Class, EscalationQueue, Task, ToolSpec, engine};
+        use crate::task::Task;
+        use crate::{Approval, EscalationQueue, ToolSpec, engine};
 
         let rows: [(EffectKind, ProbeMark, u32, u32, Outcome); 10] = [
             (Read, ProbeMark::NotLanded, 2, 0, Outcome::Ok),

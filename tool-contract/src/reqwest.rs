@@ -19,7 +19,7 @@
 //! }
 //! ```
 
-use crate::Call;
+use crate::call::Call;
 use crate::classify::{self, Body, Class, HttpReply};
 use crate::effect::EffectKind;
 

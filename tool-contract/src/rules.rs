@@ -43,9 +43,9 @@
 use std::cmp::Ordering;
 use std::time::{Duration, SystemTime};
 
-use crate::journal::{LastWord, Phase, Recall, Record, RecordRef};
 use crate::probe::ProbeMark;
-use crate::{Applied, Outcome};
+use crate::records::{LastWord, Phase, Recall, Record, RecordRef};
+use crate::report::{Applied, Outcome};
 
 mod claims;
 pub use claims::{Claiming, Fenced, Holder, claim, fence, may_start, may_wait_for_claim};
@@ -153,7 +153,7 @@ pub const CLOCK_SKEW: Duration = Duration::from_secs(1);
 /// ```
 pub fn ran_until(record: &Record) -> Option<SystemTime> {
     let ran = Duration::from_secs(record.budget_left_s).saturating_add(2 * STAMP_ROUNDING);
-    crate::journal::parse_rfc3339(&record.started)?.checked_add(ran)
+    crate::records::parse_rfc3339(&record.started)?.checked_add(ran)
 }
 
 /// What an intent's last record says, by its stamps, of the instants [`reached_by`] and
@@ -206,7 +206,7 @@ pub struct Stamps {
 /// assert_eq!((stamps.settled, stamps.seen), (None, None));
 /// ```
 pub fn stamps(last: &Record) -> Stamps {
-    let stamp = |text: &str| crate::journal::parse_rfc3339(text);
+    let stamp = |text: &str| crate::records::parse_rfc3339(text);
     let skewed = |at: SystemTime| at.checked_add(CLOCK_SKEW);
     let settled = last.settled.as_ref().filter(|_| last.phase == Phase::Settled);
     Stamps {
@@ -228,7 +228,7 @@ pub fn stamp_up(at: SystemTime) -> String {
         }
         _ => at,
     };
-    crate::journal::rfc3339(rounded)
+    crate::records::rfc3339(rounded)
 }
 
 /// The escalation queue's order, of two intents' last words: oldest first by start time, then task,
@@ -255,7 +255,7 @@ pub fn waiting_question<'a>(
     let last = last_approval?;
     let note = last.approval.as_ref()?;
     (last.phase == Phase::Approval
-        && note.step == crate::journal::ApprovalStep::Asked
+        && note.step == crate::records::ApprovalStep::Asked
         && last.attempt == attempts
         && note.until.as_deref().is_some_and(|until| until >= now))
     .then_some(last)
@@ -272,7 +272,7 @@ pub fn waiting_approval<'a>(
     now: &str,
 ) -> Option<&'a Record> {
     waiting_question(last_approval, attempts, now).filter(|asked| {
-        asked.approval.as_ref().is_some_and(|note| note.asks == crate::journal::Asks::Approval)
+        asked.approval.as_ref().is_some_and(|note| note.asks == crate::records::Asks::Approval)
     })
 }
 
@@ -284,7 +284,7 @@ pub fn waiting_approval<'a>(
 /// question, whatever it says, follows an answer and is refused; [`answer_refused`] says why, naming
 /// the first.
 pub fn may_follow(record: &RecordRef<'_>, last: Option<&Record>) -> bool {
-    use crate::journal::ApprovalStep;
+    use crate::records::ApprovalStep;
     let Some(note) = record.approval else { return false };
     if note.step == ApprovalStep::Asked {
         return true;
@@ -346,12 +346,12 @@ pub fn answer_refused(record: &RecordRef<'_>, last: Option<&Record>) -> Option<S
 /// a question still recorded as asked but past its `until`, which no answer opens again.
 pub fn refusal(
     question: Option<&str>,
-    asks: crate::journal::Asks,
-    step: Option<crate::journal::ApprovalStep>,
+    asks: crate::records::Asks,
+    step: Option<crate::records::ApprovalStep>,
     attempt: u32,
     last: Option<&Record>,
 ) -> String {
-    use crate::journal::ApprovalStep;
+    use crate::records::ApprovalStep;
     let name = question.map_or_else(|| "the question".to_owned(), |id| format!("question {id}"));
     let Some((last, kept)) = last.and_then(|last| Some((last, last.approval.as_ref()?))) else {
         return format!("no {} question waits for an answer: nothing was asked", asks.as_str());
@@ -500,8 +500,8 @@ impl std::fmt::Display for Word {
 pub fn last_word(recall: &Recall) -> Word {
     if let Some(settled) = recall.settlement() {
         return match settled.verdict {
-            crate::journal::Verdict::Landed => Word::SettledLanded,
-            crate::journal::Verdict::NotLanded => Word::SettledNotLanded,
+            crate::records::Verdict::Landed => Word::SettledLanded,
+            crate::records::Verdict::NotLanded => Word::SettledNotLanded,
         };
     }
     match recall.last_word() {
@@ -531,8 +531,8 @@ pub(crate) fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::{ApprovalNote, ApprovalStep, Verdict};
     use crate::person::Settle;
+    use crate::records::{ApprovalNote, ApprovalStep, Verdict};
     use Applied::{No, Unknown as EffectUnknown, Yes};
     use Outcome::{Ok as Done, Permanent, Retryable, Unknown};
     use Phase::{Approval, End, Settled, Start};

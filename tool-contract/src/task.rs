@@ -328,7 +328,7 @@ impl TaskTemplate {
             (Some(like), None) => like,
             (Some(like), Some(journal)) => like.journal(journal),
             (None, journal) => {
-                let journal = journal.unwrap_or_else(|| Arc::new(crate::MemoryJournal::new()));
+                let journal = journal.unwrap_or_else(|| Arc::new(crate::journal::MemoryJournal::new()));
                 Task::new("", "", Duration::ZERO).journal(journal)
             }
         };
@@ -495,7 +495,7 @@ mod tests {
         assert!(like.approver_ref().is_some() && like.journal_ref().is_none(), "the original's, as it is");
         assert!(std::ptr::eq(like.turns(), original.turns()));
 
-        let journal: Arc<dyn Journal> = Arc::new(crate::MemoryJournal::new());
+        let journal: Arc<dyn Journal> = Arc::new(crate::journal::MemoryJournal::new());
         let set = made(
             TaskTemplate::default()
                 .escalate_to(|_: Escalation| async {})

@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use super::guard::secs;
-use super::state::{Run, Stop};
+use super::state::Run;
+use super::stop::Stop;
 use crate::classify::Class;
 use crate::journal::{ApprovalStep as Step, Approvals, Asks, Phase, Record, Verdict};
 use crate::person::question::{self, Question};

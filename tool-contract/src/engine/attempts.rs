@@ -86,7 +86,8 @@ pub(crate) trait Work {
     fn settled(&mut self, run: &Run<'_>, class: &Class, record: &Record) -> Report<Self::Value> {
         let _ = record;
         let why = "a batch is not settled as a whole";
-        let stop = Stop::said(Outcome::Unknown, Applied::Unknown, class, why, None, crate::Reason::InDoubt);
+        let stop =
+            Stop::said(Outcome::Unknown, Applied::Unknown, class, why, None, crate::report::Reason::InDoubt);
         self.stopped(run, stop)
     }
 

@@ -63,7 +63,7 @@ pub async fn run_bulk<I, E, A, AF, P>(
 where
     I: Clone + ItemId,
     E: Classify,
-    A: FnMut(crate::Call, Vec<I>) -> AF,
+    A: FnMut(crate::call::Call, Vec<I>) -> AF,
     AF: Future<Output = Result<Vec<Item>, E>>,
     P: BulkProber<I>,
 {
@@ -84,7 +84,7 @@ pub(crate) async fn run_parts<I, E, A, AF, P>(
 where
     I: Clone + ItemId,
     E: Classify,
-    A: FnMut(crate::Call, Vec<I>) -> AF,
+    A: FnMut(crate::call::Call, Vec<I>) -> AF,
     AF: Future<Output = Result<Vec<Item>, E>>,
     P: BulkProber<I>,
 {
@@ -229,7 +229,7 @@ impl<I, E, A, AF, P> Work for Parts<I, A, P>
 where
     I: Clone + ItemId,
     E: Classify,
-    A: FnMut(crate::Call, Vec<I>) -> AF,
+    A: FnMut(crate::call::Call, Vec<I>) -> AF,
     AF: Future<Output = Result<Vec<Item>, E>>,
     P: BulkProber<I>,
 {
@@ -410,7 +410,7 @@ where
         serde_json::to_value(honest(&self.results, &self.maybe)).ok()
     }
 
-    fn attempt(&mut self, mut call: crate::Call) -> impl Future<Output = Result<Vec<Item>, E>> {
+    fn attempt(&mut self, mut call: crate::call::Call) -> impl Future<Output = Result<Vec<Item>, E>> {
         let batch: Vec<I> = self.pending.iter().map(|&i| self.items[i].clone()).collect();
         let progress = crate::call::Progress::default();
         call.progress = Some(std::sync::Arc::clone(&progress));

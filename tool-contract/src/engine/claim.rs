@@ -13,12 +13,36 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::guard::{ready_or_within, secs};
-use super::state::Stop;
+use super::stop::Stop;
 use crate::journal::{Claimed, Journal, Owner, Recall, RecordRef};
 use crate::key::IntentKey;
 use crate::report::{Applied, Outcome, Reason};
-use crate::task::{Turn, Turns};
+use crate::spec::ToolSpec;
+use crate::task::{Task, Turn, Turns};
 
+/// Take the intent's turn in this process and, with a log, its claim in the store: what is known of
+/// the intent, or why the call may not start.
+pub(crate) async fn take_claim<'a>(
+    task: &'a Task,
+    spec: &ToolSpec,
+    key: IntentKey,
+) -> Result<(Claim<'a>, Option<Recall>), Stop> {
+    let mut claim = Claim::turn(task.turns(), key).await;
+    let Some(store) = task.journal_ref() else {
+        let word = claim.word();
+        return Ok((claim, word));
+    };
+    let recall = claim
+        .in_store(
+            store,
+            || task.remaining(),
+            spec.get_deadline_floor(),
+            spec.get_horizon(),
+            task.worker_name(),
+        )
+        .await?;
+    Ok((claim, recall))
+}
 /// How long a claim outlives the budget it was taken for: room for the end record after the deadline.
 pub(crate) const LEASE_MARGIN: Duration = Duration::from_secs(1);
 

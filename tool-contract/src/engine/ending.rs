@@ -3,7 +3,8 @@
 use std::time::{Duration, SystemTime};
 
 use super::log::{EndRecord, Pending};
-use super::state::{Run, Stop, ceil_secs};
+use super::state::{Run, ceil_secs};
+use super::stop::Stop;
 use crate::classify::Class;
 use crate::journal::LogValue;
 use crate::report::{Applied, Outcome, Reason, Report};

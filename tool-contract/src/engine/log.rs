@@ -5,7 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use super::claim::Claim;
 use super::guard::ready_or_within;
-use super::state::{Attempts, Run, Stop};
+use super::state::{Attempts, Run};
+use super::stop::Stop;
 use crate::journal::{Durability, Phase, RecordRef, with_stamp};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Reason};

@@ -22,12 +22,15 @@ mod execute;
 mod guard;
 mod log;
 mod state;
+mod stop;
 mod wait;
 
 #[cfg(test)]
 pub(crate) use claim::LEASE_MARGIN;
+pub(crate) use claim::take_claim;
 pub(crate) use guard::{guarded, secs, within};
-pub(crate) use state::{Run, Stop, ceil_secs, take_claim};
+pub(crate) use state::{Run, ceil_secs};
+pub(crate) use stop::Stop;
 pub(crate) use wait::{ResumeWait, retry_stamp};
 // A call by name (`toolbox::run_json`) runs the single engine with its attempt loop apart.
 pub(crate) use attempts::drive_in_parts;
@@ -108,8 +111,12 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
     use std::time::Duration;
 
+    use crate::ToolSpec;
+    use crate::classify::Class;
     use crate::effect::EffectKind;
-    use crate::{Class, Outcome, Probe, Task, ToolSpec};
+    use crate::probe::Probe;
+    use crate::report::Outcome;
+    use crate::task::Task;
 
     #[tokio::test(start_paused = true)]
     async fn a_side_effect_without_a_floor_keeps_part_of_the_budget_for_its_probe() {
@@ -137,7 +144,11 @@ mod tests {
 
     /// A service that holds a request for 8 s before applying it (a queue behind the gateway); the
     /// connection drops at 3 s and a probe then finds nothing.
-    async fn held_for_8s(task: &str, spec: &ToolSpec, budget_s: u64) -> (crate::Report<u64>, u32, u32) {
+    async fn held_for_8s(
+        task: &str,
+        spec: &ToolSpec,
+        budget_s: u64,
+    ) -> (crate::report::Report<u64>, u32, u32) {
         // Each test its own task: calls of one intent take turns across the whole process.
         let task = Task::new(task, "agent", Duration::from_secs(budget_s));
         let began = tokio::time::Instant::now();
@@ -218,8 +229,11 @@ mod tests {
 mod future_sizes {
     use std::time::Duration;
 
+    use crate::ToolSpec;
+    use crate::classify::Class;
     use crate::effect::EffectKind;
-    use crate::{Class, Probe, Task, ToolSpec};
+    use crate::probe::Probe;
+    use crate::task::Task;
 
     const SEND: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
 

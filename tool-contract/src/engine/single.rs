@@ -8,7 +8,8 @@ use std::time::{Duration, SystemTime};
 use super::attempts::Work;
 use super::execute;
 use super::log::{EndRecord, Pending};
-use super::state::{Run, Stop};
+use super::state::Run;
+use super::stop::Stop;
 use crate::call::Call;
 use crate::classify::{Class, Classify};
 use crate::journal::{LastWord, LogValue, Recall, Record};
@@ -94,7 +95,7 @@ where
                     (Some(_), _) => recall.last.message.unwrap_or_default(),
                     (None, outcome) => format!(
                         "attempt {id} ended {} with its effect no in an earlier call",
-                        outcome.unwrap_or(crate::Outcome::Unknown)
+                        outcome.unwrap_or(crate::report::Outcome::Unknown)
                     ),
                 };
                 self.last = Some(Class::retryable(why));

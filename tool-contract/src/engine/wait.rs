@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use super::guard::secs;
-use super::state::{Run, Stop};
+use super::state::Run;
+use super::stop::Stop;
 use crate::classify::Class;
 use crate::policy::Room;
 use crate::report::{Applied, Outcome, Reason};

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use super::{Durability, LastWord, Phase, Recall, Record, Settlement};
-use crate::Outcome;
 use crate::key::IntentKey;
+use crate::report::Outcome;
 use crate::rules::may_follow;
 
 impl Recall {

@@ -33,23 +33,18 @@ pub(crate) mod index;
 pub mod inspect;
 mod leases;
 mod memory;
-pub(crate) mod notes;
 mod reader;
-pub(crate) mod record;
-pub(crate) mod stamp;
 pub mod terminal;
 
+pub use crate::records::{
+    ApprovalNote, ApprovalStep, Asks, Durability, LastWord, MAX_BY_BYTES, MAX_EVIDENCE_BYTES, MAX_WHY_BYTES,
+    Phase, Recall, Record, RecordRef, Settlement, Verdict, Via,
+};
+pub(crate) use crate::records::{parse_rfc3339, rfc3339, wall_clock, wall_clock_at, with_stamp};
 pub use answer::Answer;
 pub use file::{Compaction, FileJournal, HEADER, JournalStats, LogContents, Warning, parse_log, read_log};
 pub use memory::{CompactMemoryJournal, MemoryJournal};
-pub use notes::{
-    ApprovalNote, Asks, MAX_BY_BYTES, MAX_EVIDENCE_BYTES, MAX_WHY_BYTES, Settlement, Step as ApprovalStep,
-    Verdict, Via,
-};
 pub use reader::{Batch, LogReader};
-pub use record::{Durability, LastWord, Phase, Recall, Record, RecordRef};
-pub(crate) use stamp::{parse_rfc3339, rfc3339, wall_clock};
-pub(crate) use stamp::{wall_clock_at, with_stamp};
 
 /// An error of the attempt log's storage.
 #[derive(Debug, thiserror::Error)]
@@ -427,8 +422,8 @@ impl<T: Serialize + serde::de::DeserializeOwned> LogValue for T {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Outcome;
     use crate::key::Intent;
+    use crate::report::Outcome;
 
     fn record(phase: Phase, attempt: u32, outcome: Option<Outcome>) -> Record {
         Record {

@@ -56,10 +56,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::journal::{Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record};
-use crate::journal::{Settlement, Verdict, Via, notes::problem_of, rfc3339, wall_clock};
+use crate::journal::{Settlement, Verdict, Via, rfc3339, wall_clock};
 use crate::key::IntentKey;
+use crate::records::notes::problem_of;
+use crate::report::{Applied, Outcome};
 use crate::rules::one_line;
-use crate::{Applied, Outcome};
 
 /// How long [`settle`] waits while another settler (or a call) holds the intent before it gives up.
 const BUSY_WAIT: Duration = Duration::from_secs(5);

@@ -30,14 +30,14 @@ pub enum Start {
 /// The start-of-call decision: what a call of an intent of kind `kind` does first, given the intent's
 /// last word in the log (`None`: never recorded). Pure, like [`next`](super::next): the engine maps it
 /// and decides nothing else before the first step.
-pub fn start(recall: Option<&crate::journal::Recall>, kind: EffectKind) -> Start {
-    use crate::journal::LastWord;
+pub fn start(recall: Option<&crate::records::Recall>, kind: EffectKind) -> Start {
+    use crate::records::LastWord;
     let Some(recall) = recall else { return Start::Fresh };
     let money = asks_approval(kind);
     if let Some(settled) = recall.settlement() {
         return match settled.verdict {
-            crate::journal::Verdict::Landed => Start::Settled,
-            crate::journal::Verdict::NotLanded => Start::SecondAttempt { approve_first: money },
+            crate::records::Verdict::Landed => Start::Settled,
+            crate::records::Verdict::NotLanded => Start::SecondAttempt { approve_first: money },
         };
     }
     match recall.last_word() {
@@ -64,8 +64,8 @@ mod tests {
     /// The start-of-call decision as a table: every last word the log can hold, for every kind.
     #[test]
     fn the_start_of_a_call_as_a_table() {
-        use crate::journal::{Phase, Recall, Record, Verdict};
         use crate::person::Settle as Settlement;
+        use crate::records::{Phase, Recall, Record, Verdict};
         let record = |phase, outcome: Option<Outcome>, effect: Option<Applied>| Record {
             phase,
             task: "t".into(),

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::journal::Phase;
+use crate::records::Phase;
 
 /// An unexpired or expired claim on an intent, as the claim's rules read it: its owner, until when
 /// its lease runs (on the store's clock), and the attempt its owner started under it.

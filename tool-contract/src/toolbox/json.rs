@@ -3,14 +3,15 @@
 
 use serde_json::Value;
 
+use crate::call::Call;
 use crate::classify::{Class, Classify};
 use crate::engine::{One, drive_in_parts};
 use crate::journal::{BoxFuture, LogValue};
 use crate::key::IntentKey;
 use crate::probe::Probe;
+use crate::report::Report;
 use crate::spec::ToolSpec;
 use crate::task::Task;
-use crate::{Call, Report};
 
 /// A tool's report with its value as JSON. A value that does not serialise (a map with non-string
 /// keys) leaves `value` empty and says so; the outcome stays what happened.

@@ -65,9 +65,9 @@ use serde_json::{Map, Value};
 
 use crate::define::{Definition, Format, Params};
 use crate::key::IntentKey;
+use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
 use crate::task::Task;
-use crate::{Applied, Outcome, Report};
 
 use crate::journal::BoxFuture;
 
@@ -408,7 +408,7 @@ impl Args {
             message,
             value: None,
             items: Vec::new(),
-            reason: crate::Reason::BadArguments,
+            reason: crate::report::Reason::BadArguments,
         }
     }
 }

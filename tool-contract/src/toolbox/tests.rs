@@ -3,8 +3,9 @@
 use serde_json::json;
 
 use super::*;
+use crate::classify::Class;
 use crate::effect::EffectKind;
-use crate::{Class, Probe};
+use crate::probe::Probe;
 
 const SPEC: ToolSpec = ToolSpec::new("post_notice", EffectKind::Send);
 

@@ -27,7 +27,7 @@ pub(super) fn encode(out: &mut Vec<u8>, record: RecordRef<'_>) -> serde_json::Re
     out.extend_from_slice(br#","outcome":"#);
     word(out, record.outcome.map(Outcome::as_str));
     out.extend_from_slice(br#","effect_applied":"#);
-    word(out, record.effect_applied.map(crate::Applied::as_str));
+    word(out, record.effect_applied.map(crate::report::Applied::as_str));
     out.extend_from_slice(br#","probe":"#);
     word(
         out,
@@ -144,7 +144,7 @@ pub(super) fn quick_check(line: &[u8]) -> Option<Checked> {
     };
     at.expect(br#","effect_applied":"#)?;
     let effect = match at.word(&["null", "yes", "no", "unknown", "partial"])? {
-        3 => Some(crate::Applied::Unknown),
+        3 => Some(crate::report::Applied::Unknown),
         _ => None,
     };
     at.expect(br#","probe":"#)?;

@@ -59,9 +59,9 @@ use std::time::Duration;
 
 use super::leases::Leases;
 use super::{Answer, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef};
-use crate::Outcome;
 use crate::key::{IntentKey, KeyHashing};
 use crate::probe::ProbeMark;
+use crate::report::Outcome;
 use crate::rules::{sort_queue, supersedes};
 
 mod codec;

@@ -272,8 +272,8 @@ impl Approvals for MemoryJournal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Outcome;
     use crate::journal::Phase;
+    use crate::report::Outcome;
 
     fn key(name: &str) -> IntentKey {
         crate::key::Intent::new("t", "agent", "post", name).key()

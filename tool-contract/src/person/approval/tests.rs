@@ -1,7 +1,7 @@
 use super::*;
 use crate::journal::{Asks, Durability, Journal, MAX_WHY_BYTES, MemoryJournal, Phase};
 use crate::person::question::Question;
-use crate::{Applied, Outcome};
+use crate::report::{Applied, Outcome};
 
 fn request(next_attempt: u32) -> ApprovalRequest {
     ApprovalRequest::new(

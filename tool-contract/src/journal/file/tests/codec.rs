@@ -343,7 +343,7 @@ fn a_log_of_tricky_lines_is_indexed_as_serde_reads_it() {
     let full = lines.iter().filter(|(_, _, _, full)| *full).count();
     assert_eq!(read.records.len(), lines.len() + full, "serde reads what the full check reads");
     let expected: Vec<u64> = read.warnings.iter().map(|w| w.line).collect();
-    let fold = crate::MemoryJournal::from_records(read.records);
+    let fold = crate::journal::MemoryJournal::from_records(read.records);
     for chunk in [7, 64, 300, 1_000, 4_096, CHUNK] {
         let mut file = File::open(dir.log()).unwrap();
         let (index, scan) = index_file(&mut file, HEADER.len() + 1, chunk).unwrap().unwrap();

@@ -127,13 +127,16 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::*;
+use crate::classify::Class;
 use crate::effect::EffectKind;
+use crate::engine;
 use crate::journal::{LastWord, Phase};
 use crate::key::Intent;
+use crate::probe::Probe;
 use crate::probe::ProbeMark;
+use crate::report::{Applied, Outcome};
 use crate::spec::ToolSpec;
-use crate::{Applied, Outcome};
-use crate::{Class, Probe, Task, engine};
+use crate::task::Task;
 
 /// A directory of its own for one test, removed at the end.
 struct Scratch(PathBuf);
@@ -252,7 +255,7 @@ async fn a_stalled_disk_refuses_the_side_effect_within_its_budget_and_stalls_no_
             sent.fetch_add(1, SeqCst);
             Ok::<u64, Class>(4411)
         },
-        |_| async { crate::Probe::NotLanded },
+        |_| async { crate::probe::Probe::NotLanded },
     );
     // Another task of the same executor thread keeps running while the log's disk is stuck.
     let ticker = async {
@@ -291,7 +294,7 @@ async fn a_stalled_disk_refuses_the_side_effect_within_its_budget_and_stalls_no_
         },
         |_| async {
             probes.fetch_add(1, SeqCst);
-            crate::Probe::NotLanded
+            crate::probe::Probe::NotLanded
         },
     )
     .await;

@@ -182,7 +182,7 @@ async fn attempt_numbers_continue_after_an_older_process() {
         &task,
         &READ,
         k,
-        |call: crate::Call| async move { Ok::<u32, Class>(call.attempt()) },
+        |call: crate::call::Call| async move { Ok::<u32, Class>(call.attempt()) },
         crate::probe::NoProbe,
     )
     .await;
@@ -205,7 +205,7 @@ async fn an_unknown_left_by_an_older_process_is_probed_before_attempt_3() {
         &task,
         &POST,
         k,
-        |call: crate::Call| {
+        |call: crate::call::Call| {
             assert_eq!(probes.load(Ordering::SeqCst), 1, "probed first");
             async move { Ok::<u32, Class>(call.attempt()) }
         },
@@ -243,7 +243,7 @@ async fn a_side_effect_starts_only_once_its_start_record_is_synced() {
         &task,
         &POST,
         k,
-        move |call: crate::Call| {
+        move |call: crate::call::Call| {
             let read = read_log(&path).unwrap();
             assert_eq!(read.records.len(), 1);
             assert_eq!((read.records[0].phase, read.records[0].attempt), (Phase::Start, call.attempt()));
@@ -275,7 +275,9 @@ async fn after_a_failed_write_or_sync_no_record_is_accepted_and_no_side_effect_s
         &task,
         &POST,
         k,
-        |_: crate::Call| async { panic!("a side effect must not start unlogged") as Result<u32, Class> },
+        |_: crate::call::Call| async {
+            panic!("a side effect must not start unlogged") as Result<u32, Class>
+        },
         |_| async { Probe::<u32>::NotLanded },
     )
     .await;
@@ -312,7 +314,7 @@ pub(super) fn random_record(rng: &mut Rng, keys: u64) -> Record {
 }
 
 /// The file's index (two passes, maybe in pieces) says what folding every record in order says.
-fn assert_same_index(log: &FileJournal, fold: &crate::MemoryJournal, keys: u64) {
+fn assert_same_index(log: &FileJournal, fold: &crate::journal::MemoryJournal, keys: u64) {
     for k in 0..keys {
         let key = key(&format!("k{k}"));
         assert_eq!(log.recall_now(&key), fold.recall_now(&key), "k{k}");
@@ -328,7 +330,7 @@ async fn the_file_index_matches_the_fold_of_every_record() {
         let records: Vec<Record> = (0..rng.below(30)).map(|_| random_record(&mut rng, 3)).collect();
         fs::write(dir.log(), logged(records.iter().map(line).collect::<String>())).unwrap();
         let log = FileJournal::open(dir.log()).unwrap();
-        let fold = crate::MemoryJournal::from_records(records);
+        let fold = crate::journal::MemoryJournal::from_records(records);
         assert_same_index(&log, &fold, 3);
         // Appends after opening follow the same rule.
         for _ in 0..rng.below(10) {
@@ -369,7 +371,7 @@ fn a_large_log_read_in_pieces_indexes_and_numbers_lines_as_one() {
     let read = read_log(dir.log()).unwrap();
     assert_eq!(read.warnings, log.warnings());
     assert_eq!(read.records, records);
-    let fold = crate::MemoryJournal::from_records(records);
+    let fold = crate::journal::MemoryJournal::from_records(records);
     assert_same_index(&log, &fold, 5_000);
 }
 
@@ -393,7 +395,7 @@ fn streamed_in_small_chunks_the_index_warnings_and_line_numbers_are_the_same() {
     let whole = FileJournal::open(dir.log()).unwrap();
     let expected: Vec<u64> = whole.warnings().iter().map(|w| w.line).collect();
     let keys: std::collections::HashSet<IntentKey> = records.iter().map(|r| r.intent_key).collect();
-    let fold = crate::MemoryJournal::from_records(records);
+    let fold = crate::journal::MemoryJournal::from_records(records);
     assert_same_index(&whole, &fold, 30);
     drop(whole);
     // Chunks far smaller than a line, about one line, and a few lines: the same index, the same warnings.

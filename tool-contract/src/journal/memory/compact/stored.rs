@@ -4,7 +4,7 @@
 use crate::journal::{Phase, Record};
 use crate::key::IntentKey;
 use crate::probe::ProbeMark;
-use crate::{Applied, Outcome};
+use crate::report::{Applied, Outcome};
 
 /// A record as kept, in 48 bytes for the common case: the strings that repeat from record to record
 /// and the intent key are kept once, what the engine writes in a known form (its attempt id, its

@@ -2,7 +2,7 @@
 //! and the engine's forms recognised.
 use super::stored::{eq, is_decimal_of, strip};
 use super::*;
-use crate::{Applied, Outcome};
+use crate::report::{Applied, Outcome};
 
 fn key(target: &str) -> IntentKey {
     IntentKey::derive("t-1", "agent", "post_notice", &target, None)
@@ -183,9 +183,11 @@ fn the_records_read_back_are_the_records_appended_whatever_is_folded() {
 
 #[tokio::test(start_paused = true)]
 async fn a_read_leaves_its_start_and_end_whether_it_waits_or_not() {
+    use crate::classify::Class;
     use crate::effect::EffectKind;
+    use crate::engine;
     use crate::spec::ToolSpec;
-    use crate::{Class, Task, engine};
+    use crate::task::Task;
     use std::sync::Arc;
     const READ: ToolSpec = ToolSpec::new("read_price", EffectKind::Read);
     let log = Arc::new(CompactMemoryJournal::new());

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{ApprovalNote, Settlement, Verdict};
 use crate::key::IntentKey;
 use crate::probe::ProbeMark;
-use crate::{Applied, Outcome};
+use crate::report::{Applied, Outcome};
 
 /// Whether a record is a promise made before an attempt, the account given after it, or a person's
 /// word on it (a settlement, an approval).
@@ -88,7 +88,7 @@ pub struct Record {
     pub approval: Option<ApprovalNote>,
 }
 
-/// A [`Record`] by reference to its parts: what [`Journal::append`](super::Journal::append) takes.
+/// A [`Record`] by reference to its parts: what [`Journal::append`](crate::journal::Journal::append) takes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RecordRef<'a> {
     /// `start`, `end`, `settled` or `approval`.
@@ -351,7 +351,7 @@ pub enum Durability {
     /// caller: a killed process may lose the records of its last moments, a crashed machine those not
     /// yet synced. Losing an end record is safe: the attempt then reads as unfinished and is probed.
     Buffered,
-    /// May stay in the process until the next append or [`Journal::flush`](super::Journal::flush) (a read's start record,
+    /// May stay in the process until the next append or [`Journal::flush`](crate::journal::Journal::flush) (a read's start record,
     /// written out together with its end record when the read is done at once, and flushed as soon as
     /// the read has to wait). Losing it loses nothing a read needs: a read has no effect to resolve.
     Lazy,
