@@ -1,7 +1,7 @@
 //! What each actor does on each step: the workers as the engine does, the store as the stores do,
 //! the service, the network and a person. Every decision is a call to [`Rules`].
 
-use tool_contract::policy::{End, Start, Step};
+use tool_contract::policy::{self, Decision, End, Facts, Start, Step};
 use tool_contract::probe::ProbeMark;
 use tool_contract::{Applied, Outcome};
 
@@ -89,8 +89,8 @@ impl Protocol {
         (self.rules.horizon)(ends, observed, s.now, k.deadline)
     }
 
-    /// Ask the policy for the next step, and take it.
-    fn decide(&self, s: &mut State, w: u8) {
+    /// What the policy is told of worker `w`'s call now.
+    fn facts(&self, s: &State, w: u8) -> Facts {
         let k = s.workers[usize::from(w)];
         let left = ticks(k.deadline.saturating_sub(s.now));
         let known = Known {
@@ -102,7 +102,24 @@ impl Protocol {
             made: u32::from(k.made),
             room: (self.rules.may_start)(left, ticks(self.config.floor)),
         };
-        let step = (self.rules.next)(&policy_facts(&known, k.landing));
+        policy_facts(&known, k.landing)
+    }
+
+    /// Feed worker `w`'s decision what a step found, with the engine's own [`Decision`], and keep what
+    /// it then knows.
+    fn found(&self, s: &mut State, w: u8, step: impl FnOnce(&mut Decision)) {
+        let mut decision = Decision::new(self.facts(s, w));
+        step(&mut decision);
+        let f = *decision.facts();
+        let k = self.worker(s, w);
+        (k.outcome, k.effect, k.probe, k.landing, k.approved) =
+            (f.outcome, f.effect, f.probe, f.horizon, f.approved);
+    }
+
+    /// Ask the policy for the next step, and take it.
+    fn decide(&self, s: &mut State, w: u8) {
+        let k = s.workers[usize::from(w)];
+        let step = (self.rules.next)(&self.facts(s, w));
         match step {
             Step::WaitHorizon => self.worker(s, w).act = Act::Waiting,
             Step::Probe => self.worker(s, w).act = Act::Probing,
@@ -181,9 +198,10 @@ impl Protocol {
             }
             Action::Probe(w, verdict) => self.probe(s, w, verdict),
             Action::Wake(w) => {
-                // Waited out, as the engine does: the probe looks again.
-                let k = self.worker(s, w);
-                (k.probe, k.landing) = (None, Horizon::Passed);
+                // Waited out: the probe looks again, as the engine's decision says.
+                self.found(s, w, |d| {
+                    d.waited();
+                });
                 self.decide(s, w);
             }
             Action::Reclaim(w) => {
@@ -197,19 +215,17 @@ impl Protocol {
         }
     }
 
-    /// The probe's verdict, truthful, recorded as the engine records it, then the policy's next step.
+    /// The probe's verdict, truthful, recorded as the engine records it ([`policy::verdict`]), then fed
+    /// to the engine's [`Decision`] and the policy's next step.
     fn probe(&self, s: &mut State, w: u8, verdict: ProbeMark) {
         let landing = self.horizon(s, w, s.now);
         let k = s.workers[usize::from(w)];
-        let (outcome, effect) = match verdict {
-            ProbeMark::Landed => (Outcome::Ok, Applied::Yes),
-            ProbeMark::NotLanded if landing == Horizon::Passed => (Outcome::Retryable, Applied::No),
-            ProbeMark::NotLanded => (Outcome::Unknown, Applied::Unknown),
-            ProbeMark::Failed if k.effect == Applied::No => (k.outcome, Applied::No),
-            ProbeMark::Failed => (Outcome::Unknown, Applied::Unknown),
-        };
+        let (outcome, effect) = policy::verdict(verdict, landing, (k.outcome, k.effect));
         let who = s.who(w);
-        // A probe's verdict carries the probe's own stamp and budget, as the engine logs it.
+        // The engine's verdict record carries the attempt's stamp and budget, and `sent_by`, when its
+        // call ended; the model's carries the probe's stamp instead, which a later claim reads as
+        // `sent_by` (the call had ended when its probe looked): one of the model's own decisions
+        // (docs/protocol.md).
         s.send(Msg::End {
             who,
             attempt: k.attempt,
@@ -220,8 +236,9 @@ impl Protocol {
             probe: code::probe(Some(verdict)),
             finish: false,
         });
-        let k = self.worker(s, w);
-        (k.outcome, k.effect, k.probe, k.landing) = (outcome, effect, Some(verdict), landing);
+        self.found(s, w, |d| {
+            d.probed(verdict, || landing);
+        });
         self.decide(s, w);
     }
 

@@ -43,8 +43,10 @@ use crate::records::Verdict;
 use crate::report::{Applied, Outcome};
 use crate::spec::Dedupe;
 
+mod decision;
 mod start;
 
+pub use decision::{Change, Decision, verdict};
 pub use start::{Start, start};
 
 /// What is known when the engine decides what to do after an attempt that did not end `ok`.

@@ -13,8 +13,8 @@ use super::log::end_record;
 use super::state::Run;
 use super::stop::Stop;
 use crate::classify::Class;
-use crate::journal::Verdict;
-use crate::policy::{self, End, Facts, Horizon, PersonFact, Room, Step};
+use crate::journal::{Record, Verdict};
+use crate::policy::{Change, Decision, End, Facts, Horizon, PersonFact, Room, Step};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Reason, Report};
 
@@ -24,7 +24,7 @@ use crate::report::{Applied, Outcome, Reason, Report};
 pub(crate) async fn decide<W: Work>(
     work: &mut W,
     run: &mut Run<'_>,
-    mut class: Class,
+    class: Class,
     made: u32,
 ) -> ControlFlow<Report<W::Value>, Duration> {
     let mut facts = facts(run, &class, work.has_probe(), made);
@@ -33,108 +33,133 @@ pub(crate) async fn decide<W: Work>(
     if made == 0 && work.asks_person() && run.task().approver_ref().is_some() {
         facts.person = PersonFact::CanAsk;
     }
-    let (mut unsure, mut denied, mut settlement) = (String::new(), None, None);
+    let mut call = Deciding { decision: Decision::new(facts), class, unsure: String::new(), denied: None };
+    let mut settlement = None;
     loop {
-        let (room, wait) = run.room(&class, made);
-        facts.room = room;
-        let end = match policy::next(&facts) {
-            Step::Probe => {
-                // A verdict is judged by when the probe looked, not when it answered.
-                let looked = tokio::time::Instant::now();
-                // Boxed: a call that never probes does not carry room for it.
-                match Box::pin(work.probe(run, &class, looked)).await {
-                    Ok(mark) => facts.probe = Some(mark),
-                    Err(why) => (facts.probe, unsure) = (Some(ProbeMark::Failed), why),
-                }
-                // Where the attempt stands against its horizon: a "not landed" counts only past it, and
-                // a person is asked only past it, so that theirs does.
-                if matches!(facts.probe, Some(ProbeMark::NotLanded | ProbeMark::Failed)) {
-                    facts.horizon = work.horizon(run, &class, looked);
-                    if facts.probe == Some(ProbeMark::NotLanded) && facts.horizon == Horizon::Passed {
-                        run.now_mut().may_have_landed(false);
-                        class = resolved_not_landed(class);
-                        (facts.outcome, facts.effect) = (class.outcome(), class.effect());
-                    }
-                }
-                continue;
-            }
-            Step::Approve => {
-                // Boxed: only a `money` tool asks.
-                match Box::pin(super::ask::approve(run, &class, || no_approver(run, &class))).await {
-                    Ok(who) => {
-                        facts.approved = Some(true);
-                        run.now_mut().approved(who);
-                    }
-                    Err(stop) => (facts.approved, denied) = (Some(false), Some(stop)),
-                }
-                continue;
-            }
-            Step::AskPerson => {
-                // Boxed: only a call resuming an intent in doubt asks.
-                let asked =
-                    Box::pin(super::ask::ask_person(run, &class, &unsure, |value| work.misfit(value))).await;
-                facts.person = match asked {
-                    Ok((Verdict::Landed, record, _)) => {
-                        // Boxed: the call's future keeps room for a settlement only a few calls read.
-                        settlement = Some(Box::new(record));
-                        PersonFact::Said(Verdict::Landed)
-                    }
-                    Ok((Verdict::NotLanded, record, seen)) => {
-                        // Their word stands for the probe's "not landed": nothing was applied.
-                        class = Class::retryable(record.message.unwrap_or_default());
-                        run.now_mut().known_not_landed();
-                        run.now_mut().seen_at(seen);
-                        (facts.outcome, facts.effect) = (class.outcome(), class.effect());
-                        // It counts, as a probe's would, once the attempt can no longer land.
-                        facts.horizon = run.horizon_now();
-                        PersonFact::Said(Verdict::NotLanded)
-                    }
-                    Err(why) => {
-                        unsure = why;
-                        PersonFact::NoAnswer
-                    }
+        let (room, wait) = run.room(&call.class, made);
+        match call.decision.next(room) {
+            Step::Probe => call.probe(work, run).await,
+            Step::Approve => call.approve(run).await,
+            // Boxed: only a call resuming an intent in doubt asks.
+            Step::AskPerson => settlement = Box::pin(call.ask_person(work, run)).await,
+            // The service may still apply the request: look again once it cannot. Boxed: a wait most
+            // calls never make.
+            Step::WaitHorizon => Box::pin(call.wait_horizon(run)).await,
+            Step::Retry => {
+                return match take_retry(run, &call.class) {
+                    Ok(()) => ControlFlow::Continue(wait),
+                    Err(stop) => ControlFlow::Break(work.stopped(run, stop)),
                 };
-                continue;
             }
-            Step::WaitHorizon => {
-                // The service may still apply the request: look again once it cannot.
-                // Boxed: a wait most calls never make.
-                Box::pin(tokio::time::sleep(run.horizon_left())).await;
-                // Waited out: the probe looks again. A "not landed" seen before the horizon (a probe's,
-                // or a person's settlement) says nothing of what landed since.
-                (facts.probe, facts.horizon) = (None, Horizon::Passed);
-                if facts.effect == Applied::No {
-                    // Only a person's word seen too early said `no`: until the probe looks, the effect
-                    // is unknown.
-                    class = Class::unknown(format!(
-                        "{}; seen before attempt {} could no longer land",
-                        class.message(),
-                        run.now().id()
-                    ));
-                    run.now_mut().may_have_landed(true);
-                    (facts.outcome, facts.effect) = (class.outcome(), class.effect());
-                }
-                // A person asked in this call whose word came too early is not asked again, and their
-                // word is not taken for a probe that cannot tell: one question per attempt per call.
-                if facts.person == PersonFact::Said(Verdict::NotLanded) {
-                    facts.person = PersonFact::NoAnswer;
-                }
-                continue;
-            }
-            Step::Retry => match take_retry(run, &class) {
-                Ok(()) => return ControlFlow::Continue(wait),
-                Err(stop) => return ControlFlow::Break(work.stopped(run, stop)),
-            },
-            Step::Stop(end) => end,
+            Step::Stop(end) => return ControlFlow::Break(call.end(work, run, end, settlement, (made, wait))),
         };
-        return ControlFlow::Break(match (end, settlement.take()) {
-            (End::Landed | End::AsIs, _) => work.close(run, &class, end),
-            (End::Settled, Some(record)) => work.settled(run, &class, &record),
+    }
+}
+
+/// A decision being carried out: the policy's [`Decision`], the class the call would end with (its
+/// message for the report), why the probe or the person could not tell, and an approver's no.
+struct Deciding {
+    decision: Decision,
+    class: Class,
+    unsure: String,
+    denied: Option<Stop>,
+}
+
+impl Deciding {
+    /// Run the probe; a verdict is judged by when the probe looked, not when it answered.
+    async fn probe<W: Work>(&mut self, work: &mut W, run: &mut Run<'_>) {
+        let looked = tokio::time::Instant::now();
+        // Boxed: a call that never probes does not carry room for it.
+        let mark = match Box::pin(work.probe(run, &self.class, looked)).await {
+            Ok(mark) => mark,
+            Err(why) => {
+                self.unsure = why;
+                ProbeMark::Failed
+            }
+        };
+        // Where the attempt stood against its horizon when the probe looked: a "not landed" counts
+        // only past it, and a person is asked only past it, so that theirs does.
+        if self.decision.probed(mark, || work.horizon(run, &self.class, looked)) == Change::NotLanded {
+            run.now_mut().may_have_landed(false);
+            self.class = resolved_not_landed(std::mem::replace(&mut self.class, Class::retryable("")));
+        }
+    }
+
+    /// Ask the approver before a second attempt of a `money` call.
+    async fn approve(&mut self, run: &mut Run<'_>) {
+        let class = &self.class;
+        // Boxed: only a `money` tool asks.
+        match Box::pin(super::ask::approve(run, class, || no_approver(run, class))).await {
+            Ok(who) => {
+                self.decision.approved(true);
+                run.now_mut().approved(who);
+            }
+            Err(stop) => {
+                self.decision.approved(false);
+                self.denied = Some(stop);
+            }
+        }
+    }
+
+    /// Ask a person whether the attempt in doubt landed: their `landed` is the settlement the call
+    /// answers from.
+    async fn ask_person<W: Work>(&mut self, work: &W, run: &mut Run<'_>) -> Option<Box<Record>> {
+        let asked = super::ask::ask_person(run, &self.class, &self.unsure, |value| work.misfit(value)).await;
+        let (said, settlement) = match asked {
+            // Boxed: the call's future keeps room for a settlement only a few calls read.
+            Ok((Verdict::Landed, record, _)) => (Some(Verdict::Landed), Some(Box::new(record))),
+            Ok((Verdict::NotLanded, record, seen)) => {
+                // Their word stands for the probe's "not landed": nothing was applied.
+                self.class = Class::retryable(record.message.unwrap_or_default());
+                run.now_mut().known_not_landed();
+                run.now_mut().seen_at(seen);
+                (Some(Verdict::NotLanded), None)
+            }
+            Err(why) => {
+                self.unsure = why;
+                (None, None)
+            }
+        };
+        self.decision.person_said(said, || run.horizon_now());
+        settlement
+    }
+
+    /// Wait until the attempt can no longer land; a "not landed" seen before says nothing of what landed
+    /// since.
+    async fn wait_horizon(&mut self, run: &mut Run<'_>) {
+        tokio::time::sleep(run.horizon_left()).await;
+        if self.decision.waited() == Change::InDoubt {
+            self.class = Class::unknown(format!(
+                "{}; seen before attempt {} could no longer land",
+                self.class.message(),
+                run.now().id()
+            ));
+            run.now_mut().may_have_landed(true);
+        }
+    }
+
+    /// The report of a call the policy stopped at `end`.
+    fn end<W: Work>(
+        mut self,
+        work: &mut W,
+        run: &Run<'_>,
+        end: End,
+        settlement: Option<Box<Record>>,
+        (made, wait): (u32, Duration),
+    ) -> Report<W::Value> {
+        debug_assert_eq!(
+            (self.class.outcome(), self.class.effect()),
+            (self.decision.facts().outcome, self.decision.facts().effect),
+            "the call's class and its decision agree"
+        );
+        match (end, settlement) {
+            (End::Landed | End::AsIs, _) => work.close(run, &self.class, end),
+            (End::Settled, Some(record)) => work.settled(run, &self.class, &record),
             (end, _) => {
-                let stop = stop_for(run, end, &class, made, wait, &unsure, denied.take());
+                let stop = stop_for(run, end, &self.class, made, wait, &self.unsure, self.denied.take());
                 work.stopped(run, stop)
             }
-        });
+        }
     }
 }
 
@@ -191,17 +216,7 @@ fn stop_for(
                 Stop::said(Outcome::Unknown, Applied::Unknown, class, &why, None, Reason::ProbeFailed)
             }
         },
-        End::BeforeHorizon => {
-            let wait = run.horizon_left();
-            let why = format!(
-                "not landed so far, but {name} requests may stay in flight at the service (its landing \
-                 horizon is {}): {} more, longer than the {} left",
-                secs(run.spec().get_horizon()),
-                secs(wait),
-                secs(run.task().remaining())
-            );
-            Stop::said(Outcome::Unknown, Applied::Unknown, class, &why, Some(wait), Reason::BeforeHorizon)
-        }
+        End::BeforeHorizon => before_horizon(run, class),
         End::Unresolved => Stop::said(Outcome::Unknown, Applied::Unknown, class, "", None, Reason::InDoubt),
         End::NeverRetried => {
             let why = format!(
@@ -225,6 +240,21 @@ fn stop_for(
         End::Settled => Stop::said(Outcome::Unknown, Applied::Unknown, class, "", None, Reason::InDoubt),
         End::Landed | End::AsIs => Stop::after(class, "", class.wait(), Reason::Answered),
     }
+}
+
+/// The stop of a call whose "not landed" came before its attempt could no longer land, with no budget
+/// to wait the rest out.
+fn before_horizon(run: &Run<'_>, class: &Class) -> Stop {
+    let wait = run.horizon_left();
+    let why = format!(
+        "not landed so far, but {} requests may stay in flight at the service (its landing horizon is {}): \
+         {} more, longer than the {} left",
+        run.spec().name(),
+        secs(run.spec().get_horizon()),
+        secs(wait),
+        secs(run.task().remaining())
+    );
+    Stop::said(Outcome::Unknown, Applied::Unknown, class, &why, Some(wait), Reason::BeforeHorizon)
 }
 
 /// A probe found that an attempt which may have landed did not: it applied nothing, and may be retried.

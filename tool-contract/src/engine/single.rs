@@ -238,27 +238,20 @@ fn judge<T: LogValue>(
     verdict: &Probe<T>,
     looked: tokio::time::Instant,
 ) -> (ProbeMark, (Outcome, Applied), String, Option<serde_json::Value>) {
-    let (mark, outcome, applied, message, value) = match verdict {
-        Probe::Landed(v) => {
-            (ProbeMark::Landed, Outcome::Ok, Applied::Yes, "probe: landed".to_owned(), v.to_log().ok())
+    let (mark, message, value) = match verdict {
+        Probe::Landed(v) => (ProbeMark::Landed, "probe: landed".to_owned(), v.to_log().ok()),
+        Probe::NotLanded => (ProbeMark::NotLanded, String::new(), None),
+        Probe::Failed(why) => (ProbeMark::Failed, format!("probe failed: {why}"), None),
+    };
+    let horizon = if mark == ProbeMark::NotLanded { run.horizon(of, looked) } else { Horizon::Passed };
+    let ended = (of.outcome(), run.now().call_effect(of.effect()));
+    let (outcome, applied) = crate::policy::verdict(mark, horizon, ended);
+    let message = match (mark, horizon) {
+        (ProbeMark::NotLanded, Horizon::Passed) => "probe: not landed".to_owned(),
+        (ProbeMark::NotLanded, _) => {
+            format!("probe: not landed yet; the service may hold it {} more", super::secs(run.horizon_left()))
         }
-        Probe::NotLanded if run.horizon(of, looked) != Horizon::Passed => (
-            ProbeMark::NotLanded,
-            Outcome::Unknown,
-            Applied::Unknown,
-            format!(
-                "probe: not landed yet; the service may hold it {} more",
-                super::secs(run.horizon_left())
-            ),
-            None,
-        ),
-        Probe::NotLanded => {
-            (ProbeMark::NotLanded, Outcome::Retryable, Applied::No, "probe: not landed".to_owned(), None)
-        }
-        Probe::Failed(why) => {
-            let (outcome, applied) = run.now().after_failed_probe(of);
-            (ProbeMark::Failed, outcome, applied, format!("probe failed: {why}"), None)
-        }
+        _ => message,
     };
     (mark, (outcome, applied), message, value)
 }

@@ -74,10 +74,8 @@ impl Attempt {
     /// the one rule the log's record of the probe and the call's report both follow. A call that
     /// applied nothing for sure stays as its attempt ended; any other is in doubt.
     pub(crate) fn after_failed_probe(&self, class: &Class) -> (Outcome, Applied) {
-        match self.call_effect(class.effect()) {
-            Applied::No => (class.outcome(), Applied::No),
-            _ => (Outcome::Unknown, Applied::Unknown),
-        }
+        let ended = (class.outcome(), self.call_effect(class.effect()));
+        crate::policy::verdict(crate::probe::ProbeMark::Failed, Horizon::Passed, ended)
     }
 
     /// Note that the call's effect may have landed (`true`), or that a probe found it did not.
