@@ -206,6 +206,7 @@ fn definitions_are_sorted_named_described_and_valid_json_schema() {
                 Format::Mcp => &entry["inputSchema"],
                 Format::OpenAi => &entry["function"]["parameters"],
                 Format::Anthropic => &entry["input_schema"],
+                other => panic!("no schema place known for {other:?}"),
             };
             validator(schema.as_object().expect("an object schema"));
         }

@@ -106,6 +106,7 @@ impl Target for RetryAfterHeader {
             RetryAfter::After(w) => 1 + w.as_secs().min(3),
             RetryAfter::Capped { .. } => 10,
             RetryAfter::Ignored(_) => 11,
+            _ => 12,
         };
         signature(&[kind, u64::from(status), class.map_or(0, |c| c.outcome() as u64 + 1)])
     }
@@ -253,7 +254,7 @@ impl Target for LogBytes {
                 assert!(contents.records.len() as u64 + contents.warnings.len() as u64 <= lines);
                 let mut index: HashMap<IntentKey, Recall> = HashMap::new();
                 for record in &contents.records {
-                    tool_contract::__private::index_record(&mut index, record);
+                    tool_contract::unstable::index_record(&mut index, record);
                 }
                 let unresolved = index.values().filter(|recall| recall.is_unresolved()).count();
                 for recall in index.values() {

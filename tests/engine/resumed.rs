@@ -306,7 +306,7 @@ async fn the_same_intent_twice_at_once_sends_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_restarted_process_waits_as_the_service_asked_the_earlier_one() {
-    use tool_contract::__private::{parse_rfc3339, rfc3339, wall_clock};
+    use tool_contract::unstable::{parse_rfc3339, rfc3339, wall_clock};
     let spec = spec("post_notice", EffectKind::Send);
     let task = task(30);
     let key = task.key(&spec, &"thread-9", None);
@@ -370,7 +370,7 @@ async fn an_attempt_told_to_wait_logs_when_the_wait_ends() {
     let spec = spec("post_notice", EffectKind::Send).max_attempts(1);
     let journal = Arc::new(MemoryJournal::new());
     let task = task(30).journal(journal.clone());
-    let before = tool_contract::__private::wall_clock();
+    let before = tool_contract::unstable::wall_clock();
     engine::run(
         &task,
         &spec,
@@ -384,7 +384,7 @@ async fn an_attempt_told_to_wait_logs_when_the_wait_ends() {
     assert!(!ends.is_empty());
     for end in ends {
         let at =
-            tool_contract::__private::parse_rfc3339(end.retry_at.as_deref().expect("retry_at on every end"))
+            tool_contract::unstable::parse_rfc3339(end.retry_at.as_deref().expect("retry_at on every end"))
                 .expect("an RFC 3339 time");
         // 30 s after the attempt, on the paused clock, rounded up to the second the log can write.
         let due = (before + Duration::from_secs(30)).duration_since(std::time::UNIX_EPOCH).unwrap();

@@ -7,11 +7,11 @@
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tool_contract::__private::wall_clock;
 use tool_contract::journal::{
     Answer, Claimed, Durability, Journal, JournalError, Owner, Recall, RecordRef, Verdict,
 };
 use tool_contract::person::{Settle, settle};
+use tool_contract::unstable::wall_clock;
 
 use super::*;
 

@@ -19,11 +19,11 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use http_body_util::Full;
 use hyper::Request;
 use tool_contract::key::Intent;
-use tool_contract::{
-    __private::rfc3339,
-    journal::{HEADER, Phase, Record},
-};
 use tool_contract::{Applied, Outcome};
+use tool_contract::{
+    journal::{HEADER, Phase, Record},
+    unstable::rfc3339,
+};
 use tool_contract_console::{Console, Options};
 
 const INTENTS: u64 = 500_000;

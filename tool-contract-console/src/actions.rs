@@ -59,8 +59,8 @@ impl Console {
         let evidence = form_value(&form, "evidence").unwrap_or_default();
         let mut settle = Settle::new(verdict, by, evidence);
         // When the page showed the attempt: the person's word is judged by it.
-        let now = tool_contract::__private::wall_clock();
-        match form_value(&form, "shown").as_deref().map(tool_contract::__private::parse_rfc3339) {
+        let now = tool_contract::unstable::wall_clock();
+        match form_value(&form, "shown").as_deref().map(tool_contract::unstable::parse_rfc3339) {
             Some(Some(shown)) if shown <= now => settle = settle.seen(shown),
             _ if verdict == Verdict::NotLanded => {
                 return self.back(

@@ -8,8 +8,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tool_contract::IntentKey;
 use tool_contract::rules::Word;
 use tool_contract::{
-    __private::parse_rfc3339,
     journal::{ApprovalStep, JournalError, LogReader, Recall, Record},
+    unstable::parse_rfc3339,
 };
 
 /// Records read from a store at a time, while the index catches up.
@@ -106,7 +106,7 @@ impl Index {
     /// The questions waiting for an answer at `now` (asked, unanswered, not past their `until`, and
     /// about the attempt after the intent's highest), oldest first.
     pub fn pending(&self, now: SystemTime) -> Vec<&Record> {
-        let now = tool_contract::__private::rfc3339(now);
+        let now = tool_contract::unstable::rfc3339(now);
         let mut pending: Vec<&Record> = self
             .asked
             .values()

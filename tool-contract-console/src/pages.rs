@@ -7,8 +7,8 @@ use std::time::SystemTime;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use tool_contract::journal::inspect::Stored;
 use tool_contract::{
-    __private::parse_rfc3339,
     journal::{ApprovalStep, Phase, Recall, Record},
+    unstable::parse_rfc3339,
 };
 
 use crate::index::WORDS;
@@ -92,13 +92,13 @@ pub fn ticket_prompt(base: &str, ticket: &str) -> Markup {
 }
 
 /// Words a tool or its service wrote (a message, the history a question tells), as a person's form
-/// shows them: quoted, cut to [`tool_contract::__private::cut`]'s length, and labelled as the tool's,
+/// shows them: quoted, cut to [`tool_contract::unstable::cut`]'s length, and labelled as the tool's,
 /// so a service's reply cannot pass for the console's own advice.
 fn tools_words(text: &str) -> Markup {
     html! {
         @if !text.is_empty() { span.tool title="written by the tool or its service, not checked by anyone" {
             span.muted { "the tool said: " }
-            q { (tool_contract::__private::cut(text)) }
+            q { (tool_contract::unstable::cut(text)) }
         } }
     }
 }
@@ -136,7 +136,7 @@ fn intents_table(recalls: &[&Recall], now: SystemTime, base: &str) -> Markup {
                     td { a href={ (base) "/intent/" (last.intent_key) } { code { (last.intent_key) } } }
                     td { (recall.attempts) }
                     td class=(if recall.is_unresolved() { "doubt" } else { "ok" }) { (word(recall)) }
-                    td { (tool_contract::__private::cut(last.message.as_deref().unwrap_or(""))) }
+                    td { (tool_contract::unstable::cut(last.message.as_deref().unwrap_or(""))) }
                 }
             }
         }
@@ -305,7 +305,7 @@ fn answer_form(asked: &Record, settling: &Settling<'_>) -> Markup {
 /// record, a question about the attempt after the intent's highest, not past its `until`).
 fn waiting<'a>(recall: &Recall, records: &[&'a Record], now: SystemTime) -> Option<&'a Record> {
     let last = records.iter().rev().find(|r| !tool_contract::rules::counts_as_attempt(r.phase)).copied();
-    tool_contract::rules::waiting_approval(last, recall.attempts, &tool_contract::__private::rfc3339(now))
+    tool_contract::rules::waiting_approval(last, recall.attempts, &tool_contract::unstable::rfc3339(now))
 }
 
 /// A task's intents, in order.
@@ -374,15 +374,15 @@ pub fn intent(recall: &Recall, stored: &[Stored], settling: &Settling<'_>, now: 
                         td { (record.outcome.map_or("", |o| o.as_str())) }
                         td { (record.effect_applied.map_or("", |a| a.as_str())) }
                         td {
-                            @let message = tool_contract::__private::cut(record.message.as_deref().unwrap_or(""));
+                            @let message = tool_contract::unstable::cut(record.message.as_deref().unwrap_or(""));
                             @match (&record.settled, &record.approval) {
                                 (Some(s), _) => {
                                     (message) (os_user(s.os_user.as_deref()))
-                                    br; span.muted { "evidence: " (tool_contract::__private::cut(&s.evidence)) }
+                                    br; span.muted { "evidence: " (tool_contract::unstable::cut(&s.evidence)) }
                                 }
                                 (None, Some(n)) => {
                                     (message) (os_user(n.os_user.as_deref()))
-                                    br; span.muted { (n.step.as_str()) " by " (n.by) " at " (n.at) ": " (tool_contract::__private::cut(&n.why)) }
+                                    br; span.muted { (n.step.as_str()) " by " (n.by) " at " (n.at) ": " (tool_contract::unstable::cut(&n.why)) }
                                 }
                                 (None, None) => { (tools_words(record.message.as_deref().unwrap_or(""))) }
                             }
@@ -411,7 +411,7 @@ pub fn intent(recall: &Recall, stored: &[Stored], settling: &Settling<'_>, now: 
                         input type="hidden" name="attempt" value=(last.attempt);
                         // When this page showed the attempt: a `not_landed` is judged by when the
                         // person saw it, not when the form reached the log.
-                        input type="hidden" name="shown" value=(tool_contract::__private::rfc3339(now));
+                        input type="hidden" name="shown" value=(tool_contract::unstable::rfc3339(now));
                         p { "Say what you found in the world. Landed: later calls answer ok from it and nothing is repeated. Not landed: the next call makes the next attempt, once this one could no longer land (given sooner, that call probes it again first)." }
                         p {
                             label { input type="radio" name="verdict" value="landed" required; " landed" } " "
@@ -443,6 +443,7 @@ fn kind(record: &Record) -> String {
         },
         (Phase::End, Some(mark)) => format!("probe: {}", mark.as_str()),
         (Phase::End, None) => "end".into(),
+        (phase, _) => phase.as_str().into(),
     }
 }
 
@@ -472,6 +473,7 @@ fn timeline(records: &[&Record]) -> Markup {
                     }
                     (Phase::End, Some(_)) => { polygon points={ (x) ",29 " (x + 11) ",40 " (x) ",51 " (x - 11) ",40" } fill=(color) stroke="#333" {} }
                     (Phase::End, None) => { circle cx=(x) cy="40" r="8" fill=(color) stroke="#333" {} }
+                    _ => { circle cx=(x) cy="40" r="8" fill="#fff" stroke="#999" stroke-width="2" {} }
                 }
                 text x=(x) y="70" font-size="11" text-anchor="middle" { "a" (record.attempt) " " (kind(record)) }
                 text x=(x) y="86" font-size="10" text-anchor="middle" fill="#666" { (when(record).get(11..19).unwrap_or("")) }

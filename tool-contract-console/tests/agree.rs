@@ -5,11 +5,11 @@
 use std::time::{Duration, SystemTime};
 
 use tool_contract::journal::inspect::{View, render};
-use tool_contract::{
-    __private::rfc3339,
-    journal::{Approvals, Owner, file::FileReader, read_log},
-};
 use tool_contract::{FileJournal, IntentKey, MemoryJournal, rules};
+use tool_contract::{
+    journal::{Approvals, Owner, file::FileReader, read_log},
+    unstable::rfc3339,
+};
 use tool_contract_console::Index;
 use tool_contract_testing::stores::{RANDOM_LOGS, apply, random_log};
 

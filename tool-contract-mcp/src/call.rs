@@ -206,7 +206,7 @@ impl McpServer {
         if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>() {
             let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
             if let Some(session) = header("mcp-session-id") {
-                return format!("MCP session {}", tool_contract::__private::cut(session));
+                return format!("MCP session {}", tool_contract::unstable::cut(session));
             }
             return match header("authorization") {
                 Some(credential) => format!("MCP over HTTP, credential {}", digest(credential)),

@@ -157,7 +157,7 @@ impl Person {
             question: question.to_owned(),
             kind: kind.to_owned(),
             code,
-            asked_at: tool_contract::__private::rfc3339(tool_contract::__private::wall_clock()),
+            asked_at: tool_contract::unstable::rfc3339(tool_contract::unstable::wall_clock()),
             asked: self.asked_so_far(kind, about),
         };
         *self.inner.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(Asked { form, sealed });
@@ -369,7 +369,7 @@ fn approval_form(request: &ApprovalRequest, code: &str) -> ElicitRequestParams {
         request.call,
         request.task,
         request.key,
-        tool_contract::__private::cut(&request.history)
+        tool_contract::unstable::cut(&request.history)
     );
     let schema = json!({
         "type": "object",
@@ -401,7 +401,7 @@ fn settle_form(question: &InDoubt) -> ElicitRequestParams {
         question.task,
         question.attempt_id,
         question.key,
-        tool_contract::__private::cut(&question.history)
+        tool_contract::unstable::cut(&question.history)
     );
     let schema = json!({
         "type": "object",
@@ -500,7 +500,7 @@ fn judge_settlement(answer: &Value, actor: &str, asked_at: Option<&str>) -> Foun
         Some("cant_tell") => {
             return Found::CantTell(format!(
                 "the person at the client cannot tell either: {}",
-                tool_contract::__private::cut(&evidence)
+                tool_contract::unstable::cut(&evidence)
             ));
         }
         _ => {
@@ -520,7 +520,7 @@ fn judge_settlement(answer: &Value, actor: &str, asked_at: Option<&str>) -> Foun
         Some(_) => return Found::Unanswered("`value` was not text: not an answer".into()),
     };
     let mut settle = Settle::new(verdict, actor, evidence).via(Via::Client).json_value(value);
-    if let Some(at) = asked_at.and_then(tool_contract::__private::parse_rfc3339) {
+    if let Some(at) = asked_at.and_then(tool_contract::unstable::parse_rfc3339) {
         settle = settle.seen(at);
     }
     Found::Settled(settle)

@@ -48,22 +48,10 @@ pub(crate) const COLUMNS: [Column; 18] = [
     Column {
         name: "phase",
         sql_type: "text",
-        bind: |r| {
-            Value::Word(Some(match r.phase {
-                Phase::Start => "start",
-                Phase::End => "end",
-                Phase::Settled => "settled",
-                Phase::Approval => "approval",
-            }))
-        },
+        bind: |r| Value::Word(Some(r.phase.as_str())),
         read: |row, at, r| {
-            r.phase = match text(row, at)?.as_str() {
-                "start" => Phase::Start,
-                "end" => Phase::End,
-                "settled" => Phase::Settled,
-                "approval" => Phase::Approval,
-                other => return Err(format!("{other:?}")),
-            };
+            let word = text(row, at)?;
+            r.phase = Phase::parse(&word).ok_or_else(|| format!("{word:?}"))?;
             Ok(())
         },
     },

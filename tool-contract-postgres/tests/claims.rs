@@ -259,12 +259,12 @@ async fn rule_5_lease_times_come_from_the_servers_clock_only() {
     let lease = Duration::from_secs(5);
     journal.claim(&k, &a, lease).await.unwrap();
     memory.claim(&k, &a, lease).await.unwrap();
-    let wall = tool_contract::__private::wall_clock();
+    let wall = tool_contract::unstable::wall_clock();
 
     tokio::time::pause();
     tokio::time::advance(Duration::from_secs(3600)).await;
     tokio::time::resume();
-    let jumped = tool_contract::__private::wall_clock().duration_since(wall).unwrap();
+    let jumped = tool_contract::unstable::wall_clock().duration_since(wall).unwrap();
     assert!(jumped >= Duration::from_secs(3600), "the worker's clock moved {jumped:?}");
 
     // A store on the worker's clock would call the lease over (the memory store does)...

@@ -73,7 +73,7 @@ async fn the_log_prints_as_a_files_log_does() {
     // Every record says when the server took it, and a fenced one who wrote it.
     for record in intents.iter().flat_map(|i| i["records"].as_array().unwrap()) {
         let at = record["written_at"].as_str().unwrap_or_default();
-        assert!(tool_contract::__private::parse_rfc3339(at).is_some(), "written_at {record}");
+        assert!(tool_contract::unstable::parse_rfc3339(at).is_some(), "written_at {record}");
         assert!(
             record.get("owner").is_none_or(|owner| owner.as_str().is_some_and(|o| !o.is_empty())),
             "{record}"

@@ -92,7 +92,7 @@ async fn a_send_through_the_engine_is_logged_and_never_repeated() {
     for row in &stored {
         assert!(row.owner.as_deref().is_some_and(|o| !o.is_empty()), "{row:?}");
         let at = row.written_at.as_deref().unwrap_or_default();
-        assert!(tool_contract::__private::parse_rfc3339(at).is_some(), "written_at {at:?}");
+        assert!(tool_contract::unstable::parse_rfc3339(at).is_some(), "written_at {at:?}");
     }
     let records: Vec<_> = stored.into_iter().map(|row| row.record).collect();
     let phases: Vec<(Phase, u32, Option<Outcome>)> =

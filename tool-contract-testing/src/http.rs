@@ -210,6 +210,7 @@ async fn answer(stream: &mut TcpStream, answer: Result<Reply, Transport>) {
                 Body::Fine => serde_json::Value::Null,
                 Body::RetryableError(m) => json!({"error": {"kind": "retryable", "message": m}}),
                 Body::PermanentError(m) => json!({"error": {"kind": "permanent", "message": m}}),
+                other => panic!("the fake service has no reply body for {other:?}"),
             };
             respond(stream, status, &headers, &body).await;
         }

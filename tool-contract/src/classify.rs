@@ -122,9 +122,9 @@ impl fmt::Display for Class {
 /// }
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a tool error: implement `Classify` for it",
+    message = "`{Self}` is not a tool error: implement `tool_contract::Classify` for it",
     label = "a tool's error type must say what the failure means for the caller",
-    note = "`Classify::classify` maps the error to retryable, permanent or unknown; or return `Result<T, Class>`"
+    note = "`tool_contract::Classify::classify` maps the error to retryable, permanent or unknown; or return `Result<T, tool_contract::Class>`"
 )]
 pub trait Classify {
     /// Classify this error.
@@ -144,6 +144,7 @@ impl Classify for std::convert::Infallible {
 }
 
 /// What a response body says, for services that report errors inside a `2xx`.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
     /// The body reports no error.
@@ -280,6 +281,7 @@ fn reason(status: u16) -> &'static str {
 pub const DEFAULT_RETRY_AFTER_CAP: Duration = Duration::from_secs(3600);
 
 /// A parsed `Retry-After` header.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RetryAfter {
     /// Wait this long.

@@ -40,6 +40,7 @@ pub const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/sch
 pub const EFFECT_META_KEY: &str = "dev.tool-contract/effect";
 
 /// Who the definition is written for.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
     /// The MCP `Tool` object: `name`, `description`, `inputSchema`, `outputSchema`, `annotations`.

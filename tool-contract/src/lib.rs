@@ -11,7 +11,7 @@
 //!   `Retry-After`, the task's budget left, one line for the model, and per-item results for bulk work.
 //!
 //! The [`engine`] runs each call under the task's one deadline budget, classifies failures
-//! ([`Classify`](classify::Classify)), probes before any second attempt of a side effect ([`Probe`]),
+//! ([`Classify`]), probes before any second attempt of a side effect ([`Probe`]),
 //! and applies the retry policy of the tool's [`effect::EffectKind`].
 //!
 //! # Features
@@ -83,7 +83,7 @@
 //! | the contract a call returns | [`Report`], [`Outcome`], [`Applied`], [`Item`], [`Reason`] |
 //! | writing a tool | [`tool`] (the attribute) with a [`Call`] per attempt, [`Class`], [`Probe`], [`IntentKey`]; by hand: [`engine::run`], [`engine::run_bulk`], [`engine::run_pages`] |
 //! | what a tool is | [`spec`]: [`ToolSpec`](spec::ToolSpec) (with its backoff, jitter and dedupe); [`effect`]: [`effect::EffectKind`] and its [`policy`](effect::EffectKind::policy) table |
-//! | failures and probes | [`classify`]: [`Classify`](classify::Classify), [`HttpReply`](classify::HttpReply), [`RetryAfter`](classify::RetryAfter), [`Body`](classify::Body); [`probe`]: [`Prober`](probe::Prober), [`NoProbe`](probe::NoProbe); [`bulk`]: [`BulkProber`](bulk::BulkProber), [`ItemId`](bulk::ItemId) |
+//! | failures and probes | [`classify`]: [`Classify`], [`HttpReply`](classify::HttpReply), [`RetryAfter`](classify::RetryAfter), [`Body`](classify::Body); [`probe`]: [`Prober`](probe::Prober), [`NoProbe`](probe::NoProbe); [`bulk`]: [`BulkProber`](bulk::BulkProber), [`ItemId`](bulk::ItemId) |
 //! | the task an agent runs | [`Task`]; [`task`]: templates and factories, escalation ([`Escalate`](task::Escalate), [`EscalationQueue`](task::EscalationQueue)); [`key`]: [`Intent`](key::Intent) |
 //! | people in the loop | [`person`]: approving a second `money` attempt ([`Approve`](person::Approve), [`LogApprover`](person::LogApprover), [`answer_approval`](person::answer_approval)), settling an intent in doubt ([`settle`](person::settle), [`person::Settle`]) |
 //! | retries across tasks | [`budget`]: [`RetryBudgets`](budget::RetryBudgets), [`RetryBudget`](budget::RetryBudget) |
@@ -105,6 +105,8 @@ pub mod journal;
 pub mod key;
 mod observe;
 pub mod person;
+// Not public API: the engine's, shared with the protocol model (policy.rs says what it holds).
+#[doc(hidden)]
 pub mod policy;
 pub mod probe;
 mod records;
@@ -118,7 +120,7 @@ mod text;
 pub mod toolbox;
 
 pub use call::Call;
-pub use classify::Class;
+pub use classify::{Class, Classify};
 pub use journal::{FileJournal, MemoryJournal};
 pub use key::IntentKey;
 pub use probe::Probe;
@@ -130,6 +132,10 @@ pub use toolbox::Toolbox;
 // Shorthands for the crate's own unit tests; not public (each item's public path is in its module).
 #[cfg(test)]
 pub(crate) use {key::Intent, person::Approval, spec::ToolSpec, task::EscalationQueue};
+
+/// Not public API: what the crates of this workspace share with this one.
+#[doc(hidden)]
+pub mod unstable;
 
 /// Not public API: the paths the `#[tool]` attribute's generated code uses.
 #[doc(hidden)]

@@ -1,5 +1,6 @@
 //! The retry policy as the engine runs it: one pure function from what is known after an attempt that
-//! did not end `ok` to the engine's next step.
+//! did not end `ok` to the engine's next step. Not public API: the engine's, shared with the protocol
+//! model (`tool-contract-model`), and hidden from the docs; docs/contract.md states the policy.
 //!
 //! [`EffectKind::policy`] is the table per kind; [`next`] reads that table and nothing else decides.
 //! Single and bulk calls both ask it, so they cannot drift apart. In the order the rules apply:
@@ -31,7 +32,7 @@
 //! call from their settlement; their `not_landed` stands for the probe's verdict; no answer leaves the
 //! probe's failure standing.
 //!
-//! Before any attempt, [`start`] decides from what the log holds of the intent whether the call
+//! Before any attempt, `start` decides from what the log holds of the intent whether the call
 //! answers from the log (a recorded `ok`, a person's `landed`), probes an attempt that may have landed,
 //! makes a second attempt of an intent whose last attempt applied nothing (for `money`, after the
 //! approver's yes), or starts afresh. Single, bulk and paged calls only map that decision onto a value
@@ -296,7 +297,7 @@ pub fn next(f: &Facts) -> Step {
 }
 
 /// Whether a second attempt of a tool of kind `kind` needs the approver's yes (`money`), by the policy
-/// table: the one place this rule is read, by [`next`], by [`start`] and by a batch resumed from its
+/// table: the one place this rule is read, by [`next`], by `start` and by a batch resumed from its
 /// items.
 pub fn asks_approval(kind: EffectKind) -> bool {
     kind.policy().auto_retry == AutoRetry::AfterProbeAndApproval

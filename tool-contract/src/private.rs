@@ -22,17 +22,6 @@ pub use crate::toolbox::{
 pub use crate::{Call, IntentKey, Item, Probe, Report, Task};
 pub use core::time::Duration;
 
-/// Helpers the other crates of this workspace share with this one (the console's index and pages,
-/// the fuzz targets, tests): the attempt log's timestamps and its fold of records into an index.
-pub use crate::journal::index::index_record;
-pub use crate::records::stamp::{parse_rfc3339, rfc3339, wall_clock};
-pub use crate::text::cut;
-
-/// The `settle` command line, shared by the commands of this workspace (feature `cli`).
-#[cfg(feature = "cli")]
-pub mod settle_command {
-    pub use crate::person::command::*;
-}
 pub use serde_json::Value;
 
 /// A tool argument: each attempt gets its own copy, made by [`arg`].

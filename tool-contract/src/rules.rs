@@ -48,6 +48,8 @@ use crate::records::{LastWord, Phase, Recall, Record, RecordRef};
 use crate::report::{Applied, Outcome};
 
 mod claims;
+// The claim's rules are the stores' and the engine's: not public API (the protocol model calls them).
+#[doc(hidden)]
 pub use claims::{Claiming, Fenced, Holder, claim, fence, may_start, may_wait_for_claim};
 
 /// Whether a record of this phase is about an attempt: starts, ends (probe verdicts included) and
@@ -80,7 +82,7 @@ pub const fn in_doubt(phase: Phase, outcome: Option<Outcome>, effect: Option<App
 /// A person's settlement of an attempt stands whatever is written about that attempt after it, with
 /// one exception: a probe that saw the effect land (`probe` is [`ProbeMark::Landed`]). A call probes an
 /// attempt a person settled only when their `not_landed` was given while the attempt could still land
-/// ([`crate::policy::landing`]); what the probe saw later is the truth about it, and the log says so.
+/// (`policy::landing`); what the probe saw later is the truth about it, and the log says so.
 /// An `approval` record never is the last word, and one kept (an intent known by nothing else) gives
 /// way to any other record.
 ///
@@ -115,7 +117,7 @@ pub const fn supersedes(
 /// deadline), when the call that made it ended (`sent`: the attempt's own record of it,
 /// [`Record::sent_by`]), when a person's settlement of it was written (`settled`: made once nobody held
 /// the intent) and `now` (whoever made it is gone). Its landing horizon runs from there
-/// ([`crate::policy::landing`]).
+/// (`policy::landing`).
 ///
 /// ```
 /// assert_eq!(tool_contract::rules::reached_by(Some(9), Some(4), None, 12), 4);
@@ -157,8 +159,9 @@ pub fn ran_until(record: &Record) -> Option<SystemTime> {
 }
 
 /// What an intent's last record says, by its stamps, of the instants [`reached_by`] and
-/// [`crate::policy::landing`] judge an attempt by, read as the latest (or the earliest) instant each
+/// `policy::landing` judge an attempt by, read as the latest (or the earliest) instant each
 /// stamp may stand for on this process's clock: see [`stamps`].
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamps {
     /// The attempt's last possible send by its start and budget ([`ran_until`]), late by
@@ -445,6 +448,7 @@ pub fn not_in_doubt(recall: &Recall) -> Option<String> {
 /// An intent's last word as every reader names it: the inspector (its text and its JSON
 /// `last_word`), the console (its pages and the overview's counts and chart), the commands and the MCP
 /// messages. One closed vocabulary, [`Word::ALL`] in the console chart's order.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Word {
     /// The last attempt ended `ok`.

@@ -20,6 +20,7 @@ pub struct Backoff {
 }
 
 /// Whether waits are randomised.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Jitter {
     /// Draw each wait from `0..=ceiling`, so retrying callers spread out.

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches, Parser};
-use tool_contract::__private::settle_command::{HELP_TEMPLATE, usage_error};
 use tool_contract::journal::terminal::escape;
+use tool_contract::unstable::settle_command::{HELP_TEMPLATE, usage_error};
 use tool_contract_console::{Console, Operator, Options, check_name};
 
 /// The command line: one definition, from which the help and the usage errors are printed.

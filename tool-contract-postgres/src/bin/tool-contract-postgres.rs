@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use tool_contract::__private::settle_command::{self as command, HELP_TEMPLATE};
 use tool_contract::journal::inspect::{self, View};
 use tool_contract::journal::terminal::{Terminal, escape};
+use tool_contract::unstable::settle_command::{self as command, HELP_TEMPLATE};
 use tool_contract_postgres::{PgJournal, PgOptions, Transport, redact};
 
 /// The command line: one definition, from which the help and the usage errors are printed.

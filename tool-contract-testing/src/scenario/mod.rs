@@ -100,7 +100,7 @@ impl Timing {
     /// The two waits within the budget: delta-seconds with a `429`, then an HTTP-date with a `503`.
     fn retry_afters(self) -> [RetryAfter; 2] {
         let t = self;
-        let (sys0, inst0) = (tool_contract::__private::wall_clock(), tokio::time::Instant::now());
+        let (sys0, inst0) = (tool_contract::unstable::wall_clock(), tokio::time::Instant::now());
         let at = sys0 + Duration::from_secs(t.retry_after_s + 1);
         // The header's own time, on tokio's clock: HTTP-dates have one-second resolution.
         let at_instant = inst0

@@ -131,6 +131,7 @@ pub fn random_log(scope: &str, seed: u64) -> Vec<Step> {
             let steps: &[ApprovalStep] = match asks {
                 Asks::Approval => &[ApprovalStep::Approved, ApprovalStep::Denied, ApprovalStep::Declined],
                 Asks::Settlement => &[ApprovalStep::Landed, ApprovalStep::NotLanded, ApprovalStep::CantTell],
+                other => unreachable!("the random log asks no {other:?}"),
             };
             let answer = |step, by: &str| {
                 let mut note = ApprovalNote::new(step, by, "checked", "2026-12-01T00:20:00Z");

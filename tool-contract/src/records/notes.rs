@@ -41,6 +41,7 @@ impl std::fmt::Display for Verdict {
 }
 
 /// Who brought the verdict in.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Via {
@@ -130,6 +131,7 @@ pub(crate) fn problem_of(by: &str, evidence: &str) -> Option<String> {
 pub const MAX_WHY_BYTES: usize = 1024;
 
 /// What a question asks a person.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Asks {
@@ -156,6 +158,7 @@ impl Asks {
 
 /// Where a question to a person stands: asked, or answered (and how). Every answer is recorded, the
 /// no's included, before anything acts on it.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Step {

@@ -10,6 +10,7 @@ use crate::report::{Applied, Outcome};
 
 /// Whether a record is a promise made before an attempt, the account given after it, or a person's
 /// word on it (a settlement, an approval).
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
@@ -23,6 +24,23 @@ pub enum Phase {
     /// A question to a person before the next attempt of a `money` call, or its answer
     /// ([`ApprovalNote`]): history, never an intent's last word.
     Approval,
+}
+
+impl Phase {
+    /// The phase as the log writes it: `start`, `end`, `settled` or `approval`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Phase::Start => "start",
+            Phase::End => "end",
+            Phase::Settled => "settled",
+            Phase::Approval => "approval",
+        }
+    }
+
+    /// The phase the log's word `word` names ([`Phase::as_str`]), if any.
+    pub fn parse(word: &str) -> Option<Phase> {
+        [Phase::Start, Phase::End, Phase::Settled, Phase::Approval].into_iter().find(|p| p.as_str() == word)
+    }
 }
 
 /// One line of the attempt log.
@@ -342,6 +360,7 @@ mod wire {
 }
 
 /// How hard an append must try before it returns.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
     /// On stable storage before the future resolves (side-effecting starts).
@@ -367,6 +386,7 @@ pub struct Recall {
 }
 
 /// The last word the log holds on an intent.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub enum LastWord<'a> {
     /// Its last attempt started and never ended: after a crash, it may have landed.

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// ```
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
 /// use std::time::Duration;
-/// use tool_contract::__private::wall_clock;
+/// use tool_contract::unstable::wall_clock;
 ///
 /// let before = wall_clock();
 /// tokio::time::sleep(Duration::from_secs(3600)).await; // at once: the clock is paused

@@ -98,6 +98,7 @@ thread_local! {
 }
 
 /// What a compaction did.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Compaction {
     /// Records before.
@@ -115,6 +116,7 @@ pub struct Compaction {
 }
 
 /// Counters of a [`FileJournal`] since it was opened.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct JournalStats {
     /// Records read when the log was opened.

@@ -8,6 +8,7 @@ use crate::journal::{JournalError, Record};
 
 /// A line of a log that is not a record: it was skipped, and the rest of the log is used. Line 0 is
 /// about the log as a whole (its request directory cannot be used).
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning {
     /// The line's number, from 1; 0 for the log as a whole.
@@ -26,6 +27,7 @@ impl fmt::Display for Warning {
 }
 
 /// A log read whole, for inspection.
+#[non_exhaustive]
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LogContents {
     /// Every readable record, in log order.

@@ -1,0 +1,16 @@
+//! Internals the crates of this workspace share with this one: the console's index and pages, the
+//! commands, the MCP server, the fuzz targets and the tests. Not public API: hidden from the docs, and
+//! no promise across versions. (The `#[tool]` attribute's generated code has its own, `__private`.)
+
+/// The attempt log's fold of one record into an index by intent.
+pub use crate::journal::index::index_record;
+/// The attempt log's timestamps: RFC 3339 UTC, whole seconds.
+pub use crate::records::stamp::{parse_rfc3339, rfc3339, wall_clock};
+/// A quoted text cut to a bound, with its length said.
+pub use crate::text::cut;
+
+/// The `settle` command line, shared by the commands of this workspace (feature `cli`).
+#[cfg(feature = "cli")]
+pub mod settle_command {
+    pub use crate::person::command::*;
+}
