@@ -9,8 +9,8 @@ use super::guard::secs;
 use super::state::Run;
 use super::stop::Stop;
 use crate::classify::Class;
+use crate::journal::word::question::{self, Question};
 use crate::journal::{ApprovalStep as Step, Approvals, Asks, Phase, Record, Verdict};
-use crate::person::question::{self, Question};
 use crate::person::{Approval, ApprovalRequest, Approve, Found, InDoubt};
 use crate::report::{Applied, Outcome, Reason};
 

@@ -35,6 +35,7 @@ mod leases;
 mod memory;
 mod reader;
 pub mod terminal;
+pub(crate) mod word;
 
 pub use crate::records::{
     ApprovalNote, ApprovalStep, Asks, Durability, LastWord, MAX_BY_BYTES, MAX_EVIDENCE_BYTES, MAX_WHY_BYTES,

@@ -15,17 +15,11 @@ use crate::key::IntentKey;
 mod approval;
 #[cfg(feature = "cli")]
 pub(crate) mod command;
-pub(crate) mod question;
-mod settle;
 
-pub use approval::{ApprovalError, Decision, LogApprover, answer_approval};
-pub(crate) use settle::settle_now;
-pub use settle::{Settle, SettleError, early_note, settle};
-
-/// The longest a request to the holder of a file log is good for after it was written: 10 minutes. A
-/// settler waits at most this long for the holder; a request older than this (or than its settler's
-/// wait) is answered `expired`.
-pub const REQUEST_LIFETIME: Duration = Duration::from_secs(600);
+pub use crate::journal::word::{
+    ApprovalError, Decision, REQUEST_LIFETIME, Settle, SettleError, answer_approval, early_note, settle,
+};
+pub use approval::LogApprover;
 
 /// What an approver is asked before a second attempt of a `money` call.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -74,7 +74,7 @@ mod requests;
 mod store;
 mod writer;
 
-pub use crate::person::REQUEST_LIFETIME;
+pub use crate::journal::word::REQUEST_LIFETIME;
 pub use follow::FileReader;
 pub use read::{LogContents, Warning, parse_log, read_log};
 pub use requests::{

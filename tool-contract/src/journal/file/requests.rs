@@ -54,11 +54,11 @@ use serde::{Deserialize, Serialize};
 
 use super::dir::{RequestDir, RequestFile};
 use super::{FileJournal, Shared};
-use crate::journal::{JournalError, Record};
-use crate::key::IntentKey;
-use crate::person::{
+use crate::journal::word::{
     ApprovalError, Decision, REQUEST_LIFETIME, Settle, SettleError, answer_approval, settle_now,
 };
+use crate::journal::{JournalError, Record};
+use crate::key::IntentKey;
 
 /// How often a holder looks for requests.
 pub(super) const LOOK_EVERY: Duration = Duration::from_millis(200);

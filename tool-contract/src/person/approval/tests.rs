@@ -1,6 +1,8 @@
 use super::*;
+use crate::journal::ApprovalNote;
+use crate::journal::word::question::Question;
 use crate::journal::{Asks, Durability, Journal, MAX_WHY_BYTES, MemoryJournal, Phase};
-use crate::person::question::Question;
+use crate::person::{ApprovalError, Decision, answer_approval};
 use crate::report::{Applied, Outcome};
 
 fn request(next_attempt: u32) -> ApprovalRequest {
