@@ -202,22 +202,12 @@ pub(super) async fn ask_person(
         Ok(reply) => reply,
         Err(_) => Found::Unanswered(unanswered(&approver.who(), left)),
     };
-    let (step, why, settle) = match reply {
-        Found::Settled(settle) => {
-            let step = if settle.verdict() == Verdict::Landed { Step::Landed } else { Step::NotLanded };
-            (step, settle.evidence().to_owned(), Some(settle))
-        }
-        Found::CantTell(why) => (Step::CantTell, why, None),
-        Found::Declined(why) => (Step::Declined, why, None),
-        Found::Cancelled(why) => (Step::Cancelled, why, None),
-        Found::Unanswered(why) => (Step::Unanswered, why, None),
-        Found::Later => {
-            return Err(format!(
-                "{unsure}; waiting for {} to answer question {}",
-                approver.who(),
-                doubt.question
-            ));
-        }
+    let Some((step, why, settle)) = settle_step(reply) else {
+        return Err(format!(
+            "{unsure}; waiting for {} to answer question {}",
+            approver.who(),
+            doubt.question
+        ));
     };
     let answer = question::answer_to(&asked, step, &approver.who(), &why, &approver.asked_in());
     let counted = record(store, answer.clone()).await.map_err(|why| format!("{unsure}; {why}"))?;
@@ -238,6 +228,22 @@ pub(super) async fn ask_person(
         Ok(record) => Ok((settle.verdict(), record, seen)),
         Err(why) => Err(format!("{unsure}; the person's settlement was not recorded: {why}")),
     }
+}
+
+/// What a person's reply to a settle question records: its step, their words and, with a verdict, the
+/// settlement; `None` for "later", which records nothing yet.
+fn settle_step(reply: Found) -> Option<(Step, String, Option<crate::person::Settle>)> {
+    Some(match reply {
+        Found::Settled(settle) => {
+            let step = if settle.verdict() == Verdict::Landed { Step::Landed } else { Step::NotLanded };
+            (step, settle.evidence().to_owned(), Some(settle))
+        }
+        Found::CantTell(why) => (Step::CantTell, why, None),
+        Found::Declined(why) => (Step::Declined, why, None),
+        Found::Cancelled(why) => (Step::Cancelled, why, None),
+        Found::Unanswered(why) => (Step::Unanswered, why, None),
+        Found::Later => return None,
+    })
 }
 
 /// When a person asked at `asked` saw the attempt: then, or when they say they looked (`said`, RFC 3339)

@@ -256,22 +256,16 @@ async fn attempt_loop<W: Work>(
     // so of a read's history only the attempt count carries over. What the claim found is used up in
     // this block, so the call's future keeps no room for it past its start.
     let mut resume_wait = {
-        let (taken, recall) = if side {
-            // Boxed: a read's future does not carry room for a claim it never takes.
-            match Box::pin(take_claim(task, spec, key)).await {
-                Ok((taken, recall)) => (Some(taken), recall),
-                Err(stop) => return (work.refused(&run, stop), 0),
+        // Boxed: a read's future does not carry room for a claim it never takes.
+        let taken = if side { Some(Box::pin(take_claim(task, spec, key)).await) } else { None };
+        let begun = match taken {
+            Some(Ok((taken, recall))) => {
+                claim = Some(taken);
+                run.hold(claim.as_ref());
+                resume_from(&mut run, &mut work, recall)
             }
-        } else {
-            (None, None)
-        };
-        claim = taken;
-        run.hold(claim.as_ref());
-        let begun = if side {
-            resume_from(&mut run, &mut work, recall)
-        } else {
-            drop(recall);
-            number_read(&mut run, &mut work).await
+            Some(Err(stop)) => return (work.refused(&run, stop), 0),
+            None => number_read(&mut run, &mut work).await,
         };
         match begun {
             Ok(wait) => wait,
@@ -295,22 +289,34 @@ async fn attempt_loop<W: Work>(
         {
             return (work.stopped(&run, stop), made);
         }
-        let now = tokio::time::Instant::now();
-        let left = task.deadline().saturating_duration_since(now);
-        if let Err(stop) = run.may_start(left) {
-            observe::refused(spec, &stop.message);
-            return (work.stopped(&run, stop), made);
-        }
+        let (now, left) = match may_start(&mut run, made) {
+            Ok(start) => start,
+            Err(stop) => return (work.stopped(&run, stop), made),
+        };
         made += 1;
-        if made == 1 {
-            // A first attempt makes room for retries in the service's budget; a retry took its own.
-            task.budgets().first_attempt_at(spec.get_service(), now);
-        }
-        run.next_attempt();
         if let Some(report) = attempt_once(&mut run, &mut work, now, left).await {
             return (report, made);
         }
     }
+}
+
+/// Whether the next attempt (after `made`) may start now: the instant and the budget left it starts
+/// with, numbered; or why not. A first attempt makes room for retries in the service's budget; a retry
+/// took its own.
+#[inline]
+fn may_start(run: &mut Run<'_>, made: u32) -> Result<(tokio::time::Instant, Duration), Stop> {
+    let (task, spec) = (run.task(), run.spec());
+    let now = tokio::time::Instant::now();
+    let left = task.deadline().saturating_duration_since(now);
+    if let Err(stop) = run.may_start(left) {
+        observe::refused(spec, &stop.message);
+        return Err(stop);
+    }
+    if made == 0 {
+        task.budgets().first_attempt_at(spec.get_service(), now);
+    }
+    run.next_attempt();
+    Ok((now, left))
 }
 
 /// One attempt, numbered and allowed to start with `left` of the budget at `now`: its start record,

@@ -136,6 +136,51 @@ impl<I, A, P> Parts<I, A, P> {
         summarise(run, honest(&self.results, &self.maybe), self.words, "", None)
     }
 
+    /// A batch a person settled: landed, every item (or the items the settlement names) is done and
+    /// nothing is sent again; not landed, every item is open again.
+    fn resume_settled(
+        &mut self,
+        run: &mut Run<'_>,
+        recall: &Recall,
+        start: Start,
+        recorded: Option<Vec<Item>>,
+    ) -> Option<Report<()>> {
+        if start != Start::Settled {
+            let why = recall.last.message.clone().unwrap_or_default();
+            self.second_attempt(run, why);
+            return None;
+        }
+        crate::observe::replayed(run.spec());
+        let items = recorded.unwrap_or_else(|| self.ids.iter().map(Item::ok).collect());
+        let said = recall.last.message.as_deref().unwrap_or("settled landed");
+        let why = format!("attempt {} {said}; not repeated", recall.last.attempt_id);
+        Some(summarise(run, items, self.words, &why, Some(Reason::Settled)))
+    }
+
+    /// Carry the items an earlier attempt recorded into this call: one whose effect is unknown is
+    /// probed first. Of an attempt that never finished (`unfinished`), an item neither done nor refused
+    /// may have landed: it is probed too.
+    fn carry(&mut self, recorded: Vec<Item>, unfinished: bool) {
+        for item in recorded {
+            let Some(i) = self.ids.iter().position(|id| *id == item.id) else { continue };
+            let open = if unfinished {
+                !matches!(item.outcome, Outcome::Ok | Outcome::Permanent)
+            } else {
+                item.applied == Applied::Unknown
+            };
+            if open {
+                self.to_probe.push(i);
+                self.maybe[i] = true;
+            }
+            self.results[i] = if open && unfinished {
+                // Carried by the attempt that never finished: it may have landed.
+                Item::unknown(item.id, "sent by an attempt that never finished")
+            } else {
+                item
+            };
+        }
+    }
+
     /// A batch resumed after an attempt that applied nothing (by its own word, or a person's
     /// settlement): what the log says stands for the probe's "not landed", and the policy decides the
     /// next attempt as after a probe, for every kind, as for a single call: after the approver's yes
@@ -269,24 +314,11 @@ where
             recall.last.value.as_ref().and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
         let start = crate::policy::start(Some(&recall), run.spec().effect());
         if recall.settlement().is_some() {
-            // A person settled the batch: landed, every item (or the items the settlement names) is
-            // done and nothing is sent again; not landed, every item is open again.
-            if start != Start::Settled {
-                let why = recall.last.message.clone().unwrap_or_default();
-                self.second_attempt(run, why);
-                return None;
-            }
-            crate::observe::replayed(run.spec());
-            let items = recorded.unwrap_or_else(|| self.ids.iter().map(Item::ok).collect());
-            let said = recall.last.message.as_deref().unwrap_or("settled landed");
-            let why = format!("attempt {} {said}; not repeated", recall.last.attempt_id);
-            return Some(summarise(run, items, self.words, &why, Some(Reason::Settled)));
+            return self.resume_settled(run, &recall, start, recorded);
         }
-        let (ids, results, maybe, to_probe) =
-            (&self.ids, &mut self.results, &mut self.maybe, &mut self.to_probe);
+        let attempt = &recall.last.attempt_id;
         // Why the next attempt is a second one, when nothing is left to probe.
-        let mut second = None;
-        match (recall.last_word(), recorded) {
+        let second = match (recall.last_word(), recorded) {
             (LastWord::Ok(_), Some(recorded)) => {
                 crate::observe::replayed(run.spec());
                 let mut report = summarise(run, recorded, self.words, "", None);
@@ -296,52 +328,29 @@ where
             // An earlier run ended with per-item results: resume from them, so what landed is not sent
             // again and what is unknown is probed first.
             (LastWord::Ended(outcome), Some(recorded)) => {
-                for item in recorded {
-                    let Some(i) = ids.iter().position(|id| *id == item.id) else { continue };
-                    if item.applied == Applied::Unknown {
-                        to_probe.push(i);
-                        maybe[i] = true;
-                    }
-                    results[i] = item;
-                }
-                if to_probe.is_empty() && results.iter().any(is_open) {
-                    second = Some(format!(
-                        "attempt {} ended {outcome} in an earlier call",
-                        recall.last.attempt_id
-                    ));
-                }
+                self.carry(recorded, false);
+                (self.to_probe.is_empty() && self.results.iter().any(is_open))
+                    .then(|| format!("attempt {attempt} ended {outcome} in an earlier call"))
             }
             (LastWord::Unfinished, Some(recorded)) => {
-                for item in recorded {
-                    let Some(i) = ids.iter().position(|id| *id == item.id) else { continue };
-                    results[i] = match item.outcome {
-                        Outcome::Ok | Outcome::Permanent => item,
-                        // Carried by the attempt that never finished: it may have landed.
-                        _ => {
-                            to_probe.push(i);
-                            maybe[i] = true;
-                            Item::unknown(item.id, "sent by an attempt that never finished")
-                        }
-                    };
-                }
+                self.carry(recorded, true);
+                None
             }
             (LastWord::Ended(outcome), None)
                 if matches!(start, Start::Fresh | Start::SecondAttempt { .. }) =>
             {
-                second = Some(format!(
-                    "attempt {} ended {outcome} with its effect no in an earlier call",
-                    recall.last.attempt_id
-                ));
+                Some(format!("attempt {attempt} ended {outcome} with its effect no in an earlier call"))
             }
             (LastWord::Unfinished | LastWord::Ended(_), _) => {
-                for item in results.iter_mut() {
+                for item in self.results.iter_mut() {
                     *item = Item::unknown(item.id.clone(), "left unresolved by an earlier run");
                 }
-                *to_probe = (0..results.len()).collect();
-                *maybe = vec![true; results.len()];
+                self.to_probe = (0..self.results.len()).collect();
+                self.maybe = vec![true; self.results.len()];
+                None
             }
-            (LastWord::Ok(_), None) => {}
-        }
+            (LastWord::Ok(_), None) => None,
+        };
         if let Some(why) = second {
             self.second_attempt(run, why);
         }
