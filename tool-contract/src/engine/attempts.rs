@@ -66,7 +66,7 @@ pub(crate) trait Work {
     /// Whether a probe's "not landed", from a probe that looked at `looked`, can be trusted yet: it
     /// looked once the attempt's landing horizon had passed.
     fn horizon(&self, run: &Run<'_>, of: &Class, looked: tokio::time::Instant) -> crate::policy::Horizon {
-        run.horizon(of, looked)
+        run.landing().judge(of.effect(), looked, tokio::time::Instant::now())
     }
 
     /// The report of a call the policy ends with the last attempt's own outcome ([`End::AsIs`]), or

@@ -228,7 +228,7 @@ impl<I, A, P> Parts<I, A, P> {
         answer: Result<Vec<Item>, String>,
         looked: tokio::time::Instant,
     ) -> ((ProbeMark, Tally, Option<serde_json::Value>), Result<ProbeMark, String>) {
-        let past = run.horizon(of, looked) == Horizon::Passed;
+        let past = run.landing().judge(of.effect(), looked, tokio::time::Instant::now()) == Horizon::Passed;
         let (results, to_probe) = (&mut self.results, &self.to_probe);
         let mut unsure = None;
         match answer {
@@ -399,7 +399,11 @@ where
     }
 
     fn horizon(&self, run: &Run<'_>, of: &Class, looked: tokio::time::Instant) -> Horizon {
-        if self.before_horizon { run.horizon(of, looked) } else { Horizon::Passed }
+        if self.before_horizon {
+            run.landing().judge(of.effect(), looked, tokio::time::Instant::now())
+        } else {
+            Horizon::Passed
+        }
     }
 
     fn close(&mut self, run: &Run<'_>, _class: &Class, end: End) -> Report<()> {

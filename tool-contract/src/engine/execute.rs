@@ -112,7 +112,7 @@ impl Deciding {
                 // Their word stands for the probe's "not landed": nothing was applied.
                 self.class = Class::retryable(record.message.unwrap_or_default());
                 run.now_mut().known_not_landed();
-                run.now_mut().seen_at(seen);
+                run.landing_mut().seen_at(seen);
                 (Some(Verdict::NotLanded), None)
             }
             Err(why) => {
@@ -120,14 +120,14 @@ impl Deciding {
                 (None, None)
             }
         };
-        self.decision.person_said(said, || run.horizon_now());
+        self.decision.person_said(said, || run.landing().judge_word(tokio::time::Instant::now()));
         settlement
     }
 
     /// Wait until the attempt can no longer land; a "not landed" seen before says nothing of what landed
     /// since.
     async fn wait_horizon(&mut self, run: &mut Run<'_>) {
-        tokio::time::sleep(run.horizon_left()).await;
+        tokio::time::sleep(run.landing().left(tokio::time::Instant::now())).await;
         if self.decision.waited() == Change::InDoubt {
             self.class = Class::unknown(format!(
                 "{}; seen before attempt {} could no longer land",
@@ -180,7 +180,11 @@ fn facts(run: &Run<'_>, class: &Class, has_probe: bool, made: u32) -> Facts {
         made,
         max_attempts: spec.get_max_attempts(),
         room: Room::Enough,
-        horizon: if run.now().is_known_not_landed() { run.horizon_now() } else { Horizon::Passed },
+        horizon: if run.now().is_known_not_landed() {
+            run.landing().judge_word(tokio::time::Instant::now())
+        } else {
+            Horizon::Passed
+        },
         retry_budget: task.budgets().room(spec.get_service()).is_ok(),
         person: PersonFact::Nobody,
     }
@@ -245,7 +249,7 @@ fn stop_for(
 /// The stop of a call whose "not landed" came before its attempt could no longer land, with no budget
 /// to wait the rest out.
 fn before_horizon(run: &Run<'_>, class: &Class) -> Stop {
-    let wait = run.horizon_left();
+    let wait = run.landing().left(tokio::time::Instant::now());
     let why = format!(
         "not landed so far, but {} requests may stay in flight at the service (its landing horizon is {}): \
          {} more, longer than the {} left",

@@ -20,6 +20,7 @@ mod claim;
 mod ending;
 mod execute;
 mod guard;
+mod landing;
 mod log;
 mod state;
 mod stop;

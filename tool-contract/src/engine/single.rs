@@ -243,13 +243,20 @@ fn judge<T: LogValue>(
         Probe::NotLanded => (ProbeMark::NotLanded, String::new(), None),
         Probe::Failed(why) => (ProbeMark::Failed, format!("probe failed: {why}"), None),
     };
-    let horizon = if mark == ProbeMark::NotLanded { run.horizon(of, looked) } else { Horizon::Passed };
+    let horizon = if mark == ProbeMark::NotLanded {
+        run.landing().judge(of.effect(), looked, tokio::time::Instant::now())
+    } else {
+        Horizon::Passed
+    };
     let ended = (of.outcome(), run.now().call_effect(of.effect()));
     let (outcome, applied) = crate::policy::verdict(mark, horizon, ended);
     let message = match (mark, horizon) {
         (ProbeMark::NotLanded, Horizon::Passed) => "probe: not landed".to_owned(),
         (ProbeMark::NotLanded, _) => {
-            format!("probe: not landed yet; the service may hold it {} more", super::secs(run.horizon_left()))
+            format!(
+                "probe: not landed yet; the service may hold it {} more",
+                super::secs(run.landing().left(tokio::time::Instant::now()))
+            )
         }
         _ => message,
     };

@@ -4,6 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 use super::claim::Claim;
+use super::landing::Landing;
 
 use crate::call::Call;
 use crate::classify::Class;
@@ -28,16 +29,9 @@ pub(crate) struct Attempt {
     /// The earliest instant for the next attempt the service asked for (RFC 3339), written on the end
     /// records of the attempt that was told to wait, so a restarted process waits too.
     retry_at: Option<String>,
-    /// Until when the last attempt's request may have reached the service: its landing horizon runs
-    /// from here. `None` when no attempt's request can still land (none was sent, or the service's own
-    /// answer said it applied nothing).
-    reached: Option<tokio::time::Instant>,
     /// The attempt resumed from is known not to have landed (a person settled it so, or its own end
     /// said so): that stands for the probe's verdict.
     known_not_landed: bool,
-    /// When a person's "not landed" about the attempt resumed from was seen (their settlement's
-    /// stamp): it counts only if seen once the attempt could no longer land.
-    observed: Option<tokio::time::Instant>,
     /// Who said yes to the next attempt (a `money` call's second or later), until it starts: its start
     /// record names them.
     approved: Option<String>,
@@ -94,12 +88,6 @@ impl Attempt {
     pub(crate) fn known_not_landed(&mut self) {
         self.maybe_applied = false;
         self.known_not_landed = true;
-    }
-
-    /// The "not landed" in hand was seen at `at` (a person asked during the call: when they were asked,
-    /// or when they say they looked, if sooner).
-    pub(crate) fn seen_at(&mut self, at: tokio::time::Instant) {
-        self.observed = Some(at);
     }
 
     /// `who` said yes to the next attempt: its start record names them.
@@ -168,6 +156,7 @@ pub(crate) struct Run<'a> {
     spec: &'a ToolSpec,
     key: IntentKey,
     now: Attempt,
+    landing: Landing,
     /// The side effect's claim on its intent; `None` for a read.
     claim: Option<&'a Claim<'a>>,
     /// Where an escalation the report announces waits to be handed to the sink once the call is over.
@@ -194,6 +183,7 @@ impl<'a> Run<'a> {
             spec,
             key,
             now: Attempt::default(),
+            landing: Landing::new(spec.get_horizon(), task.deadline()),
             claim: None,
             escalation,
             held_start: (Duration::ZERO, SystemTime::UNIX_EPOCH),
@@ -282,7 +272,8 @@ impl<'a> Run<'a> {
     pub(crate) fn resume(&mut self, recall: &Recall) -> Option<Box<super::ResumeWait>> {
         self.now.number = recall.attempts;
         self.now.id = recall.last.attempt_id.clone();
-        (self.now.reached, self.now.observed) = reached_before(recall);
+        let (reached, seen) = reached_before(recall);
+        self.landing.resume(reached, seen);
         let started = crate::journal::parse_rfc3339(&recall.last.started);
         self.now.stamp = started.map(|at| (at, Duration::from_secs(recall.last.budget_left_s)));
         self.now.sent_by.clone_from(&recall.last.sent_by);
@@ -295,43 +286,14 @@ impl<'a> Run<'a> {
         wait
     }
 
-    /// How much longer the service may still apply the last attempt's request: the rest of its
-    /// landing horizon (zero once passed).
-    pub(crate) fn horizon_left(&self) -> Duration {
-        match self.now.reached {
-            Some(at) => self.plus_horizon(at).saturating_duration_since(tokio::time::Instant::now()),
-            None => Duration::ZERO,
-        }
+    /// Where the attempt stands against its landing horizon.
+    pub(crate) fn landing(&self) -> &Landing {
+        &self.landing
     }
 
-    /// Whether a probe's "not landed" about an attempt that ended as `class` counts
-    /// ([`policy::landing`]): at once when the service's own answer said it applied nothing, else only
-    /// if the probe looked (`looked`, the instant before it was asked; not when it answered) once the
-    /// attempt's landing horizon had passed.
-    pub(crate) fn horizon(&self, class: &Class, looked: tokio::time::Instant) -> Horizon {
-        let now = tokio::time::Instant::now();
-        let ends = crate::policy::landing_ends(self.now.reached, class.effect(), |at| self.plus_horizon(at));
-        crate::policy::landing(ends, looked, now, self.task.deadline())
-    }
-
-    /// Whether the "not landed" the call resumed with (a person's settlement), or a person gave during
-    /// the call, counts: only if they saw the attempt once it could no longer land
-    /// ([`policy::landing`]), not when their word was written.
-    pub(crate) fn horizon_now(&self) -> Horizon {
-        let now = tokio::time::Instant::now();
-        let observed = self.now.observed.unwrap_or(now);
-        crate::policy::landing(self.horizon_ends(), observed, now, self.task.deadline())
-    }
-
-    /// When the last attempt can no longer land: its request's last possible reach plus the tool's
-    /// horizon; `None` when no request of it can be in flight.
-    fn horizon_ends(&self) -> Option<tokio::time::Instant> {
-        self.now.reached.map(|at| self.plus_horizon(at))
-    }
-
-    /// `at` plus the tool's landing horizon.
-    fn plus_horizon(&self, at: tokio::time::Instant) -> tokio::time::Instant {
-        at.checked_add(self.spec.get_horizon()).unwrap_or(at)
+    /// Where the attempt stands against its landing horizon, to change it.
+    pub(crate) fn landing_mut(&mut self) -> &mut Landing {
+        &mut self.landing
     }
 
     /// The attempt's call is over (answered, failed, timed out): its request reaches the service no
@@ -339,7 +301,7 @@ impl<'a> Run<'a> {
     pub(crate) fn attempt_over(&mut self) {
         if self.spec.effect().has_side_effect() {
             let now = tokio::time::Instant::now();
-            self.now.reached = Some(now);
+            self.landing.reach(now);
             if self.keeps_records() {
                 self.now.sent_by = Some(crate::rules::stamp_up(crate::journal::wall_clock_at(now)));
             }
@@ -386,7 +348,7 @@ impl<'a> Run<'a> {
         } else {
             let now = tokio::time::Instant::now();
             if self.spec.effect().has_side_effect() {
-                self.now.reached = Some(now);
+                self.landing.reach(now);
             }
             now.checked_add(limit).unwrap_or(now)
         };
