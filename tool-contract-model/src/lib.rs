@@ -28,4 +28,4 @@ mod timeline;
 pub use model::{Act, Action, Config, Protocol, State, Worker};
 pub use rules::{Known, Rules, policy_facts};
 pub use state::{Msg, Who};
-pub use timeline::{Run, check, check_until, check_with, timeline};
+pub use timeline::{Run, check, check_for, check_until, check_with, timeline};

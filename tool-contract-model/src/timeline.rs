@@ -37,15 +37,20 @@ pub fn check_until(model: Protocol, property: Option<&'static str>) -> Run {
 /// memory; its counterexamples are not the shortest). A full check uses every core; a search for one
 /// counterexample uses one thread, so the path it prints is a shortest one.
 pub fn check_with(model: Protocol, property: Option<&'static str>, dfs: bool) -> Run {
+    check_for(model, property.as_slice(), dfs)
+}
+
+/// [`check_with`], stopping at the first counterexample to any of `properties` (none: a full check).
+pub fn check_for(model: Protocol, properties: &[&'static str], dfs: bool) -> Run {
     let started = Instant::now();
-    let threads = match property {
-        Some(_) => 1,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    let threads = match properties {
+        [] => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        _ => 1,
     };
     let builder = model.checker().threads(threads);
-    let builder = match property {
-        Some(name) => builder.finish_when(stateright::HasDiscoveries::AnyOf([name].into_iter().collect())),
-        None => builder,
+    let builder = match properties {
+        [] => builder,
+        names => builder.finish_when(stateright::HasDiscoveries::AnyOf(names.iter().copied().collect())),
     };
     if dfs { collect(builder.spawn_dfs(), started) } else { collect(builder.spawn_bfs(), started) }
 }

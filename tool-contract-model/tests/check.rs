@@ -1,6 +1,8 @@
 //! The bounded check CI runs: the model with the crate's own rules passes every property and reaches
 //! every `sometimes`; each of four broken rules (a test-only substitute for one of the crate's
-//! functions) yields a counterexample to the property it breaks, printed as a timeline. A debug build
+//! functions) yields a counterexample to the property it breaks, printed as a timeline, and a "not
+//! landed" trusted early also one to the harm it does (a report of effect `no` about an attempt that
+//! applied; docs/protocol.md says which broken rules do no harm within the bound). A debug build
 //! skips them (`cargo test --workspace`); `.ci/run` runs them optimised.
 
 use tool_contract::effect::EffectKind;
@@ -8,9 +10,10 @@ use tool_contract::journal::Phase;
 use tool_contract::policy::Horizon;
 use tool_contract::rules;
 use tool_contract_model::properties::{
-    BOUND_ANSWERS, CLAIMS_DIE_WITH_CALLER, NOT_LANDED_AFTER_HORIZON, OWN_RECORDS,
+    BOUND_ANSWERS, CLAIMS_DIE_WITH_CALLER, NO_FALSE_NO, NO_OK_WITHOUT_EFFECT, NOT_LANDED_AFTER_HORIZON,
+    ONE_EFFECT, OWN_RECORDS,
 };
-use tool_contract_model::{Config, Protocol, Rules, check, check_until, check_with, timeline};
+use tool_contract_model::{Config, Protocol, Rules, check, check_for, check_until, check_with, timeline};
 
 fn passes(config: Config) {
     report(&check(Protocol { config, rules: Rules::real() }));
@@ -73,6 +76,21 @@ fn caught(kind: EffectKind, rules: Rules, property: &'static str) {
     assert!((3..=40).contains(&steps), "{steps} steps");
 }
 
+/// The harm a broken rule does, not only the rule it restates: the checker finds a second effect, or a
+/// report of `ok`/`yes` without the effect or of `no` about an attempt that applied.
+fn harms(config: Config, rules: Rules) {
+    let harm = [ONE_EFFECT, NO_OK_WITHOUT_EFFECT, NO_FALSE_NO];
+    let run = check_for(Protocol { config, rules }, &harm, false);
+    let Some((name, path)) = run.violations.iter().find(|(name, _)| harm.contains(name)) else {
+        panic!(
+            "no duplicate effect or false report; found only {:?}",
+            run.violations.iter().map(|v| v.0).collect::<Vec<_>>()
+        )
+    };
+    let steps = path.clone().into_actions().len();
+    println!("harm: counterexample to {name:?}, {steps} steps:\n{}", timeline(path));
+}
+
 #[test]
 #[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
 fn end_records_accepted_from_any_owner_are_caught() {
@@ -98,6 +116,7 @@ fn not_landed_trusted_before_the_horizon_is_caught() {
     let mut broken = Rules::real();
     broken.horizon = |_, _, _, _| Horizon::Passed;
     caught(EffectKind::Send, broken, NOT_LANDED_AFTER_HORIZON);
+    harms(Config::ci(EffectKind::Send), broken);
 }
 
 #[test]
