@@ -6,7 +6,7 @@
 //! ```
 //!
 //! Arguments: `send` or `money`, then any of the [`Config`] fields as `name=value` (`workers`,
-//! `budget`, `window`, `floor`, `margin`, `max_time`, `crashes`, `looks`, `answers`, `losses`,
+//! `budget`, `window`, `floor`, `margin`, `max_time`, `crashes`, `looks`, `answers`, `losses`, `late_probes`,
 //! `heal`) over [`Config::ci`]; `dfs` searches depth-first (less memory, counterexamples not the
 //! shortest).
 
@@ -44,6 +44,7 @@ fn main() {
             "looks" => &mut config.looks,
             "answers" => &mut config.answers,
             "losses" => &mut config.losses,
+            "late_probes" => &mut config.late_probes,
             "heal" => &mut config.heal,
             _ => return eprintln!("`{name}` is not a field of the bound"),
         };

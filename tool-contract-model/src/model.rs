@@ -35,6 +35,9 @@ pub struct Config {
     pub answers: u8,
     /// Messages the network loses.
     pub losses: u8,
+    /// Probes that answer at a later tick than the one they looked at, all workers together: the
+    /// service read at one instant, the verdict back later (a slow read, a retried connection).
+    pub late_probes: u8,
     /// Ticks of the healed phase after `max_time` (0: none): no message is lost, probes answer, the
     /// service replies, nobody crashes, time passes only when nothing else can happen, and a
     /// restarted process calls the intent again while it is in doubt. The `eventually` property is
@@ -60,6 +63,7 @@ impl Config {
             looks: 1,
             answers: 1,
             losses: 0,
+            late_probes: 1,
             // Long enough for the last call under way at 4 to end, its lease to run out and a restarted
             // process to wait out the horizon and probe.
             heal: 6,
@@ -76,7 +80,7 @@ impl Config {
     /// The deeper bound: both workers of [`Config::ci`] with a crash among them, faults until the clock
     /// reaches 3 (docs/protocol.md gives its state count and time).
     pub fn deep(kind: EffectKind) -> Config {
-        Config { crashes: 1, max_time: 3, ..Config::ci(kind) }
+        Config { crashes: 1, max_time: 3, late_probes: 0, ..Config::ci(kind) }
     }
 }
 
@@ -104,6 +108,14 @@ pub enum Act {
     Calling,
     /// About to probe.
     Probing,
+    /// Its probe read the service at tick `at` and found the attempt `landed` or not; the verdict is
+    /// not back yet.
+    Looked {
+        /// When the probe read the service.
+        at: u8,
+        /// What it found then.
+        landed: bool,
+    },
     /// Waiting out the horizon.
     Waiting,
     /// Waiting for a person's answer.
@@ -216,6 +228,8 @@ pub struct State {
     pub answers: u8,
     /// Messages lost so far.
     pub lost: u8,
+    /// Probes that answered late so far.
+    pub late_probes: u8,
     /// The attempts a report said effect `no` about (bit n: attempt n).
     pub said_no: u8,
     /// Who started each attempt (index = attempt).
@@ -247,6 +261,10 @@ pub enum Action {
     Timeout(u8),
     /// A worker's probe reads the service (`Failed`: the read failed).
     Probe(u8, ProbeMark),
+    /// A worker's probe reads the service; its verdict comes back at a later tick.
+    ProbeLooks(u8),
+    /// The verdict of a probe that looked at an earlier tick comes back.
+    ProbeAnswers(u8),
     /// A worker has waited out the horizon and looks again.
     Wake(u8),
     /// A worker whose claim found the intent held claims again.

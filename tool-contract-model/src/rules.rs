@@ -32,6 +32,11 @@ pub struct Rules {
     pub next: fn(&Facts) -> Step,
     /// The budget's rule for a start ([`rules::may_start`]).
     pub may_start: fn(Duration, Duration) -> bool,
+    /// When a probe's verdict was seen, given when the probe looked and when it answered: when it
+    /// looked, as the engine's executor judges it (`engine/execute.rs`; tests/engine/timing.rs holds
+    /// the engine to it). The one rule here that is the model's own, kept as a field so a test can
+    /// break it.
+    pub verdict_seen: fn(u8, u8) -> u8,
 }
 
 impl Rules {
@@ -45,6 +50,7 @@ impl Rules {
             start: policy::start,
             next: policy::next,
             may_start: rules::may_start,
+            verdict_seen: |looked, _answered| looked,
         }
     }
 }

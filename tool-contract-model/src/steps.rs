@@ -196,7 +196,18 @@ impl Protocol {
                     (Outcome::Unknown, Applied::Unknown, None, true);
                 self.decide(s, w);
             }
-            Action::Probe(w, verdict) => self.probe(s, w, verdict),
+            Action::Probe(w, verdict) => self.probe(s, w, verdict, s.now),
+            Action::ProbeLooks(w) => {
+                s.late_probes += 1;
+                let landed = !s.applied.is_empty();
+                self.worker(s, w).act = Act::Looked { at: s.now, landed };
+            }
+            Action::ProbeAnswers(w) => {
+                if let Act::Looked { at, landed } = s.workers[usize::from(w)].act {
+                    let verdict = if landed { ProbeMark::Landed } else { ProbeMark::NotLanded };
+                    self.probe(s, w, verdict, at);
+                }
+            }
             Action::Wake(w) => {
                 // Waited out: the probe looks again, as the engine's decision says.
                 self.found(s, w, |d| {
@@ -217,8 +228,10 @@ impl Protocol {
 
     /// The probe's verdict, truthful, recorded as the engine records it ([`policy::verdict`]), then fed
     /// to the engine's [`Decision`] and the policy's next step.
-    fn probe(&self, s: &mut State, w: u8, verdict: ProbeMark) {
-        let landing = self.horizon(s, w, s.now);
+    /// `looked`: when the probe read the service (its verdict is truthful as of then, and judged by
+    /// then, as the engine judges it).
+    fn probe(&self, s: &mut State, w: u8, verdict: ProbeMark, looked: u8) {
+        let landing = self.horizon(s, w, (self.rules.verdict_seen)(looked, s.now));
         let k = s.workers[usize::from(w)];
         let (outcome, effect) = policy::verdict(verdict, landing, (k.outcome, k.effect));
         let who = s.who(w);
@@ -229,8 +242,8 @@ impl Protocol {
         s.send(Msg::End {
             who,
             attempt: k.attempt,
-            started: s.now,
-            left: k.deadline.saturating_sub(s.now),
+            started: looked,
+            left: k.deadline.saturating_sub(looked),
             outcome: code::outcome(outcome),
             effect: code::effect(effect),
             probe: code::probe(Some(verdict)),

@@ -237,6 +237,7 @@ impl Model for Protocol {
             applied: Vec::new(),
             net: Vec::new(),
             crashes: 0,
+            late_probes: 0,
             looks: 0,
             answers: 0,
             lost: 0,
@@ -273,8 +274,12 @@ impl Model for Protocol {
                     actions.push(Action::Probe(w, truth));
                     if !healed {
                         actions.push(Action::Probe(w, ProbeMark::Failed));
+                        if s.late_probes < c.late_probes {
+                            actions.push(Action::ProbeLooks(w));
+                        }
                     }
                 }
+                Act::Looked { at, .. } if s.now > at => actions.push(Action::ProbeAnswers(w)),
                 Act::Waiting if s.now > k.reached.saturating_add(c.window) => actions.push(Action::Wake(w)),
                 Act::Backoff(at) if s.now >= at => actions.push(Action::Reclaim(w)),
                 _ => {}

@@ -195,6 +195,8 @@ impl fmt::Display for Action {
             Action::Crash(w) => write!(f, "{}: crashes, restarts with a new call", worker(*w)),
             Action::Timeout(w) => write!(f, "{}: stops waiting for the reply (lost)", worker(*w)),
             Action::Probe(w, mark) => write!(f, "{}: probes the service: {}", worker(*w), mark.as_str()),
+            Action::ProbeLooks(w) => write!(f, "{}: probes the service, which reads it now", worker(*w)),
+            Action::ProbeAnswers(w) => write!(f, "{}: the probe's verdict comes back", worker(*w)),
             Action::Wake(w) => write!(f, "{}: the horizon has passed, looks again", worker(*w)),
             Action::Deliver(m) => write!(f, "network: delivers {m}"),
             Action::Apply(m) => write!(f, "service: applies {m}; the reply arrives"),

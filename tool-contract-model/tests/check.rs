@@ -1,8 +1,9 @@
 //! The bounded check CI runs: the model with the crate's own rules passes every property and reaches
 //! every `sometimes`; each of four broken rules (a test-only substitute for one of the crate's
-//! functions) yields a counterexample to the property it breaks, printed as a timeline, and a "not
-//! landed" trusted early also one to the harm it does (a report of effect `no` about an attempt that
-//! applied; docs/protocol.md says which broken rules do no harm within the bound). A debug build
+//! functions) yields a counterexample to the property it breaks, printed as a timeline; a "not landed"
+//! trusted early, and a verdict judged when its probe answered rather than when it looked, also one to
+//! the harm they do (a report of effect `no` about an attempt that applied; docs/protocol.md says which
+//! broken rules do no harm within the bound). A debug build
 //! skips them (`cargo test --workspace`); `.ci/run` runs them optimised.
 
 use tool_contract::effect::EffectKind;
@@ -125,4 +126,12 @@ fn a_claim_granted_after_its_callers_deadline_is_caught() {
     let mut broken = Rules::real();
     broken.claim = |holder, owner, now, _deadline| rules::claim(holder, owner, now, None);
     caught(EffectKind::Send, broken, CLAIMS_DIE_WITH_CALLER);
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
+fn a_verdict_judged_when_the_probe_answered_is_caught() {
+    let mut broken = Rules::real();
+    broken.verdict_seen = |_looked, answered| answered;
+    harms(Config::ci(EffectKind::Send), broken);
 }
