@@ -78,7 +78,7 @@ impl Config {
     }
 
     /// The deeper bound: both workers of [`Config::ci`] with a crash among them, faults until the clock
-    /// reaches 3 (docs/protocol.md gives its state count and time).
+    /// reaches 3, no probe answering late (docs/protocol.md gives its state count and time).
     pub fn deep(kind: EffectKind) -> Config {
         Config { crashes: 1, max_time: 3, late_probes: 0, ..Config::ci(kind) }
     }
