@@ -248,7 +248,6 @@ async fn attempt_loop<W: Work>(
 ) -> (Report<W::Value>, u32) {
     let mut run = Run::new(task, spec, key, announced);
     run.bind(work.arguments());
-    let side = spec.effect().has_side_effect();
     // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
     // second waits for the first, then starts from what the first left, with or without a log.
     let claim;
@@ -256,16 +255,17 @@ async fn attempt_loop<W: Work>(
     // so of a read's history only the attempt count carries over. What the claim found is used up in
     // this block, so the call's future keeps no room for it past its start.
     let mut resume_wait = {
-        // Boxed: a read's future does not carry room for a claim it never takes.
-        let taken = if side { Some(Box::pin(take_claim(task, spec, key)).await) } else { None };
-        let begun = match taken {
-            Some(Ok((taken, recall))) => {
-                claim = Some(taken);
-                run.hold(claim.as_ref());
-                resume_from(&mut run, &mut work, recall)
-            }
-            Some(Err(stop)) => return (work.refused(&run, stop), 0),
-            None => number_read(&mut run, &mut work).await,
+        let begun = if spec.effect().has_side_effect() {
+            // Boxed: a read's future does not carry room for a claim it never takes.
+            let (taken, recall) = match Box::pin(take_claim(task, spec, key)).await {
+                Ok(claimed) => claimed,
+                Err(stop) => return (work.refused(&run, stop), 0),
+            };
+            claim = Some(taken);
+            run.hold(claim.as_ref());
+            resume_from(&mut run, &mut work, recall)
+        } else {
+            number_read(&mut run, &mut work).await
         };
         match begun {
             Ok(wait) => wait,
