@@ -308,7 +308,8 @@ mod tests {
     use super::*;
     use EffectKind::*;
 
-    fn facts(kind: EffectKind) -> Facts {
+    /// What is known after a side effect's attempt in doubt (a read's that failed), before any step.
+    pub(super) fn facts(kind: EffectKind) -> Facts {
         Facts {
             kind,
             dedupe: Dedupe::Probe,

@@ -182,25 +182,10 @@ pub fn verdict(mark: ProbeMark, horizon: Horizon, ended: (Outcome, Applied)) -> 
 mod tests {
     use super::*;
     use crate::effect::EffectKind;
-    use crate::spec::Dedupe;
 
+    /// The policy's own fixture, with a person who can be asked and no attempt made in this call.
     fn facts(kind: EffectKind) -> Facts {
-        Facts {
-            kind,
-            dedupe: Dedupe::Probe,
-            has_probe: true,
-            has_approver: true,
-            outcome: Outcome::Unknown,
-            effect: Applied::Unknown,
-            probe: None,
-            approved: None,
-            made: 0,
-            max_attempts: 3,
-            room: Room::Enough,
-            horizon: Horizon::Passed,
-            retry_budget: true,
-            person: PersonFact::CanAsk,
-        }
+        Facts { made: 0, person: PersonFact::CanAsk, ..crate::policy::tests::facts(kind) }
     }
 
     #[test]
