@@ -20,6 +20,23 @@ pub struct Arguments {
     pub shows: std::collections::BTreeMap<String, String>,
 }
 
+impl Arguments {
+    /// A note for a report answered from `recorded` (a replay, a settlement) when these arguments
+    /// differ from those the recorded attempt ran with: the intent key ignores them on purpose, so the
+    /// answer is that attempt's, not one for these arguments.
+    pub(crate) fn differ_from(&self, recorded: &crate::journal::Record) -> Option<String> {
+        let now = self.digest.as_deref()?;
+        let then = recorded.args.as_deref()?;
+        (now != then).then(|| {
+            format!(
+                "; this call's arguments differ from those attempt {} ran with (the intent is the same, so \
+                 this is that attempt's answer, not one for these arguments)",
+                recorded.attempt_id
+            )
+        })
+    }
+}
+
 /// The items an attempt of a call in parts reported before it returned.
 pub(crate) type Progress = Arc<Mutex<Vec<Item>>>;
 

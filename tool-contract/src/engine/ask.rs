@@ -38,7 +38,7 @@ async fn question(
     asks: Asks,
     why: String,
 ) -> Result<Record, String> {
-    let attempt = run.now().number();
+    let attempt = run.now.number();
     let asked_in = approver.asked_in();
     if let Some(id) = approver.carries(asks) {
         return match store {
@@ -68,7 +68,7 @@ impl<'q> Question<'q> {
         asked_in: &str,
     ) -> Question<'q> {
         Question {
-            about: run.attempt_record(Phase::Approval),
+            about: run.log().attempt_record(Phase::Approval),
             asks,
             id,
             by: approver.who(),
@@ -109,7 +109,7 @@ pub(super) async fn approve(
     let task = run.task();
     let Some(approver) = task.approver_ref() else { return Err(no_approver()) };
     approver
-        .reach(Asks::Approval, run.now().number())
+        .reach(Asks::Approval, run.now.number())
         .map_err(|why| denied(class, &why.unwrap_or_else(|| format!("{} asks nobody", approver.who()))))?;
     let store = store(run).map_err(|why| denied(class, &why))?;
     let shown = crate::person::shown(&run.arguments().shows);
@@ -123,7 +123,7 @@ pub(super) async fn approve(
         task.id(),
         run.spec().name(),
         run.key(),
-        run.now().number() + 1,
+        run.now.number() + 1,
         class.message(),
         task.remaining(),
     );
@@ -183,7 +183,7 @@ pub(super) async fn ask_person(
 ) -> Result<(Verdict, Record, tokio::time::Instant), String> {
     let task = run.task();
     let Some(approver) = task.approver_ref() else { return Err(unsure.to_owned()) };
-    if let Err(why) = approver.reach(Asks::Settlement, run.now().number()) {
+    if let Err(why) = approver.reach(Asks::Settlement, run.now.number()) {
         return Err(why.map_or_else(|| unsure.to_owned(), |why| format!("{unsure}; {why}")));
     }
     let store = store(run).map_err(|why| format!("{unsure}; {why}"))?;
@@ -192,7 +192,7 @@ pub(super) async fn ask_person(
         .await
         .map_err(|why| format!("{unsure}; {why}"))?;
     let mut doubt =
-        InDoubt::new(task.id(), task.actor(), run.spec().name(), run.key(), run.now().id(), history);
+        InDoubt::new(task.id(), task.actor(), run.spec().name(), run.key(), run.now.id(), history);
     doubt.question = asked.approval.as_ref().and_then(|n| n.question.clone()).unwrap_or_default();
     doubt.shows = run.arguments().shows.clone();
     let left = task.remaining();
@@ -224,7 +224,7 @@ pub(super) async fn ask_person(
     }
     let seen = seen_by(asking, settle.seen_given());
     let settle = settle.seen(crate::journal::wall_clock_at(seen));
-    match run.record_settlement(&settle).await {
+    match run.log().settle(&settle).await {
         Ok(record) => Ok((settle.verdict(), record, seen)),
         Err(why) => Err(format!("{unsure}; the person's settlement was not recorded: {why}")),
     }

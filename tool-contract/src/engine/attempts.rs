@@ -66,7 +66,7 @@ pub(crate) trait Work {
     /// Whether a probe's "not landed", from a probe that looked at `looked`, can be trusted yet: it
     /// looked once the attempt's landing horizon had passed.
     fn horizon(&self, run: &Run<'_>, of: &Class, looked: tokio::time::Instant) -> crate::policy::Horizon {
-        run.landing().judge(of.effect(), looked, tokio::time::Instant::now())
+        run.landing.judge(of.effect(), looked, tokio::time::Instant::now())
     }
 
     /// The report of a call the policy ends with the last attempt's own outcome ([`End::AsIs`]), or
@@ -213,7 +213,7 @@ async fn number_read<W: Work>(
     work: &mut W,
 ) -> Result<Option<Box<super::ResumeWait>>, Report<W::Value>> {
     let task = run.task();
-    let attempts = match run.attempts_now() {
+    let attempts = match run.log().attempts_now() {
         Ok(attempts) => attempts,
         Err(answer) => {
             super::guard::ready_or_within(answer, || task.remaining()).await.unwrap_or_else(|| {
@@ -226,7 +226,7 @@ async fn number_read<W: Work>(
     };
     match attempts {
         Ok(attempts) => {
-            run.now_mut().number_after(attempts.unwrap_or(0));
+            run.now.number_after(attempts.unwrap_or(0));
             Ok(None)
         }
         Err(error) => {
@@ -262,7 +262,7 @@ async fn attempt_loop<W: Work>(
                 Err(stop) => return (work.refused(&run, stop), 0),
             };
             claim = Some(taken);
-            run.hold(claim.as_ref());
+            run.claim = claim.as_ref();
             resume_from(&mut run, &mut work, recall)
         } else {
             number_read(&mut run, &mut work).await
@@ -281,13 +281,15 @@ async fn attempt_loop<W: Work>(
             ControlFlow::Break(report) => return (report, made),
         };
         if !wait.is_zero() {
-            observe::waiting(wait, run.now().retry_at().is_some());
+            observe::waiting(wait, run.now.retry_at().is_some());
             tokio::time::sleep(wait).await;
         }
-        if let Some(wait) = resume_wait.take()
-            && let Err(stop) = run.wait_as_asked_before(wait).await
-        {
-            return (work.stopped(&run, stop), made);
+        // Honour, in a restarted process, the wait the service asked of an earlier one.
+        if let Some(wait) = resume_wait.take() {
+            match run.pace().asked_before(&wait, run.task().remaining()) {
+                Ok(wait) => tokio::time::sleep(wait).await,
+                Err(stop) => return (work.stopped(&run, stop), made),
+            }
         }
         let (now, left) = match may_start(&mut run, made) {
             Ok(start) => start,
@@ -308,7 +310,7 @@ fn may_start(run: &mut Run<'_>, made: u32) -> Result<(tokio::time::Instant, Dura
     let (task, spec) = (run.task(), run.spec());
     let now = tokio::time::Instant::now();
     let left = task.deadline().saturating_duration_since(now);
-    if let Err(stop) = run.may_start(left) {
+    if let Err(stop) = run.pace().may_start(left) {
         observe::refused(spec, &stop.message);
         return Err(stop);
     }
@@ -330,12 +332,12 @@ async fn attempt_once<W: Work>(
 ) -> Option<Report<W::Value>> {
     let (task, spec) = (run.task(), run.spec());
     let started =
-        if run.keeps_records() { crate::journal::wall_clock_at(now) } else { SystemTime::UNIX_EPOCH };
+        if run.log().keeps_records() { crate::journal::wall_clock_at(now) } else { SystemTime::UNIX_EPOCH };
     // Every record of the attempt pairs the start's stamp with the budget left at that same instant:
     // together they bound the attempt's last possible send, from which a later call's landing horizon
     // runs. The budget left once a slow start write is done would end it early.
     let recorded = left;
-    run.started(started, recorded);
+    run.now.started(started, recorded);
     // What the start record carries is used up in this block: the attempt's future keeps no room for it.
     let left = {
         let before = work.before();
@@ -353,16 +355,16 @@ async fn attempt_once<W: Work>(
             },
         }
     };
-    let limit = run.attempt_limit(left, work.has_probe());
+    let limit = run.pace().attempt_limit(left, work.has_probe());
     let call = run.call(limit, left);
     let deadline = call.deadline;
-    let span = observe::attempt_span(run.now().number(), run.now().id());
+    let span = observe::attempt_span(run.now.number(), run.now.id());
     let strict = spec.effect().has_side_effect();
-    let attempt = within(deadline, guarded(|| work.attempt(call)), strict, || run.flush_held_start());
+    let attempt = within(deadline, guarded(|| work.attempt(call)), strict, || run.log().flush_held_start());
     let answer = classified(spec, limit, observe::within_span(&span, attempt).await);
     run.attempt_over();
     match &answer {
-        Ok(_) => span.classified(Outcome::Ok, run.applied_on_ok(), "answered"),
+        Ok(_) => span.classified(Outcome::Ok, super::ending::applied_on_ok(spec.effect()), "answered"),
         Err(class) => span.classified(class.outcome(), class.effect(), class.message()),
     }
     let mut pending = None;

@@ -189,7 +189,7 @@ impl<I, A, P> Parts<I, A, P> {
     /// horizon and probes).
     fn second_attempt(&mut self, run: &mut Run<'_>, why: String) {
         self.last = Some(Class::retryable(why));
-        run.now_mut().known_not_landed();
+        run.now.known_not_landed();
     }
 
     /// What the policy is told of the items still open: in doubt while any may have landed, else they
@@ -228,7 +228,7 @@ impl<I, A, P> Parts<I, A, P> {
         answer: Result<Vec<Item>, String>,
         looked: tokio::time::Instant,
     ) -> ((ProbeMark, Tally, Option<serde_json::Value>), Result<ProbeMark, String>) {
-        let past = run.landing().judge(of.effect(), looked, tokio::time::Instant::now()) == Horizon::Passed;
+        let past = run.landing.judge(of.effect(), looked, tokio::time::Instant::now()) == Horizon::Passed;
         let (results, to_probe) = (&mut self.results, &self.to_probe);
         let mut unsure = None;
         match answer {
@@ -400,7 +400,7 @@ where
 
     fn horizon(&self, run: &Run<'_>, of: &Class, looked: tokio::time::Instant) -> Horizon {
         if self.before_horizon {
-            run.landing().judge(of.effect(), looked, tokio::time::Instant::now())
+            run.landing.judge(of.effect(), looked, tokio::time::Instant::now())
         } else {
             Horizon::Passed
         }
@@ -409,7 +409,7 @@ where
     fn close(&mut self, run: &Run<'_>, _class: &Class, end: End) -> Report<()> {
         let items = honest(&self.results, &self.maybe);
         if end == End::Landed {
-            let why = format!("the probe found attempt {} landed, so it was not repeated", run.now().id());
+            let why = format!("the probe found attempt {} landed, so it was not repeated", run.now.id());
             return summarise(run, items, self.words, &why, Some(Reason::Landed));
         }
         // The items carry the attempt's own outcome.
@@ -450,14 +450,14 @@ where
             self.maybe[i] |= item.applied == Applied::Unknown;
         }
         if let Some(wait) = whole.as_ref().and_then(Class::wait) {
-            run.now_mut().asked_to_wait(wait);
+            run.now.asked_to_wait(wait);
         }
         let now = honest(&self.results, &self.maybe);
         let Tally { outcome, applied, message } = tally(run.spec(), &now, self.words);
         // Every end record carries the items, so a restart resumes from them.
         let value = serde_json::to_value(&now).ok();
         *written =
-            run.log_end_now(end_record(left, started, (outcome, applied), None, &message, value.as_ref()));
+            run.log().end_now(end_record(left, started, (outcome, applied), None, &message, value.as_ref()));
         self.last = whole;
         if kind.has_side_effect() {
             let results = &self.results;

@@ -27,14 +27,14 @@ impl Run<'_> {
         if outcome == Outcome::Unknown {
             message = self.escalate(message);
         }
-        let call_effect = self.now().call_effect(applied);
+        let call_effect = self.now.call_effect(applied);
         if call_effect != applied {
             message.push_str("; an earlier attempt may have landed");
         }
         Report {
             outcome,
             effect_applied: call_effect,
-            attempt_id: self.now().id().to_owned(),
+            attempt_id: self.now.id().to_owned(),
             idempotency_key: self.key(),
             retry_after_s: wait.map(ceil_secs),
             deadline_left_s: self.task().remaining().as_secs(),
@@ -56,10 +56,10 @@ impl Run<'_> {
                     task: task.id().to_owned(),
                     call: spec.name().to_owned(),
                     key: self.key(),
-                    attempt_id: self.now().id().to_owned(),
+                    attempt_id: self.now.id().to_owned(),
                     reason: message.clone(),
                 };
-                *self.escalation().lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(escalation));
+                *self.escalation.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(escalation));
                 format!("{message}; escalated")
             }
             None => format!("{message}; no escalation sink is configured: resolve it by reading the world"),
@@ -96,9 +96,15 @@ impl Run<'_> {
             "{} already done by attempt {} (recorded in the attempt log); not repeated: the value is that \
              attempt's, whatever this call's arguments",
             self.spec().name(),
-            self.now().id()
+            self.now.id()
         );
-        self.report_ok(value, self.applied_on_ok(), message, self.now().id().to_owned(), Reason::Replayed)
+        self.report_ok(
+            value,
+            applied_on_ok(self.spec().effect()),
+            message,
+            self.now.id().to_owned(),
+            Reason::Replayed,
+        )
     }
 
     /// The report of a call a person settled as landed (`settled`, the intent's last record): the
@@ -138,9 +144,9 @@ impl Run<'_> {
         let message = format!(
             "{}; the probe found attempt {} landed, so it was not repeated",
             class.message(),
-            self.now().id()
+            self.now.id()
         );
-        self.report_ok(value, Applied::Yes, message, self.now().id().to_owned(), Reason::Landed)
+        self.report_ok(value, Applied::Yes, message, self.now.id().to_owned(), Reason::Landed)
     }
 
     /// The report of a call the engine stopped.
@@ -149,6 +155,11 @@ impl Run<'_> {
     pub(crate) fn report_stop<T>(&self, stop: Stop) -> Report<T> {
         self.report(stop.outcome, stop.applied, stop.message, stop.wait, stop.reason)
     }
+}
+
+/// What an attempt that answered applied: `yes` for a side effect, `no` for a read.
+pub(crate) fn applied_on_ok(effect: crate::effect::EffectKind) -> Applied {
+    if effect.has_side_effect() { Applied::Yes } else { Applied::No }
 }
 
 /// The report of an attempt that answered, its end record handed to the store: the store's answer
@@ -163,10 +174,10 @@ pub(crate) fn succeeded<'a, T: LogValue>(
     let mut message = String::with_capacity(name.len() + 28);
     message.push_str(name);
     message.push_str(" done on attempt ");
-    push_decimal(&mut message, u64::from(run.now().number()));
+    push_decimal(&mut message, u64::from(run.now.number()));
     let mut pending = None;
-    let applied = run.applied_on_ok();
-    if run.keeps_records() {
+    let applied = applied_on_ok(run.spec().effect());
+    if run.log().keeps_records() {
         let json = value.to_log().ok();
         let end = EndRecord {
             left,
@@ -178,9 +189,9 @@ pub(crate) fn succeeded<'a, T: LogValue>(
             value: json.as_ref(),
             last: true,
         };
-        pending = run.log_end_now(end);
+        pending = run.log().end_now(end);
     }
     // The call ends here: its report takes the attempt id rather than a copy of it.
-    let attempt_id = run.now_mut().take_id();
+    let attempt_id = run.now.take_id();
     (run.report_ok(value, applied, message, attempt_id, Reason::Done), pending)
 }

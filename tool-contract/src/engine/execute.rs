@@ -36,7 +36,7 @@ pub(crate) async fn decide<W: Work>(
     let mut call = Deciding { decision: Decision::new(facts), class, unsure: String::new(), denied: None };
     let mut settlement = None;
     loop {
-        let (room, wait) = run.room(&call.class, made);
+        let (room, wait) = run.pace().room(&call.class, made, run.now.number(), run.task().remaining());
         match call.decision.next(room) {
             Step::Probe => call.probe(work, run).await,
             Step::Approve => call.approve(run).await,
@@ -80,7 +80,7 @@ impl Deciding {
         // Where the attempt stood against its horizon when the probe looked: a "not landed" counts
         // only past it, and a person is asked only past it, so that theirs does.
         if self.decision.probed(mark, || work.horizon(run, &self.class, looked)) == Change::NotLanded {
-            run.now_mut().may_have_landed(false);
+            run.now.may_have_landed(false);
             self.class = resolved_not_landed(std::mem::replace(&mut self.class, Class::retryable("")));
         }
     }
@@ -92,7 +92,7 @@ impl Deciding {
         match Box::pin(super::ask::approve(run, class, || no_approver(run, class))).await {
             Ok(who) => {
                 self.decision.approved(true);
-                run.now_mut().approved(who);
+                run.now.approved(who);
             }
             Err(stop) => {
                 self.decision.approved(false);
@@ -111,8 +111,8 @@ impl Deciding {
             Ok((Verdict::NotLanded, record, seen)) => {
                 // Their word stands for the probe's "not landed": nothing was applied.
                 self.class = Class::retryable(record.message.unwrap_or_default());
-                run.now_mut().known_not_landed();
-                run.landing_mut().seen_at(seen);
+                run.now.known_not_landed();
+                run.landing.seen_at(seen);
                 (Some(Verdict::NotLanded), None)
             }
             Err(why) => {
@@ -120,21 +120,21 @@ impl Deciding {
                 (None, None)
             }
         };
-        self.decision.person_said(said, || run.landing().judge_word(tokio::time::Instant::now()));
+        self.decision.person_said(said, || run.landing.judge_word(tokio::time::Instant::now()));
         settlement
     }
 
     /// Wait until the attempt can no longer land; a "not landed" seen before says nothing of what landed
     /// since.
     async fn wait_horizon(&mut self, run: &mut Run<'_>) {
-        tokio::time::sleep(run.landing().left(tokio::time::Instant::now())).await;
+        tokio::time::sleep(run.landing.left(tokio::time::Instant::now())).await;
         if self.decision.waited() == Change::InDoubt {
             self.class = Class::unknown(format!(
                 "{}; seen before attempt {} could no longer land",
                 self.class.message(),
-                run.now().id()
+                run.now.id()
             ));
-            run.now_mut().may_have_landed(true);
+            run.now.may_have_landed(true);
         }
     }
 
@@ -175,13 +175,13 @@ fn facts(run: &Run<'_>, class: &Class, has_probe: bool, made: u32) -> Facts {
         effect: class.effect(),
         // A person's "not landed" is the verdict a probe would give, and counts only if seen once the
         // attempt could no longer land (`horizon`).
-        probe: run.now().is_known_not_landed().then_some(ProbeMark::NotLanded),
+        probe: run.now.is_known_not_landed().then_some(ProbeMark::NotLanded),
         approved: None,
         made,
         max_attempts: spec.get_max_attempts(),
         room: Room::Enough,
-        horizon: if run.now().is_known_not_landed() {
-            run.landing().judge_word(tokio::time::Instant::now())
+        horizon: if run.now.is_known_not_landed() {
+            run.landing.judge_word(tokio::time::Instant::now())
         } else {
             Horizon::Passed
         },
@@ -210,7 +210,7 @@ fn stop_for(
             let why = format!("{name} has no probe to resolve it");
             Stop::said(Outcome::Unknown, Applied::Unknown, class, &why, None, Reason::NoProbe)
         }
-        End::ProbeFailed => match run.now().after_failed_probe(class) {
+        End::ProbeFailed => match run.now.after_failed_probe(class) {
             (outcome, Applied::No) => {
                 let why = format!("not retried: the probe before a second attempt failed ({unsure})");
                 Stop::said(outcome, Applied::No, class, &why, class.wait(), Reason::ProbeFailed)
@@ -233,7 +233,7 @@ fn stop_for(
             let why = format!("gave up after {}", super::attempts_text(made));
             Stop::after(class, &why, class.wait(), Reason::GaveUp)
         }
-        End::OutOfBudget(room) => run.out_of_budget(class, room, wait),
+        End::OutOfBudget(room) => run.pace().out_of_budget(class, room, wait, run.task().remaining()),
         End::NoApprover => no_approver(run, class),
         End::RetryBudgetSpent => {
             let wait = run.task().budgets().room(run.spec().get_service()).err().and_then(|spent| spent.wait);
@@ -249,7 +249,7 @@ fn stop_for(
 /// The stop of a call whose "not landed" came before its attempt could no longer land, with no budget
 /// to wait the rest out.
 fn before_horizon(run: &Run<'_>, class: &Class) -> Stop {
-    let wait = run.landing().left(tokio::time::Instant::now());
+    let wait = run.landing.left(tokio::time::Instant::now());
     let why = format!(
         "not landed so far, but {} requests may stay in flight at the service (its landing horizon is {}): \
          {} more, longer than the {} left",
@@ -344,7 +344,7 @@ impl Asked {
         self.span.verdict(run.spec(), mark);
         // A verdict is a record about the attempt: it carries the attempt's own stamp and budget (and
         // when its call ended), not the probe's, so a later reader's bounds never drift later.
-        let (started, left) = run.now().stamp().unwrap_or((self.started, self.left));
-        run.log_end(end_record(left, started, said, Some(mark), message, value)).await;
+        let (started, left) = run.now.stamp().unwrap_or((self.started, self.left));
+        run.log().end(end_record(left, started, said, Some(mark), message, value)).await;
     }
 }

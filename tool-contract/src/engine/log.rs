@@ -12,7 +12,7 @@ use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Reason};
 use crate::task::Task;
 
-/// An end record's parts, as [`Run::log_end_now`] takes them.
+/// An end record's parts, as [`Log::end_now`] takes them.
 pub(crate) struct EndRecord<'r> {
     pub(crate) left: Duration,
     pub(crate) started: SystemTime,
@@ -48,23 +48,36 @@ impl Pending<'_> {
     }
 }
 
-/// A call's records, as its log is given them.
+/// What a call writes to its log: the records of its attempts, the read's start record it holds back,
+/// and a person's settlement. One job of the call's state, lent as a view of it by [`Run::log`].
+#[derive(Clone, Copy)]
+pub(crate) struct Log<'r, 'a> {
+    run: &'r Run<'a>,
+}
+
 impl<'a> Run<'a> {
+    /// What the call writes to its log.
+    pub(crate) fn log(&self) -> Log<'_, 'a> {
+        Log { run: self }
+    }
+}
+
+impl<'r, 'a> Log<'r, 'a> {
     /// Whether the call's records are kept: in the task's log, or, for a side effect with no log, in
     /// memory for the calls of the same intent waiting their turn.
-    pub(crate) fn keeps_records(&self) -> bool {
-        self.task().journal_ref().is_some() || self.claim().is_some()
+    pub(crate) fn keeps_records(self) -> bool {
+        self.run.task().journal_ref().is_some() || self.run.claim.is_some()
     }
 
     /// Record a person's settlement of the attempt in doubt, under the call's claim, synced: the record
     /// written, or why it was not.
-    pub(crate) async fn record_settlement(
-        &self,
+    pub(crate) async fn settle(
+        self,
         settle: &crate::person::Settle,
     ) -> Result<crate::journal::Record, String> {
-        let key = self.key();
-        let claim = self.claim();
-        let last = match self.task().journal_ref() {
+        let key = self.run.key();
+        let claim = self.run.claim;
+        let last = match self.run.task().journal_ref() {
             Some(journal) => journal.recall(&key).await.map_err(|e| e.to_string())?,
             None => claim.and_then(Claim::word),
         };
@@ -73,7 +86,7 @@ impl<'a> Run<'a> {
         if let Some(problem) = record.problem() {
             return Err(problem);
         }
-        match (self.task().journal_ref(), claim.and_then(Claim::owner)) {
+        match (self.run.task().journal_ref(), claim.and_then(Claim::owner)) {
             (Some(journal), Some(owner)) => {
                 journal
                     .end(owner, record.as_record_ref(), Durability::Synced)
@@ -96,10 +109,10 @@ impl<'a> Run<'a> {
     }
 
     /// Hand a read's held start record to the log once the read has to wait: a hung read is visible.
-    pub(crate) fn flush_held_start(&self) {
-        if let Some(journal) = self.task().journal_ref() {
+    pub(crate) fn flush_held_start(self) {
+        if let Some(journal) = self.run.task().journal_ref() {
             // A read's record: a failure here only loses attempt numbering, which the next append reports.
-            if let Some((left, started)) = self.take_held_start() {
+            if let Some((left, started)) = self.run.held.take() {
                 let _ = with_stamp(started, |stamp| {
                     journal.append(self.record(Phase::Start, left, stamp), Durability::Lazy).ready()
                 });
@@ -110,22 +123,25 @@ impl<'a> Run<'a> {
 
     /// The highest attempt number the log holds for the intent, without reading its last record, when
     /// the store knows it at once; else its answer to wait for.
-    pub(crate) fn attempts_now(&self) -> Result<Attempts, crate::journal::BoxFuture<'a, Attempts>> {
-        match self.task().journal_ref() {
-            Some(journal) => journal.attempts(&self.key()).known(),
+    pub(crate) fn attempts_now(self) -> Result<Attempts, crate::journal::BoxFuture<'a, Attempts>> {
+        match self.run.task().journal_ref() {
+            Some(journal) => journal.attempts(&self.run.key()).known(),
             None => Ok(Ok(None)),
         }
     }
 
     /// A record of the current attempt, stamped `started`, its fields after the phase still empty.
-    pub(crate) fn record<'s>(&'s self, phase: Phase, left: Duration, started: &'s str) -> RecordRef<'s> {
+    pub(crate) fn record<'s>(self, phase: Phase, left: Duration, started: &'s str) -> RecordRef<'s>
+    where
+        'r: 's,
+    {
         RecordRef {
             phase,
-            task: self.task().id(),
-            call: self.spec().name(),
-            intent_key: self.key(),
-            attempt: self.now().number(),
-            attempt_id: self.now().id(),
+            task: self.run.task().id(),
+            call: self.run.spec().name(),
+            intent_key: self.run.key(),
+            attempt: self.run.now.number(),
+            attempt_id: self.run.now.id(),
             started,
             budget_left_s: left.as_secs(),
             outcome: None,
@@ -134,7 +150,7 @@ impl<'a> Run<'a> {
             message: None,
             retry_at: None,
             sent_by: None,
-            args: self.arguments().digest.as_deref(),
+            args: self.run.arguments().digest.as_deref(),
             value: None,
             settled: None,
             approval: None,
@@ -143,24 +159,18 @@ impl<'a> Run<'a> {
 
     /// A record of `phase` about the current attempt (its intent, number, id, stamp and budget), saying
     /// nothing else yet: what a question to a person about it starts from.
-    pub(crate) fn attempt_record(&self, phase: Phase) -> crate::journal::Record {
+    pub(crate) fn attempt_record(self, phase: Phase) -> crate::journal::Record {
         let (started, left) =
-            self.now().stamp().unwrap_or((crate::journal::wall_clock(), self.task().remaining()));
+            self.run.now.stamp().unwrap_or((crate::journal::wall_clock(), self.run.task().remaining()));
         let mut record = with_stamp(started, |stamp| self.record(phase, left, stamp).to_record());
         record.args = None;
         record
     }
 
-    /// What the start record of an approved attempt says: who approved it.
-    fn approval_note(&self) -> Option<String> {
-        let now = self.now();
-        Some(format!("approved by {} before attempt {}", now.approved_by()?, now.number()))
-    }
-
     /// Write the start record ahead of the attempt; `value` carries what a bulk call knew of its items.
     /// A side effect's start is fenced by its claim and on stable storage before this returns.
-    pub(crate) async fn log_start(
-        &self,
+    pub(crate) async fn start(
+        self,
         left: Duration,
         started: SystemTime,
         value: Option<&serde_json::Value>,
@@ -168,17 +178,17 @@ impl<'a> Run<'a> {
         if !self.keeps_records() {
             return Ok(());
         }
-        // A read whose start carries nothing has its record held instead ([`Run::start_read`]).
-        let claim = self.claim();
+        // A read whose start carries nothing has its record held instead ([`Run::start_read`], [`HeldStart`](super::state::HeldStart)).
+        let claim = self.run.claim;
         let owner = claim.and_then(Claim::owner);
         // The record is taken by the store before it answers: the stamp's text is only lent to it.
         let appended = with_stamp(started, |stamp| {
             let mut record = self.record(Phase::Start, left, stamp);
             record.value = value;
             // The approval this attempt consumes, journaled with it.
-            let approval = self.approval_note();
+            let approval = self.run.now.approval_note();
             record.message = approval.as_deref();
-            let Some(journal) = self.task().journal_ref() else {
+            let Some(journal) = self.run.task().journal_ref() else {
                 if let Some(claim) = claim {
                     claim.remember(record);
                 }
@@ -211,21 +221,21 @@ impl<'a> Run<'a> {
 
     /// Write an end record that is not the call's last, waiting for a store that does not take it at
     /// once no longer than the budget.
-    pub(crate) async fn log_end(&self, end: EndRecord<'_>) {
-        if let Some(pending) = self.log_end_now(end) {
-            pending.wait(self.task()).await;
+    pub(crate) async fn end(self, end: EndRecord<'_>) {
+        if let Some(pending) = self.end_now(end) {
+            pending.wait(self.run.task()).await;
         }
     }
 
     /// Hand the end record to the store: `None` once it is taken (an embedded store answers at once),
     /// or the store's answer to wait for.
-    pub(crate) fn log_end_now(&self, end: EndRecord<'_>) -> Option<Pending<'a>> {
+    pub(crate) fn end_now(self, end: EndRecord<'_>) -> Option<Pending<'a>> {
         if !self.keeps_records() {
             return None;
         }
-        let journal = self.task().journal_ref();
-        let held = if journal.is_some() { self.take_held_start() } else { None };
-        let claim = self.claim();
+        let journal = self.run.task().journal_ref();
+        let held = if journal.is_some() { self.run.held.take() } else { None };
+        let claim = self.run.claim;
         // The records are taken by the store before it answers: the stamp's text is only lent to them.
         let (answer, finishing) = with_stamp(end.started, |stamp| {
             let mut record = self.record(Phase::End, end.left, stamp);
@@ -233,10 +243,10 @@ impl<'a> Run<'a> {
             record.effect_applied = Some(end.applied);
             record.probe = end.probe;
             record.message = Some(end.message);
-            record.retry_at = self.now().retry_at();
+            record.retry_at = self.run.now.retry_at();
             // When the attempt's call ended, for a later call's landing horizon: an `ok` needs none.
             if end.outcome != Outcome::Ok {
-                record.sent_by = self.now().sent_by();
+                record.sent_by = self.run.now.sent_by();
             }
             record.value = end.value;
             let Some(journal) = journal else {
@@ -297,9 +307,9 @@ pub(crate) async fn start_attempt(
     value: Option<serde_json::Value>,
 ) -> Result<Duration, Stop> {
     let side = run.spec().effect().has_side_effect();
-    let started_record = run.log_start(left, started, value.as_ref()).await;
+    let started_record = run.log().start(left, started, value.as_ref()).await;
     // The approval, if any, was for this attempt: used, whatever the store said.
-    run.now_mut().approval_used();
+    run.now.approval_used();
     let stop = match started_record {
         Err(err) if side => {
             let stop = unstarted(run, &err);
@@ -316,23 +326,23 @@ pub(crate) async fn start_attempt(
                     value: value.as_ref(),
                     last: false,
                 };
-                Box::pin(run.log_end(end)).await;
+                Box::pin(run.log().end(end)).await;
             }
             let (task, key) = (run.task(), run.key());
-            run.now_mut().unnumber(task, &key);
+            run.now.unnumber(task, &key);
             return Err(stop);
         }
         // Nothing was stored, or a read's start record, which never waits: `left` still holds.
-        Ok(()) if !run.keeps_records() || !side => return Ok(left),
+        Ok(()) if !run.log().keeps_records() || !side => return Ok(left),
         _ => {
             let now = run.task().remaining();
-            match run.may_start(now) {
+            match run.pace().may_start(now) {
                 Err(stop) => stop,
                 Ok(()) => return Ok(now),
             }
         }
     };
-    let applied = run.now().call_effect(Applied::No);
+    let applied = run.now.call_effect(Applied::No);
     let end = EndRecord {
         left,
         started,
@@ -343,7 +353,7 @@ pub(crate) async fn start_attempt(
         value: value.as_ref(),
         last: false,
     };
-    Box::pin(run.log_end(end)).await;
+    Box::pin(run.log().end(end)).await;
     Err(stop)
 }
 
@@ -364,7 +374,7 @@ fn unstarted(run: &Run<'_>, err: &crate::journal::JournalError) -> Stop {
         ),
         _ => Stop::new(
             Outcome::Retryable,
-            run.now().call_effect(Applied::No),
+            run.now.call_effect(Applied::No),
             format!("{err}; the attempt was not started"),
             None,
             Reason::StoreFailed,

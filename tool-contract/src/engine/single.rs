@@ -72,18 +72,18 @@ where
     }
 
     fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<T>> {
-        let id = run.now().id();
+        let id = run.now.id();
         let earlier = match crate::policy::start(Some(&recall), run.spec().effect()) {
             Start::Fresh => return None,
             Start::Settled => {
                 let mut report = run.report_settled(&recall.last);
-                report.message.push_str(&run.arguments_differ(&recall.last).unwrap_or_default());
+                report.message.push_str(&run.arguments().differ_from(&recall.last).unwrap_or_default());
                 return Some(report);
             }
             Start::Replay => match recall.last.value.as_ref().map(T::from_log) {
                 Some(Ok(value)) => {
                     let mut report = run.report_replayed(value);
-                    report.message.push_str(&run.arguments_differ(&recall.last).unwrap_or_default());
+                    report.message.push_str(&run.arguments().differ_from(&recall.last).unwrap_or_default());
                     return Some(report);
                 }
                 _ => format!("attempt {id} is recorded ok but its value is not in the log"),
@@ -99,7 +99,7 @@ where
                     ),
                 };
                 self.last = Some(Class::retryable(why));
-                run.now_mut().known_not_landed();
+                run.now.known_not_landed();
                 return None;
             }
             Start::Probe => match recall.last_word() {
@@ -114,7 +114,7 @@ where
             },
         };
         self.last = Some(Class::unknown(earlier));
-        run.now_mut().may_have_landed(true);
+        run.now.may_have_landed(true);
         None
     }
 
@@ -205,11 +205,11 @@ where
             Err(class) => class,
         };
         if let Some(wait) = class.wait() {
-            run.now_mut().asked_to_wait(wait);
+            run.now.asked_to_wait(wait);
         }
         // The log keeps the call's effect, not the attempt's: an attempt that applied nothing after one that
         // may have landed leaves the intent unresolved for the next run.
-        let recorded = run.now().call_effect(class.effect());
+        let recorded = run.now.call_effect(class.effect());
         let end = EndRecord {
             left,
             started,
@@ -220,9 +220,9 @@ where
             value: None,
             last: false,
         };
-        *pending = run.log_end_now(end);
-        let maybe = run.now().maybe_landed() || class.effect() != Applied::No;
-        run.now_mut().may_have_landed(maybe);
+        *pending = run.log().end_now(end);
+        let maybe = run.now.maybe_landed() || class.effect() != Applied::No;
+        run.now.may_have_landed(maybe);
         self.last = Some(class);
         None
     }
@@ -244,18 +244,18 @@ fn judge<T: LogValue>(
         Probe::Failed(why) => (ProbeMark::Failed, format!("probe failed: {why}"), None),
     };
     let horizon = if mark == ProbeMark::NotLanded {
-        run.landing().judge(of.effect(), looked, tokio::time::Instant::now())
+        run.landing.judge(of.effect(), looked, tokio::time::Instant::now())
     } else {
         Horizon::Passed
     };
-    let ended = (of.outcome(), run.now().call_effect(of.effect()));
+    let ended = (of.outcome(), run.now.call_effect(of.effect()));
     let (outcome, applied) = crate::policy::verdict(mark, horizon, ended);
     let message = match (mark, horizon) {
         (ProbeMark::NotLanded, Horizon::Passed) => "probe: not landed".to_owned(),
         (ProbeMark::NotLanded, _) => {
             format!(
                 "probe: not landed yet; the service may hold it {} more",
-                super::secs(run.landing().left(tokio::time::Instant::now()))
+                super::secs(run.landing.left(tokio::time::Instant::now()))
             )
         }
         _ => message,

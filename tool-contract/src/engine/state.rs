@@ -95,9 +95,9 @@ impl Attempt {
         self.approved = Some(who);
     }
 
-    /// Who approved the attempt about to start, if it was approved.
-    pub(crate) fn approved_by(&self) -> Option<&str> {
-        self.approved.as_deref()
+    /// What the start record of an approved attempt says: who approved it.
+    pub(crate) fn approval_note(&self) -> Option<String> {
+        Some(format!("approved by {} before attempt {}", self.approved.as_deref()?, self.number))
     }
 
     /// The approval is used: the attempt it was for has started.
@@ -113,6 +113,11 @@ impl Attempt {
     /// The attempt's start stamp and budget, once it started (or was resumed): what its records carry.
     pub(crate) fn stamp(&self) -> Option<(SystemTime, Duration)> {
         self.stamp
+    }
+
+    /// The attempt has started: its records carry `started` and the budget it started with.
+    pub(crate) fn started(&mut self, started: SystemTime, left: Duration) {
+        self.stamp = Some((started, left));
     }
 
     /// When the attempt's call ended, as its records carry it.
@@ -147,26 +152,60 @@ impl Attempt {
     }
 }
 
+/// A read's start record held here, not yet in the log, while the read has not had to wait: the budget
+/// and time it started with. It goes to the log with the read's end record
+/// ([`crate::journal::Journal::append_attempt`]), or alone the moment the read has to wait.
+pub(crate) struct HeldStart {
+    start: (Duration, SystemTime),
+    /// Whether `start` is still held (set by the start, taken by the flush or the end record).
+    holding: std::sync::atomic::AtomicBool,
+}
+
+impl Default for HeldStart {
+    fn default() -> Self {
+        HeldStart { start: (Duration::ZERO, SystemTime::UNIX_EPOCH), holding: false.into() }
+    }
+}
+
+impl HeldStart {
+    /// Hold the start record of a read that started with `left` of the budget at `started`.
+    fn hold(&mut self, left: Duration, started: SystemTime) {
+        self.start = (left, started);
+        *self.holding.get_mut() = true;
+    }
+
+    /// The start record still held, taken.
+    pub(crate) fn take(&self) -> Option<(Duration, SystemTime)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        // Only the call's own future touches it, one poll at a time: no read-modify-write needed.
+        if self.holding.load(Relaxed) {
+            self.holding.store(false, Relaxed);
+            Some(self.start)
+        } else {
+            None
+        }
+    }
+}
+
 /// The state of one call, shared by every shape of call: who it is (task, tool, intent), where its
 /// attempt stands, its claim, and the read's start record it may hold back. Its methods are split by
-/// job: what goes to the log in `log.rs` ([`Run::log_start`], [`Run::log_end`]), how a report is built
-/// in `ending.rs` ([`Run::report`]), the budget's rules in `wait.rs` ([`Run::room`], [`Run::may_start`]).
+/// job: what goes to the log in `log.rs` ([`Run::log`], a view of the call as its writer), how a report
+/// is built in `ending.rs` ([`Run::report`]); the budget's rules are `wait.rs`'s pure [`Pace`](super::wait::Pace)
+/// ([`Run::pace`]), the landing horizon is [`Landing`]'s.
 pub(crate) struct Run<'a> {
     task: &'a Task,
     spec: &'a ToolSpec,
     key: IntentKey,
-    now: Attempt,
-    landing: Landing,
-    /// The side effect's claim on its intent; `None` for a read.
-    claim: Option<&'a Claim<'a>>,
+    /// Where the attempt stands.
+    pub(super) now: Attempt,
+    /// Where the attempt stands against its landing horizon.
+    pub(super) landing: Landing,
+    /// The side effect's claim on its intent, held for the rest of the call; `None` for a read.
+    pub(super) claim: Option<&'a Claim<'a>>,
     /// Where an escalation the report announces waits to be handed to the sink once the call is over.
-    escalation: &'a std::sync::Mutex<Option<Box<crate::task::Escalation>>>,
-    /// A read's start record is held here, not yet in the log, while the read has not had to wait:
-    /// the budget and time it started with. It goes to the log with the read's end record
-    /// ([`crate::Journal::append_attempt`]), or alone the moment the read has to wait.
-    held_start: (Duration, SystemTime),
-    /// Whether `held_start` is still held (set by the start, taken by the flush or the end record).
-    holding: std::sync::atomic::AtomicBool,
+    pub(super) escalation: &'a std::sync::Mutex<Option<Box<crate::task::Escalation>>>,
+    /// A read's start record, held back from the log while the read has not had to wait.
+    pub(super) held: HeldStart,
     /// What a question to a person binds of the call (a call by name's): boxed, as few calls have it.
     arguments: Option<Box<crate::call::Arguments>>,
 }
@@ -186,8 +225,7 @@ impl<'a> Run<'a> {
             landing: Landing::new(spec.get_horizon(), task.deadline()),
             claim: None,
             escalation,
-            held_start: (Duration::ZERO, SystemTime::UNIX_EPOCH),
-            holding: std::sync::atomic::AtomicBool::new(false),
+            held: HeldStart::default(),
             arguments: None,
         }
     }
@@ -202,21 +240,6 @@ impl<'a> Run<'a> {
         static NONE: crate::call::Arguments =
             crate::call::Arguments { digest: None, shows: std::collections::BTreeMap::new() };
         self.arguments.as_deref().unwrap_or(&NONE)
-    }
-
-    /// A note for a report answered from `recorded` (a replay, a settlement) when this call's arguments
-    /// differ from those the recorded attempt ran with: the intent key ignores them on purpose, so the
-    /// answer is that attempt's, not one for these arguments.
-    pub(crate) fn arguments_differ(&self, recorded: &crate::journal::Record) -> Option<String> {
-        let now = self.arguments().digest.as_deref()?;
-        let then = recorded.args.as_deref()?;
-        (now != then).then(|| {
-            format!(
-                "; this call's arguments differ from those attempt {} ran with (the intent is the same, so \
-                 this is that attempt's answer, not one for these arguments)",
-                recorded.attempt_id
-            )
-        })
     }
 
     /// The task the call runs under.
@@ -234,29 +257,9 @@ impl<'a> Run<'a> {
         self.key
     }
 
-    /// Where the attempt stands.
-    pub(crate) fn now(&self) -> &Attempt {
-        &self.now
-    }
-
-    /// Where the attempt stands, to change it.
-    pub(crate) fn now_mut(&mut self) -> &mut Attempt {
-        &mut self.now
-    }
-
-    /// The side effect's claim, once taken.
-    pub(crate) fn claim(&self) -> Option<&'a Claim<'a>> {
-        self.claim
-    }
-
-    /// Hold the intent's claim for the rest of the call.
-    pub(crate) fn hold(&mut self, claim: Option<&'a Claim<'a>>) {
-        self.claim = claim;
-    }
-
-    /// Where the report's escalation waits for the sink.
-    pub(crate) fn escalation(&self) -> &'a std::sync::Mutex<Option<Box<crate::task::Escalation>>> {
-        self.escalation
+    /// The budget's rules for this call.
+    pub(crate) fn pace(&self) -> super::wait::Pace<'a> {
+        super::wait::Pace::of(self.spec, &self.key)
     }
 
     /// Number the next attempt: `{task}-{first 8 hex of the key}-a{n}`, unique across the task's intents.
@@ -286,31 +289,16 @@ impl<'a> Run<'a> {
         wait
     }
 
-    /// Where the attempt stands against its landing horizon.
-    pub(crate) fn landing(&self) -> &Landing {
-        &self.landing
-    }
-
-    /// Where the attempt stands against its landing horizon, to change it.
-    pub(crate) fn landing_mut(&mut self) -> &mut Landing {
-        &mut self.landing
-    }
-
     /// The attempt's call is over (answered, failed, timed out): its request reaches the service no
     /// later than now, and its landing horizon runs from here.
     pub(crate) fn attempt_over(&mut self) {
         if self.spec.effect().has_side_effect() {
             let now = tokio::time::Instant::now();
             self.landing.reach(now);
-            if self.keeps_records() {
+            if self.log().keeps_records() {
                 self.now.sent_by = Some(crate::rules::stamp_up(crate::journal::wall_clock_at(now)));
             }
         }
-    }
-
-    /// The attempt has started: its records carry `started` and the budget it started with.
-    pub(crate) fn started(&mut self, started: SystemTime, left: Duration) {
-        self.now.stamp = Some((started, left));
     }
 
     /// A read's start, when nothing needs waiting for: its record is held (see `held_start`), or not
@@ -321,22 +309,9 @@ impl<'a> Run<'a> {
             return None;
         }
         if self.task.journal_ref().is_some() {
-            self.held_start = (left, started);
-            self.holding.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.held.hold(left, started);
         }
         Some(left)
-    }
-
-    /// The read's start record still held, taken.
-    pub(crate) fn take_held_start(&self) -> Option<(Duration, SystemTime)> {
-        use std::sync::atomic::Ordering::Relaxed;
-        // Only the call's own future touches it, one poll at a time: no read-modify-write needed.
-        if self.holding.load(Relaxed) {
-            self.holding.store(false, Relaxed);
-            Some(self.held_start)
-        } else {
-            None
-        }
     }
 
     /// The attempt's call context; from now on its request may reach the service.
@@ -353,11 +328,6 @@ impl<'a> Run<'a> {
             now.checked_add(limit).unwrap_or(now)
         };
         Call::of(self.task.id(), &self.now.id, self.key, self.now.number, deadline)
-    }
-
-    /// What an attempt that answered applied: `yes` for a side effect, `no` for a read.
-    pub(crate) fn applied_on_ok(&self) -> Applied {
-        if self.spec.effect().has_side_effect() { Applied::Yes } else { Applied::No }
     }
 }
 

@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use super::guard::secs;
-use super::state::Run;
 use super::stop::Stop;
 use crate::classify::Class;
+use crate::key::IntentKey;
 use crate::policy::Room;
 use crate::report::{Applied, Outcome, Reason};
+use crate::spec::ToolSpec;
 
 /// The instant a wait ends, as the log writes it: RFC 3339, rounded up to the second.
 pub(crate) fn retry_stamp(wait: Duration) -> String {
@@ -30,13 +31,28 @@ impl ResumeWait {
     }
 }
 
-/// A call's budget, as its rules read it.
-impl Run<'_> {
+/// The budget's rules for one call: how long an attempt may run, whether one may start, and whether
+/// the wait before the next fits. Pure: the budget left is given to every rule (time is an input here,
+/// never read), so each rule is a function of the tool, the intent and that figure.
+#[derive(Clone, Copy)]
+pub(crate) struct Pace<'a> {
+    spec: &'a ToolSpec,
+    /// What the backoff's jitter is seeded with: the intent's key, so a restart waits alike.
+    seed: u64,
+}
+
+impl<'a> Pace<'a> {
+    /// The rules of `spec`'s budget for the intent `key`.
+    pub(crate) fn of(spec: &'a ToolSpec, key: &IntentKey) -> Pace<'a> {
+        let seed = u64::from_le_bytes(key.as_bytes()[..8].try_into().unwrap_or([0; 8]));
+        Pace { spec, seed }
+    }
+
     /// The time an attempt gets of `left`: all of it, but for a side effect with a probe, what the
     /// probe needs is kept back (the reserve; without one, the floor; without a floor, a quarter of
     /// `left`), so an attempt that times out can still be resolved inside the budget.
-    pub(crate) fn attempt_limit(&self, left: Duration, has_probe: bool) -> Duration {
-        let spec = self.spec();
+    pub(crate) fn attempt_limit(self, left: Duration, has_probe: bool) -> Duration {
+        let spec = self.spec;
         if !spec.effect().has_side_effect() || !has_probe {
             return left;
         }
@@ -49,8 +65,8 @@ impl Run<'_> {
 
     /// Whether an attempt may start with `left` of the budget: never on an empty budget, floor or
     /// none (it could land and never be resolved), never below the floor.
-    pub(crate) fn may_start(&self, left: Duration) -> Result<(), Stop> {
-        if crate::rules::may_start(left, self.spec().get_deadline_floor()) {
+    pub(crate) fn may_start(self, left: Duration) -> Result<(), Stop> {
+        if crate::rules::may_start(left, self.spec.get_deadline_floor()) {
             Ok(())
         } else {
             Err(self.refusal(left))
@@ -58,8 +74,8 @@ impl Run<'_> {
     }
 
     /// Why an attempt may not start with `left` of the budget.
-    fn refusal(&self, left: Duration) -> Stop {
-        let spec = self.spec();
+    fn refusal(self, left: Duration) -> Stop {
+        let spec = self.spec;
         let message = if left.is_zero() {
             format!("budget spent: nothing left for {}; not started", spec.name())
         } else {
@@ -73,23 +89,20 @@ impl Run<'_> {
         Stop::new(Outcome::Retryable, Applied::No, message, None, Reason::BudgetSpent)
     }
 
-    /// Whether the budget left can hold the wait before the next attempt (backoff, or the service's
-    /// `Retry-After` when longer) and the tool's floor; the wait when it can. A call resumed from the
-    /// log (`made == 0`) has no earlier attempt of its own to back off from.
-    pub(crate) fn room(&self, class: &Class, made: u32) -> (Room, Duration) {
+    /// Whether `left` of the budget can hold the wait before attempt `number + 1` (backoff, or the
+    /// service's `Retry-After` when longer) and the tool's floor; the wait when it can. A call resumed
+    /// from the log (`made == 0`) has no earlier attempt of its own to back off from.
+    pub(crate) fn room(self, class: &Class, made: u32, number: u32, left: Duration) -> (Room, Duration) {
         if made == 0 {
             return (Room::Enough, Duration::ZERO);
         }
-        let left = self.task().remaining();
-        let floor = self.spec().get_deadline_floor();
+        let floor = self.spec.get_deadline_floor();
         if let Some(asked) = class.wait()
             && asked.saturating_add(floor) > left
         {
             return (Room::AskedTooLong, asked);
         }
-        let key = self.key();
-        let seed = u64::from_le_bytes(key.as_bytes()[..8].try_into().unwrap_or([0; 8]));
-        let backoff = self.spec().get_backoff().wait(self.now().number().max(1), seed);
+        let backoff = self.spec.get_backoff().wait(number.max(1), self.seed);
         let wait = class.wait().map_or(backoff, |asked| asked.max(backoff));
         if wait.saturating_add(floor) > left || left < floor {
             return (Room::TooShort, wait);
@@ -97,9 +110,8 @@ impl Run<'_> {
         (Room::Enough, wait)
     }
 
-    /// Why the budget cannot hold another attempt, as [`Run::room`] found.
-    pub(crate) fn out_of_budget(&self, class: &Class, room: Room, asked: Duration) -> Stop {
-        let left = self.task().remaining();
+    /// Why `left` of the budget cannot hold another attempt, as [`Pace::room`] found.
+    pub(crate) fn out_of_budget(self, class: &Class, room: Room, asked: Duration, left: Duration) -> Stop {
         if room == Room::AskedTooLong {
             let why = format!(
                 "the service asked to wait {}, longer than the {} left: not retried",
@@ -112,10 +124,10 @@ impl Run<'_> {
         Stop::after(class, &why, class.wait(), Reason::BudgetSpent)
     }
 
-    /// Honour, in a restarted process, the wait the service asked of an earlier one.
-    pub(crate) async fn wait_as_asked_before(&self, wait: Box<ResumeWait>) -> Result<(), Stop> {
-        let left = self.task().remaining();
-        if wait.left.saturating_add(self.spec().get_deadline_floor()) > left {
+    /// Whether a wait the service asked of an earlier run fits `left` of the budget with the floor:
+    /// how long to wait, or why the attempt is not started.
+    pub(crate) fn asked_before(self, wait: &ResumeWait, left: Duration) -> Result<Duration, Stop> {
+        if wait.left.saturating_add(self.spec.get_deadline_floor()) > left {
             let message = format!(
                 "the service asked an earlier run to wait until {}, longer than the {} left: not started",
                 wait.until,
@@ -129,7 +141,107 @@ impl Run<'_> {
                 Reason::AskedToWait,
             ));
         }
-        tokio::time::sleep(wait.left).await;
-        Ok(())
+        Ok(wait.left)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The budget's rules as a table: no clock, no runtime; the budget left is an argument.
+
+    use std::time::Duration;
+
+    use super::{Pace, ResumeWait};
+    use crate::classify::Class;
+    use crate::effect::EffectKind;
+    use crate::key::IntentKey;
+    use crate::policy::Room;
+    use crate::report::{Outcome, Reason};
+    use crate::spec::{Backoff, Jitter, ToolSpec};
+
+    const S: fn(u64) -> Duration = Duration::from_secs;
+    const FIXED: Backoff =
+        Backoff { base: Duration::from_secs(1), max: Duration::from_secs(8), jitter: Jitter::None };
+
+    fn key(n: u8) -> IntentKey {
+        IntentKey::derive("task", "agent", "verb", &n, None)
+    }
+
+    #[test]
+    fn an_attempt_keeps_back_what_its_probe_needs_and_a_read_keeps_nothing() {
+        let send = ToolSpec::new("post", EffectKind::Send);
+        let read = ToolSpec::new("get", EffectKind::Read);
+        let floor = send.deadline_floor(S(2));
+        let reserve = send.deadline_floor(S(2)).probe_reserve(S(5));
+        let rows = [
+            (read, true, S(8), S(8)),
+            (send, false, S(8), S(8)),
+            (send, true, S(8), S(6)),
+            (floor, true, S(8), S(6)),
+            (floor, true, S(3), S(2)),
+            (floor, true, S(2), S(2)),
+            (reserve, true, S(8), S(3)),
+            (reserve, true, S(6), S(2)),
+            (reserve, true, S(1), S(1)),
+        ];
+        for (spec, probe, left, limit) in rows {
+            let got = Pace::of(&spec, &key(0)).attempt_limit(left, probe);
+            assert_eq!(got, limit, "{} with {left:?} left, probe {probe}", spec.effect());
+        }
+    }
+
+    #[test]
+    fn no_attempt_starts_on_an_empty_budget_or_below_the_floor() {
+        let spec = ToolSpec::new("post", EffectKind::Send).deadline_floor(S(2));
+        let pace = Pace::of(&spec, &key(0));
+        assert!(pace.may_start(S(2)).is_ok());
+        let below = pace.may_start(Duration::from_millis(1999)).unwrap_err();
+        assert_eq!((below.outcome, below.reason), (Outcome::Retryable, Reason::BudgetSpent));
+        assert!(below.message.contains("needs at least 2.0s"), "{}", below.message);
+        let none = ToolSpec::new("get", EffectKind::Read);
+        let empty = Pace::of(&none, &key(0)).may_start(Duration::ZERO).unwrap_err();
+        assert!(empty.message.contains("nothing left for get"), "{}", empty.message);
+    }
+
+    #[test]
+    fn the_wait_before_the_next_attempt_fits_the_budget_or_says_which_wait_does_not() {
+        let spec = ToolSpec::new("get", EffectKind::Read).deadline_floor(S(1)).backoff(FIXED);
+        let pace = Pace::of(&spec, &key(0));
+        let plain = Class::retryable("503");
+        let asked = Class::retryable("429").retry_after(S(6));
+        // A call resumed from the log backs off from nothing of its own.
+        assert_eq!(pace.room(&asked, 0, 3, S(1)), (Room::Enough, Duration::ZERO));
+        assert_eq!(pace.room(&plain, 1, 1, S(10)), (Room::Enough, S(1)));
+        assert_eq!(pace.room(&plain, 3, 3, S(10)), (Room::Enough, S(4)));
+        assert_eq!(pace.room(&plain, 3, 3, S(4)), (Room::TooShort, S(4)));
+        assert_eq!(pace.room(&asked, 1, 1, S(10)), (Room::Enough, S(6)));
+        assert_eq!(pace.room(&asked, 1, 1, S(6)), (Room::AskedTooLong, S(6)));
+        let stop = pace.out_of_budget(&asked, Room::AskedTooLong, S(6), S(6));
+        assert_eq!((stop.reason, stop.wait), (Reason::AskedToWait, Some(S(6))));
+        let stop = pace.out_of_budget(&plain, Room::TooShort, S(4), S(4));
+        assert_eq!((stop.reason, stop.wait), (Reason::BudgetSpent, None));
+        assert!(stop.message.contains("4.0s left"), "{}", stop.message);
+    }
+
+    #[test]
+    fn the_jitter_is_drawn_from_the_intent_so_one_intent_waits_alike_every_time() {
+        let spec = ToolSpec::new("get", EffectKind::Read).backoff(Backoff::DEFAULT);
+        let class = Class::retryable("503");
+        let wait = |k: u8| Pace::of(&spec, &key(k)).room(&class, 2, 2, S(30)).1;
+        assert_eq!(wait(1), wait(1));
+        let waits: std::collections::BTreeSet<Duration> = (0..16).map(wait).collect();
+        assert!(waits.len() > 8, "sixteen intents drew {} waits: {waits:?}", waits.len());
+        assert!(waits.iter().all(|w| *w <= Duration::from_millis(400)), "{waits:?}");
+    }
+
+    #[test]
+    fn a_wait_asked_of_an_earlier_run_is_honoured_or_refuses_the_start() {
+        let spec = ToolSpec::new("post", EffectKind::Send).deadline_floor(S(2));
+        let pace = Pace::of(&spec, &key(0));
+        let wait = ResumeWait { until: "2026-12-05T06:00:00Z".to_owned(), left: S(5) };
+        assert_eq!(pace.asked_before(&wait, S(7)).ok(), Some(S(5)));
+        let stop = pace.asked_before(&wait, S(6)).unwrap_err();
+        assert_eq!((stop.reason, stop.wait), (Reason::AskedToWait, Some(S(5))));
+        assert!(stop.message.contains("until 2026-12-05T06:00:00Z"), "{}", stop.message);
     }
 }
