@@ -510,6 +510,13 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_turn_keeps_its_last_word_apart() {
+        // Every side-effecting call in flight holds a turn; a recall inline would add over 600 bytes
+        // to each (row 4 of BENCHMARKS.md).
+        assert!(std::mem::size_of::<super::Turn>() <= 64, "{}", std::mem::size_of::<super::Turn>());
+    }
+
     #[tokio::test(start_paused = true)]
     async fn an_absurd_budget_does_not_overflow() {
         let task = Task::new("t", "a", Duration::MAX);
@@ -523,7 +530,9 @@ pub(crate) struct Turn {
     pub(crate) lock: Arc<tokio::sync::Mutex<()>>,
     /// The calls holding or waiting for the turn; changed only under the [`Turns`]'s lock.
     pub(crate) users: AtomicUsize,
-    pub(crate) word: Mutex<Option<Recall>>,
+    /// Boxed: a recall is over 600 bytes, and only a task with no attempt log keeps one here; every
+    /// side-effecting call in flight holds a turn.
+    pub(crate) word: Mutex<Option<Box<Recall>>>,
 }
 
 /// How many finished intents a task family without an attempt log remembers: a repeated call of one of
@@ -538,7 +547,7 @@ pub(crate) struct Turns(Mutex<TurnsState>);
 #[derive(Default)]
 pub(crate) struct TurnsState {
     pub(crate) active: HashMap<IntentKey, Arc<Turn>, KeyHashing>,
-    finished: HashMap<IntentKey, Recall, KeyHashing>,
+    finished: HashMap<IntentKey, Box<Recall>, KeyHashing>,
     order: std::collections::VecDeque<IntentKey>,
 }
 

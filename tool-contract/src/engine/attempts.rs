@@ -284,12 +284,10 @@ async fn attempt_loop<W: Work>(
             observe::waiting(wait, run.now.retry_at().is_some());
             tokio::time::sleep(wait).await;
         }
-        // Honour, in a restarted process, the wait the service asked of an earlier one.
-        if let Some(wait) = resume_wait.take() {
-            match run.pace().asked_before(&wait, run.task().remaining()) {
-                Ok(wait) => tokio::time::sleep(wait).await,
-                Err(stop) => return (work.stopped(&run, stop), made),
-            }
+        if let Some(wait) = resume_wait.take()
+            && let Err(stop) = wait_as_asked_before(&run, wait).await
+        {
+            return (work.stopped(&run, stop), made);
         }
         let (now, left) = match may_start(&mut run, made) {
             Ok(start) => start,
@@ -300,6 +298,13 @@ async fn attempt_loop<W: Work>(
             return (report, made);
         }
     }
+}
+
+/// Honour, in a restarted process, the wait the service asked of an earlier one.
+async fn wait_as_asked_before(run: &Run<'_>, wait: Box<super::ResumeWait>) -> Result<(), Stop> {
+    let wait = run.pace().asked_before(&wait, run.task().remaining())?;
+    tokio::time::sleep(wait).await;
+    Ok(())
 }
 
 /// Whether the next attempt (after `made`) may start now: the instant and the budget left it starts

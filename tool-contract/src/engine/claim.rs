@@ -149,7 +149,7 @@ impl<'a> Claim<'a> {
 
     /// The intent's last word as the calls of this process left it, when no store keeps it.
     pub(crate) fn word(&self) -> Option<Recall> {
-        self.turn.word.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.turn.word.lock().unwrap_or_else(|e| e.into_inner()).as_deref().cloned()
     }
 
     /// Keep `record` as the intent's last word for the calls waiting their turn, when no store keeps it.
@@ -158,7 +158,7 @@ impl<'a> Claim<'a> {
         let mut word = self.turn.word.lock().unwrap_or_else(|e| e.into_inner());
         match &mut *word {
             Some(recall) => recall.update(&record),
-            None => *word = Some(Recall::from_record(record)),
+            None => *word = Some(Box::new(Recall::from_record(record))),
         }
     }
 }
