@@ -51,8 +51,9 @@ impl Shop {
 
 static SHOP: std::sync::LazyLock<Shop> = std::sync::LazyLock::new(Shop::default);
 
+// The shop keeps an idempotency key for a day: a resend within that is answered with the order it made.
 /// Order `quantity` of a SKU for the task's customer.
-#[tool(effect = "create", dedupe = "receiver", target = sku)]
+#[tool(effect = "create", dedupe = "receiver", key_lifetime = "24h", target = sku)]
 pub async fn create_order(
     call: &Call,
     /// The stock-keeping unit to order.

@@ -596,6 +596,7 @@ async fn bulk_never_presents_a_partial_list_as_complete() {
 
 mod approvals;
 mod horizon;
+mod key_lifetime;
 mod parity;
 mod resumed;
 mod settled;

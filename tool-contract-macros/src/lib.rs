@@ -103,6 +103,7 @@ use syn::ItemFn;
 /// | `effect` | `"read"`, `"create"`, `"send"`, `"money"`, `"destructive"` | required; decides the retry policy (`EffectKind`) |
 /// | `probe` | path to an async fn: `landed`, `probes::landed`, `Self::landed` | required for every kind but `read`, which takes none |
 /// | `dedupe` | `"receiver"` | `create` only: the receiver honours the idempotency key, so no probe is needed |
+/// | `key_lifetime` | a duration: `"30m"`, `"24h"`, `"720h"` | with `dedupe = "receiver"` only: how long the receiver keeps an idempotency key (Stripe: 24 hours). The engine resends on the receiver's word only while every request the call may send reaches it within this of the intent's first attempt; past it, a `create` that may have landed is probed, or ends `unknown` without a probe. 30 minutes by default, the shortest receivers document, so a default never trusts a key the receiver forgot |
 /// | `target` | a parameter's name | the object acted on, in the intent key (it implements `Display`); `""` when absent |
 /// | `slot` | a parameter's name | separates acts repeated on purpose in one task (reminder 1, 2) |
 /// | `verb` | a string | the verb of the intent key; the function's name by default |

@@ -286,8 +286,25 @@ fn check_probe_rule(ctxt: &Ctxt, args: &Args, effect: &Given<Kind>, kind: Kind) 
     }
 }
 
-/// `dedupe` on `effect = "create"` only.
+/// `dedupe` on `effect = "create"` only; `key_lifetime` with `dedupe` only, and keeping the key a while.
 fn check_dedupe(ctxt: &Ctxt, args: &Args, kind: Kind) {
+    if let Some(lifetime) = &args.key_lifetime {
+        if args.dedupe.is_none() && !args.misspelled.contains(&DEDUPE) {
+            let message = format!(
+                "`{}` says how long the receiver keeps the idempotency key, and only a tool with `dedupe = \"receiver\"` \
+                 relies on the receiver: add `dedupe = \"receiver\"` if it honours the key, or remove it",
+                lifetime.text()
+            );
+            ctxt.error_spanned_by(lifetime.tokens(), message);
+        } else if lifetime.parsed == Some(0) {
+            let message = format!(
+                "`{}` is a receiver that keeps no key, which deduplicates nothing: give its real lifetime \
+                 (Stripe keeps keys for `\"24h\"`), or remove `dedupe = \"receiver\"` and give the tool a probe",
+                lifetime.text()
+            );
+            ctxt.error_spanned_by(lifetime.tokens(), message);
+        }
+    }
     let Some(dedupe) = &args.dedupe else { return };
     if kind != Kind::Create {
         let instead = match kind {

@@ -60,6 +60,11 @@ fn chain(err: &dyn std::error::Error) -> String {
 
 /// Read a response to the end and classify it: `Ok(body)` only for a `2xx` whose body `check` finds
 /// fine. A `2xx` with an error in the body is classified by the body, never `ok` on the status alone.
+///
+/// A response with `Idempotent-Replayed: true` is the receiver's answer to an earlier request with the
+/// same `Idempotency-Key`, replayed: a `2xx` is that request's effect, applied once (`ok`, as any
+/// `2xx`); any other is that request's failure, which every resend with the key gets again until the
+/// receiver forgets the key, so it is `permanent`, its effect as classified, and the message says so.
 pub async fn read(
     kind: EffectKind,
     sent: Result<::reqwest::Response, ::reqwest::Error>,
@@ -72,11 +77,24 @@ pub async fn read(
         .get(::reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let replayed = response
+        .headers()
+        .get("idempotent-replayed")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
     let bytes = response.bytes().await.map_err(|e| error(kind, &e))?;
     let body = if (200..300).contains(&status) { check(&bytes) } else { Body::Fine };
     let reply = HttpReply { status, retry_after: retry_after.as_deref(), body: &body };
     match classify::http(kind, reply) {
         None => Ok(bytes.to_vec()),
+        Some(class) if replayed => {
+            let message = format!(
+                "{}; replayed by the receiver (Idempotent-Replayed): the answer to an earlier request with this \
+                 key, which a resend with it gets again",
+                class.message()
+            );
+            Err(Class::permanent(message).with_effect(class.effect()))
+        }
         Some(class) => Err(class),
     }
 }

@@ -82,8 +82,14 @@ pub struct ToolSpec {
     max_attempts: u32,
     backoff: Backoff,
     dedupe: Dedupe,
+    key_lifetime: Duration,
     shows: &'static [&'static str],
 }
+
+/// How long a receiver that deduplicates is taken to keep a key when the tool does not say: the
+/// shortest lifetime receivers that document one give (30 minutes), so no receiver forgets a key the
+/// engine still relies on.
+const DEFAULT_KEY_LIFETIME: Duration = Duration::from_secs(30 * 60);
 
 impl ToolSpec {
     /// A tool named `name` of kind `effect`: no floor, three attempts at most, default backoff.
@@ -99,6 +105,7 @@ impl ToolSpec {
             max_attempts: 3,
             backoff: Backoff::DEFAULT,
             dedupe: Dedupe::Probe,
+            key_lifetime: DEFAULT_KEY_LIFETIME,
             shows: &[],
         }
     }
@@ -159,6 +166,19 @@ impl ToolSpec {
     /// Who deduplicates a `create`.
     pub const fn dedupe(mut self, dedupe: Dedupe) -> ToolSpec {
         self.dedupe = dedupe;
+        self
+    }
+
+    /// How long the receiver keeps an idempotency key, for a `create` with [`Dedupe::Receiver`]: from
+    /// when it first sees the key, a resend with it is answered as a repeat; after that, it may be taken
+    /// as a new request, a second create. The engine resends on the receiver's word only while every
+    /// request the call may still send reaches the receiver within this of the intent's first attempt;
+    /// past it (or when the first attempt is not known, as for an intent resumed past its first), a
+    /// `create` that may have landed is probed first, or ends `unknown` without a probe. Receivers
+    /// keep keys from 30 minutes to 30 days (Stripe: 24 hours); the default is the shortest, 30
+    /// minutes, so a receiver never forgets a key the engine relies on.
+    pub const fn key_lifetime(mut self, lifetime: Duration) -> ToolSpec {
+        self.key_lifetime = lifetime;
         self
     }
 
@@ -229,6 +249,11 @@ impl ToolSpec {
     /// Who deduplicates a `create`.
     pub const fn get_dedupe(&self) -> Dedupe {
         self.dedupe
+    }
+
+    /// How long the receiver keeps an idempotency key ([`ToolSpec::key_lifetime`]).
+    pub const fn get_key_lifetime(&self) -> Duration {
+        self.key_lifetime
     }
 
     /// The arguments a question to a person shows ([`ToolSpec::shows`]).

@@ -38,8 +38,9 @@ pub const PROBE_RESERVE: Key = Key { name: "probe_reserve", example: "probe_rese
 pub const HORIZON: Key = Key { name: "horizon", example: "horizon = \"30s\"" };
 pub const SERVICE: Key = Key { name: "service", example: "service = \"smtp\"" };
 pub const SHOWS: Key = Key { name: "shows", example: "shows = [cents, order]" };
+pub const KEY_LIFETIME: Key = Key { name: "key_lifetime", example: "key_lifetime = \"24h\"" };
 
-const KEYS: [Key; 16] = [
+const KEYS: [Key; 17] = [
     EFFECT,
     PROBE,
     DEADLINE_FLOOR,
@@ -56,10 +57,13 @@ const KEYS: [Key; 16] = [
     HORIZON,
     SERVICE,
     SHOWS,
+    KEY_LIFETIME,
 ];
 
 /// Names authors reach for that mean one of the keys.
-const ALIASES: [(&str, Key); 8] = [
+const ALIASES: [(&str, Key); 10] = [
+    ("key_ttl", KEY_LIFETIME),
+    ("idempotency_ttl", KEY_LIFETIME),
     ("retries", MAX_ATTEMPTS),
     ("max_retries", MAX_ATTEMPTS),
     ("attempts", MAX_ATTEMPTS),
@@ -205,6 +209,8 @@ pub struct Args {
     pub service: Option<Given<LitStr>>,
     /// The parameters a question to a person shows, by name.
     pub shows: Option<Given<Vec<Ident>>>,
+    /// How long the receiver keeps an idempotency key, in milliseconds.
+    pub key_lifetime: Option<Given<u64>>,
     /// A syntax error stopped the parse; the keys after it were never seen.
     pub broken: bool,
     /// Known keys an unknown key was a near miss of: already reported, so not missing as well.
@@ -269,6 +275,7 @@ struct Settings {
     horizon: Setting<u64>,
     service: Setting<LitStr>,
     shows: Setting<Vec<Ident>>,
+    key_lifetime: Setting<u64>,
 }
 
 impl Settings {
@@ -291,6 +298,7 @@ impl Settings {
             horizon: Setting::new(HORIZON),
             service: Setting::new(SERVICE),
             shows: Setting::new(SHOWS),
+            key_lifetime: Setting::new(KEY_LIFETIME),
         }
     }
 
@@ -302,6 +310,7 @@ impl Settings {
             DEADLINE_FLOOR => self.deadline_floor.set(ctxt, parse_duration(ctxt, key, ident, value)),
             PROBE_RESERVE => self.probe_reserve.set(ctxt, parse_duration(ctxt, key, ident, value)),
             HORIZON => self.horizon.set(ctxt, parse_duration(ctxt, key, ident, value)),
+            KEY_LIFETIME => self.key_lifetime.set(ctxt, parse_duration(ctxt, key, ident, value)),
             MAX_ATTEMPTS => self.max_attempts.set(ctxt, parse_attempts(ctxt, ident, value)),
             BACKOFF => self.backoff.set(ctxt, parse_backoff(ctxt, ident, value)),
             TARGET => self.target.set(ctxt, parse_param(ctxt, key, ident, value)),
@@ -335,6 +344,7 @@ impl Settings {
             horizon: self.horizon.given,
             service: self.service.given,
             shows: self.shows.given,
+            key_lifetime: self.key_lifetime.given,
             broken,
             misspelled,
             tokens,

@@ -30,6 +30,10 @@ pub(super) fn spec(tool: &Tool, private: &TokenStream) -> TokenStream {
     if args.dedupe.as_ref().is_some_and(|dedupe| dedupe.parsed.is_some()) {
         spec.extend(quote!(.dedupe(#private::Dedupe::Receiver)));
     }
+    if let Some(millis) = args.key_lifetime.as_ref().and_then(|lifetime| lifetime.parsed) {
+        let millis = Literal::u64_unsuffixed(millis);
+        spec.extend(quote!(.key_lifetime(#private::Duration::from_millis(#millis))));
+    }
     if let Some(attempts) = args.max_attempts.as_ref().and_then(|attempts| attempts.parsed) {
         let attempts = Literal::u32_unsuffixed(attempts);
         spec.extend(quote!(.max_attempts(#attempts)));

@@ -323,6 +323,7 @@ fn may_start(run: &mut Run<'_>, made: u32) -> Result<(tokio::time::Instant, Dura
         task.budgets().first_attempt_at(spec.get_service(), now);
     }
     run.next_attempt();
+    run.now.key_leaves(now);
     Ok((now, left))
 }
 

@@ -17,6 +17,7 @@ use crate::journal::{Record, Verdict};
 use crate::policy::{Change, Decision, End, Facts, Horizon, PersonFact, Room, Step};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Reason, Report};
+use crate::spec::Dedupe;
 
 /// Carry out the policy after an attempt that ended as `class` (or, with `made == 0`, after an earlier
 /// run that left the intent in doubt): `Continue` with the wait before the next attempt, or `Break`
@@ -27,6 +28,10 @@ pub(crate) async fn decide<W: Work>(
     class: Class,
     made: u32,
 ) -> ControlFlow<Report<W::Value>, Duration> {
+    // A receiver that may have forgotten the key deduplicates nothing: a request of it still held
+    // would be a new create, so the horizon is that of a create only the probe deduplicates.
+    let dedupe = run.pace().dedupe(run.now.key_sent(), run.task().deadline());
+    run.landing.widen(run.spec().dedupe(dedupe).get_horizon());
     let mut facts = facts(run, &class, work.has_probe(), made);
     // A person may settle the intent only in a call that resumed it in doubt, and only a call whose
     // report can answer from one settlement.
@@ -168,7 +173,7 @@ fn facts(run: &Run<'_>, class: &Class, has_probe: bool, made: u32) -> Facts {
     let (task, spec) = (run.task(), run.spec());
     Facts {
         kind: spec.effect(),
-        dedupe: spec.get_dedupe(),
+        dedupe: run.pace().dedupe(run.now.key_sent(), task.deadline()),
         has_probe,
         has_approver: task.approver_ref().is_some(),
         outcome: class.outcome(),
@@ -205,6 +210,15 @@ fn stop_for(
         End::NoProbe if class.effect() == Applied::No => {
             let why = format!("not retried: {name} has no probe to check first");
             Stop::after(class, &why, class.wait(), Reason::NoProbe)
+        }
+        End::NoProbe if run.spec().get_dedupe() == Dedupe::Receiver => {
+            let why = format!(
+                "not resent: the receiver keeps a key for {}, and this intent's first attempt started too long \
+                 ago (or before this process can tell) for a resend to reach it in time, and {name} has no \
+                 probe to resolve it; a resend could be taken as a second create",
+                lifetime(run.spec().get_key_lifetime())
+            );
+            Stop::said(Outcome::Unknown, Applied::Unknown, class, &why, None, Reason::NoProbe)
         }
         End::NoProbe => {
             let why = format!("{name} has no probe to resolve it");
@@ -346,5 +360,14 @@ impl Asked {
         // when its call ended), not the probe's, so a later reader's bounds never drift later.
         let (started, left) = run.now.stamp().unwrap_or((self.started, self.left));
         run.log().end(end_record(left, started, said, Some(mark), message, value)).await;
+    }
+}
+
+/// A key lifetime as people write it: `30m`, `24h`, `90s`.
+fn lifetime(d: Duration) -> String {
+    match d.as_secs() {
+        s if s >= 3600 && s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
+        _ => secs(d),
     }
 }

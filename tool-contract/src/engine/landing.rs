@@ -30,6 +30,12 @@ impl Landing {
         Landing { horizon, deadline, reached: None, observed: None }
     }
 
+    /// The horizon is at least `horizon` from now on (a receiver that forgot the key deduplicates
+    /// nothing, so a request it still holds would be a new effect).
+    pub(crate) fn widen(&mut self, horizon: Duration) {
+        self.horizon = self.horizon.max(horizon);
+    }
+
     /// The attempt's request may reach the service until `at` (the attempt is running, or just ended).
     pub(crate) fn reach(&mut self, at: Instant) {
         self.reached = Some(at);

@@ -41,6 +41,22 @@ pub(crate) struct Attempt {
     /// When the attempt's call ended, as its records say it ([`crate::journal::Record::sent_by`]):
     /// written once, by the call that made it, and carried over as it stands.
     sent_by: Option<String>,
+    /// When the intent's key may first have reached the service, for how long a receiver that
+    /// deduplicates by it still keeps it.
+    key_sent: KeySent,
+}
+
+/// When the intent's key may first have reached the service: its first attempt's start, on this
+/// process's clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum KeySent {
+    /// No attempt of the intent has started.
+    #[default]
+    Never,
+    /// No earlier than this.
+    At(tokio::time::Instant),
+    /// At an instant not known, or before any this process can tell: as long ago as can be.
+    LongAgo,
 }
 
 impl Attempt {
@@ -118,6 +134,18 @@ impl Attempt {
     /// The attempt has started: its records carry `started` and the budget it started with.
     pub(crate) fn started(&mut self, started: SystemTime, left: Duration) {
         self.stamp = Some((started, left));
+    }
+
+    /// An attempt starts at `now`: the intent's key leaves no earlier, if it never left before.
+    pub(crate) fn key_leaves(&mut self, now: tokio::time::Instant) {
+        if self.key_sent == KeySent::Never {
+            self.key_sent = KeySent::At(now);
+        }
+    }
+
+    /// When the intent's key may first have reached the service.
+    pub(crate) fn key_sent(&self) -> KeySent {
+        self.key_sent
     }
 
     /// When the attempt's call ended, as its records carry it.
@@ -280,6 +308,7 @@ impl<'a> Run<'a> {
         let started = crate::journal::parse_rfc3339(&recall.last.started);
         self.now.stamp = started.map(|at| (at, Duration::from_secs(recall.last.budget_left_s)));
         self.now.sent_by.clone_from(&recall.last.sent_by);
+        self.now.key_sent = key_sent_before(recall);
         let wait = super::ResumeWait::of(&recall.last);
         // A wait the service asked for binds every later attempt until it passes: the records this
         // call writes before it (a probe's verdict) carry it on, so the next call waits too.
@@ -355,6 +384,25 @@ fn reached_before(recall: &Recall) -> (Option<tokio::time::Instant>, Option<toki
     let reached =
         crate::rules::reached_by(stamps.ran.map(at), stamps.sent.map(at), stamps.settled.map(at), now);
     (Some(reached), seen)
+}
+
+/// When the intent's key may first have reached the service, from what the log holds: the start of its
+/// first attempt when that is the last one recorded (its stamp rounded down, and early by
+/// [`crate::rules::CLOCK_SKEW`] for a clock that may be another worker's); otherwise the first
+/// attempt's start is not in the record, and is taken as long ago.
+fn key_sent_before(recall: &Recall) -> KeySent {
+    if recall.attempts != 1 || recall.last.attempt != 1 {
+        return KeySent::LongAgo;
+    }
+    let Some(started) = crate::journal::parse_rfc3339(&recall.last.started) else {
+        return KeySent::LongAgo;
+    };
+    let now = tokio::time::Instant::now();
+    let ago = crate::journal::wall_clock().duration_since(started).unwrap_or_default();
+    match ago.checked_add(crate::rules::CLOCK_SKEW).and_then(|ago| now.checked_sub(ago)) {
+        Some(at) => KeySent::At(at),
+        None => KeySent::LongAgo,
+    }
 }
 
 /// Whole seconds, rounded up: a wait is never reported shorter than it is.

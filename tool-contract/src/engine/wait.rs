@@ -4,12 +4,14 @@
 use std::time::Duration;
 
 use super::guard::secs;
+use super::state::KeySent;
 use super::stop::Stop;
 use crate::classify::Class;
 use crate::key::IntentKey;
 use crate::policy::Room;
 use crate::report::{Applied, Outcome, Reason};
-use crate::spec::ToolSpec;
+use crate::spec::{Dedupe, ToolSpec};
+use tokio::time::Instant;
 
 /// The instant a wait ends, as the log writes it: RFC 3339, rounded up to the second.
 pub(crate) fn retry_stamp(wait: Duration) -> String {
@@ -122,6 +124,24 @@ impl<'a> Pace<'a> {
         }
         let why = format!("not retried: {} left cannot hold the next wait and attempt", secs(left));
         Stop::after(class, &why, class.wait(), Reason::BudgetSpent)
+    }
+
+    /// Who deduplicates the next attempt of the intent, whose key may first have reached the service
+    /// at `sent`, in a call that may send until `deadline`: a receiver that deduplicates only while
+    /// it still keeps the key for every request the call may send ([`ToolSpec::key_lifetime`]); past
+    /// that, nobody but the probe.
+    pub(crate) fn dedupe(self, sent: KeySent, deadline: Instant) -> Dedupe {
+        let kept = match sent {
+            KeySent::Never => true,
+            KeySent::At(at) => {
+                at.checked_add(self.spec.get_key_lifetime()).is_some_and(|gone| deadline < gone)
+            }
+            KeySent::LongAgo => false,
+        };
+        match self.spec.get_dedupe() {
+            Dedupe::Receiver if !kept => Dedupe::Probe,
+            dedupe => dedupe,
+        }
     }
 
     /// Whether a wait the service asked of an earlier run fits `left` of the budget with the floor:
