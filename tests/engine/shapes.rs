@@ -102,7 +102,8 @@ async fn an_async_escalation_sink_gets_the_escalation_and_a_hung_one_is_left_beh
     let report =
         engine::run(&task, &spec, key, unresolved, |_| async { Probe::<u64>::Failed("down".into()) }).await;
     assert_eq!(report.outcome, Outcome::Unknown);
-    assert!(report.message.ends_with("; escalated"), "{}", report.message);
+    assert!(report.message.contains("; escalated;"), "{}", report.message);
+    assert!(report.message.ends_with("this same call again checks before it acts"), "{}", report.message);
     let escalation = rx.try_recv().expect("handed over before the call returned");
     assert_eq!((escalation.call.as_str(), escalation.key), ("post_reminder", key));
 

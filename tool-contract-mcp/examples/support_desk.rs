@@ -35,6 +35,9 @@ use serde::{Deserialize, Serialize};
 use tool_contract::{Call, Class, FileJournal, IntentKey, Probe, Toolbox, tool};
 use tool_contract_mcp::McpServer;
 
+#[path = "support/contract_tools.rs"]
+mod contract_tools;
+
 /// A notice posted to a thread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Notice {
@@ -216,7 +219,7 @@ pub fn toolbox(desk: Arc<Desk>) -> Result<Toolbox, tool_contract::toolbox::Dupli
     Ok(toolbox)
 }
 
-const USAGE: &str = "usage: support_desk [--log PATH [--log-wait S] [--approve-in-log]] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund|lost-notice] [--http ADDR [--token T] [--allow-origin O] [--console]]";
+const USAGE: &str = "usage: support_desk [--log PATH [--log-wait S] [--approve-in-log]] [--budget-s N] [--instance-id ID] [--fault lost-refund|busy-refund|lost-notice] [--contract-service URL] [--http ADDR [--token T] [--allow-origin O] [--console]]";
 
 /// What `--help` says after the usage line.
 const HELP: &str = "
@@ -245,6 +248,9 @@ refund (money, probed) and list_refunds (read).
                       attempt needs the approval of the person at the client
   --fault lost-notice lose each notice's first attempt on the way (nothing posted, no answer) and
                       make the notice's probe fail: the notice is left in doubt for an operator
+  --contract-service URL
+                      also serve the contract's fixture tools (contract/tools.json), against the
+                      fake service at URL: what contract/runner.py runs the behaviour cases with
 ";
 
 /// How long a server waits for a `--log` file another process holds, unless `--log-wait` says.
@@ -303,8 +309,17 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
         }
     };
     let desk = Arc::new(desk);
-    let mut builder =
-        McpServer::builder(toolbox(desk).map_err(|e| e.to_string())?).server_info("support_desk", "0.1.0");
+    let mut tools = toolbox(desk).map_err(|e| e.to_string())?;
+    if let Some(at) = args.iter().position(|a| a == "--contract-service") {
+        let url = args.get(at + 1).ok_or_else(|| format!("--contract-service needs a value\n{USAGE}"))?;
+        if !url.starts_with("http://") && !url.starts_with("https://") {
+            return Err(
+                format!("--contract-service {url}: the fake service's http:// or https:// URL").into()
+            );
+        }
+        contract_tools::add(&mut tools, url.clone()).map_err(|e| e.to_string())?;
+    }
+    let mut builder = McpServer::builder(tools).server_info("support_desk", "0.1.0");
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
@@ -348,7 +363,7 @@ fn server(args: &[String]) -> Result<Setup, Asked> {
                 instance = Instance::Given;
                 builder = builder.instance_id(id.clone());
             }
-            "--fault" => {
+            "--fault" | "--contract-service" => {
                 value()?;
             }
             "--http" => http = Some(value()?.clone()),

@@ -61,6 +61,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod cases;
 pub mod fake;
 pub mod http;
 pub mod scenario;

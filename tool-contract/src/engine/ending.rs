@@ -11,6 +11,10 @@ use crate::report::{Applied, Outcome, Reason, Report};
 use crate::task::Escalation;
 use crate::text::push_decimal;
 
+/// The last words of every `unknown` report: what the model must not do, and what is safe.
+pub(crate) const IN_DOUBT: &str = "; the effect may have landed: do not redo it another way (other arguments make \
+     a new act); this same call again checks before it acts";
+
 /// The reports of a call, built from where it stands.
 impl Run<'_> {
     /// The report of a call that ends `outcome`: escalated when it is unknown, and never saying `no`
@@ -26,6 +30,9 @@ impl Run<'_> {
         let mut message = message;
         if outcome == Outcome::Unknown {
             message = self.escalate(message);
+            // What a model reads, whatever its framework makes of the outcome (docs/agent-surface.md,
+            // "Each framework's words").
+            message.push_str(IN_DOUBT);
         }
         let call_effect = self.now.call_effect(applied);
         if call_effect != applied {
