@@ -71,11 +71,16 @@ def log_in(driver, url):
         USED.add(url)
         driver.get(url)
         driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-        return
-    driver.get(url.split("/login")[0] + "/")
-    field = driver.find_element(By.NAME, "token")
-    field.send_keys(TOKENS[url])
-    field.submit()
+    else:
+        driver.get(url.split("/login")[0] + "/")
+        field = driver.find_element(By.NAME, "token")
+        field.send_keys(TOKENS[url])
+        field.submit()
+    # The login is a POST the browser may still be sending: a navigation now would cancel it, and the
+    # one-time address would be spent. Wait for its session cookie.
+    until = time.time() + 10
+    while not driver.get_cookies() and time.time() < until:
+        time.sleep(0.05)
 
 
 def browser():

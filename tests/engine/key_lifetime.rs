@@ -191,3 +191,38 @@ async fn past_the_key_lifetime_a_held_request_is_waited_for_before_a_resend() {
     assert_eq!(sent.load(Ordering::SeqCst), 1, "found after the horizon, never created twice");
     assert!(began.elapsed() >= Duration::from_secs(5), "{:?}", began.elapsed());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_past_the_key_lifetime_is_not_resent_either() {
+    let spec = receiver(MINUTE);
+    let sent = AtomicU32::new(0);
+    for (budget, resends) in [(30, 1), (120, 0)] {
+        sent.store(0, Ordering::SeqCst);
+        let task = task(budget);
+        let report = engine::run_bulk(
+            &task,
+            &spec,
+            task.key(&spec, &"rows", None),
+            vec!["a".to_owned(), "b".to_owned()],
+            |_, rows: Vec<String>| {
+                let n = sent.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    if n == 0 {
+                        Err(Class::unknown("connection reset after the batch was sent"))
+                    } else {
+                        Ok(rows.into_iter().map(Item::ok).collect())
+                    }
+                }
+            },
+            NoProbe,
+        )
+        .await;
+        assert_eq!(sent.load(Ordering::SeqCst), 1 + resends, "budget {budget}: {}", report.message);
+        if resends == 0 {
+            assert_eq!((report.outcome, report.effect_applied), (Outcome::Unknown, Applied::Unknown));
+            assert!(report.message.contains("keeps a key for 1m"), "{}", report.message);
+        } else {
+            assert_eq!(report.outcome, Outcome::Ok, "{}", report.message);
+        }
+    }
+}
