@@ -127,8 +127,13 @@ pub enum Act {
 /// One worker and its current call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Worker {
-    /// The call's serial.
+    /// The call's serial in its process.
     pub call: u8,
+    /// The worker's process: one more at each restart.
+    pub incarnation: u8,
+    /// The call's owner id, as [`Rules::owner`] makes it: its claim, its records and the messages to it
+    /// carry it.
+    pub owner: Who,
     /// When its budget ends.
     pub deadline: u8,
     /// Where it stands.
@@ -159,9 +164,11 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub(crate) fn idle(call: u8) -> Worker {
+    pub(crate) fn idle(owner: Who) -> Worker {
         Worker {
-            call,
+            call: owner.call,
+            incarnation: owner.incarnation,
+            owner,
             deadline: 0,
             act: Act::Idle,
             attempt: 0,
@@ -290,19 +297,26 @@ pub enum Action {
 
 /// A message's channel: the call it is from or to, and its way (0: to the store, 1: to the service,
 /// 2: from the store). Each channel is first in, first out; channels reorder among themselves.
-pub(crate) fn channel(msg: &Msg) -> (u8, u8, u8) {
+pub(crate) fn channel(msg: &Msg) -> (u8, u8, u8, u8) {
     match *msg {
-        Msg::Request { who, .. } => (who.worker, who.call, 1),
+        Msg::Request { who, .. } => (who.worker, who.incarnation, who.call, 1),
         Msg::Claim { who, .. }
         | Msg::Start { who, .. }
         | Msg::End { who, .. }
         | Msg::Ask { who, .. }
-        | Msg::Release { who } => (who.worker, who.call, 0),
+        | Msg::Release { who } => (who.worker, who.incarnation, who.call, 0),
         Msg::Claimed { who, .. } | Msg::Started { who, .. } | Msg::Approved { who, .. } => {
-            (who.worker, who.call, 2)
+            (who.worker, who.incarnation, who.call, 2)
         }
-        Msg::Reply { who, .. } => (who.worker, who.call, 3),
-        Msg::Settle { .. } | Msg::Answer { .. } => (crate::state::PERSON, 0, 0),
+        Msg::Reply { who, .. } => (who.worker, who.incarnation, who.call, 3),
+        Msg::Settle { .. } | Msg::Answer { .. } => (crate::state::PERSON, 0, 0, 0),
+    }
+}
+
+impl Protocol {
+    /// Worker `w`'s first call in its process `incarnation`, idle.
+    pub(crate) fn fresh(&self, w: u8, incarnation: u8) -> Worker {
+        Worker::idle((self.rules.owner)(w, incarnation, 1))
     }
 }
 
@@ -324,7 +338,7 @@ impl State {
     }
 
     pub(crate) fn who(&self, w: u8) -> Who {
-        Who { worker: w, call: self.workers[usize::from(w)].call }
+        self.workers[usize::from(w)].owner
     }
 
     pub(crate) fn fold(&mut self, rec: Rec) {

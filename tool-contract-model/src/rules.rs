@@ -37,6 +37,11 @@ pub struct Rules {
     /// the engine to it). The one rule here that is the model's own, kept as a field so a test can
     /// break it.
     pub verdict_seen: fn(u8, u8) -> u8,
+    /// The owner id of a worker's call, given the worker (its name, kept across restarts), its process
+    /// (one more at each restart) and the call's serial in that process: all three, as
+    /// `journal::Owner::of_worker` writes `{name}.{incarnation}.{serial}`
+    /// (`journal::tests::a_named_worker_restarted_claims_under_owner_ids_of_its_own` holds it).
+    pub owner: fn(u8, u8, u8) -> Who,
 }
 
 impl Rules {
@@ -51,6 +56,7 @@ impl Rules {
             next: policy::next,
             may_start: rules::may_start,
             verdict_seen: |looked, _answered| looked,
+            owner: |worker, incarnation, call| Who { worker, incarnation, call },
         }
     }
 }

@@ -7,12 +7,17 @@ use tool_contract::journal::{ApprovalNote, ApprovalStep, Phase, Recall, Record, 
 use tool_contract::probe::ProbeMark;
 use tool_contract::{Applied, Outcome};
 
-/// One call of one worker (`w1.2`: worker 1's second call), or a person settling (`person.1`).
+/// One call of one worker, as the owner id of its claim (`w1.2`: worker 1's second call; `w1.r1.1`: the
+/// first call of worker 1 restarted once), or a person settling (`person.1`). The engine's owner id
+/// is `{worker name}.{incarnation}.{serial}` (`journal::Owner::of_worker`): the model's worker is its
+/// name, kept across restarts, and [`crate::Rules::owner`] makes the id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Who {
     /// The worker (`PERSON` for a person's settlement).
     pub worker: u8,
-    /// The call's serial, from 1.
+    /// The worker's process: 0 at first, one more at each restart.
+    pub incarnation: u8,
+    /// The call's serial in its process, from 1.
     pub call: u8,
 }
 
@@ -24,7 +29,10 @@ impl fmt::Display for Who {
         if self.worker == PERSON {
             write!(f, "person.{}", self.call)
         } else {
-            write!(f, "w{}.{}", self.worker + 1, self.call)
+            match self.incarnation {
+                0 => write!(f, "w{}.{}", self.worker + 1, self.call),
+                n => write!(f, "w{}.r{n}.{}", self.worker + 1, self.call),
+            }
         }
     }
 }

@@ -186,8 +186,8 @@ impl Protocol {
             }
             Action::Crash(w) => {
                 s.crashes += 1;
-                let call = s.workers[usize::from(w)].call + 1;
-                s.workers[usize::from(w)] = Worker::idle(call);
+                // It restarts under its name, as a new process whose calls count from 1.
+                s.workers[usize::from(w)] = self.fresh(w, s.workers[usize::from(w)].incarnation + 1);
             }
             Action::Timeout(w) => {
                 self.end_attempt(s, w, Outcome::Unknown, Applied::Unknown);
@@ -266,7 +266,7 @@ impl Protocol {
         };
         let w = who.worker;
         let k = s.workers[usize::from(w)];
-        if k.call != who.call || s.now >= k.deadline {
+        if k.owner != who || s.now >= k.deadline {
             return;
         }
         match (msg, k.act) {

@@ -6,7 +6,7 @@ use tool_contract::probe::ProbeMark;
 use tool_contract::rules::{Claiming, Fenced, Holder};
 use tool_contract::{Applied, Outcome};
 
-use crate::model::{Act, Action, Protocol, State, Worker, ghost};
+use crate::model::{Act, Action, Protocol, State, ghost};
 use crate::state::{Got, Msg, PERSON, Question, Rec, Who, code, stamp};
 
 impl Protocol {
@@ -133,7 +133,7 @@ impl Protocol {
         let Some(word) = s.word else { return };
         // Truthful about the attempt they examined, as it stands as their word is recorded.
         let (landed, at) = (s.applied.contains(&examined), s.now);
-        let person = Who { worker: PERSON, call: s.looks };
+        let person = Who { worker: PERSON, incarnation: 0, call: s.looks };
         if !matches!(
             (self.rules.claim)(s.claim.as_ref(), &person, s.now, None),
             Claiming::Take | Claiming::Renew
@@ -230,7 +230,7 @@ impl Model for Protocol {
     fn init_states(&self) -> Vec<State> {
         vec![State {
             now: 0,
-            workers: (0..self.config.workers).map(|_| Worker::idle(1)).collect(),
+            workers: (0..self.config.workers).map(|w| self.fresh(w, 0)).collect(),
             claim: None,
             word: None,
             question: None,
@@ -344,7 +344,7 @@ impl Model for Protocol {
             }
             Action::Deliver(msg) => {
                 s.take(&msg);
-                if crate::model::channel(&msg).2 == 2 {
+                if crate::model::channel(&msg).3 == 2 {
                     self.at_worker(&mut s, msg);
                 } else {
                     self.at_store(&mut s, msg);
@@ -385,8 +385,8 @@ impl Model for Protocol {
             }
             Action::Resolve => {
                 s.resolved = Some(s.now);
-                let call = s.workers[0].call + 1;
-                s.workers[0] = Worker::idle(call);
+                // A restarted process, under the worker's name.
+                s.workers[0] = self.fresh(0, s.workers[0].incarnation + 1);
                 self.worker_step(&mut s, Action::Begin(0));
             }
             other => self.worker_step(&mut s, other),

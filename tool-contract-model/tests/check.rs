@@ -135,3 +135,17 @@ fn a_verdict_judged_when_the_probe_answered_is_caught() {
     broken.verdict_seen = |_looked, answered| answered;
     harms(Config::ci(EffectKind::Send), broken);
 }
+
+/// T5, an owner id without the process's incarnation: a worker restarted under its name claims under
+/// the id its dead call held, and the store takes the claim for a renewal instead of making it wait
+/// for a takeover. No harm is found (docs/protocol.md, the table of harms): the restarted call reads
+/// the dead call's start record, and the landing horizon its stamp bounds makes it wait and probe
+/// before anything is sent. Not in CI: it asserts the harm it does not find.
+#[test]
+#[ignore = "no harm within the bounds searched: run with --release -- --ignored"]
+fn a_restarted_worker_claiming_under_its_predecessors_owner_id() {
+    let mut broken = Rules::real();
+    broken.owner = |worker, _incarnation, call| tool_contract_model::Who { worker, incarnation: 0, call };
+    harms(Config::crash(EffectKind::Send), broken);
+    harms(Config { crashes: 1, ..Config::ci(EffectKind::Send) }, broken);
+}
