@@ -4,7 +4,7 @@
 //! lifetime of the intent's first attempt; otherwise it probes, or ends `unknown` without a probe.
 
 use super::*;
-use tool_contract::journal::{Durability, Journal, Phase, Record};
+use tool_contract::journal::{Durability, Journal};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -76,35 +76,31 @@ async fn an_expired_key_sends_a_create_with_a_probe_to_its_probe_first() {
     assert_eq!((probes.load(Ordering::SeqCst), sent.load(Ordering::SeqCst)), (1, 1), "found, not resent");
 }
 
-/// A log holding attempt 1 of the intent, started `ago`, unfinished (a process killed mid-call).
-async fn killed_mid_call(task: &Task, spec: &ToolSpec, ago: Duration, attempts: u32) -> Arc<MemoryJournal> {
+/// A task whose log holds `attempts` attempts of the intent, all started `ago` and unfinished (a
+/// process killed mid-call), then one call of `spec` on it: the report, and the requests it sent.
+async fn resumed(spec: &ToolSpec, ago: Duration, attempts: u32) -> (tool_contract::Report<u64>, u32) {
     let journal = Arc::new(MemoryJournal::new());
+    let task = task(30).journal(journal.clone());
     let key = task.key(spec, &"cart-1", None);
     let started = tool_contract::unstable::rfc3339(tool_contract::unstable::wall_clock() - ago);
     for attempt in 1..=attempts {
-        let record = Record {
-            phase: Phase::Start,
-            task: "ord-7741".into(),
-            call: "create_order".into(),
-            intent_key: key,
-            attempt,
-            attempt_id: attempt_id(key, attempt),
-            started: started.clone(),
-            budget_left_s: 30,
-            outcome: None,
-            effect_applied: None,
-            probe: None,
-            message: None,
-            retry_at: None,
-            sent_by: None,
-            args: None,
-            value: None,
-            settled: None,
-            approval: None,
-        };
+        let mut record = super::resumed::record(key, "create_order", attempt);
+        record.started = started.clone();
         journal.append(record.as_record_ref(), Durability::Synced).await.unwrap();
     }
-    journal
+    let sent = AtomicU32::new(0);
+    let report = engine::run(
+        &task,
+        spec,
+        key,
+        |_| {
+            sent.fetch_add(1, Ordering::SeqCst);
+            async { Ok::<u64, Class>(17) }
+        },
+        NoProbe,
+    )
+    .await;
+    (report, sent.load(Ordering::SeqCst))
 }
 
 #[tokio::test(start_paused = true)]
@@ -112,23 +108,8 @@ async fn a_restarted_process_resends_only_while_the_receiver_keeps_the_key() {
     // Attempt 1 started 3 minutes ago and its process died. A receiver that keeps keys for 2 minutes
     // has forgotten it; one that keeps them for an hour has not.
     for (lifetime, resent) in [(2 * MINUTE, false), (60 * MINUTE, true)] {
-        let spec = receiver(lifetime);
-        let bare = task(30);
-        let journal = killed_mid_call(&bare, &spec, 3 * MINUTE, 1).await;
-        let task = bare.journal(journal.clone());
-        let sent = AtomicU32::new(0);
-        let report = engine::run(
-            &task,
-            &spec,
-            task.key(&spec, &"cart-1", None),
-            |_| {
-                sent.fetch_add(1, Ordering::SeqCst);
-                async { Ok::<u64, Class>(17) }
-            },
-            NoProbe,
-        )
-        .await;
-        assert_eq!(sent.load(Ordering::SeqCst) == 1, resent, "{lifetime:?}: {}", report.message);
+        let (report, sent) = resumed(&receiver(lifetime), 3 * MINUTE, 1).await;
+        assert_eq!(sent == 1, resent, "{lifetime:?}: {}", report.message);
         if resent {
             assert_eq!(report.outcome, Outcome::Ok, "{}", report.message);
         } else {
@@ -142,54 +123,10 @@ async fn a_restarted_process_resends_only_while_the_receiver_keeps_the_key() {
 async fn an_intent_resumed_past_its_first_attempt_is_not_resent_on_the_receivers_word() {
     // Two attempts in the log, the last started just now: when the first started is not recorded, so
     // it is taken as long ago, whatever the lifetime.
-    let spec = receiver(24 * 60 * MINUTE);
-    let bare = task(30);
-    let journal = killed_mid_call(&bare, &spec, Duration::ZERO, 2).await;
-    let task = bare.journal(journal);
-    let sent = AtomicU32::new(0);
-    let report = engine::run(
-        &task,
-        &spec,
-        task.key(&spec, &"cart-1", None),
-        |_| {
-            sent.fetch_add(1, Ordering::SeqCst);
-            async { Ok::<u64, Class>(17) }
-        },
-        NoProbe,
-    )
-    .await;
-    assert_eq!(sent.load(Ordering::SeqCst), 0, "{}", report.message);
+    let (report, sent) = resumed(&receiver(24 * 60 * MINUTE), Duration::ZERO, 2).await;
+    assert_eq!(sent, 0, "{}", report.message);
     assert_eq!(report.outcome, Outcome::Unknown);
     assert!(report.message.contains("keeps a key for 24h"), "{}", report.message);
-}
-
-#[tokio::test(start_paused = true)]
-async fn past_the_key_lifetime_a_held_request_is_waited_for_before_a_resend() {
-    // The receiver forgot the key: a request it still holds is a new create, so "not landed" counts
-    // only after the horizon of a create only the probe deduplicates (5 s), not at once.
-    let spec = receiver(MINUTE);
-    let task = task(120);
-    let sent = AtomicU32::new(0);
-    let began = Instant::now();
-    // The first request is held 3 s and then applied; its caller gave up at once.
-    let landed = || began.elapsed() >= Duration::from_secs(3) && sent.load(Ordering::SeqCst) >= 1;
-    let report = engine::run(
-        &task,
-        &spec,
-        task.key(&spec, &"cart-1", None),
-        |_| {
-            let n = sent.fetch_add(1, Ordering::SeqCst);
-            async move { if n == 0 { Err(Class::unknown("connection reset")) } else { Ok(17u64) } }
-        },
-        |_| {
-            let found = landed();
-            async move { if found { Probe::Landed(17u64) } else { Probe::NotLanded } }
-        },
-    )
-    .await;
-    assert_eq!((report.outcome, report.value), (Outcome::Ok, Some(17)), "{}", report.message);
-    assert_eq!(sent.load(Ordering::SeqCst), 1, "found after the horizon, never created twice");
-    assert!(began.elapsed() >= Duration::from_secs(5), "{:?}", began.elapsed());
 }
 
 #[tokio::test(start_paused = true)]

@@ -93,7 +93,12 @@ async fn bulk_stops_at_the_floor_and_keeps_the_remaining_items_retryable() {
     assert!(report.message.contains("not retried"), "{}", report.message);
 }
 
-fn record(key: tool_contract::IntentKey, call: &str, attempt: u32) -> tool_contract::journal::Record {
+/// A start record of attempt `attempt` of `key`, stamped long ago, as a process killed mid-call leaves it.
+pub(super) fn record(
+    key: tool_contract::IntentKey,
+    call: &str,
+    attempt: u32,
+) -> tool_contract::journal::Record {
     tool_contract::journal::Record {
         phase: tool_contract::journal::Phase::Start,
         task: "ord-7741".into(),
