@@ -213,9 +213,10 @@ fn stop_for(
         }
         End::NoProbe if run.spec().get_dedupe() == Dedupe::Receiver => {
             let why = format!(
-                "not resent: the receiver keeps a key for {}, and this intent's first attempt started too long \
-                 ago (or before this process can tell) for a resend to reach it in time, and {name} has no \
-                 probe to resolve it; a resend could be taken as a second create",
+                "not resent: the receiver keeps a key for {} from the intent's first attempt, and a resend \
+                 could reach it later (this call may send until its deadline, or the first attempt is older \
+                 than this process can tell); {name} has no probe to resolve it, and a resend could be a \
+                 second create",
                 lifetime(run.spec().get_key_lifetime())
             );
             Stop::said(Outcome::Unknown, Applied::Unknown, class, &why, None, Reason::NoProbe)
