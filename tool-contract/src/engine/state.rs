@@ -5,6 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use super::claim::Claim;
 use super::landing::Landing;
+use super::wait::KeySent;
 
 use crate::call::Call;
 use crate::classify::Class;
@@ -44,19 +45,6 @@ pub(crate) struct Attempt {
     /// When the intent's key may first have reached the service, for how long a receiver that
     /// deduplicates by it still keeps it.
     key_sent: KeySent,
-}
-
-/// When the intent's key may first have reached the service: its first attempt's start, on this
-/// process's clock.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum KeySent {
-    /// No attempt of the intent has started.
-    #[default]
-    Never,
-    /// No earlier than this.
-    At(tokio::time::Instant),
-    /// At an instant not known, or before any this process can tell: as long ago as can be.
-    LongAgo,
 }
 
 impl Attempt {

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use super::guard::secs;
-use super::state::KeySent;
 use super::stop::Stop;
 use crate::classify::Class;
 use crate::key::IntentKey;
@@ -31,6 +30,19 @@ impl ResumeWait {
         let left = crate::journal::parse_rfc3339(until)?.duration_since(crate::journal::wall_clock()).ok()?;
         Some(Box::new(ResumeWait { until: until.to_owned(), left }))
     }
+}
+
+/// When the intent's key may first have reached the service: its first attempt's start, on this
+/// process's clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum KeySent {
+    /// No attempt of the intent has started.
+    #[default]
+    Never,
+    /// No earlier than this.
+    At(tokio::time::Instant),
+    /// At an instant not known, or before any this process can tell: as long ago as can be.
+    LongAgo,
 }
 
 /// The budget's rules for one call: how long an attempt may run, whether one may start, and whether
