@@ -76,7 +76,7 @@ pub enum BeforeSecond {
 }
 
 /// Who deduplicates a `create`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dedupe {
     /// Nobody but the probe and the attempt log.
     Probe,

@@ -3,9 +3,10 @@
 //!
 //! The model is a [`stateright::Model`]: workers calling one intent, the store with its claims and
 //! fence, a service that applies, refuses or holds a request, a truthful probe that can fail, a person
-//! who settles and approves, and a network that delays, drops, reorders and delivers late. Every
-//! decision an actor takes is a call to [`Rules`], by default the crate's own functions
-//! ([`tool_contract::rules`], [`tool_contract::policy`]); only the I/O is modelled.
+//! who settles and approves, and a network that delays, drops, reorders and delivers late. A worker's
+//! call is the engine's own call machine (`tool_contract::unstable::machine::Machine`), fed what the
+//! call finds; the store's decisions are calls to [`Rules`], by default the crate's own functions
+//! ([`tool_contract::rules`]); only the I/O is modelled.
 //!
 //! ```
 //! use tool_contract::effect::EffectKind;
@@ -26,6 +27,6 @@ mod store;
 mod timeline;
 
 pub use model::{Act, Action, Config, Protocol, State, Worker};
-pub use rules::{Known, Rules, policy_facts};
+pub use rules::Rules;
 pub use state::{Msg, Who};
 pub use timeline::{Run, check, check_for, check_until, check_with, timeline};

@@ -1,11 +1,10 @@
 //! The protocol as a stateright model: its actors' steps, each decided by the crate's rules.
 
 use tool_contract::effect::EffectKind;
+use tool_contract::policy::Decision;
 use tool_contract::probe::ProbeMark;
 use tool_contract::rules::Holder;
-use tool_contract::{Applied, Outcome};
-
-use tool_contract::policy::Horizon;
+use tool_contract::unstable::machine::Machine;
 
 use crate::rules::Rules;
 use crate::state::{Msg, Question, Rec, Who, Word};
@@ -140,23 +139,17 @@ pub struct Worker {
     pub act: Act,
     /// The attempt in hand (the intent's highest known).
     pub attempt: u8,
-    /// The latest that attempt's request may have been sent (this call's own sending; for an attempt
-    /// another call started, its start's stamp plus the budget its starter had left).
-    pub reached: u8,
     /// That attempt's start stamp.
     pub stamp: u8,
     /// The budget its starter had left at its start.
     pub left: u8,
-    /// How the last attempt ended.
-    pub outcome: Outcome,
-    /// What is known of the effect.
-    pub effect: Applied,
-    /// A probe's (or a person's) verdict.
-    pub probe: Option<ProbeMark>,
-    /// Whether that "not landed" counts yet.
-    pub landing: Horizon,
-    /// The approver's answer for the next attempt.
-    pub approved: Option<bool>,
+    /// When that attempt's call ended, as its records carry it (`None` until it ended short of `ok`).
+    pub sent_by: Option<u8>,
+    /// The call's decisions: the engine's own machine, fed what the call finds.
+    pub machine: Machine<u8>,
+    /// The decision open after an attempt that did not end `ok` (or at the start of a call that
+    /// resumed an intent in doubt), until it names a retry or a stop.
+    pub decision: Option<Decision>,
     /// Attempts this call made.
     pub made: u8,
     /// The reply of this call's attempt was not heard.
@@ -164,7 +157,7 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub(crate) fn idle(owner: Who) -> Worker {
+    pub(crate) fn idle(owner: Who, machine: Machine<u8>) -> Worker {
         Worker {
             call: owner.call,
             incarnation: owner.incarnation,
@@ -172,14 +165,11 @@ impl Worker {
             deadline: 0,
             act: Act::Idle,
             attempt: 0,
-            reached: 0,
             stamp: 0,
             left: 0,
-            outcome: Outcome::Retryable,
-            effect: Applied::No,
-            probe: None,
-            landing: Horizon::Passed,
-            approved: None,
+            sent_by: None,
+            machine,
+            decision: None,
             made: 0,
             lost_reply: false,
         }
@@ -316,7 +306,7 @@ pub(crate) fn channel(msg: &Msg) -> (u8, u8, u8, u8) {
 impl Protocol {
     /// Worker `w`'s first call in its process `incarnation`, idle.
     pub(crate) fn fresh(&self, w: u8, incarnation: u8) -> Worker {
-        Worker::idle((self.rules.owner)(w, incarnation, 1))
+        Worker::idle((self.rules.owner)(w, incarnation, 1), self.rules.machine(&self.config, 0))
     }
 }
 

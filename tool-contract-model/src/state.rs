@@ -57,6 +57,9 @@ pub struct Rec {
     pub probe: Option<ProbeMark>,
     /// A person's settlement, and when they looked.
     pub settled: Option<(Verdict, u8)>,
+    /// When the attempt's call ended, as the attempt's own end record wrote it (a non-`ok` end), and
+    /// every later record about it repeats ([`Record::sent_by`]).
+    pub sent_by: Option<u8>,
 }
 
 /// The model's clock as the log writes times.
@@ -82,7 +85,7 @@ impl Rec {
             probe: self.probe,
             message: None,
             retry_at: None,
-            sent_by: None,
+            sent_by: self.sent_by.map(stamp),
             args: None,
             value: None,
             settled: self.settled.map(|(verdict, at)| Settlement {
@@ -178,6 +181,7 @@ impl Question {
                 effect: None,
                 probe: None,
                 settled: None,
+                sent_by: None,
             }
             .record()
         }
@@ -206,9 +210,20 @@ pub enum Msg {
     Start { who: Who, attempt: u8, at: u8, left: u8 },
     /// The store took the start (or refused it).
     Started { who: Who, attempt: u8, ok: bool },
-    /// A fenced end record (a probe's verdict when `probe` is set); `finish`: the call's last, which
-    /// gives its claim up with it (`Journal::finish`).
-    End { who: Who, attempt: u8, started: u8, left: u8, outcome: u8, effect: u8, probe: u8, finish: bool },
+    /// A fenced end record (a probe's verdict when `probe` is set), with the attempt's own stamp,
+    /// budget and `sent_by`; `finish`: the call's last, which gives its claim up with it
+    /// (`Journal::finish`).
+    End {
+        who: Who,
+        attempt: u8,
+        started: u8,
+        left: u8,
+        sent_by: Option<u8>,
+        outcome: u8,
+        effect: u8,
+        probe: u8,
+        finish: bool,
+    },
     /// A question for a person before the next attempt.
     Ask { who: Who, attempt: u8, until: u8 },
     /// The store tells the asker its question was answered (`yes`: approved).

@@ -1,14 +1,15 @@
 //! What each actor does on each step: the workers as the engine does, the store as the stores do,
-//! the service, the network and a person. Every decision is a call to [`Rules`].
+//! the service, the network and a person. A worker's decisions are its call machine's (`Machine`),
+//! but for the steps docs/protocol.md lists as the model's own; the store decides by [`Rules`].
 
-use tool_contract::policy::{self, Decision, End, Facts, Start, Step};
+use tool_contract::policy::{Decision, Horizon, Room, Start, Step};
 use tool_contract::probe::ProbeMark;
+use tool_contract::spec::Dedupe;
+use tool_contract::unstable::machine::Machine;
 use tool_contract::{Applied, Outcome};
 
 use crate::model::{Act, Action, Protocol, State, Worker, ghost};
-use tool_contract::policy::Horizon;
-
-use crate::rules::{Known, policy_facts, ticks};
+use crate::rules::ticks;
 use crate::state::{Got, Msg, code};
 
 impl Protocol {
@@ -52,6 +53,11 @@ impl Protocol {
     /// The end record of the attempt in hand, as its starter writes it: its start's stamp and budget,
     /// no probe verdict.
     fn end_attempt(&self, s: &mut State, w: u8, outcome: Outcome, effect: Applied) {
+        // A call that ended short of `ok` says when: its request reached the service by then.
+        if outcome != Outcome::Ok {
+            let now = s.now;
+            self.worker(s, w).sent_by = Some(now);
+        }
         let k = s.workers[usize::from(w)];
         let who = s.who(w);
         s.send(Msg::End {
@@ -59,6 +65,7 @@ impl Protocol {
             attempt: k.attempt,
             started: k.stamp,
             left: k.left,
+            sent_by: k.sent_by,
             outcome: code::outcome(outcome),
             effect: code::effect(effect),
             probe: code::probe(None),
@@ -66,60 +73,31 @@ impl Protocol {
         });
     }
 
-    /// What the call reports when it stops knowing `effect`.
-    fn stop(&self, s: &mut State, w: u8) {
-        let k = s.workers[usize::from(w)];
-        if k.effect == Applied::No {
-            self.report(s, w, k.outcome, Applied::No);
-        } else {
-            self.report(s, w, Outcome::Unknown, Applied::Unknown);
-        }
-    }
-
-    /// Whether a "not landed" about the attempt in hand, seen at `observed`, counts, by the crate's rule
-    /// ([`tool_contract::policy::landing`]): the attempt can no longer land from the tick after its
-    /// request's last possible reach plus the horizon (a request is applied, if ever, while
-    /// `now <= sent + window`); nothing of it is in flight when the service's own answer said it applied
-    /// nothing ([`tool_contract::policy::landing_ends`]).
-    fn horizon(&self, s: &State, w: u8, observed: u8) -> Horizon {
-        let k = &s.workers[usize::from(w)];
-        let ends = tool_contract::policy::landing_ends(Some(k.reached), k.effect, |at| {
-            at.saturating_add(self.config.window + 1)
-        });
-        (self.rules.horizon)(ends, observed, s.now, k.deadline)
-    }
-
-    /// What the policy is told of worker `w`'s call now.
-    fn facts(&self, s: &State, w: u8) -> Facts {
-        let k = s.workers[usize::from(w)];
-        let left = ticks(k.deadline.saturating_sub(s.now));
-        let known = Known {
-            kind: self.config.kind,
-            outcome: k.outcome,
-            effect: k.effect,
-            probe: k.probe,
-            approved: k.approved,
-            made: u32::from(k.made),
-            room: (self.rules.may_start)(left, ticks(self.config.floor)),
-        };
-        policy_facts(&known, k.landing)
-    }
-
-    /// Feed worker `w`'s decision what a step found, with the engine's own [`Decision`], and keep what
-    /// it then knows.
-    fn found(&self, s: &mut State, w: u8, step: impl FnOnce(&mut Decision)) {
-        let mut decision = Decision::new(self.facts(s, w));
-        step(&mut decision);
-        let f = *decision.facts();
+    /// Open the worker's decision after an attempt that ended `ended` (or, with `made == 0`, at the
+    /// start of a call that resumed an intent in doubt), then take its first step.
+    fn open(&self, s: &mut State, w: u8, ended: (Outcome, Applied)) {
+        let now = s.now;
         let k = self.worker(s, w);
-        (k.outcome, k.effect, k.probe, k.landing, k.approved) =
-            (f.outcome, f.effect, f.probe, f.horizon, f.approved);
+        // The model's tool is a `send` or `money`: the probe deduplicates, and the service's retry
+        // budget always has room.
+        k.decision = Some(k.machine.open(ended, u32::from(k.made), Dedupe::Probe, true, now));
+        self.decide(s, w);
     }
 
-    /// Ask the policy for the next step, and take it.
+    /// Ask the worker's machine for the next step of its open decision, and take it.
     fn decide(&self, s: &mut State, w: u8) {
+        let left = ticks(s.workers[usize::from(w)].deadline.saturating_sub(s.now));
+        // The model has no backoff and no Retry-After: the room is the start rule's.
+        let room = if (self.rules.may_start)(left, ticks(self.config.floor)) {
+            Room::Enough
+        } else {
+            Room::TooShort
+        };
+        let k = self.worker(s, w);
+        let Some(mut decision) = k.decision else { return };
+        let step = k.machine.next(&mut decision, room);
+        k.decision = Some(decision);
         let k = s.workers[usize::from(w)];
-        let step = (self.rules.next)(&self.facts(s, w));
         match step {
             Step::WaitHorizon => self.worker(s, w).act = Act::Waiting,
             Step::Probe => self.worker(s, w).act = Act::Probing,
@@ -129,8 +107,20 @@ impl Protocol {
                 self.worker(s, w).act = Act::Asking;
             }
             Step::Retry => self.start_attempt(s, w),
-            Step::Stop(End::Landed) => self.report(s, w, Outcome::Ok, Applied::Yes),
-            _ => self.stop(s, w),
+            // The model's person settles through the store, never as a step of a call (its machine is
+            // set up so): were they asked, they would not answer.
+            Step::AskPerson => {
+                let now = s.now;
+                self.found(s, w, |m, d| {
+                    m.person_said(d, None, now, now);
+                });
+                self.decide(s, w);
+            }
+            Step::Stop(end) => {
+                let facts = decision.facts();
+                let (outcome, effect) = k.machine.ending(end, (facts.outcome, facts.effect));
+                self.report(s, w, outcome, k.machine.call_effect(effect));
+            }
         }
     }
 
@@ -141,15 +131,15 @@ impl Protocol {
         if !(self.rules.may_start)(left, ticks(self.config.floor))
             || usize::from(k.attempt) + 1 >= s.starters.len()
         {
-            self.stop(s, w);
-            return;
+            let effect = k.machine.call_effect(Applied::No);
+            return self.report_holding(s, w, Outcome::Retryable, effect, true);
         }
         let who = s.who(w);
         let next = k.attempt + 1;
         let (now, left) = (s.now, k.deadline.saturating_sub(s.now));
         s.send(Msg::Start { who, attempt: next, at: now, left });
         let k = self.worker(s, w);
-        (k.act, k.stamp, k.left, k.reached) = (Act::Starting, now, left, now.saturating_add(left));
+        (k.act, k.stamp, k.left, k.sent_by) = (Act::Starting, now, left, None);
         k.attempt = next;
         k.made += 1;
     }
@@ -161,27 +151,49 @@ impl Protocol {
                 let deadline = s.now.saturating_add(self.config.budget);
                 let lease = self.config.budget + self.config.window + self.config.margin;
                 let who = s.who(w);
+                let machine = self.rules.machine(&self.config, deadline);
                 let k = self.worker(s, w);
-                k.deadline = deadline;
-                k.act = Act::Claiming;
+                (k.deadline, k.machine, k.act) = (deadline, machine, Act::Claiming);
                 s.send(Msg::Claim { who, deadline, lease });
             }
             Action::GiveUp(w) => {
+                // The budget is spent: what the engine does at its deadline, step by step.
                 let k = s.workers[usize::from(w)];
-                if k.act == Act::Calling {
-                    self.end_attempt(s, w, Outcome::Unknown, Applied::Unknown);
-                    self.report(s, w, Outcome::Unknown, Applied::Unknown);
-                } else if matches!(k.act, Act::Claiming | Act::Starting | Act::Backoff(_)) {
-                    // An attempt never started gives its number back: the call speaks for the one before.
-                    if k.act == Act::Starting {
-                        self.worker(s, w).attempt -= 1;
+                match k.act {
+                    // The attempt's time limit: no reply, its effect unknown.
+                    Act::Calling => {
+                        self.end_attempt(s, w, Outcome::Unknown, Applied::Unknown);
+                        self.ended(s, w, (Outcome::Unknown, Applied::Unknown));
                     }
-                    let effect = if k.effect == Applied::No { Applied::No } else { Applied::Unknown };
-                    // A call backing off holds nothing; one claiming may have been granted its claim.
-                    let holds = !matches!(k.act, Act::Backoff(_));
-                    self.report_holding(s, w, Outcome::Retryable, effect, holds);
-                } else {
-                    self.stop(s, w);
+                    Act::Claiming | Act::Starting | Act::Backoff(_) => {
+                        // An attempt never started gives its number back: the call speaks for the one
+                        // before.
+                        if k.act == Act::Starting {
+                            self.worker(s, w).attempt -= 1;
+                        }
+                        let effect = k.machine.call_effect(Applied::No);
+                        // A call backing off holds nothing; one claiming may have been granted its claim.
+                        let holds = !matches!(k.act, Act::Backoff(_));
+                        self.report_holding(s, w, Outcome::Retryable, effect, holds);
+                    }
+                    // The horizon's wait ends with the budget, and the probe then has none to run in.
+                    Act::Waiting | Act::Probing | Act::Looked { .. } => {
+                        if k.act == Act::Waiting {
+                            self.found(s, w, |m, d| {
+                                m.waited(d);
+                            });
+                        }
+                        self.found(s, w, |m, d| {
+                            m.probed(d, ProbeMark::Failed, Horizon::Passed);
+                        });
+                        self.decide(s, w);
+                    }
+                    // No answer in time is a no.
+                    Act::Asking => {
+                        self.found(s, w, |m, d| m.approved(d, false));
+                        self.decide(s, w);
+                    }
+                    Act::Idle | Act::Done => {}
                 }
             }
             Action::Crash(w) => {
@@ -191,10 +203,8 @@ impl Protocol {
             }
             Action::Timeout(w) => {
                 self.end_attempt(s, w, Outcome::Unknown, Applied::Unknown);
-                let k = self.worker(s, w);
-                (k.outcome, k.effect, k.probe, k.lost_reply) =
-                    (Outcome::Unknown, Applied::Unknown, None, true);
-                self.decide(s, w);
+                self.worker(s, w).lost_reply = true;
+                self.ended(s, w, (Outcome::Unknown, Applied::Unknown));
             }
             Action::Probe(w, verdict) => self.probe(s, w, verdict, s.now),
             Action::ProbeLooks(w) => {
@@ -210,8 +220,8 @@ impl Protocol {
             }
             Action::Wake(w) => {
                 // Waited out: the probe looks again, as the engine's decision says.
-                self.found(s, w, |d| {
-                    d.waited();
+                self.found(s, w, |m, d| {
+                    m.waited(d);
                 });
                 self.decide(s, w);
             }
@@ -226,31 +236,49 @@ impl Protocol {
         }
     }
 
-    /// The probe's verdict, truthful, recorded as the engine records it ([`policy::verdict`]), then fed
-    /// to the engine's [`Decision`] and the policy's next step.
-    /// `looked`: when the probe read the service (its verdict is truthful as of then, and judged by
-    /// then, as the engine judges it).
+    /// Feed worker `w`'s machine what a step found about its open decision.
+    fn found(&self, s: &mut State, w: u8, step: impl FnOnce(&mut Machine<u8>, &mut Decision)) {
+        let k = self.worker(s, w);
+        if let Some(decision) = k.decision.as_mut() {
+            step(&mut k.machine, decision);
+        }
+    }
+
+    /// The attempt in hand ended `ended` (an answer that applied nothing, or no reply): its request
+    /// reached the service by now, and the decision opens.
+    fn ended(&self, s: &mut State, w: u8, ended: (Outcome, Applied)) {
+        let now = s.now;
+        let k = self.worker(s, w);
+        k.machine.reach(now);
+        k.machine.ended(ended.1);
+        self.open(s, w, ended);
+    }
+
+    /// The probe's verdict, truthful as of when it looked (`looked`), recorded as the engine's single
+    /// call records it ([`Machine::verdict`]), then fed to the machine's decision.
     fn probe(&self, s: &mut State, w: u8, verdict: ProbeMark, looked: u8) {
-        let landing = self.horizon(s, w, (self.rules.verdict_seen)(looked, s.now));
         let k = s.workers[usize::from(w)];
-        let (outcome, effect) = policy::verdict(verdict, landing, (k.outcome, k.effect));
+        let Some(decision) = k.decision else { return };
+        let ended = (decision.facts().outcome, decision.facts().effect);
+        let (_, (outcome, effect)) = k.machine.verdict(verdict, ended, looked, s.now);
         let who = s.who(w);
-        // The engine's verdict record carries the attempt's stamp and budget, and `sent_by`, when its
-        // call ended; the model's carries the probe's stamp instead, which a later claim reads as
-        // `sent_by` (the call had ended when its probe looked): one of the model's own decisions
-        // (docs/protocol.md).
+        // A verdict is a record about the attempt: it carries the attempt's own stamp, budget and
+        // `sent_by`, as the engine's does, not the probe's.
         s.send(Msg::End {
             who,
             attempt: k.attempt,
-            started: looked,
-            left: k.deadline.saturating_sub(looked),
+            started: k.stamp,
+            left: k.left,
+            sent_by: k.sent_by,
             outcome: code::outcome(outcome),
             effect: code::effect(effect),
             probe: code::probe(Some(verdict)),
             finish: false,
         });
-        self.found(s, w, |d| {
-            d.probed(verdict, || landing);
+        // The executor judges the verdict as the record does: by when the probe looked.
+        let judged = k.machine.judge(ended.1, looked, s.now);
+        self.found(s, w, |m, d| {
+            m.probed(d, verdict, judged);
         });
         self.decide(s, w);
     }
@@ -279,26 +307,33 @@ impl Protocol {
                 s.send(Msg::Request { who, attempt, sent: s.now });
                 let now = s.now;
                 let k = self.worker(s, w);
-                (k.act, k.reached, k.approved) = (Act::Calling, now, None);
+                k.act = Act::Calling;
+                // From now on its request may reach the service.
+                k.machine.reach(now);
+                // The budget its records pair with the start's stamp, now the start record is written
+                // (the machine's rule: the budget at the start, however long the write took).
+                k.left =
+                    k.machine.recorded_budget(ticks(k.left), ticks(k.deadline.saturating_sub(now))).as_secs()
+                        as u8;
             }
             (Msg::Started { ok: false, .. }, Act::Starting) => {
-                let k = self.worker(s, w);
-                k.attempt -= 1;
-                self.report(s, w, Outcome::Retryable, Applied::No);
+                // Fenced out: another owner holds the intent, and may have sent.
+                self.worker(s, w).attempt -= 1;
+                self.report(s, w, Outcome::Retryable, Applied::Unknown);
             }
             (Msg::Reply { applied: true, attempt, .. }, Act::Calling) if attempt == k.attempt => {
                 self.end_attempt(s, w, Outcome::Ok, Applied::Yes);
                 self.report(s, w, Outcome::Ok, Applied::Yes);
             }
             (Msg::Reply { applied: false, attempt, .. }, Act::Calling) if attempt == k.attempt => {
-                self.end_attempt(s, w, Outcome::Retryable, Applied::No);
-                let k = self.worker(s, w);
-                (k.outcome, k.effect, k.probe, k.landing) =
-                    (Outcome::Retryable, Applied::No, None, Horizon::Passed);
-                self.decide(s, w);
+                // The engine's end record keeps the call's effect, never `no` after an attempt that
+                // may have landed.
+                let effect = k.machine.call_effect(Applied::No);
+                self.end_attempt(s, w, Outcome::Retryable, effect);
+                self.ended(s, w, (Outcome::Retryable, Applied::No));
             }
             (Msg::Approved { attempt, yes, .. }, Act::Asking) if attempt == k.attempt => {
-                self.worker(s, w).approved = Some(yes);
+                self.found(s, w, |m, d| m.approved(d, yes));
                 self.decide(s, w);
             }
             _ => {}
@@ -331,22 +366,24 @@ impl Protocol {
             }
         };
         let recall = word.map(|w| w.recall());
-        let start = (self.rules.start)(recall.as_ref(), self.config.kind);
         let (attempts, last) = match word {
             Some(word) => (word.attempts, Some(word.last)),
             None => (0, None),
         };
         // Until when the attempt's request may have reached the service, by the crate's rule: its start
-        // plus the budget its starter had, a probe's stamp, a settlement's stamp, now.
+        // plus the budget its starter had, a probe's stamp, a settlement's stamp, now. A record that
+        // says the service itself applied nothing leaves nothing in flight. A person's verdict was seen
+        // when they settled.
         let (stamp, left) = last.map_or((0, 0), |l| (l.started, l.left));
         let settled_at = last.and_then(|l| l.settled).map(|(_, at)| at);
-        let probed = last.filter(|l| l.probe.is_some()).map(|l| l.started);
-        let reached =
-            tool_contract::rules::reached_by(Some(stamp.saturating_add(left)), probed, settled_at, s.now);
-        {
-            let k = self.worker(s, w);
-            (k.attempt, k.stamp, k.left, k.reached) = (attempts, stamp, left, reached);
-        }
+        let sent_by = last.and_then(|l| l.sent_by);
+        let nothing = settled_at.is_none() && last.is_some_and(|l| l.effect == Some(Applied::No));
+        let reached = (!nothing).then(|| {
+            tool_contract::rules::reached_by(Some(stamp.saturating_add(left)), sent_by, settled_at, s.now)
+        });
+        let k = self.worker(s, w);
+        (k.attempt, k.stamp, k.left, k.sent_by) = (attempts, stamp, left, sent_by);
+        let start = k.machine.start(recall.as_ref(), reached, settled_at);
         match start {
             Start::Fresh => self.start_attempt(s, w),
             Start::Replay => self.report(s, w, Outcome::Ok, Applied::Yes),
@@ -354,28 +391,13 @@ impl Protocol {
                 s.ghost |= ghost::SETTLEMENT_HONOURED;
                 self.report(s, w, Outcome::Ok, Applied::Yes);
             }
-            Start::Probe => {
-                let k = self.worker(s, w);
-                (k.outcome, k.effect, k.probe, k.act) =
-                    (Outcome::Unknown, Applied::Unknown, None, Act::Probing);
-            }
-            Start::SecondAttempt { .. } => {
-                // A person's verdict was seen when they settled; an end that applied nothing by the
-                // service's own word leaves nothing in flight.
-                let observed = settled_at.unwrap_or(s.now);
+            Start::Probe | Start::SecondAttempt { .. } => {
                 if settled_at.is_some() {
                     s.ghost |= ghost::SETTLEMENT_HONOURED;
                 }
-                let k = s.workers[usize::from(w)];
-                let nothing = settled_at.is_none() && last.is_some_and(|l| l.effect == Some(Applied::No));
-                let ends = (!nothing).then(|| k.reached.saturating_add(self.config.window + 1));
-                let landing = (self.rules.horizon)(ends, observed, s.now, k.deadline);
-                // A "not landed" that does not count yet leaves the effect unknown.
-                let effect = if landing == Horizon::Passed { Applied::No } else { Applied::Unknown };
-                let k = self.worker(s, w);
-                (k.outcome, k.effect, k.probe, k.landing) =
-                    (Outcome::Retryable, effect, Some(ProbeMark::NotLanded), landing);
-                self.decide(s, w);
+                if let Some(doubt) = Machine::<u8>::doubt(start) {
+                    self.open(s, w, doubt);
+                }
             }
         }
     }

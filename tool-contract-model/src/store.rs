@@ -70,6 +70,7 @@ impl Protocol {
                             effect: None,
                             probe: None,
                             settled: None,
+                            sent_by: None,
                         });
                         s.send(Msg::Started { who, attempt, ok: true });
                     }
@@ -79,7 +80,7 @@ impl Protocol {
                     }
                 }
             }
-            Msg::End { who, attempt, started, left, outcome, effect, probe, finish } => {
+            Msg::End { who, attempt, started, left, sent_by, outcome, effect, probe, finish } => {
                 let highest = Self::highest(s);
                 let verdict = code::to_probe(probe);
                 let fenced = (self.rules.fence)(
@@ -110,6 +111,7 @@ impl Protocol {
                             effect: Some(code::to_effect(effect)),
                             probe: verdict,
                             settled: None,
+                            sent_by,
                         });
                     }
                     Err(why) => Self::refused(s, &why),
@@ -176,6 +178,7 @@ impl Protocol {
             effect: Some(effect),
             probe: None,
             settled: Some((verdict, at)),
+            sent_by: word.last.sent_by,
         });
     }
 
@@ -280,7 +283,7 @@ impl Model for Protocol {
                     }
                 }
                 Act::Looked { at, .. } if s.now > at => actions.push(Action::ProbeAnswers(w)),
-                Act::Waiting if s.now > k.reached.saturating_add(c.window) => actions.push(Action::Wake(w)),
+                Act::Waiting if k.machine.wait_left(s.now).is_zero() => actions.push(Action::Wake(w)),
                 Act::Backoff(at) if s.now >= at => actions.push(Action::Reclaim(w)),
                 _ => {}
             }

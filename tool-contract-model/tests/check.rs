@@ -1,15 +1,17 @@
 //! The bounded check CI runs: the model with the crate's own rules passes every property and reaches
 //! every `sometimes`; each of four broken rules (a test-only substitute for one of the crate's
-//! functions) yields a counterexample to the property it breaks, printed as a timeline; a "not landed"
-//! trusted early, and a verdict judged when its probe answered rather than when it looked, also one to
-//! the harm they do (a report of effect `no` about an attempt that applied; docs/protocol.md says which
-//! broken rules do no harm within the bound). A debug build
-//! skips them (`cargo test --workspace`); `.ci/run` runs them optimised.
+//! functions: the store's through `Rules`, the worker's through the engine machine's own `Hooks`)
+//! yields a counterexample to the property it breaks, printed as a timeline; a "not landed" trusted
+//! early, a verdict judged when its probe answered rather than when it looked (T1), and a budget
+//! recorded once a slow start write was done (T2) yield one to the harm they do (a report of effect
+//! `no` about an attempt that applied; docs/protocol.md says which broken rules do no harm within the
+//! bound). A debug build skips them (`cargo test --workspace`); `.ci/run` runs them optimised.
 
 use tool_contract::effect::EffectKind;
 use tool_contract::journal::Phase;
 use tool_contract::policy::Horizon;
 use tool_contract::rules;
+use tool_contract::unstable::machine::Hooks;
 use tool_contract_model::properties::{
     BOUND_ANSWERS, CLAIMS_DIE_WITH_CALLER, NO_FALSE_NO, NO_OK_WITHOUT_EFFECT, NOT_LANDED_AFTER_HORIZON,
     ONE_EFFECT, OWN_RECORDS,
@@ -114,8 +116,8 @@ fn an_answer_not_bound_to_its_attempt_is_caught() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
 fn not_landed_trusted_before_the_horizon_is_caught() {
-    let mut broken = Rules::real();
-    broken.horizon = |_, _, _, _| Horizon::Passed;
+    static TRUSTED_AT_ONCE: Hooks<u8> = Hooks { landing: |_, _, _, _| Horizon::Passed, ..Hooks::real() };
+    let broken = Rules { hooks: &TRUSTED_AT_ONCE, ..Rules::real() };
     caught(EffectKind::Send, broken, NOT_LANDED_AFTER_HORIZON);
     harms(Config::ci(EffectKind::Send), broken);
 }
@@ -131,8 +133,9 @@ fn a_claim_granted_after_its_callers_deadline_is_caught() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
 fn a_verdict_judged_when_the_probe_answered_is_caught() {
-    let mut broken = Rules::real();
-    broken.verdict_seen = |_looked, answered| answered;
+    static JUDGED_WHEN_ANSWERED: Hooks<u8> =
+        Hooks { verdict_seen: |_looked, answered| answered, ..Hooks::real() };
+    let broken = Rules { hooks: &JUDGED_WHEN_ANSWERED, ..Rules::real() };
     harms(Config::ci(EffectKind::Send), broken);
 }
 
@@ -148,4 +151,16 @@ fn a_restarted_worker_claiming_under_its_predecessors_owner_id() {
     broken.owner = |worker, _incarnation, call| tool_contract_model::Who { worker, incarnation: 0, call };
     harms(Config::crash(EffectKind::Send), broken);
     harms(Config { crashes: 1, ..Config::ci(EffectKind::Send) }, broken);
+}
+
+/// T2, an attempt's records pairing its start's stamp with the budget left once its start record was
+/// written rather than at the start: a later call's horizon then ends early by as long as the write
+/// took, and trusts a "not landed" while the attempt's request may still land.
+#[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
+fn a_budget_recorded_after_a_slow_start_write_is_caught() {
+    static AFTER_THE_WRITE: Hooks<u8> =
+        Hooks { recorded_budget: |_at_start, after_write| after_write, ..Hooks::real() };
+    let broken = Rules { hooks: &AFTER_THE_WRITE, ..Rules::real() };
+    harms(Config::ci(EffectKind::Send), broken);
 }

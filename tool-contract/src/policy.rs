@@ -51,7 +51,7 @@ pub use decision::{Change, Decision, verdict};
 pub use start::{Start, start};
 
 /// What is known when the engine decides what to do after an attempt that did not end `ok`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Facts {
     /// The tool's effect kind.
     pub kind: EffectKind,
@@ -85,7 +85,7 @@ pub struct Facts {
 
 /// What is known of the person who can settle an attempt in doubt when its probe cannot tell
 /// ([`crate::person::Approve::settle`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PersonFact {
     /// Nobody can be asked: the call did not resume an intent in doubt, the task has no approver, or
     /// the call's shape is not settled as a whole (a batch).
@@ -162,7 +162,7 @@ pub fn landing_ends<T>(reached: Option<T>, answered: Applied, plus: impl FnOnce(
 }
 
 /// Whether the budget left can hold the next wait and an attempt of at least the tool's floor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Room {
     /// It can.
     Enough,

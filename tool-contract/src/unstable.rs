@@ -9,6 +9,13 @@ pub use crate::records::stamp::{parse_rfc3339, rfc3339, wall_clock};
 /// A quoted text cut to a bound, with its length said.
 pub use crate::text::cut;
 
+/// The call's decisions as one pure state machine, which the engine and the protocol model both drive.
+pub mod machine {
+    #[cfg(feature = "unstable")]
+    pub use crate::engine::machine::Hooks;
+    pub use crate::engine::machine::{Machine, Setup, Time};
+}
+
 /// The `settle` command line, shared by the commands of this workspace (feature `cli`).
 #[cfg(feature = "cli")]
 pub mod settle_command {

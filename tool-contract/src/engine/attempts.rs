@@ -66,7 +66,7 @@ pub(crate) trait Work {
     /// Whether a probe's "not landed", from a probe that looked at `looked`, can be trusted yet: it
     /// looked once the attempt's landing horizon had passed.
     fn horizon(&self, run: &Run<'_>, of: &Class, looked: tokio::time::Instant) -> crate::policy::Horizon {
-        run.landing.judge(of.effect(), looked, tokio::time::Instant::now())
+        run.machine.judge(of.effect(), looked, tokio::time::Instant::now())
     }
 
     /// The report of a call the policy ends with the last attempt's own outcome ([`End::AsIs`]), or
@@ -246,7 +246,7 @@ async fn attempt_loop<W: Work>(
     mut work: W,
     announced: &std::sync::Mutex<Option<Box<crate::task::Escalation>>>,
 ) -> (Report<W::Value>, u32) {
-    let mut run = Run::new(task, spec, key, announced);
+    let mut run = Run::new(task, spec, key, announced, (work.has_probe(), work.asks_person()));
     run.bind(work.arguments());
     // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
     // second waits for the first, then starts from what the first left, with or without a log.
@@ -342,7 +342,7 @@ async fn attempt_once<W: Work>(
     // Every record of the attempt pairs the start's stamp with the budget left at that same instant:
     // together they bound the attempt's last possible send, from which a later call's landing horizon
     // runs. The budget left once a slow start write is done would end it early.
-    let recorded = left;
+    let mut recorded = left;
     run.now.started(started, recorded);
     // What the start record carries is used up in this block: the attempt's future keeps no room for it.
     let left = {
@@ -361,6 +361,10 @@ async fn attempt_once<W: Work>(
             },
         }
     };
+    // The machine's rule (`Machine::recorded_budget`): the budget at the start, whatever the write took.
+    // (One variable for both: the attempt's future keeps room for one.)
+    recorded = run.machine.recorded_budget(recorded, left);
+    run.now.started(started, recorded);
     let limit = run.pace().attempt_limit(left, work.has_probe());
     let call = run.call(limit, left);
     let deadline = call.deadline;

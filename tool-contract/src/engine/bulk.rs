@@ -189,7 +189,7 @@ impl<I, A, P> Parts<I, A, P> {
     /// horizon and probes).
     fn second_attempt(&mut self, run: &mut Run<'_>, why: String) {
         self.last = Some(Class::retryable(why));
-        run.now.known_not_landed();
+        run.machine.known_not_landed();
     }
 
     /// What the policy is told of the items still open: in doubt while any may have landed, else they
@@ -228,7 +228,7 @@ impl<I, A, P> Parts<I, A, P> {
         answer: Result<Vec<Item>, String>,
         looked: tokio::time::Instant,
     ) -> ((ProbeMark, Tally, Option<serde_json::Value>), Result<ProbeMark, String>) {
-        let past = run.landing.judge(of.effect(), looked, tokio::time::Instant::now()) == Horizon::Passed;
+        let past = run.machine.judge(of.effect(), looked, tokio::time::Instant::now()) == Horizon::Passed;
         let (results, to_probe) = (&mut self.results, &self.to_probe);
         let mut unsure = None;
         match answer {
@@ -312,7 +312,7 @@ where
     fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<()>> {
         let recorded =
             recall.last.value.as_ref().and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
-        let start = crate::policy::start(Some(&recall), run.spec().effect());
+        let start = run.start(&recall);
         if recall.settlement().is_some() {
             return self.resume_settled(run, &recall, start, recorded);
         }
@@ -400,7 +400,7 @@ where
 
     fn horizon(&self, run: &Run<'_>, of: &Class, looked: tokio::time::Instant) -> Horizon {
         if self.before_horizon {
-            run.landing.judge(of.effect(), looked, tokio::time::Instant::now())
+            run.machine.judge(of.effect(), looked, tokio::time::Instant::now())
         } else {
             Horizon::Passed
         }

@@ -34,7 +34,7 @@ impl Run<'_> {
             // "Each framework's words").
             message.push_str(IN_DOUBT);
         }
-        let call_effect = self.now.call_effect(applied);
+        let call_effect = self.machine.call_effect(applied);
         if call_effect != applied {
             message.push_str("; an earlier attempt may have landed");
         }

@@ -14,7 +14,7 @@ use super::state::Run;
 use super::stop::Stop;
 use crate::classify::Class;
 use crate::journal::{Record, Verdict};
-use crate::policy::{Change, Decision, End, Facts, Horizon, PersonFact, Room, Step};
+use crate::policy::{Change, Decision, End, Step};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Reason, Report};
 use crate::spec::Dedupe;
@@ -31,18 +31,15 @@ pub(crate) async fn decide<W: Work>(
     // A receiver that may have forgotten the key deduplicates nothing: a request of it still held
     // would be a new create, so the horizon is that of a create only the probe deduplicates.
     let dedupe = run.pace().dedupe(run.now.key_sent(), run.task().deadline());
-    run.landing.widen(run.spec().dedupe(dedupe).get_horizon());
-    let mut facts = facts(run, &class, work.has_probe(), made);
-    // A person may settle the intent only in a call that resumed it in doubt, and only a call whose
-    // report can answer from one settlement.
-    if made == 0 && work.asks_person() && run.task().approver_ref().is_some() {
-        facts.person = PersonFact::CanAsk;
-    }
-    let mut call = Deciding { decision: Decision::new(facts), class, unsure: String::new(), denied: None };
+    run.machine.widen(run.spec().dedupe(dedupe).get_horizon());
+    let retry_budget = run.task().budgets().room(run.spec().get_service()).is_ok();
+    let ended = (class.outcome(), class.effect());
+    let decision = run.machine.open(ended, made, dedupe, retry_budget, tokio::time::Instant::now());
+    let mut call = Deciding { decision, class, unsure: String::new(), denied: None };
     let mut settlement = None;
     loop {
         let (room, wait) = run.pace().room(&call.class, made, run.now.number(), run.task().remaining());
-        match call.decision.next(room) {
+        match run.machine.next(&mut call.decision, room) {
             Step::Probe => call.probe(work, run).await,
             Step::Approve => call.approve(run).await,
             // Boxed: only a call resuming an intent in doubt asks.
@@ -84,8 +81,8 @@ impl Deciding {
         };
         // Where the attempt stood against its horizon when the probe looked: a "not landed" counts
         // only past it, and a person is asked only past it, so that theirs does.
-        if self.decision.probed(mark, || work.horizon(run, &self.class, looked)) == Change::NotLanded {
-            run.now.may_have_landed(false);
+        let horizon = work.horizon(run, &self.class, looked);
+        if run.machine.probed(&mut self.decision, mark, horizon) == Change::NotLanded {
             self.class = resolved_not_landed(std::mem::replace(&mut self.class, Class::retryable("")));
         }
     }
@@ -96,11 +93,11 @@ impl Deciding {
         // Boxed: only a `money` tool asks.
         match Box::pin(super::ask::approve(run, class, || no_approver(run, class))).await {
             Ok(who) => {
-                self.decision.approved(true);
+                run.machine.approved(&mut self.decision, true);
                 run.now.approved(who);
             }
             Err(stop) => {
-                self.decision.approved(false);
+                run.machine.approved(&mut self.decision, false);
                 self.denied = Some(stop);
             }
         }
@@ -110,36 +107,34 @@ impl Deciding {
     /// answers from.
     async fn ask_person<W: Work>(&mut self, work: &W, run: &mut Run<'_>) -> Option<Box<Record>> {
         let asked = super::ask::ask_person(run, &self.class, &self.unsure, |value| work.misfit(value)).await;
-        let (said, settlement) = match asked {
+        let now = tokio::time::Instant::now();
+        let (said, seen, settlement) = match asked {
             // Boxed: the call's future keeps room for a settlement only a few calls read.
-            Ok((Verdict::Landed, record, _)) => (Some(Verdict::Landed), Some(Box::new(record))),
+            Ok((Verdict::Landed, record, seen)) => (Some(Verdict::Landed), seen, Some(Box::new(record))),
             Ok((Verdict::NotLanded, record, seen)) => {
                 // Their word stands for the probe's "not landed": nothing was applied.
                 self.class = Class::retryable(record.message.unwrap_or_default());
-                run.now.known_not_landed();
-                run.landing.seen_at(seen);
-                (Some(Verdict::NotLanded), None)
+                (Some(Verdict::NotLanded), seen, None)
             }
             Err(why) => {
                 self.unsure = why;
-                (None, None)
+                (None, now, None)
             }
         };
-        self.decision.person_said(said, || run.landing.judge_word(tokio::time::Instant::now()));
+        run.machine.person_said(&mut self.decision, said, seen, now);
         settlement
     }
 
     /// Wait until the attempt can no longer land; a "not landed" seen before says nothing of what landed
     /// since.
     async fn wait_horizon(&mut self, run: &mut Run<'_>) {
-        tokio::time::sleep(run.landing.left(tokio::time::Instant::now())).await;
-        if self.decision.waited() == Change::InDoubt {
+        tokio::time::sleep(run.machine.wait_left(tokio::time::Instant::now())).await;
+        if run.machine.waited(&mut self.decision) == Change::InDoubt {
             self.class = Class::unknown(format!(
                 "{}; seen before attempt {} could no longer land",
                 self.class.message(),
                 run.now.id()
             ));
-            run.now.may_have_landed(true);
         }
     }
 
@@ -168,34 +163,9 @@ impl Deciding {
     }
 }
 
-/// What the policy is told after an attempt that ended as `class`, before any probe or approval.
-fn facts(run: &Run<'_>, class: &Class, has_probe: bool, made: u32) -> Facts {
-    let (task, spec) = (run.task(), run.spec());
-    Facts {
-        kind: spec.effect(),
-        dedupe: run.pace().dedupe(run.now.key_sent(), task.deadline()),
-        has_probe,
-        has_approver: task.approver_ref().is_some(),
-        outcome: class.outcome(),
-        effect: class.effect(),
-        // A person's "not landed" is the verdict a probe would give, and counts only if seen once the
-        // attempt could no longer land (`horizon`).
-        probe: run.now.is_known_not_landed().then_some(ProbeMark::NotLanded),
-        approved: None,
-        made,
-        max_attempts: spec.get_max_attempts(),
-        room: Room::Enough,
-        horizon: if run.now.is_known_not_landed() {
-            run.landing.judge_word(tokio::time::Instant::now())
-        } else {
-            Horizon::Passed
-        },
-        retry_budget: task.budgets().room(spec.get_service()).is_ok(),
-        person: PersonFact::Nobody,
-    }
-}
-
-/// The stop the policy's `end` means after an attempt that ended as `class`.
+/// The stop the policy's `end` means after an attempt that ended as `class`: its outcome and effect
+/// are the machine's ([`Machine::ending`](super::machine::Machine::ending)), its words and reason are
+/// said here.
 fn stop_for(
     run: &Run<'_>,
     end: End,
@@ -206,10 +176,12 @@ fn stop_for(
     denied: Option<Stop>,
 ) -> Stop {
     let name = run.spec().name();
+    let (outcome, applied) = run.machine.ending(end, (class.outcome(), class.effect()));
+    let said = |why: &str, wait, reason| Stop::said(outcome, applied, class, why, wait, reason);
     match end {
-        End::NoProbe if class.effect() == Applied::No => {
+        End::NoProbe if applied == Applied::No => {
             let why = format!("not retried: {name} has no probe to check first");
-            Stop::after(class, &why, class.wait(), Reason::NoProbe)
+            said(&why, class.wait(), Reason::NoProbe)
         }
         End::NoProbe if run.spec().get_dedupe() == Dedupe::Receiver => {
             let why = format!(
@@ -219,24 +191,19 @@ fn stop_for(
                  second create",
                 lifetime(run.spec().get_key_lifetime())
             );
-            Stop::said(Outcome::Unknown, Applied::Unknown, class, &why, None, Reason::NoProbe)
+            said(&why, None, Reason::NoProbe)
         }
-        End::NoProbe => {
-            let why = format!("{name} has no probe to resolve it");
-            Stop::said(Outcome::Unknown, Applied::Unknown, class, &why, None, Reason::NoProbe)
+        End::NoProbe => said(&format!("{name} has no probe to resolve it"), None, Reason::NoProbe),
+        End::ProbeFailed if applied == Applied::No => {
+            let why = format!("not retried: the probe before a second attempt failed ({unsure})");
+            said(&why, class.wait(), Reason::ProbeFailed)
         }
-        End::ProbeFailed => match run.now.after_failed_probe(class) {
-            (outcome, Applied::No) => {
-                let why = format!("not retried: the probe before a second attempt failed ({unsure})");
-                Stop::said(outcome, Applied::No, class, &why, class.wait(), Reason::ProbeFailed)
-            }
-            _ => {
-                let why = format!("the probe could not tell ({unsure})");
-                Stop::said(Outcome::Unknown, Applied::Unknown, class, &why, None, Reason::ProbeFailed)
-            }
-        },
-        End::BeforeHorizon => before_horizon(run, class),
-        End::Unresolved => Stop::said(Outcome::Unknown, Applied::Unknown, class, "", None, Reason::InDoubt),
+        End::ProbeFailed => said(&format!("the probe could not tell ({unsure})"), None, Reason::ProbeFailed),
+        End::BeforeHorizon => {
+            let wait = run.machine.wait_left(tokio::time::Instant::now());
+            said(&before_horizon(run, wait), Some(wait), Reason::BeforeHorizon)
+        }
+        End::Unresolved => said("", None, Reason::InDoubt),
         End::NeverRetried => {
             let why = format!(
                 "{} calls are never retried automatically: check the state and call again",
@@ -261,19 +228,17 @@ fn stop_for(
     }
 }
 
-/// The stop of a call whose "not landed" came before its attempt could no longer land, with no budget
-/// to wait the rest out.
-fn before_horizon(run: &Run<'_>, class: &Class) -> Stop {
-    let wait = run.landing.left(tokio::time::Instant::now());
-    let why = format!(
+/// Why a call whose "not landed" came before its attempt could no longer land stops: the budget cannot
+/// hold the `wait` left of the horizon.
+fn before_horizon(run: &Run<'_>, wait: Duration) -> String {
+    format!(
         "not landed so far, but {} requests may stay in flight at the service (its landing horizon is {}): \
          {} more, longer than the {} left",
         run.spec().name(),
         secs(run.spec().get_horizon()),
         secs(wait),
         secs(run.task().remaining())
-    );
-    Stop::said(Outcome::Unknown, Applied::Unknown, class, &why, Some(wait), Reason::BeforeHorizon)
+    )
 }
 
 /// A probe found that an attempt which may have landed did not: it applied nothing, and may be retried.

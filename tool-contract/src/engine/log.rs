@@ -342,7 +342,7 @@ pub(crate) async fn start_attempt(
             }
         }
     };
-    let applied = run.now.call_effect(Applied::No);
+    let applied = run.machine.call_effect(Applied::No);
     let end = EndRecord {
         left,
         started,
@@ -374,7 +374,7 @@ fn unstarted(run: &Run<'_>, err: &crate::journal::JournalError) -> Stop {
         ),
         _ => Stop::new(
             Outcome::Retryable,
-            run.now.call_effect(Applied::No),
+            run.machine.call_effect(Applied::No),
             format!("{err}; the attempt was not started"),
             None,
             Reason::StoreFailed,

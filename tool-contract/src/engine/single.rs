@@ -72,8 +72,9 @@ where
     }
 
     fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<T>> {
+        let start = run.start(&recall);
         let id = run.now.id();
-        let earlier = match crate::policy::start(Some(&recall), run.spec().effect()) {
+        let earlier = match start {
             Start::Fresh => return None,
             Start::Settled => {
                 let mut report = run.report_settled(&recall.last);
@@ -99,7 +100,6 @@ where
                     ),
                 };
                 self.last = Some(Class::retryable(why));
-                run.now.known_not_landed();
                 return None;
             }
             Start::Probe => match recall.last_word() {
@@ -114,7 +114,6 @@ where
             },
         };
         self.last = Some(Class::unknown(earlier));
-        run.now.may_have_landed(true);
         None
     }
 
@@ -209,7 +208,7 @@ where
         }
         // The log keeps the call's effect, not the attempt's: an attempt that applied nothing after one that
         // may have landed leaves the intent unresolved for the next run.
-        let recorded = run.now.call_effect(class.effect());
+        let recorded = run.machine.call_effect(class.effect());
         let end = EndRecord {
             left,
             started,
@@ -221,8 +220,7 @@ where
             last: false,
         };
         *pending = run.log().end_now(end);
-        let maybe = run.now.maybe_landed() || class.effect() != Applied::No;
-        run.now.may_have_landed(maybe);
+        run.machine.ended(class.effect());
         self.last = Some(class);
         None
     }
@@ -243,19 +241,14 @@ fn judge<T: LogValue>(
         Probe::NotLanded => (ProbeMark::NotLanded, String::new(), None),
         Probe::Failed(why) => (ProbeMark::Failed, format!("probe failed: {why}"), None),
     };
-    let horizon = if mark == ProbeMark::NotLanded {
-        run.landing.judge(of.effect(), looked, tokio::time::Instant::now())
-    } else {
-        Horizon::Passed
-    };
-    let ended = (of.outcome(), run.now.call_effect(of.effect()));
-    let (outcome, applied) = crate::policy::verdict(mark, horizon, ended);
+    let now = tokio::time::Instant::now();
+    let (horizon, (outcome, applied)) = run.machine.verdict(mark, (of.outcome(), of.effect()), looked, now);
     let message = match (mark, horizon) {
         (ProbeMark::NotLanded, Horizon::Passed) => "probe: not landed".to_owned(),
         (ProbeMark::NotLanded, _) => {
             format!(
                 "probe: not landed yet; the service may hold it {} more",
-                super::secs(run.landing.left(tokio::time::Instant::now()))
+                super::secs(run.machine.wait_left(tokio::time::Instant::now()))
             )
         }
         _ => message,

@@ -4,15 +4,13 @@
 use std::time::{Duration, SystemTime};
 
 use super::claim::Claim;
-use super::landing::Landing;
+use super::machine::{Machine, Setup};
 use super::wait::KeySent;
 
 use crate::call::Call;
-use crate::classify::Class;
 use crate::journal::Recall;
 use crate::key::IntentKey;
-use crate::policy::Horizon;
-use crate::report::{Applied, Outcome};
+use crate::report::Applied;
 use crate::spec::ToolSpec;
 use crate::task::Task;
 
@@ -24,15 +22,9 @@ pub(crate) type Attempts = Result<Option<u32>, crate::journal::JournalError>;
 pub(crate) struct Attempt {
     number: u32,
     id: String,
-    /// An earlier attempt of this call may have applied its effect and no probe has said otherwise;
-    /// a later attempt that applied nothing does not make the call's effect `no`.
-    maybe_applied: bool,
     /// The earliest instant for the next attempt the service asked for (RFC 3339), written on the end
     /// records of the attempt that was told to wait, so a restarted process waits too.
     retry_at: Option<String>,
-    /// The attempt resumed from is known not to have landed (a person settled it so, or its own end
-    /// said so): that stands for the probe's verdict.
-    known_not_landed: bool,
     /// Who said yes to the next attempt (a `money` call's second or later), until it starts: its start
     /// record names them.
     approved: Option<String>,
@@ -63,37 +55,6 @@ impl Attempt {
         std::mem::take(&mut self.id)
     }
 
-    /// The call's effect given this attempt's: never `no` while an earlier attempt may have landed.
-    pub(crate) fn call_effect(&self, attempt: Applied) -> Applied {
-        if self.maybe_applied && attempt == Applied::No { Applied::Unknown } else { attempt }
-    }
-
-    /// What the call knows after an attempt that ended as `class` and a probe that could not tell:
-    /// the one rule the log's record of the probe and the call's report both follow. A call that
-    /// applied nothing for sure stays as its attempt ended; any other is in doubt.
-    pub(crate) fn after_failed_probe(&self, class: &Class) -> (Outcome, Applied) {
-        let ended = (class.outcome(), self.call_effect(class.effect()));
-        crate::policy::verdict(crate::probe::ProbeMark::Failed, Horizon::Passed, ended)
-    }
-
-    /// Note that the call's effect may have landed (`true`), or that a probe found it did not.
-    pub(crate) fn may_have_landed(&mut self, maybe: bool) {
-        self.maybe_applied = maybe;
-    }
-
-    /// Whether an earlier attempt of the call may have landed.
-    pub(crate) fn maybe_landed(&self) -> bool {
-        self.maybe_applied
-    }
-
-    /// The attempt resumed from is known not to have landed (settled `not_landed` by a person, or its
-    /// own end said effect `no`): nothing may have landed, and that stands for the probe the policy
-    /// asks for before the next attempt.
-    pub(crate) fn known_not_landed(&mut self) {
-        self.maybe_applied = false;
-        self.known_not_landed = true;
-    }
-
     /// `who` said yes to the next attempt: its start record names them.
     pub(crate) fn approved(&mut self, who: String) {
         self.approved = Some(who);
@@ -107,11 +68,6 @@ impl Attempt {
     /// The approval is used: the attempt it was for has started.
     pub(crate) fn approval_used(&mut self) {
         self.approved = None;
-    }
-
-    /// Whether the attempt resumed from is known not to have landed.
-    pub(crate) fn is_known_not_landed(&self) -> bool {
-        self.known_not_landed
     }
 
     /// The attempt's start stamp and budget, once it started (or was resumed): what its records carry.
@@ -207,15 +163,16 @@ impl HeldStart {
 /// attempt stands, its claim, and the read's start record it may hold back. Its methods are split by
 /// job: what goes to the log in `log.rs` ([`Run::log`], a view of the call as its writer), how a report
 /// is built in `ending.rs` ([`Run::report`]); the budget's rules are `wait.rs`'s pure [`Pace`](super::wait::Pace)
-/// ([`Run::pace`]), the landing horizon is [`Landing`]'s.
+/// ([`Run::pace`]), the call's decisions are its [`Machine`]'s.
 pub(crate) struct Run<'a> {
     task: &'a Task,
     spec: &'a ToolSpec,
     key: IntentKey,
     /// Where the attempt stands.
     pub(super) now: Attempt,
-    /// Where the attempt stands against its landing horizon.
-    pub(super) landing: Landing,
+    /// The call's decisions: what it knows of its effect, and where its attempt stands against its
+    /// landing horizon.
+    pub(super) machine: Machine<tokio::time::Instant>,
     /// The side effect's claim on its intent, held for the rest of the call; `None` for a read.
     pub(super) claim: Option<&'a Claim<'a>>,
     /// Where an escalation the report announces waits to be handed to the sink once the call is over.
@@ -227,18 +184,30 @@ pub(crate) struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
+    /// `shape`: whether the call's tool has a probe, and whether its report can answer from one
+    /// person's settlement.
     pub(crate) fn new(
         task: &'a Task,
         spec: &'a ToolSpec,
         key: IntentKey,
         escalation: &'a std::sync::Mutex<Option<Box<crate::task::Escalation>>>,
+        (has_probe, asks_person): (bool, bool),
     ) -> Self {
+        let setup = Setup {
+            kind: spec.effect(),
+            has_probe,
+            has_approver: task.approver_ref().is_some(),
+            asks_person,
+            max_attempts: spec.get_max_attempts(),
+            horizon: spec.get_horizon(),
+            deadline: task.deadline(),
+        };
         Run {
             task,
             spec,
             key,
             now: Attempt::default(),
-            landing: Landing::new(spec.get_horizon(), task.deadline()),
+            machine: Machine::new(setup),
             claim: None,
             escalation,
             held: HeldStart::default(),
@@ -287,12 +256,11 @@ impl<'a> Run<'a> {
     }
 
     /// Continue from what the log knows of the intent: its attempt numbers, the attempt that may have
-    /// reached the service, and a wait the service asked an earlier run for.
+    /// reached the service, and a wait the service asked an earlier run for. What the call does first
+    /// is the machine's [`Machine::start`], through [`Run::start`].
     pub(crate) fn resume(&mut self, recall: &Recall) -> Option<Box<super::ResumeWait>> {
         self.now.number = recall.attempts;
         self.now.id = recall.last.attempt_id.clone();
-        let (reached, seen) = reached_before(recall);
-        self.landing.resume(reached, seen);
         let started = crate::journal::parse_rfc3339(&recall.last.started);
         self.now.stamp = started.map(|at| (at, Duration::from_secs(recall.last.budget_left_s)));
         self.now.sent_by.clone_from(&recall.last.sent_by);
@@ -306,12 +274,19 @@ impl<'a> Run<'a> {
         wait
     }
 
+    /// What the call resumed from `recall` does first ([`Machine::start`]), with that attempt's landing
+    /// horizon from its records.
+    pub(crate) fn start(&mut self, recall: &Recall) -> crate::policy::Start {
+        let (reached, seen) = reached_before(recall);
+        self.machine.start(Some(recall), reached, seen)
+    }
+
     /// The attempt's call is over (answered, failed, timed out): its request reaches the service no
     /// later than now, and its landing horizon runs from here.
     pub(crate) fn attempt_over(&mut self) {
         if self.spec.effect().has_side_effect() {
             let now = tokio::time::Instant::now();
-            self.landing.reach(now);
+            self.machine.reach(now);
             if self.log().keeps_records() {
                 self.now.sent_by = Some(crate::rules::stamp_up(crate::journal::wall_clock_at(now)));
             }
@@ -340,7 +315,7 @@ impl<'a> Run<'a> {
         } else {
             let now = tokio::time::Instant::now();
             if self.spec.effect().has_side_effect() {
-                self.landing.reach(now);
+                self.machine.reach(now);
             }
             now.checked_add(limit).unwrap_or(now)
         };

@@ -48,7 +48,7 @@ use crate::report::{Applied, Outcome};
 /// assert_eq!((decision.facts().outcome, decision.facts().effect), (Outcome::Retryable, Applied::No));
 /// assert_eq!(decision.next(Room::Enough), Step::Retry);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Decision {
     facts: Facts,
 }
@@ -78,6 +78,12 @@ impl Decision {
 
     /// The next step, with `room` for another attempt in the budget left.
     pub fn next(&mut self, room: Room) -> Step {
+        self.next_by(room, next)
+    }
+
+    /// [`Decision::next`] by the rule `next` (the policy's own, unless a test of the protocol swapped
+    /// it for a broken one).
+    pub fn next_by(&mut self, room: Room, next: fn(&Facts) -> Step) -> Step {
         self.facts.room = room;
         next(&self.facts)
     }

@@ -1,0 +1,598 @@
+//! The call's decisions as one pure state machine: what a call knows of its effect, where its attempt
+//! stands against its landing horizon, and what each finding (the start of the call, an attempt's end,
+//! a probe's verdict, an approver's or a person's answer, a waited-out horizon) does to that. No I/O, no
+//! clock: every instant is an argument, on whatever clock drives it ([`Time`]).
+//!
+//! The engine drives a `Machine<tokio::time::Instant>`: its executor carries out the step the machine
+//! names ([`Machine::next`]: probe, ask, wait, retry, stop) and feeds back what it found. The protocol
+//! model (`tool-contract-model`) drives a `Machine<u8>` on its ticks, the same type, so a decision the
+//! machine takes is taken once, here, for both. Not public API: `tool_contract::unstable::machine`.
+
+use std::time::Duration;
+
+use crate::effect::EffectKind;
+use crate::policy::{self, Change, Decision, End, Facts, Horizon, PersonFact, Room, Start, Step};
+use crate::probe::ProbeMark;
+use crate::records::{Recall, Verdict};
+use crate::report::{Applied, Outcome};
+use crate::spec::Dedupe;
+
+/// An instant on the clock that drives a [`Machine`].
+pub trait Time: Ord + Copy + std::fmt::Debug {
+    /// `self` plus `d`; `self` when that does not fit the clock.
+    fn plus(self, d: Duration) -> Self;
+    /// How long from `self` until `later`: zero once it has passed.
+    fn until(self, later: Self) -> Duration;
+}
+
+impl Time for tokio::time::Instant {
+    fn plus(self, d: Duration) -> Self {
+        self.checked_add(d).unwrap_or(self)
+    }
+
+    fn until(self, later: Self) -> Duration {
+        later.saturating_duration_since(self)
+    }
+}
+
+/// The protocol model's clock: ticks of one second from 0.
+impl Time for u8 {
+    fn plus(self, d: Duration) -> Self {
+        self.saturating_add(u8::try_from(d.as_secs()).unwrap_or(u8::MAX))
+    }
+
+    fn until(self, later: Self) -> Duration {
+        Duration::from_secs(u64::from(later.saturating_sub(self)))
+    }
+}
+
+/// What a call is, for its decisions: the tool's kind, what it can ask, and the task's deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Setup<T> {
+    /// The tool's effect kind.
+    pub kind: EffectKind,
+    /// Whether the tool has a probe.
+    pub has_probe: bool,
+    /// Whether the task has an approver (asked before a second attempt of `money`, and the person who
+    /// settles an attempt in doubt).
+    pub has_approver: bool,
+    /// Whether the call's report can answer from one person's settlement (a single call, not a batch).
+    pub asks_person: bool,
+    /// The tool's attempt limit.
+    pub max_attempts: u32,
+    /// The tool's landing horizon.
+    pub horizon: Duration,
+    /// The task's deadline.
+    pub deadline: T,
+}
+
+/// The functions on the machine's path that a test of the protocol may swap for a broken one, to see
+/// the model checker find the harm (feature `unstable`); [`Hooks::real`] is what runs.
+#[cfg(feature = "unstable")]
+#[derive(Debug, Clone, Copy)]
+pub struct Hooks<T: 'static> {
+    /// Whether a "not landed" counts yet ([`policy::landing`]).
+    pub landing: fn(Option<T>, T, T, T) -> Horizon,
+    /// When a probe's verdict is judged as seen, given when the probe looked and when it answered:
+    /// when it looked (T1).
+    pub verdict_seen: fn(T, T) -> T,
+    /// The budget an attempt's records pair with its start's stamp, given the budget left at the
+    /// start and once its start record was written: the first (T2).
+    pub recorded_budget: fn(Duration, Duration) -> Duration,
+    /// The start-of-call decision ([`policy::start`]).
+    pub start: fn(Option<&Recall>, EffectKind) -> Start,
+    /// The next step ([`policy::next`]).
+    pub next: fn(&Facts) -> Step,
+}
+
+#[cfg(feature = "unstable")]
+impl<T: Time + 'static> Hooks<T> {
+    /// The functions the engine runs (a `const fn`, so a test's broken set can be a `static`).
+    pub const fn real() -> Hooks<T> {
+        Hooks {
+            landing: policy::landing,
+            verdict_seen: |looked, _answered| looked,
+            recorded_budget: |at_start, _after_write| at_start,
+            start: policy::start,
+            next: policy::next,
+        }
+    }
+}
+
+/// One call's decisions, fed what happened and asked what comes next.
+///
+/// A call numbers and sends its attempts itself; the machine keeps what those attempts leave to decide
+/// by: whether an earlier attempt may have landed, until when the last one may have reached the
+/// service, and when a "not landed" about it was seen. After an attempt that did not end `ok`, or at
+/// the start of a call that resumed an intent in doubt, [`Machine::open`] opens a [`Decision`], and
+/// [`Machine::next`] names each step until the step is a retry or a stop.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_contract::effect::EffectKind;
+/// use tool_contract::policy::{Room, Step};
+/// use tool_contract::probe::ProbeMark;
+/// use tool_contract::spec::Dedupe;
+/// use tool_contract::unstable::machine::{Machine, Setup};
+/// use tool_contract::{Applied, Outcome};
+///
+/// let setup = Setup {
+///     kind: EffectKind::Send,
+///     has_probe: true,
+///     has_approver: false,
+///     asks_person: false,
+///     max_attempts: 3,
+///     horizon: Duration::from_secs(5),
+///     deadline: 30u8,
+/// };
+/// let mut call = Machine::new(setup);
+/// // The attempt's request may reach the service until second 2, when its reply was lost.
+/// call.reach(2);
+/// let mut decision = call.open((Outcome::Unknown, Applied::Unknown), 1, Dedupe::Probe, true, 2);
+/// assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
+/// // The probe looked at second 3, before the request could no longer land (second 7).
+/// let horizon = call.judge(Applied::Unknown, 3, 4);
+/// call.probed(&mut decision, ProbeMark::NotLanded, horizon);
+/// assert_eq!(call.next(&mut decision, Room::Enough), Step::WaitHorizon);
+/// assert_eq!(call.wait_left(4), Duration::from_secs(3));
+/// call.waited(&mut decision);
+/// assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
+/// call.probed(&mut decision, ProbeMark::NotLanded, call.judge(Applied::Unknown, 7, 7));
+/// assert_eq!(call.next(&mut decision, Room::Enough), Step::Retry);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Machine<T: 'static> {
+    // The setup, laid out flat and narrow: every call's future carries one machine.
+    kind: EffectKind,
+    has_probe: bool,
+    has_approver: bool,
+    asks_person: bool,
+    /// An earlier attempt of this call may have applied its effect and no probe has said otherwise;
+    /// a later attempt that applied nothing does not make the call's effect `no`.
+    maybe_applied: bool,
+    /// The attempt resumed from is known not to have landed (a person settled it so, or its own end
+    /// said so): that stands for the probe's verdict.
+    known_not_landed: bool,
+    /// The attempt limit, up to 65,535.
+    max_attempts: u16,
+    /// The landing horizon in nanoseconds, up to 584 years.
+    horizon_ns: u64,
+    deadline: T,
+    /// Until when the last attempt's request may have reached the service: its landing horizon runs
+    /// from here. `None` when no attempt's request can still land (none was sent, or the service's own
+    /// answer said it applied nothing).
+    reached: Option<T>,
+    /// When a person's "not landed" about the attempt was seen (their settlement's `seen`, or when they
+    /// were asked during this call): it counts only if seen once the attempt could no longer land.
+    observed: Option<T>,
+    #[cfg(feature = "unstable")]
+    hooks: HookRef<T>,
+}
+
+/// The hooks a machine runs with: the same for every state of one check, so no part of its state (equal
+/// and hashed as nothing).
+#[cfg(feature = "unstable")]
+#[derive(Debug, Clone, Copy)]
+struct HookRef<T: 'static>(Option<&'static Hooks<T>>);
+
+#[cfg(feature = "unstable")]
+impl<T> PartialEq for HookRef<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+#[cfg(feature = "unstable")]
+impl<T> Eq for HookRef<T> {}
+
+#[cfg(feature = "unstable")]
+impl<T> std::hash::Hash for HookRef<T> {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+}
+
+impl<T: Time + 'static> Machine<T> {
+    /// A call that has made no attempt yet.
+    pub fn new(setup: Setup<T>) -> Machine<T> {
+        Machine {
+            kind: setup.kind,
+            has_probe: setup.has_probe,
+            has_approver: setup.has_approver,
+            asks_person: setup.asks_person,
+            maybe_applied: false,
+            known_not_landed: false,
+            max_attempts: u16::try_from(setup.max_attempts).unwrap_or(u16::MAX),
+            horizon_ns: u64::try_from(setup.horizon.as_nanos()).unwrap_or(u64::MAX),
+            deadline: setup.deadline,
+            reached: None,
+            observed: None,
+            #[cfg(feature = "unstable")]
+            hooks: HookRef(None),
+        }
+    }
+
+    /// The same call with some of its functions swapped for others (feature `unstable`): what a test
+    /// of the protocol breaks, to see the harm found.
+    #[cfg(feature = "unstable")]
+    pub fn with_hooks(mut self, hooks: &'static Hooks<T>) -> Machine<T> {
+        self.hooks = HookRef(Some(hooks));
+        self
+    }
+
+    /// The tool's landing horizon is at least `horizon` from now on (a receiver that forgot the key
+    /// deduplicates nothing, so a request it still holds would be a new effect).
+    pub fn widen(&mut self, horizon: Duration) {
+        self.horizon_ns = self.horizon_ns.max(u64::try_from(horizon.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    /// The landing horizon.
+    fn horizon(&self) -> Duration {
+        Duration::from_nanos(self.horizon_ns)
+    }
+
+    /// The attempt's request may reach the service until `at` (the attempt is running, or just ended).
+    pub fn reach(&mut self, at: T) {
+        self.reached = Some(at);
+    }
+
+    /// The budget an attempt's records pair with its start's stamp: the budget left when it started
+    /// (`at_start`), not once its start record was written (`after_write`). Together with the stamp it
+    /// bounds the attempt's last possible send; the budget after a slow write would end that early.
+    #[inline]
+    pub fn recorded_budget(&self, at_start: Duration, after_write: Duration) -> Duration {
+        #[cfg(feature = "unstable")]
+        if let Some(hooks) = self.hooks.0 {
+            return (hooks.recorded_budget)(at_start, after_write);
+        }
+        let _ = after_write;
+        at_start
+    }
+
+    /// The start of a call, from what the log holds of its intent ([`policy::start`]): a call that
+    /// resumes an attempt which may have landed keeps that in mind, one whose last attempt applied
+    /// nothing for sure takes that for the probe's "not landed". `reached` and `seen`: until when that
+    /// attempt may have reached the service, and when a person's "not landed" about it was seen, on
+    /// this call's clock ([`crate::rules::reached_by`]).
+    pub fn start(&mut self, recall: Option<&Recall>, reached: Option<T>, seen: Option<T>) -> Start {
+        (self.reached, self.observed) = (reached, seen);
+        let start = self.start_rule()(recall, self.kind);
+        match start {
+            Start::SecondAttempt { .. } => self.known_not_landed(),
+            Start::Probe => self.maybe_applied = true,
+            Start::Fresh | Start::Replay | Start::Settled => {}
+        }
+        start
+    }
+
+    /// The outcome and effect a call that starts as `start` decides from, before any attempt of its
+    /// own: `None` when it has nothing to decide (it attempts at once, or answers from the log).
+    pub fn doubt(start: Start) -> Option<(Outcome, Applied)> {
+        match start {
+            Start::SecondAttempt { .. } => Some((Outcome::Retryable, Applied::No)),
+            Start::Probe => Some((Outcome::Unknown, Applied::Unknown)),
+            Start::Fresh | Start::Replay | Start::Settled => None,
+        }
+    }
+
+    /// The attempt resumed from is known not to have landed: nothing may have landed, and that stands
+    /// for the probe the policy asks for before the next attempt.
+    pub fn known_not_landed(&mut self) {
+        self.maybe_applied = false;
+        self.known_not_landed = true;
+    }
+
+    /// An attempt ended with its own effect `effect`: the call's effect may have landed from now on if
+    /// that one may have (an earlier one's doubt stays).
+    pub fn ended(&mut self, effect: Applied) {
+        self.maybe_applied |= effect != Applied::No;
+    }
+
+    /// Whether an earlier attempt of the call may have landed.
+    pub fn maybe_landed(&self) -> bool {
+        self.maybe_applied
+    }
+
+    /// The call's effect given its last attempt's: never `no` while an earlier attempt may have landed.
+    pub fn call_effect(&self, attempt: Applied) -> Applied {
+        if self.maybe_applied && attempt == Applied::No { Applied::Unknown } else { attempt }
+    }
+
+    /// What the call knows after an attempt that ended `ended` and a probe that could not tell: the
+    /// one rule the log's record of the probe and the call's report both follow. A call that applied
+    /// nothing for sure stays as its attempt ended; any other is in doubt.
+    pub fn after_failed_probe(&self, ended: (Outcome, Applied)) -> (Outcome, Applied) {
+        policy::verdict(ProbeMark::Failed, Horizon::Passed, (ended.0, self.call_effect(ended.1)))
+    }
+
+    /// Open the decision after an attempt that ended `ended` (or, with `made == 0`, at the start of a
+    /// call that resumed an intent in doubt), at `now`: `made` attempts made by this call, `dedupe` who
+    /// deduplicates a `create` for this call, `retry_budget` whether the service's retry budget has
+    /// room. A person may settle the intent only in a call that resumed it in doubt, and only a call
+    /// whose report can answer from one settlement.
+    pub fn open(
+        &self,
+        ended: (Outcome, Applied),
+        made: u32,
+        dedupe: Dedupe,
+        retry_budget: bool,
+        now: T,
+    ) -> Decision {
+        let known = self.known_not_landed;
+        Decision::new(Facts {
+            kind: self.kind,
+            dedupe,
+            has_probe: self.has_probe,
+            has_approver: self.has_approver,
+            outcome: ended.0,
+            effect: ended.1,
+            // A person's "not landed" is the verdict a probe would give, and counts only if seen once
+            // the attempt could no longer land.
+            probe: known.then_some(ProbeMark::NotLanded),
+            approved: None,
+            made,
+            max_attempts: u32::from(self.max_attempts),
+            room: Room::Enough,
+            horizon: if known { self.judge_word(now) } else { Horizon::Passed },
+            retry_budget,
+            person: if made == 0 && self.asks_person && self.has_approver {
+                PersonFact::CanAsk
+            } else {
+                PersonFact::Nobody
+            },
+        })
+    }
+
+    /// The decision's next step, with `room` for another attempt in the budget left.
+    pub fn next(&self, decision: &mut Decision, room: Room) -> Step {
+        decision.next_by(room, self.next_rule())
+    }
+
+    /// The probe's verdict `mark`; `horizon`: where the attempt stood against its landing horizon when
+    /// the probe looked ([`Machine::judge`]). A "not landed" counts only if the probe looked once the
+    /// attempt could no longer land: then nothing of it may have landed.
+    pub fn probed(&mut self, decision: &mut Decision, mark: ProbeMark, horizon: Horizon) -> Change {
+        let change = decision.probed(mark, || horizon);
+        if change == Change::NotLanded {
+            self.maybe_applied = false;
+        }
+        change
+    }
+
+    /// Where the attempt the service answered with `answered` stood against its landing horizon when a
+    /// probe that answered at `now` looked (`looked`): a batch judges each of its items by it.
+    pub fn judge(&self, answered: Applied, looked: T, now: T) -> Horizon {
+        let ends = policy::landing_ends(self.reached, answered, |at| at.plus(self.horizon()));
+        self.landing_rule()(ends, self.verdict_seen(looked, now), now, self.deadline)
+    }
+
+    /// What a probe's verdict `mark` on the attempt that ended `ended` means, as the log records it:
+    /// where the attempt stood against its landing horizon when the probe looked (asked only of a "not
+    /// landed"), and the outcome and effect recorded with the verdict ([`policy::verdict`]).
+    pub fn verdict(
+        &self,
+        mark: ProbeMark,
+        ended: (Outcome, Applied),
+        looked: T,
+        now: T,
+    ) -> (Horizon, (Outcome, Applied)) {
+        let horizon =
+            if mark == ProbeMark::NotLanded { self.judge(ended.1, looked, now) } else { Horizon::Passed };
+        (horizon, policy::verdict(mark, horizon, (ended.0, self.call_effect(ended.1))))
+    }
+
+    /// The approver's answer: `true` for yes; no, or none in time, is `false`.
+    pub fn approved(&self, decision: &mut Decision, yes: bool) {
+        decision.approved(yes);
+    }
+
+    /// What the person asked said (`None`: no answer, or "can't tell"), at `now`; `seen`: when they saw
+    /// the attempt. Their "not landed" stands for the probe's, and counts only if they saw the attempt
+    /// once it could no longer land.
+    pub fn person_said(&mut self, decision: &mut Decision, said: Option<Verdict>, seen: T, now: T) -> Change {
+        if said == Some(Verdict::NotLanded) {
+            self.known_not_landed();
+            self.observed = Some(seen);
+        }
+        decision.person_said(said, || self.judge_word(now))
+    }
+
+    /// The landing horizon was waited out: the probe looks again. A "not landed" seen before it says
+    /// nothing of what landed since.
+    pub fn waited(&mut self, decision: &mut Decision) -> Change {
+        let change = decision.waited();
+        if change == Change::InDoubt {
+            self.maybe_applied = true;
+        }
+        change
+    }
+
+    /// How much longer the service may still apply the last attempt's request, at `now`: the rest of
+    /// its landing horizon (zero once passed, or when nothing of it can be in flight).
+    pub fn wait_left(&self, now: T) -> Duration {
+        self.reached.map_or(Duration::ZERO, |at| now.until(at.plus(self.horizon())))
+    }
+
+    /// The outcome and effect a call the policy stopped at `end` reports, after an attempt that ended
+    /// `ended` (before [`Machine::call_effect`], which the report applies): the probe's or a person's
+    /// finding that it landed is `ok`; every stop that leaves the effect open is `unknown`; an
+    /// approver's no is `permanent` with nothing applied (the same call asks the same question); every
+    /// other stop keeps how the attempt ended.
+    pub fn ending(&self, end: End, ended: (Outcome, Applied)) -> (Outcome, Applied) {
+        let unknown = (Outcome::Unknown, Applied::Unknown);
+        match end {
+            End::Landed | End::Settled => (Outcome::Ok, Applied::Yes),
+            End::NoProbe if ended.1 == Applied::No => ended,
+            End::NoProbe | End::BeforeHorizon | End::Unresolved => unknown,
+            End::ProbeFailed => self.after_failed_probe(ended),
+            End::Denied => (Outcome::Permanent, Applied::No),
+            End::AsIs
+            | End::NeverRetried
+            | End::GaveUp
+            | End::OutOfBudget(_)
+            | End::NoApprover
+            | End::RetryBudgetSpent => ended,
+        }
+    }
+
+    /// Whether a person's "not landed" counts at `now`: only if they saw the attempt once it could no
+    /// longer land, not when their word was written.
+    fn judge_word(&self, now: T) -> Horizon {
+        let ends = self.reached.map(|at| at.plus(self.horizon()));
+        self.landing_rule()(ends, self.observed.unwrap_or(now), now, self.deadline)
+    }
+
+    #[inline]
+    fn verdict_seen(&self, looked: T, answered: T) -> T {
+        #[cfg(feature = "unstable")]
+        if let Some(hooks) = self.hooks.0 {
+            return (hooks.verdict_seen)(looked, answered);
+        }
+        let _ = answered;
+        looked
+    }
+
+    #[inline]
+    fn landing_rule(&self) -> fn(Option<T>, T, T, T) -> Horizon {
+        #[cfg(feature = "unstable")]
+        if let Some(hooks) = self.hooks.0 {
+            return hooks.landing;
+        }
+        policy::landing
+    }
+
+    #[inline]
+    fn start_rule(&self) -> fn(Option<&Recall>, EffectKind) -> Start {
+        #[cfg(feature = "unstable")]
+        if let Some(hooks) = self.hooks.0 {
+            return hooks.start;
+        }
+        policy::start
+    }
+
+    #[inline]
+    fn next_rule(&self) -> fn(&Facts) -> Step {
+        #[cfg(feature = "unstable")]
+        if let Some(hooks) = self.hooks.0 {
+            return hooks.next;
+        }
+        policy::next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The machine on the model's clock (`u8` seconds): no runtime, every instant an argument.
+
+    use super::*;
+
+    fn send(deadline: u8) -> Machine<u8> {
+        Machine::new(Setup {
+            kind: EffectKind::Send,
+            has_probe: true,
+            has_approver: true,
+            asks_person: true,
+            max_attempts: 3,
+            horizon: Duration::from_secs(5),
+            deadline,
+        })
+    }
+
+    #[test]
+    fn a_verdict_counts_from_when_its_probe_looked() {
+        let mut call = send(30);
+        call.reach(2);
+        // The attempt can no longer land from second 7.
+        assert_eq!(call.judge(Applied::Unknown, 6, 9), Horizon::Wait);
+        assert_eq!(call.judge(Applied::Unknown, 7, 7), Horizon::Passed);
+        // The service's own answer that it applied nothing leaves nothing in flight.
+        assert_eq!(call.judge(Applied::No, 3, 3), Horizon::Passed);
+        // Past the deadline, the rest of the horizon cannot be waited out.
+        let mut short = send(6);
+        short.reach(2);
+        assert_eq!(short.judge(Applied::Unknown, 3, 3), Horizon::TooLong);
+        assert_eq!(call.wait_left(4), Duration::from_secs(3));
+        call.widen(Duration::from_secs(8));
+        assert_eq!(call.wait_left(4), Duration::from_secs(6));
+        assert_eq!(call.wait_left(12), Duration::ZERO);
+    }
+
+    #[test]
+    fn an_attempt_that_applied_nothing_after_one_that_may_have_is_still_in_doubt() {
+        let mut call = send(30);
+        call.ended(Applied::No);
+        assert_eq!(call.call_effect(Applied::No), Applied::No);
+        call.ended(Applied::Unknown);
+        call.ended(Applied::No);
+        assert_eq!(call.call_effect(Applied::No), Applied::Unknown);
+        assert_eq!(
+            call.after_failed_probe((Outcome::Retryable, Applied::No)),
+            (Outcome::Unknown, Applied::Unknown)
+        );
+        // A probe's "not landed", past the horizon, clears the doubt.
+        call.reach(2);
+        let mut decision = call.open((Outcome::Unknown, Applied::Unknown), 2, Dedupe::Probe, true, 3);
+        assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
+        assert_eq!(
+            call.probed(&mut decision, ProbeMark::NotLanded, call.judge(Applied::Unknown, 8, 8)),
+            Change::NotLanded
+        );
+        assert!(!call.maybe_landed());
+        assert_eq!(call.next(&mut decision, Room::Enough), Step::Retry);
+    }
+
+    #[test]
+    fn a_persons_early_not_landed_is_waited_out_and_looked_at_again() {
+        let mut call = send(30);
+        call.reach(2);
+        let mut decision = call.open((Outcome::Unknown, Applied::Unknown), 0, Dedupe::Probe, true, 3);
+        assert_eq!(decision.facts().person, PersonFact::CanAsk, "a resumed call may ask a person");
+        assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
+        call.probed(&mut decision, ProbeMark::Failed, call.judge(Applied::Unknown, 8, 8));
+        assert_eq!(call.next(&mut decision, Room::Enough), Step::AskPerson);
+        // They saw the attempt at second 4, before it could no longer land (7).
+        assert_eq!(call.person_said(&mut decision, Some(Verdict::NotLanded), 4, 9), Change::NotLanded);
+        assert_eq!(call.next(&mut decision, Room::Enough), Step::WaitHorizon);
+        assert_eq!(call.waited(&mut decision), Change::InDoubt);
+        assert!(call.maybe_landed());
+        assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
+        // A call that made an attempt of its own asks nobody.
+        let made = call.open((Outcome::Unknown, Applied::Unknown), 1, Dedupe::Probe, true, 3);
+        assert_eq!(made.facts().person, PersonFact::Nobody);
+    }
+
+    #[test]
+    fn every_stop_reports_the_outcome_and_effect_of_its_row() {
+        let call = send(30);
+        let refused = (Outcome::Retryable, Applied::No);
+        let lost = (Outcome::Unknown, Applied::Unknown);
+        let ok = (Outcome::Ok, Applied::Yes);
+        let table = [
+            (End::Landed, lost, ok),
+            (End::Settled, lost, ok),
+            (End::AsIs, (Outcome::Permanent, Applied::No), (Outcome::Permanent, Applied::No)),
+            (End::NoProbe, refused, refused),
+            (End::NoProbe, (Outcome::Retryable, Applied::Unknown), lost),
+            (End::ProbeFailed, refused, refused),
+            (End::ProbeFailed, lost, lost),
+            (End::BeforeHorizon, refused, lost),
+            (End::Unresolved, lost, lost),
+            (End::NeverRetried, lost, lost),
+            (End::GaveUp, refused, refused),
+            (End::OutOfBudget(Room::TooShort), refused, refused),
+            (End::NoApprover, refused, refused),
+            (End::RetryBudgetSpent, refused, refused),
+            (End::Denied, refused, (Outcome::Permanent, Applied::No)),
+        ];
+        for (end, ended, reported) in table {
+            assert_eq!(call.ending(end, ended), reported, "{end:?} after {ended:?}");
+        }
+    }
+
+    #[test]
+    fn the_budget_recorded_is_the_one_at_the_start() {
+        let call = send(30);
+        assert_eq!(
+            call.recorded_budget(Duration::from_secs(9), Duration::from_secs(4)),
+            Duration::from_secs(9)
+        );
+    }
+}
