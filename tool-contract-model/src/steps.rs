@@ -294,12 +294,17 @@ impl Protocol {
         };
         let w = who.worker;
         let k = s.workers[usize::from(w)];
-        if k.owner != who || s.now >= k.deadline {
+        // A call past its deadline listens to nothing but its start's answer, whose request's last
+        // check is the machine's (`Machine::may_leave`).
+        let sends = matches!((msg, k.act), (Msg::Started { ok: true, .. }, Act::Starting));
+        if k.owner != who || (s.now >= k.deadline && !sends) {
             return;
         }
         match (msg, k.act) {
             (Msg::Claimed { got, .. }, Act::Claiming) => self.claimed(s, w, got),
-            (Msg::Started { ok: true, attempt, .. }, Act::Starting) if attempt == k.attempt => {
+            (Msg::Started { ok: true, attempt, .. }, Act::Starting)
+                if attempt == k.attempt && k.machine.may_leave(s.now, k.deadline) =>
+            {
                 self.acted_on_not_landed(s, attempt);
                 if s.starters.get(usize::from(attempt)).copied().flatten() != Some(who) {
                     s.ghost |= ghost::TWO_ATTEMPTS;

@@ -164,3 +164,15 @@ fn a_budget_recorded_after_a_slow_start_write_is_caught() {
     let broken = Rules { hooks: &AFTER_THE_WRITE, ..Rules::real() };
     harms(Config::ci(EffectKind::Send), broken);
 }
+
+/// T4, a request let out with no last check of the deadline: a worker whose start record was answered
+/// past its deadline sends anyway, when its claim's lease may have run out and another worker taken the
+/// intent over. The clock runs to 5: the lease outlasts the deadline by the horizon, so the send has
+/// to come a tick later than CI's clock of 4 reaches.
+#[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
+fn a_request_let_out_past_its_deadline_is_caught() {
+    static NO_LAST_CHECK: Hooks<u8> = Hooks { may_leave: |_now, _not_after| true, ..Hooks::real() };
+    let broken = Rules { hooks: &NO_LAST_CHECK, ..Rules::real() };
+    harms(Config { max_time: 5, ..Config::ci(EffectKind::Send) }, broken);
+}

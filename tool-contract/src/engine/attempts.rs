@@ -369,7 +369,7 @@ async fn attempt_once<W: Work>(
     let call = run.call(limit, left);
     let deadline = call.deadline;
     let span = observe::attempt_span(run.now.number(), run.now.id());
-    let strict = spec.effect().has_side_effect();
+    let strict = spec.effect().has_side_effect().then_some(&run.machine);
     let attempt = within(deadline, guarded(|| work.attempt(call)), strict, || run.log().flush_held_start());
     let answer = classified(spec, limit, observe::within_span(&span, attempt).await);
     run.attempt_over();

@@ -17,17 +17,20 @@ pub(crate) fn secs(d: Duration) -> String {
 /// deadline passed first; the future is then dropped, as with `timeout_at`. `on_wait` runs once, when
 /// the future first has to wait.
 ///
-/// With `strict` (a side effect, whose request may leave on any poll), the future is not polled at all
-/// once the deadline has passed: a worker that stood still (a stopped process, a frozen machine) and
-/// finds its connection ready when it runs again would otherwise send after its deadline, when another
-/// worker may have taken the intent over. The deadline is the last instant a request may leave; the
-/// claim's lease outlasts it by the landing horizon and a margin, so this is the lease's check too. What
-/// no library closes is a stop between this check and the wire, inside one poll: a receiver that honours
-/// the intent key closes it.
+/// With `strict`, the call's machine (a side effect, whose request may leave on any poll), the future is
+/// not polled at all once the machine says no request may leave ([`Machine::may_leave`]: at or past the
+/// deadline): a worker that stood still (a stopped process, a frozen machine) and finds its connection
+/// ready when it runs again would otherwise send after its deadline, when another worker may have taken
+/// the intent over. The deadline is the last instant a request may leave; the claim's lease outlasts it
+/// by the landing horizon and a margin, so this is the lease's check too. What no library closes is a
+/// stop between this check and the wire, inside one poll: a receiver that honours the intent key closes
+/// it.
+///
+/// [`Machine::may_leave`]: super::machine::Machine::may_leave
 pub(crate) async fn within<F: Future>(
     deadline: tokio::time::Instant,
     fut: F,
-    strict: bool,
+    strict: Option<&super::machine::Machine<tokio::time::Instant>>,
     on_wait: impl FnOnce(),
 ) -> Result<F::Output, ()> {
     let mut fut = std::pin::pin!(fut);
@@ -35,7 +38,9 @@ pub(crate) async fn within<F: Future>(
     let mut timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     let mut on_wait = Some(on_wait);
     std::future::poll_fn(move |cx| {
-        if strict && tokio::time::Instant::now() >= deadline {
+        if let Some(machine) = strict
+            && !machine.may_leave(tokio::time::Instant::now(), deadline)
+        {
             return Poll::Ready(Err(()));
         }
         if let Poll::Ready(value) = fut.as_mut().poll(cx) {

@@ -79,6 +79,8 @@ pub struct Hooks<T: 'static> {
     /// The budget an attempt's records pair with its start's stamp, given the budget left at the
     /// start and once its start record was written: the first (T2).
     pub recorded_budget: fn(Duration, Duration) -> Duration,
+    /// Whether a request may leave at an instant, given the last instant it may: only before it (T4).
+    pub may_leave: fn(T, T) -> bool,
     /// The start-of-call decision ([`policy::start`]).
     pub start: fn(Option<&Recall>, EffectKind) -> Start,
     /// The next step ([`policy::next`]).
@@ -93,6 +95,7 @@ impl<T: Time + 'static> Hooks<T> {
             landing: policy::landing,
             verdict_seen: |looked, _answered| looked,
             recorded_budget: |at_start, _after_write| at_start,
+            may_leave: |now, not_after| now < not_after,
             start: policy::start,
             next: policy::next,
         }
@@ -245,6 +248,20 @@ impl<T: Time + 'static> Machine<T> {
         }
         let _ = after_write;
         at_start
+    }
+
+    /// Whether the attempt's request may leave at `now`, the last check before it does: only before
+    /// `not_after` (the attempt's own deadline) and before the task's. A worker that stood still past
+    /// them (a stopped process, a frozen machine) may find another worker holding the intent once its
+    /// claim's lease, which outlasts the task's deadline, has run out.
+    #[inline]
+    pub fn may_leave(&self, now: T, not_after: T) -> bool {
+        let not_after = not_after.min(self.deadline);
+        #[cfg(feature = "unstable")]
+        if let Some(hooks) = self.hooks.0 {
+            return (hooks.may_leave)(now, not_after);
+        }
+        now < not_after
     }
 
     /// The start of a call, from what the log holds of its intent ([`policy::start`]): a call that
@@ -585,6 +602,16 @@ mod tests {
         for (end, ended, reported) in table {
             assert_eq!(call.ending(end, ended), reported, "{end:?} after {ended:?}");
         }
+    }
+
+    #[test]
+    fn no_request_leaves_at_or_past_its_deadline_or_the_tasks() {
+        let call = send(30);
+        assert!(call.may_leave(9, 10));
+        assert!(!call.may_leave(10, 10));
+        // An attempt's own deadline past the task's is cut to the task's.
+        assert!(!call.may_leave(30, 40));
+        assert!(call.may_leave(29, 40));
     }
 
     #[test]
