@@ -125,41 +125,52 @@ pub(crate) trait Work {
 }
 
 /// Run a call of any shape to its report: the one attempt loop, seen by the operator as one span.
-pub(crate) async fn drive<W: Work>(
+///
+/// A function returning a block rather than an `async fn`: an `async fn` keeps each argument twice (as
+/// given, and as the local it is moved into), and `work` holds the tool's closures; the block keeps it
+/// once, and the loop borrows it.
+#[allow(clippy::manual_async_fn, reason = "an async fn would keep `work` twice")]
+pub(crate) fn drive<W: Work>(
     task: &Task,
     spec: &ToolSpec,
     key: IntentKey,
-    work: W,
-) -> Report<W::Value> {
-    let observer = CallObserver::new(spec, &key, task.call_id());
-    let announced = std::sync::Mutex::new(None);
-    let (mut report, made) = observer.within(attempt_loop(task, spec, key, work, &announced)).await;
-    if let Some(escalation) = self::announced(announced) {
-        // Boxed, as every rarely taken path with a large future: the call's future stays small.
-        Box::pin(hand_over(task, *escalation, &mut report)).await;
+    mut work: W,
+) -> impl Future<Output = Report<W::Value>> {
+    async move {
+        let observer = CallObserver::new(spec, &key, task.call_id());
+        let announced = std::sync::Mutex::new(None);
+        let attempts = attempt_loop(task, spec, key, &mut work, &announced);
+        let (mut report, made) = observer.within(attempts).await;
+        if let Some(escalation) = self::announced(announced) {
+            // Boxed, as every rarely taken path with a large future: the call's future stays small.
+            Box::pin(hand_over(task, *escalation, &mut report)).await;
+        }
+        observed(spec, &observer, &report, made);
+        report
     }
-    observed(spec, &observer, &report, made);
-    report
 }
 
 /// [`drive`] with the attempt loop in an allocation of its own: for a future that is boxed anyway (a
 /// call by name), two allocations under a kilobyte each are served from the allocator's per-thread
 /// cache, where one of over a kilobyte is not.
-pub(crate) async fn drive_in_parts<W: Work>(
+#[allow(clippy::manual_async_fn, reason = "an async fn would keep `work` twice")]
+pub(crate) fn drive_in_parts<W: Work>(
     task: &Task,
     spec: &ToolSpec,
     key: IntentKey,
-    work: W,
-) -> Report<W::Value> {
-    let observer = CallObserver::new(spec, &key, task.call_id());
-    let announced = std::sync::Mutex::new(None);
-    let attempts = Box::pin(attempt_loop(task, spec, key, work, &announced));
-    let (mut report, made) = observer.within(attempts).await;
-    if let Some(escalation) = self::announced(announced) {
-        Box::pin(hand_over(task, *escalation, &mut report)).await;
+    mut work: W,
+) -> impl Future<Output = Report<W::Value>> {
+    async move {
+        let observer = CallObserver::new(spec, &key, task.call_id());
+        let announced = std::sync::Mutex::new(None);
+        let attempts = Box::pin(attempt_loop(task, spec, key, &mut work, &announced));
+        let (mut report, made) = observer.within(attempts).await;
+        if let Some(escalation) = self::announced(announced) {
+            Box::pin(hand_over(task, *escalation, &mut report)).await;
+        }
+        observed(spec, &observer, &report, made);
+        report
     }
-    observed(spec, &observer, &report, made);
-    report
 }
 
 /// The escalation a call's report announced, if any, to hand over once the call is over.
@@ -243,7 +254,7 @@ async fn attempt_loop<W: Work>(
     task: &Task,
     spec: &ToolSpec,
     key: IntentKey,
-    mut work: W,
+    work: &mut W,
     announced: &std::sync::Mutex<Option<Box<crate::task::Escalation>>>,
 ) -> (Report<W::Value>, u32) {
     let mut run = Run::new(task, spec, key, announced, (work.has_probe(), work.asks_person()));
@@ -263,9 +274,9 @@ async fn attempt_loop<W: Work>(
             };
             claim = Some(taken);
             run.claim = claim.as_ref();
-            resume_from(&mut run, &mut work, recall)
+            resume_from(&mut run, work, recall)
         } else {
-            number_read(&mut run, &mut work).await
+            number_read(&mut run, work).await
         };
         match begun {
             Ok(wait) => wait,
@@ -294,7 +305,7 @@ async fn attempt_loop<W: Work>(
             Err(stop) => return (work.stopped(&run, stop), made),
         };
         made += 1;
-        if let Some(report) = attempt_once(&mut run, &mut work, now, left).await {
+        if let Some(report) = attempt_once(&mut run, work, now, left).await {
             return (report, made);
         }
     }

@@ -367,7 +367,8 @@ where
             return ControlFlow::Continue(Duration::ZERO);
         }
         let class = self.open_class();
-        let next = execute::decide(self, run, class, made).await;
+        // Boxed, as a single call's decision is.
+        let next = Box::pin(execute::decide(self, run, class, made)).await;
         if next.is_continue() {
             // The policy retries what is still open: what applied nothing, and what may have landed
             // only where a retry is safe (a `create` the receiver deduplicates by the key).

@@ -2,8 +2,11 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
+
+use super::machine::Machine;
 
 /// A duration in seconds to a tenth, rounded down: "0.9s left" for 999 ms, never "1.0s left" beside a
 /// floor of 1.0s it fails to reach.
@@ -26,27 +29,48 @@ pub(crate) fn secs(d: Duration) -> String {
 /// stop between this check and the wire, inside one poll: a receiver that honours the intent key closes
 /// it.
 ///
+/// A future of its own rather than an `async fn`: an `async fn` keeps its argument and the pinned copy
+/// it polls side by side, and `fut` is the tool's whole attempt.
+///
 /// [`Machine::may_leave`]: super::machine::Machine::may_leave
-pub(crate) async fn within<F: Future>(
+pub(crate) fn within<'m, F: Future, W: FnOnce()>(
     deadline: tokio::time::Instant,
     fut: F,
-    strict: Option<&super::machine::Machine<tokio::time::Instant>>,
-    on_wait: impl FnOnce(),
-) -> Result<F::Output, ()> {
-    let mut fut = std::pin::pin!(fut);
-    // Boxed once set: a call done at its first poll does not carry room for a timer.
-    let mut timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
-    let mut on_wait = Some(on_wait);
-    std::future::poll_fn(move |cx| {
-        if let Some(machine) = strict
-            && !machine.may_leave(tokio::time::Instant::now(), deadline)
+    strict: Option<&'m Machine<tokio::time::Instant>>,
+    on_wait: W,
+) -> Within<'m, F, W> {
+    Within { fut, deadline, timer: None, on_wait: Some(on_wait), strict }
+}
+
+pin_project_lite::pin_project! {
+    /// The future [`within`] returns.
+    pub(crate) struct Within<'m, F, W> {
+        #[pin]
+        fut: F,
+        deadline: tokio::time::Instant,
+        // Boxed once set: a call done at its first poll does not carry room for a timer.
+        timer: Option<Pin<Box<tokio::time::Sleep>>>,
+        on_wait: Option<W>,
+        strict: Option<&'m Machine<tokio::time::Instant>>,
+    }
+}
+
+impl<F: Future, W: FnOnce()> Future for Within<'_, F, W> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Some(machine) = this.strict
+            && !machine.may_leave(tokio::time::Instant::now(), *this.deadline)
         {
             return Poll::Ready(Err(()));
         }
-        if let Poll::Ready(value) = fut.as_mut().poll(cx) {
+        if let Poll::Ready(value) = this.fut.poll(cx) {
             return Poll::Ready(Ok(value));
         }
-        let sleep = timer.get_or_insert_with(|| {
+        let deadline = *this.deadline;
+        let on_wait = this.on_wait;
+        let sleep = this.timer.get_or_insert_with(|| {
             if let Some(on_wait) = on_wait.take() {
                 on_wait();
             }
@@ -56,22 +80,60 @@ pub(crate) async fn within<F: Future>(
             Poll::Ready(()) => Poll::Ready(Err(())),
             Poll::Pending => Poll::Pending,
         }
-    })
-    .await
+    }
 }
 
 /// Run `start` and the future it returns, turning a panic in either into an `Err` with its message.
-pub(crate) async fn guarded<F: Future>(start: impl FnOnce() -> F) -> Result<F::Output, String> {
-    let fut = std::panic::catch_unwind(AssertUnwindSafe(start)).map_err(panic_message)?;
-    let mut fut = std::pin::pin!(fut);
-    std::future::poll_fn(move |cx| {
-        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(payload) => Poll::Ready(Err(panic_message(payload))),
+/// `start` runs at the first poll. A future of its own rather than an `async fn`: `start` (which holds
+/// the attempt's call context) and the future it makes then share their room.
+pub(crate) fn guarded<S: FnOnce() -> F, F: Future>(start: S) -> Guarded<S, F> {
+    Guarded::Start { start: Some(start) }
+}
+
+pin_project_lite::pin_project! {
+    /// The future [`guarded`] returns: the start, then the future it made.
+    #[project = GuardedNow]
+    #[project_replace = GuardedWas]
+    pub(crate) enum Guarded<S, F> {
+        Start { start: Option<S> },
+        Running { #[pin] fut: F },
+        Done,
+    }
+}
+
+impl<S: FnOnce() -> F, F: Future> Future for Guarded<S, F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let start = match self.as_mut().project() {
+            GuardedNow::Start { start } => start.take(),
+            _ => None,
+        };
+        if let Some(start) = start {
+            match std::panic::catch_unwind(AssertUnwindSafe(start)) {
+                Ok(fut) => {
+                    self.as_mut().project_replace(Guarded::Running { fut });
+                }
+                Err(payload) => {
+                    self.as_mut().project_replace(Guarded::Done);
+                    return Poll::Ready(Err(panic_message(payload)));
+                }
+            }
         }
-    })
-    .await
+        let GuardedNow::Running { fut } = self.as_mut().project() else { return Poll::Pending };
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| fut.poll(cx)));
+        match polled {
+            Ok(Poll::Ready(value)) => {
+                self.project_replace(Guarded::Done);
+                Poll::Ready(Ok(value))
+            }
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => {
+                self.project_replace(Guarded::Done);
+                Poll::Ready(Err(panic_message(payload)))
+            }
+        }
+    }
 }
 
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {

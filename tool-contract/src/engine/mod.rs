@@ -69,13 +69,13 @@ pub use pages::run_pages;
 /// assert_eq!(report.value, Some(1299));
 /// # }
 /// ```
-pub async fn run<T, E, A, AF, P>(
+pub fn run<T, E, A, AF, P>(
     task: &Task,
     spec: &ToolSpec,
     key: IntentKey,
     attempt: A,
     probe: P,
-) -> Report<T>
+) -> impl Future<Output = Report<T>>
 where
     T: LogValue,
     E: Classify,
@@ -83,7 +83,9 @@ where
     AF: Future<Output = Result<T, E>>,
     P: Prober<T>,
 {
-    attempts::drive(task, spec, key, single::One::new(attempt, probe)).await
+    // The call's future as the loop builds it: no `async fn` around it to keep `attempt` and `probe`
+    // a second time.
+    attempts::drive(task, spec, key, single::One::new(attempt, probe))
 }
 
 /// `1 attempt`, `3 attempts`.
@@ -253,5 +255,25 @@ mod future_sizes {
         });
         let (small, large) = (std::mem::size_of_val(&small), std::mem::size_of_val(&large));
         assert_eq!(small, large, "a call's future grew by {} bytes with a larger probe", large - small);
+    }
+
+    /// The tool's closures (what `#[tool]` passes the engine: the attempt and the probe, with whatever
+    /// they capture) are kept once in a call's future. Each `async fn` between the call and its loop
+    /// would keep them twice more: its argument, and the local it is moved into.
+    #[test]
+    fn a_calls_future_keeps_the_tools_closures_once() {
+        let task = Task::new("sizes", "agent", Duration::from_secs(5));
+        let key = task.key(&SEND, &"thread-9", None);
+        let probe = |_| async { Probe::Landed(1u64) };
+        let small = super::run(&task, &SEND, key, |_| async { Ok::<u64, Class>(1) }, probe);
+        let pad = [7u8; 1024];
+        // 1 KiB captured by the attempt's closure, none of it by the future it returns.
+        let attempt = move |_| {
+            let first = u64::from(std::hint::black_box(&pad)[0]);
+            async move { Ok::<u64, Class>(first) }
+        };
+        let large = super::run(&task, &SEND, key, attempt, probe);
+        let grew = std::mem::size_of_val(&large) - std::mem::size_of_val(&small);
+        assert!((1024..1024 + 64).contains(&grew), "a 1 KiB closure grew a call's future by {grew} bytes");
     }
 }

@@ -119,7 +119,9 @@ where
 
     async fn next(&mut self, run: &mut Run<'_>, made: u32) -> ControlFlow<Report<T>, Duration> {
         match self.last.take() {
-            Some(class) => execute::decide(self, run, class, made).await,
+            // Boxed: only a call whose attempt failed (or that resumed an intent in doubt) decides, and
+            // the call's future would otherwise keep room for the decision through every attempt.
+            Some(class) => Box::pin(execute::decide(self, run, class, made)).await,
             None => ControlFlow::Continue(Duration::ZERO),
         }
     }

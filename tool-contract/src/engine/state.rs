@@ -24,16 +24,16 @@ pub(crate) struct Attempt {
     id: String,
     /// The earliest instant for the next attempt the service asked for (RFC 3339), written on the end
     /// records of the attempt that was told to wait, so a restarted process waits too.
-    retry_at: Option<String>,
+    retry_at: Option<Box<str>>,
     /// Who said yes to the next attempt (a `money` call's second or later), until it starts: its start
     /// record names them.
-    approved: Option<String>,
+    approved: Option<Box<str>>,
     /// The attempt's start stamp and the budget it started with, which every record about it carries
     /// (its own, or the one an earlier call recorded).
     stamp: Option<(SystemTime, Duration)>,
     /// When the attempt's call ended, as its records say it ([`crate::journal::Record::sent_by`]):
     /// written once, by the call that made it, and carried over as it stands.
-    sent_by: Option<String>,
+    sent_by: Option<Box<str>>,
     /// When the intent's key may first have reached the service, for how long a receiver that
     /// deduplicates by it still keeps it.
     key_sent: KeySent,
@@ -57,7 +57,7 @@ impl Attempt {
 
     /// `who` said yes to the next attempt: its start record names them.
     pub(crate) fn approved(&mut self, who: String) {
-        self.approved = Some(who);
+        self.approved = Some(who.into_boxed_str());
     }
 
     /// What the start record of an approved attempt says: who approved it.
@@ -100,7 +100,7 @@ impl Attempt {
     /// The service asked to wait `wait` before the next attempt: the records written from now on say
     /// until when.
     pub(crate) fn asked_to_wait(&mut self, wait: Duration) {
-        self.retry_at = Some(super::retry_stamp(wait));
+        self.retry_at = Some(super::retry_stamp(wait).into_boxed_str());
     }
 
     /// Until when the service asked to wait, as the records say it.
@@ -263,13 +263,13 @@ impl<'a> Run<'a> {
         self.now.id = recall.last.attempt_id.clone();
         let started = crate::journal::parse_rfc3339(&recall.last.started);
         self.now.stamp = started.map(|at| (at, Duration::from_secs(recall.last.budget_left_s)));
-        self.now.sent_by.clone_from(&recall.last.sent_by);
+        self.now.sent_by = recall.last.sent_by.as_deref().map(Box::from);
         self.now.key_sent = key_sent_before(recall);
         let wait = super::ResumeWait::of(&recall.last);
         // A wait the service asked for binds every later attempt until it passes: the records this
         // call writes before it (a probe's verdict) carry it on, so the next call waits too.
         if wait.is_some() {
-            self.now.retry_at.clone_from(&recall.last.retry_at);
+            self.now.retry_at = recall.last.retry_at.as_deref().map(Box::from);
         }
         wait
     }
@@ -288,7 +288,8 @@ impl<'a> Run<'a> {
             let now = tokio::time::Instant::now();
             self.machine.reach(now);
             if self.log().keeps_records() {
-                self.now.sent_by = Some(crate::rules::stamp_up(crate::journal::wall_clock_at(now)));
+                self.now.sent_by =
+                    Some(crate::rules::stamp_up(crate::journal::wall_clock_at(now)).into_boxed_str());
             }
         }
     }
