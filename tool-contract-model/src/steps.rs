@@ -80,7 +80,8 @@ impl Protocol {
         let k = self.worker(s, w);
         // The model's tool is a `send` or `money`: the probe deduplicates, and the service's retry
         // budget always has room.
-        k.decision = Some(k.machine.open(ended, u32::from(k.made), Dedupe::Probe, true, now));
+        let who = (Dedupe::Probe, ticks(self.config.window.saturating_add(1)));
+        k.decision = Some(k.machine.open(ended, u32::from(k.made), who, true, now));
         self.decide(s, w);
     }
 
@@ -190,7 +191,7 @@ impl Protocol {
                     }
                     // No answer in time is a no.
                     Act::Asking => {
-                        self.found(s, w, |m, d| m.approved(d, false));
+                        self.found(s, w, |_, d| d.approved(false));
                         self.decide(s, w);
                     }
                     Act::Idle | Act::Done => {}
@@ -338,7 +339,7 @@ impl Protocol {
                 self.ended(s, w, (Outcome::Retryable, Applied::No));
             }
             (Msg::Approved { attempt, yes, .. }, Act::Asking) if attempt == k.attempt => {
-                self.found(s, w, |m, d| m.approved(d, yes));
+                self.found(s, w, |_, d| d.approved(yes));
                 self.decide(s, w);
             }
             _ => {}
@@ -396,11 +397,11 @@ impl Protocol {
                 s.ghost |= ghost::SETTLEMENT_HONOURED;
                 self.report(s, w, Outcome::Ok, Applied::Yes);
             }
-            Start::Probe | Start::SecondAttempt { .. } => {
+            Start::Probe | Start::SecondAttempt => {
                 if settled_at.is_some() {
                     s.ghost |= ghost::SETTLEMENT_HONOURED;
                 }
-                if let Some(doubt) = Machine::<u8>::doubt(start) {
+                if let Some(doubt) = tool_contract::unstable::machine::doubt(start) {
                     self.open(s, w, doubt);
                 }
             }

@@ -17,7 +17,7 @@ use crate::classify::{self, Class, Classify};
 use crate::journal::{Recall, Record};
 use crate::key::IntentKey;
 use crate::observe::{self, CallObserver};
-use crate::policy::End;
+use crate::policy::{End, Start};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
@@ -44,8 +44,9 @@ pub(crate) trait Work {
     }
 
     /// Continue from what an earlier call of this side-effecting intent left (`run` already numbers
-    /// its attempts after it); `Some` when that already answers the call.
-    fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<Self::Value>>;
+    /// its attempts after it), which the call's machine says to do as `start`; `Some` when that already
+    /// answers the call.
+    fn resume(&mut self, run: &mut Run<'_>, recall: Recall, start: Start) -> Option<Report<Self::Value>>;
 
     /// Before every attempt, the first included: whether there is anything to decide (the last
     /// attempt failed, or an earlier run left the intent in doubt), and if so what the policy decides,
@@ -210,8 +211,8 @@ fn resume_from<W: Work>(
     recall: Option<Recall>,
 ) -> Result<Option<Box<super::ResumeWait>>, Report<W::Value>> {
     let Some(recall) = recall else { return Ok(None) };
-    let wait = run.resume(&recall);
-    match work.resume(run, recall) {
+    let (wait, start) = run.resume(&recall);
+    match work.resume(run, recall, start) {
         Some(report) => Err(report),
         None => Ok(wait),
     }

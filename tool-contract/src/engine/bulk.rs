@@ -309,10 +309,9 @@ where
         report
     }
 
-    fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<()>> {
+    fn resume(&mut self, run: &mut Run<'_>, recall: Recall, start: Start) -> Option<Report<()>> {
         let recorded =
             recall.last.value.as_ref().and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
-        let start = run.start(&recall);
         if recall.settlement().is_some() {
             return self.resume_settled(run, &recall, start, recorded);
         }
@@ -336,9 +335,7 @@ where
                 self.carry(recorded, true);
                 None
             }
-            (LastWord::Ended(outcome), None)
-                if matches!(start, Start::Fresh | Start::SecondAttempt { .. }) =>
-            {
+            (LastWord::Ended(outcome), None) if matches!(start, Start::Fresh | Start::SecondAttempt) => {
                 Some(format!("attempt {attempt} ended {outcome} with its effect no in an earlier call"))
             }
             (LastWord::Unfinished | LastWord::Ended(_), _) => {

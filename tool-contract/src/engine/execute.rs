@@ -31,9 +31,9 @@ pub(crate) async fn decide<W: Work>(
     // A receiver that may have forgotten the key deduplicates nothing: a request of it still held
     // would be a new create, so the horizon is that of a create only the probe deduplicates.
     let dedupe = run.pace().dedupe(run.now.key_sent(), run.task().deadline());
-    run.machine.widen(run.spec().dedupe(dedupe).get_horizon());
     let retry_budget = run.task().budgets().room(run.spec().get_service()).is_ok();
     let ended = (class.outcome(), class.effect());
+    let dedupe = (dedupe, run.spec().dedupe(dedupe).get_horizon());
     let decision = run.machine.open(ended, made, dedupe, retry_budget, tokio::time::Instant::now());
     let mut call = Deciding { decision, class, unsure: String::new(), denied: None };
     let mut settlement = None;
@@ -93,11 +93,11 @@ impl Deciding {
         // Boxed: only a `money` tool asks.
         match Box::pin(super::ask::approve(run, class, || no_approver(run, class))).await {
             Ok(who) => {
-                run.machine.approved(&mut self.decision, true);
+                self.decision.approved(true);
                 run.now.approved(who);
             }
             Err(stop) => {
-                run.machine.approved(&mut self.decision, false);
+                self.decision.approved(false);
                 self.denied = Some(stop);
             }
         }

@@ -67,8 +67,8 @@ pub struct Setup<T> {
 }
 
 /// The functions on the machine's path that a test of the protocol may swap for a broken one, to see
-/// the model checker find the harm (feature `unstable`); [`Hooks::real`] is what runs.
-#[cfg(feature = "unstable")]
+/// the model checker find the harm (with the feature `unstable`, [`Machine::with_hooks`]);
+/// [`Hooks::real`] is what runs, and all that a build without the feature can run.
 #[derive(Debug, Clone, Copy)]
 pub struct Hooks<T: 'static> {
     /// Whether a "not landed" counts yet ([`policy::landing`]).
@@ -87,7 +87,6 @@ pub struct Hooks<T: 'static> {
     pub next: fn(&Facts) -> Step,
 }
 
-#[cfg(feature = "unstable")]
 impl<T: Time + 'static> Hooks<T> {
     /// The functions the engine runs (a `const fn`, so a test's broken set can be a `static`).
     pub const fn real() -> Hooks<T> {
@@ -131,7 +130,8 @@ impl<T: Time + 'static> Hooks<T> {
 /// let mut call = Machine::new(setup);
 /// // The attempt's request may reach the service until second 2, when its reply was lost.
 /// call.reach(2);
-/// let mut decision = call.open((Outcome::Unknown, Applied::Unknown), 1, Dedupe::Probe, true, 2);
+/// let who = (Dedupe::Probe, Duration::from_secs(5));
+/// let mut decision = call.open((Outcome::Unknown, Applied::Unknown), 1, who, true, 2);
 /// assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
 /// // The probe looked at second 3, before the request could no longer land (second 7).
 /// let horizon = call.judge(Applied::Unknown, 3, 4);
@@ -204,7 +204,7 @@ impl<T: Time + 'static> Machine<T> {
             maybe_applied: false,
             known_not_landed: false,
             max_attempts: u16::try_from(setup.max_attempts).unwrap_or(u16::MAX),
-            horizon_ns: u64::try_from(setup.horizon.as_nanos()).unwrap_or(u64::MAX),
+            horizon_ns: nanos(setup.horizon),
             deadline: setup.deadline,
             reached: None,
             observed: None,
@@ -221,17 +221,6 @@ impl<T: Time + 'static> Machine<T> {
         self
     }
 
-    /// The tool's landing horizon is at least `horizon` from now on (a receiver that forgot the key
-    /// deduplicates nothing, so a request it still holds would be a new effect).
-    pub fn widen(&mut self, horizon: Duration) {
-        self.horizon_ns = self.horizon_ns.max(u64::try_from(horizon.as_nanos()).unwrap_or(u64::MAX));
-    }
-
-    /// The landing horizon.
-    fn horizon(&self) -> Duration {
-        Duration::from_nanos(self.horizon_ns)
-    }
-
     /// The attempt's request may reach the service until `at` (the attempt is running, or just ended).
     pub fn reach(&mut self, at: T) {
         self.reached = Some(at);
@@ -242,12 +231,7 @@ impl<T: Time + 'static> Machine<T> {
     /// bounds the attempt's last possible send; the budget after a slow write would end that early.
     #[inline]
     pub fn recorded_budget(&self, at_start: Duration, after_write: Duration) -> Duration {
-        #[cfg(feature = "unstable")]
-        if let Some(hooks) = self.hooks.0 {
-            return (hooks.recorded_budget)(at_start, after_write);
-        }
-        let _ = after_write;
-        at_start
+        (rules(self).recorded_budget)(at_start, after_write)
     }
 
     /// Whether the attempt's request may leave at `now`, the last check before it does: only before
@@ -256,12 +240,7 @@ impl<T: Time + 'static> Machine<T> {
     /// claim's lease, which outlasts the task's deadline, has run out.
     #[inline]
     pub fn may_leave(&self, now: T, not_after: T) -> bool {
-        let not_after = not_after.min(self.deadline);
-        #[cfg(feature = "unstable")]
-        if let Some(hooks) = self.hooks.0 {
-            return (hooks.may_leave)(now, not_after);
-        }
-        now < not_after
+        (rules(self).may_leave)(now, not_after.min(self.deadline))
     }
 
     /// The start of a call, from what the log holds of its intent ([`policy::start`]): a call that
@@ -271,23 +250,13 @@ impl<T: Time + 'static> Machine<T> {
     /// this call's clock ([`crate::rules::reached_by`]).
     pub fn start(&mut self, recall: Option<&Recall>, reached: Option<T>, seen: Option<T>) -> Start {
         (self.reached, self.observed) = (reached, seen);
-        let start = self.start_rule()(recall, self.kind);
+        let start = (rules(self).start)(recall, self.kind);
         match start {
-            Start::SecondAttempt { .. } => self.known_not_landed(),
+            Start::SecondAttempt => self.known_not_landed(),
             Start::Probe => self.maybe_applied = true,
             Start::Fresh | Start::Replay | Start::Settled => {}
         }
         start
-    }
-
-    /// The outcome and effect a call that starts as `start` decides from, before any attempt of its
-    /// own: `None` when it has nothing to decide (it attempts at once, or answers from the log).
-    pub fn doubt(start: Start) -> Option<(Outcome, Applied)> {
-        match start {
-            Start::SecondAttempt { .. } => Some((Outcome::Retryable, Applied::No)),
-            Start::Probe => Some((Outcome::Unknown, Applied::Unknown)),
-            Start::Fresh | Start::Replay | Start::Settled => None,
-        }
     }
 
     /// The attempt resumed from is known not to have landed: nothing may have landed, and that stands
@@ -301,11 +270,6 @@ impl<T: Time + 'static> Machine<T> {
     /// that one may have (an earlier one's doubt stays).
     pub fn ended(&mut self, effect: Applied) {
         self.maybe_applied |= effect != Applied::No;
-    }
-
-    /// Whether an earlier attempt of the call may have landed.
-    pub fn maybe_landed(&self) -> bool {
-        self.maybe_applied
     }
 
     /// The call's effect given its last attempt's: never `no` while an earlier attempt may have landed.
@@ -326,13 +290,16 @@ impl<T: Time + 'static> Machine<T> {
     /// room. A person may settle the intent only in a call that resumed it in doubt, and only a call
     /// whose report can answer from one settlement.
     pub fn open(
-        &self,
+        &mut self,
         ended: (Outcome, Applied),
         made: u32,
-        dedupe: Dedupe,
+        (dedupe, horizon): (Dedupe, Duration),
         retry_budget: bool,
         now: T,
     ) -> Decision {
+        // A receiver that may have forgotten the key deduplicates nothing: a request of it still held
+        // would be a new effect, so the horizon is at least the one that goes with who deduplicates now.
+        self.horizon_ns = self.horizon_ns.max(nanos(horizon));
         let known = self.known_not_landed;
         Decision::new(Facts {
             kind: self.kind,
@@ -348,7 +315,7 @@ impl<T: Time + 'static> Machine<T> {
             made,
             max_attempts: u32::from(self.max_attempts),
             room: Room::Enough,
-            horizon: if known { self.judge_word(now) } else { Horizon::Passed },
+            horizon: if known { judge_word(self, now) } else { Horizon::Passed },
             retry_budget,
             person: if made == 0 && self.asks_person && self.has_approver {
                 PersonFact::CanAsk
@@ -360,7 +327,7 @@ impl<T: Time + 'static> Machine<T> {
 
     /// The decision's next step, with `room` for another attempt in the budget left.
     pub fn next(&self, decision: &mut Decision, room: Room) -> Step {
-        decision.next_by(room, self.next_rule())
+        decision.next_by(room, rules(self).next)
     }
 
     /// The probe's verdict `mark`; `horizon`: where the attempt stood against its landing horizon when
@@ -377,8 +344,9 @@ impl<T: Time + 'static> Machine<T> {
     /// Where the attempt the service answered with `answered` stood against its landing horizon when a
     /// probe that answered at `now` looked (`looked`): a batch judges each of its items by it.
     pub fn judge(&self, answered: Applied, looked: T, now: T) -> Horizon {
-        let ends = policy::landing_ends(self.reached, answered, |at| at.plus(self.horizon()));
-        self.landing_rule()(ends, self.verdict_seen(looked, now), now, self.deadline)
+        let rules = rules(self);
+        let ends = policy::landing_ends(self.reached, answered, |at| at.plus(horizon(self)));
+        (rules.landing)(ends, (rules.verdict_seen)(looked, now), now, self.deadline)
     }
 
     /// What a probe's verdict `mark` on the attempt that ended `ended` means, as the log records it:
@@ -396,11 +364,6 @@ impl<T: Time + 'static> Machine<T> {
         (horizon, policy::verdict(mark, horizon, (ended.0, self.call_effect(ended.1))))
     }
 
-    /// The approver's answer: `true` for yes; no, or none in time, is `false`.
-    pub fn approved(&self, decision: &mut Decision, yes: bool) {
-        decision.approved(yes);
-    }
-
     /// What the person asked said (`None`: no answer, or "can't tell"), at `now`; `seen`: when they saw
     /// the attempt. Their "not landed" stands for the probe's, and counts only if they saw the attempt
     /// once it could no longer land.
@@ -409,7 +372,7 @@ impl<T: Time + 'static> Machine<T> {
             self.known_not_landed();
             self.observed = Some(seen);
         }
-        decision.person_said(said, || self.judge_word(now))
+        decision.person_said(said, || judge_word(self, now))
     }
 
     /// The landing horizon was waited out: the probe looks again. A "not landed" seen before it says
@@ -425,7 +388,7 @@ impl<T: Time + 'static> Machine<T> {
     /// How much longer the service may still apply the last attempt's request, at `now`: the rest of
     /// its landing horizon (zero once passed, or when nothing of it can be in flight).
     pub fn wait_left(&self, now: T) -> Duration {
-        self.reached.map_or(Duration::ZERO, |at| now.until(at.plus(self.horizon())))
+        self.reached.map_or(Duration::ZERO, |at| now.until(at.plus(horizon(self))))
     }
 
     /// The outcome and effect a call the policy stopped at `end` reports, after an attempt that ended
@@ -449,50 +412,45 @@ impl<T: Time + 'static> Machine<T> {
             | End::RetryBudgetSpent => ended,
         }
     }
+}
 
-    /// Whether a person's "not landed" counts at `now`: only if they saw the attempt once it could no
-    /// longer land, not when their word was written.
-    fn judge_word(&self, now: T) -> Horizon {
-        let ends = self.reached.map(|at| at.plus(self.horizon()));
-        self.landing_rule()(ends, self.observed.unwrap_or(now), now, self.deadline)
+/// The outcome and effect a call that starts as `start` decides from, before any attempt of its own
+/// ([`Machine::open`] with `made == 0`): `None` when it has nothing to decide (it attempts at once, or
+/// answers from the log).
+pub fn doubt(start: Start) -> Option<(Outcome, Applied)> {
+    match start {
+        Start::SecondAttempt => Some((Outcome::Retryable, Applied::No)),
+        Start::Probe => Some((Outcome::Unknown, Applied::Unknown)),
+        Start::Fresh | Start::Replay | Start::Settled => None,
     }
+}
 
-    #[inline]
-    fn verdict_seen(&self, looked: T, answered: T) -> T {
-        #[cfg(feature = "unstable")]
-        if let Some(hooks) = self.hooks.0 {
-            return (hooks.verdict_seen)(looked, answered);
-        }
-        let _ = answered;
-        looked
-    }
+/// Whether a person's "not landed" counts at `now`: only if they saw the attempt once it could no
+/// longer land, not when their word was written.
+fn judge_word<T: Time>(m: &Machine<T>, now: T) -> Horizon {
+    let ends = m.reached.map(|at| at.plus(horizon(m)));
+    (rules(m).landing)(ends, m.observed.unwrap_or(now), now, m.deadline)
+}
 
-    #[inline]
-    fn landing_rule(&self) -> fn(Option<T>, T, T, T) -> Horizon {
-        #[cfg(feature = "unstable")]
-        if let Some(hooks) = self.hooks.0 {
-            return hooks.landing;
-        }
-        policy::landing
-    }
+/// The machine's landing horizon.
+fn horizon<T>(m: &Machine<T>) -> Duration {
+    Duration::from_nanos(m.horizon_ns)
+}
 
-    #[inline]
-    fn start_rule(&self) -> fn(Option<&Recall>, EffectKind) -> Start {
-        #[cfg(feature = "unstable")]
-        if let Some(hooks) = self.hooks.0 {
-            return hooks.start;
-        }
-        policy::start
-    }
+/// A horizon in nanoseconds, up to 584 years.
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
 
-    #[inline]
-    fn next_rule(&self) -> fn(&Facts) -> Step {
-        #[cfg(feature = "unstable")]
-        if let Some(hooks) = self.hooks.0 {
-            return hooks.next;
-        }
-        policy::next
+/// The functions the machine runs: the real ones, or (feature `unstable`) those a test swapped in.
+#[inline]
+fn rules<T: Time>(m: &Machine<T>) -> Hooks<T> {
+    #[cfg(feature = "unstable")]
+    if let Some(hooks) = m.hooks.0 {
+        return *hooks;
     }
+    let _ = m;
+    Hooks::real()
 }
 
 #[cfg(test)]
@@ -527,7 +485,8 @@ mod tests {
         short.reach(2);
         assert_eq!(short.judge(Applied::Unknown, 3, 3), Horizon::TooLong);
         assert_eq!(call.wait_left(4), Duration::from_secs(3));
-        call.widen(Duration::from_secs(8));
+        // A decision opened for a receiver that may have forgotten the key widens the horizon.
+        call.open((Outcome::Unknown, Applied::Unknown), 1, (Dedupe::Probe, Duration::from_secs(8)), true, 4);
         assert_eq!(call.wait_left(4), Duration::from_secs(6));
         assert_eq!(call.wait_left(12), Duration::ZERO);
     }
@@ -546,13 +505,14 @@ mod tests {
         );
         // A probe's "not landed", past the horizon, clears the doubt.
         call.reach(2);
-        let mut decision = call.open((Outcome::Unknown, Applied::Unknown), 2, Dedupe::Probe, true, 3);
+        let mut decision =
+            call.open((Outcome::Unknown, Applied::Unknown), 2, (Dedupe::Probe, Duration::ZERO), true, 3);
         assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
         assert_eq!(
             call.probed(&mut decision, ProbeMark::NotLanded, call.judge(Applied::Unknown, 8, 8)),
             Change::NotLanded
         );
-        assert!(!call.maybe_landed());
+        assert_eq!(call.call_effect(Applied::No), Applied::No);
         assert_eq!(call.next(&mut decision, Room::Enough), Step::Retry);
     }
 
@@ -560,7 +520,8 @@ mod tests {
     fn a_persons_early_not_landed_is_waited_out_and_looked_at_again() {
         let mut call = send(30);
         call.reach(2);
-        let mut decision = call.open((Outcome::Unknown, Applied::Unknown), 0, Dedupe::Probe, true, 3);
+        let mut decision =
+            call.open((Outcome::Unknown, Applied::Unknown), 0, (Dedupe::Probe, Duration::ZERO), true, 3);
         assert_eq!(decision.facts().person, PersonFact::CanAsk, "a resumed call may ask a person");
         assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
         call.probed(&mut decision, ProbeMark::Failed, call.judge(Applied::Unknown, 8, 8));
@@ -569,10 +530,11 @@ mod tests {
         assert_eq!(call.person_said(&mut decision, Some(Verdict::NotLanded), 4, 9), Change::NotLanded);
         assert_eq!(call.next(&mut decision, Room::Enough), Step::WaitHorizon);
         assert_eq!(call.waited(&mut decision), Change::InDoubt);
-        assert!(call.maybe_landed());
+        assert_eq!(call.call_effect(Applied::No), Applied::Unknown);
         assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
         // A call that made an attempt of its own asks nobody.
-        let made = call.open((Outcome::Unknown, Applied::Unknown), 1, Dedupe::Probe, true, 3);
+        let made =
+            call.open((Outcome::Unknown, Applied::Unknown), 1, (Dedupe::Probe, Duration::ZERO), true, 3);
         assert_eq!(made.facts().person, PersonFact::Nobody);
     }
 

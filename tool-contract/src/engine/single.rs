@@ -71,8 +71,7 @@ where
         run.report_stop(stop)
     }
 
-    fn resume(&mut self, run: &mut Run<'_>, recall: Recall) -> Option<Report<T>> {
-        let start = run.start(&recall);
+    fn resume(&mut self, run: &mut Run<'_>, recall: Recall, start: Start) -> Option<Report<T>> {
         let id = run.now.id();
         let earlier = match start {
             Start::Fresh => return None,
@@ -90,7 +89,7 @@ where
                 _ => format!("attempt {id} is recorded ok but its value is not in the log"),
             },
             // What the log says stands for the probe's "not landed": the next attempt is a second one.
-            Start::SecondAttempt { .. } => {
+            Start::SecondAttempt => {
                 let why = match (recall.settlement(), recall.last.outcome) {
                     // A person found it did not land: the next attempt, as after a probe's "not landed".
                     (Some(_), _) => recall.last.message.unwrap_or_default(),

@@ -256,9 +256,12 @@ impl<'a> Run<'a> {
     }
 
     /// Continue from what the log knows of the intent: its attempt numbers, the attempt that may have
-    /// reached the service, and a wait the service asked an earlier run for. What the call does first
-    /// is the machine's [`Machine::start`], through [`Run::start`].
-    pub(crate) fn resume(&mut self, recall: &Recall) -> Option<Box<super::ResumeWait>> {
+    /// reached the service (its landing horizon, from its records' stamps), and a wait the service asked
+    /// an earlier run for; with what the call does first, the machine's [`Machine::start`].
+    pub(crate) fn resume(
+        &mut self,
+        recall: &Recall,
+    ) -> (Option<Box<super::ResumeWait>>, crate::policy::Start) {
         self.now.number = recall.attempts;
         self.now.id = recall.last.attempt_id.clone();
         let started = crate::journal::parse_rfc3339(&recall.last.started);
@@ -271,14 +274,8 @@ impl<'a> Run<'a> {
         if wait.is_some() {
             self.now.retry_at = recall.last.retry_at.as_deref().map(Box::from);
         }
-        wait
-    }
-
-    /// What the call resumed from `recall` does first ([`Machine::start`]), with that attempt's landing
-    /// horizon from its records.
-    pub(crate) fn start(&mut self, recall: &Recall) -> crate::policy::Start {
         let (reached, seen) = reached_before(recall);
-        self.machine.start(Some(recall), reached, seen)
+        (wait, self.machine.start(Some(recall), reached, seen))
     }
 
     /// The attempt's call is over (answered, failed, timed out): its request reaches the service no

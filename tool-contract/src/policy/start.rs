@@ -16,12 +16,9 @@ pub enum Start {
     Settled,
     /// The last attempt applied nothing for sure (a person's `not_landed`, or a `money` attempt's own end
     /// with effect `no`): what the log says stands for the probe's "not landed", and the next attempt is
-    /// a second attempt of the intent, decided by [`next`](super::next); `approve_first` when the kind
-    /// asks the approver before it (`money`).
-    SecondAttempt {
-        /// The approver says yes first.
-        approve_first: bool,
-    },
+    /// a second attempt of the intent, decided by [`next`](super::next), which asks the approver first
+    /// where the kind needs their yes (`money`, [`asks_approval`]).
+    SecondAttempt,
     /// The last attempt may have landed (it never ended, or ended with its effect unknown): probe it
     /// before anything is sent.
     Probe,
@@ -37,7 +34,7 @@ pub fn start(recall: Option<&crate::records::Recall>, kind: EffectKind) -> Start
     if let Some(settled) = recall.settlement() {
         return match settled.verdict {
             crate::records::Verdict::Landed => Start::Settled,
-            crate::records::Verdict::NotLanded => Start::SecondAttempt { approve_first: money },
+            crate::records::Verdict::NotLanded => Start::SecondAttempt,
         };
     }
     match recall.last_word() {
@@ -47,7 +44,7 @@ pub fn start(recall: Option<&crate::records::Recall>, kind: EffectKind) -> Start
         // second attempt, which the approver says yes to first, in whichever call it comes.
         LastWord::Ended(_) if recall.last.effect_applied == Some(Applied::No) => {
             if money {
-                Start::SecondAttempt { approve_first: true }
+                Start::SecondAttempt
             } else {
                 Start::Fresh
             }
@@ -103,8 +100,7 @@ mod tests {
         ];
         use EffectKind::*;
         use Start::*;
-        let approve = SecondAttempt { approve_first: true };
-        let again = SecondAttempt { approve_first: false };
+        let (approve, again) = (SecondAttempt, SecondAttempt);
         // One row per last word: the decision for read, create, send, money, destructive.
         let table: [[Start; 5]; 9] = [
             [Probe, Probe, Probe, Probe, Probe],
