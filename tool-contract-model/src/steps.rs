@@ -2,10 +2,12 @@
 //! the service, the network and a person. A worker's decisions are its call machine's (`Machine`),
 //! but for the steps docs/protocol.md lists as the model's own; the store decides by [`Rules`].
 
-use tool_contract::policy::{Decision, Horizon, Room, Start, Step};
+use std::time::Duration;
+
+use tool_contract::policy::{Decision, Horizon, Start, Step};
 use tool_contract::probe::ProbeMark;
 use tool_contract::spec::Dedupe;
-use tool_contract::unstable::machine::Machine;
+use tool_contract::unstable::machine::{self, Machine};
 use tool_contract::{Applied, Outcome};
 
 use crate::model::{Act, Action, Protocol, State, Worker, ghost};
@@ -87,13 +89,12 @@ impl Protocol {
 
     /// Ask the worker's machine for the next step of its open decision, and take it.
     fn decide(&self, s: &mut State, w: u8) {
-        let left = ticks(s.workers[usize::from(w)].deadline.saturating_sub(s.now));
-        // The model has no backoff and no Retry-After: the room is the start rule's.
-        let room = if (self.rules.may_start)(left, ticks(self.config.floor)) {
-            Room::Enough
-        } else {
-            Room::TooShort
-        };
+        let k = s.workers[usize::from(w)];
+        let left = ticks(k.deadline.saturating_sub(s.now));
+        // The engine's rule for the room the next attempt needs; the model's service asks for no wait
+        // (`Retry-After`) and its tool has no backoff.
+        let (room, _) =
+            machine::room(u32::from(k.made), None, Duration::ZERO, ticks(self.config.floor), left);
         let k = self.worker(s, w);
         let Some(mut decision) = k.decision else { return };
         let step = k.machine.next(&mut decision, room);
@@ -401,7 +402,7 @@ impl Protocol {
                 if settled_at.is_some() {
                     s.ghost |= ghost::SETTLEMENT_HONOURED;
                 }
-                if let Some(doubt) = tool_contract::unstable::machine::doubt(start) {
+                if let Some(doubt) = machine::doubt(start) {
                     self.open(s, w, doubt);
                 }
             }

@@ -13,7 +13,7 @@ pub use crate::text::cut;
 pub mod machine {
     #[cfg(feature = "unstable")]
     pub use crate::engine::machine::Hooks;
-    pub use crate::engine::machine::{Machine, Setup, Time, doubt};
+    pub use crate::engine::machine::{Machine, Setup, Time, doubt, room};
 }
 
 /// The `settle` command line, shared by the commands of this workspace (feature `cli`).

@@ -277,13 +277,6 @@ impl<T: Time + 'static> Machine<T> {
         if self.maybe_applied && attempt == Applied::No { Applied::Unknown } else { attempt }
     }
 
-    /// What the call knows after an attempt that ended `ended` and a probe that could not tell: the
-    /// one rule the log's record of the probe and the call's report both follow. A call that applied
-    /// nothing for sure stays as its attempt ended; any other is in doubt.
-    pub fn after_failed_probe(&self, ended: (Outcome, Applied)) -> (Outcome, Applied) {
-        policy::verdict(ProbeMark::Failed, Horizon::Passed, (ended.0, self.call_effect(ended.1)))
-    }
-
     /// Open the decision after an attempt that ended `ended` (or, with `made == 0`, at the start of a
     /// call that resumed an intent in doubt), at `now`: `made` attempts made by this call, `dedupe` who
     /// deduplicates a `create` for this call, `retry_budget` whether the service's retry budget has
@@ -402,7 +395,12 @@ impl<T: Time + 'static> Machine<T> {
             End::Landed | End::Settled => (Outcome::Ok, Applied::Yes),
             End::NoProbe if ended.1 == Applied::No => ended,
             End::NoProbe | End::BeforeHorizon | End::Unresolved => unknown,
-            End::ProbeFailed => self.after_failed_probe(ended),
+            // What the call knows after a probe that could not tell: the one rule the log's record of
+            // the probe and the call's report both follow. A call that applied nothing for sure stays as
+            // its attempt ended; any other is in doubt.
+            End::ProbeFailed => {
+                policy::verdict(ProbeMark::Failed, Horizon::Passed, (ended.0, self.call_effect(ended.1)))
+            }
             End::Denied => (Outcome::Permanent, Applied::No),
             End::AsIs
             | End::NeverRetried
@@ -423,6 +421,32 @@ pub fn doubt(start: Start) -> Option<(Outcome, Applied)> {
         Start::Probe => Some((Outcome::Unknown, Applied::Unknown)),
         Start::Fresh | Start::Replay | Start::Settled => None,
     }
+}
+
+/// Whether `left` of the budget can hold the wait before the next attempt and the tool's `floor`, and
+/// that wait: the `backoff`, or the service's `asked` wait (`Retry-After`) when longer. A call resumed
+/// from the log (`made == 0`) has no earlier attempt of its own to back off from. A wait the service
+/// asked for that the budget cannot hold is [`Room::AskedTooLong`], so the report can say so.
+pub fn room(
+    made: u32,
+    asked: Option<Duration>,
+    backoff: Duration,
+    floor: Duration,
+    left: Duration,
+) -> (Room, Duration) {
+    if made == 0 {
+        return (Room::Enough, Duration::ZERO);
+    }
+    if let Some(asked) = asked
+        && asked.saturating_add(floor) > left
+    {
+        return (Room::AskedTooLong, asked);
+    }
+    let wait = asked.map_or(backoff, |asked| asked.max(backoff));
+    if wait.saturating_add(floor) > left || left < floor {
+        return (Room::TooShort, wait);
+    }
+    (Room::Enough, wait)
 }
 
 /// Whether a person's "not landed" counts at `now`: only if they saw the attempt once it could no
@@ -499,10 +523,8 @@ mod tests {
         call.ended(Applied::Unknown);
         call.ended(Applied::No);
         assert_eq!(call.call_effect(Applied::No), Applied::Unknown);
-        assert_eq!(
-            call.after_failed_probe((Outcome::Retryable, Applied::No)),
-            (Outcome::Unknown, Applied::Unknown)
-        );
+        let refused = (Outcome::Retryable, Applied::No);
+        assert_eq!(call.ending(End::ProbeFailed, refused), (Outcome::Unknown, Applied::Unknown));
         // A probe's "not landed", past the horizon, clears the doubt.
         call.reach(2);
         let mut decision =

@@ -106,22 +106,11 @@ impl<'a> Pace<'a> {
     /// Whether `left` of the budget can hold the wait before attempt `number + 1` (backoff, or the
     /// service's `Retry-After` when longer) and the tool's floor; the wait when it can. A call resumed
     /// from the log (`made == 0`) has no earlier attempt of its own to back off from.
+    /// The rule is the call machine's ([`room`](super::machine::room)), which the protocol model runs
+    /// too; this gives it the tool's backoff, seeded by the intent, and its floor.
     pub(crate) fn room(self, class: &Class, made: u32, number: u32, left: Duration) -> (Room, Duration) {
-        if made == 0 {
-            return (Room::Enough, Duration::ZERO);
-        }
-        let floor = self.spec.get_deadline_floor();
-        if let Some(asked) = class.wait()
-            && asked.saturating_add(floor) > left
-        {
-            return (Room::AskedTooLong, asked);
-        }
         let backoff = self.spec.get_backoff().wait(number.max(1), self.seed);
-        let wait = class.wait().map_or(backoff, |asked| asked.max(backoff));
-        if wait.saturating_add(floor) > left || left < floor {
-            return (Room::TooShort, wait);
-        }
-        (Room::Enough, wait)
+        super::machine::room(made, class.wait(), backoff, self.spec.get_deadline_floor(), left)
     }
 
     /// Why `left` of the budget cannot hold another attempt, as [`Pace::room`] found.
