@@ -184,14 +184,7 @@ fn stop_for(
             said(&why, class.wait(), Reason::NoProbe)
         }
         End::NoProbe if run.spec().get_dedupe() == Dedupe::Receiver => {
-            let why = format!(
-                "not resent: the receiver keeps a key for {} from the intent's first attempt, and a resend \
-                 could reach it later (this call may send until its deadline, or the first attempt is older \
-                 than this process can tell); {name} has no probe to resolve it, and a resend could be a \
-                 second create",
-                lifetime(run.spec().get_key_lifetime())
-            );
-            said(&why, None, Reason::NoProbe)
+            said(&not_resent(run.spec()), None, Reason::NoProbe)
         }
         End::NoProbe => said(&format!("{name} has no probe to resolve it"), None, Reason::NoProbe),
         End::ProbeFailed if applied == Applied::No => {
@@ -226,6 +219,17 @@ fn stop_for(
         End::Settled => Stop::said(Outcome::Unknown, Applied::Unknown, class, "", None, Reason::InDoubt),
         End::Landed | End::AsIs => Stop::after(class, "", class.wait(), Reason::Answered),
     }
+}
+
+/// Why a `create` the receiver deduplicates is not resent on its word, with no probe to ask instead.
+fn not_resent(spec: &crate::spec::ToolSpec) -> String {
+    format!(
+        "not resent: the receiver keeps a key for {} from the intent's first attempt, and a resend could \
+         reach it later (this call may send until its deadline, or the first attempt is older than this \
+         process can tell); {} has no probe to resolve it, and a resend could be a second create",
+        lifetime(spec.get_key_lifetime()),
+        spec.name()
+    )
 }
 
 /// Why a call whose "not landed" came before its attempt could no longer land stops: the budget cannot
