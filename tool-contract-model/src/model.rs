@@ -45,6 +45,12 @@ pub struct Config {
 }
 
 impl Config {
+    /// The tool's landing horizon as the machine takes it: a request is applied, if ever, while
+    /// `now <= sent + window`, so it can no longer land from the tick after.
+    pub fn horizon(&self) -> std::time::Duration {
+        crate::rules::ticks(self.window.saturating_add(1))
+    }
+
     /// The bound CI checks: two workers with a budget of 3 ticks, a horizon of 1, faults until the clock
     /// reaches 4, then 6 healed ticks; one settlement and one answer by a person; no crash and no lost
     /// message besides the service's lost replies (the deeper bound, [`Config::deep`], adds them).

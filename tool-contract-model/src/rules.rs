@@ -62,9 +62,7 @@ impl Rules {
             // The model's person settles through the store, not as a step of a call.
             asks_person: false,
             max_attempts: 3,
-            // A request is applied, if ever, while `now <= sent + window`: it can no longer land from
-            // the tick after.
-            horizon: ticks(config.window.saturating_add(1)),
+            horizon: config.horizon(),
             deadline,
         };
         Machine::new(setup).with_hooks(self.hooks)

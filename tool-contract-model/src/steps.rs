@@ -82,7 +82,7 @@ impl Protocol {
         let k = self.worker(s, w);
         // The model's tool is a `send` or `money`: the probe deduplicates, and the service's retry
         // budget always has room.
-        let who = (Dedupe::Probe, ticks(self.config.window.saturating_add(1)));
+        let who = (Dedupe::Probe, self.config.horizon());
         k.decision = Some(k.machine.open(ended, u32::from(k.made), who, true, now));
         self.decide(s, w);
     }
