@@ -2,10 +2,10 @@
 //! every `sometimes`; each of four broken rules (a test-only substitute for one of the crate's
 //! functions: the store's through `Rules`, the worker's through the engine machine's own `Hooks`)
 //! yields a counterexample to the property it breaks, printed as a timeline; a "not landed" trusted
-//! early, a verdict judged when its probe answered rather than when it looked (T1), and a budget
-//! recorded once a slow start write was done (T2) yield one to the harm they do (a report of effect
-//! `no` about an attempt that applied; docs/protocol.md says which broken rules do no harm within the
-//! bound). A debug build skips them (`cargo test --workspace`); `.ci/run` runs them optimised.
+//! early, an answer not bound to its attempt, a verdict judged when its probe answered rather than when
+//! it looked (T1), a budget recorded once a slow start write was done (T2) and a request let out past
+//! its deadline (T4) yield one to the harm they do (a report of effect `no` about an attempt that
+//! applied, or a second effect; docs/protocol.md says which broken rules do no harm within the bound). A debug build skips them (`cargo test --workspace`); `.ci/run` runs them optimised.
 
 use tool_contract::effect::EffectKind;
 use tool_contract::journal::Phase;
@@ -111,6 +111,9 @@ fn an_answer_not_bound_to_its_attempt_is_caught() {
     let mut broken = Rules::real();
     broken.answer_bound = |_, _| None;
     caught(EffectKind::Send, broken, BOUND_ANSWERS);
+    // A person's "not landed" about attempt 1, recorded about attempt 2 that applied: the next call
+    // reports effect `no` about it.
+    harms(Config::ci(EffectKind::Send), broken);
 }
 
 #[test]

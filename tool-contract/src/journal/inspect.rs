@@ -75,7 +75,7 @@ impl Entry for Stored {
 /// record's fields, in text after the record.
 ///
 /// Text from the log (a task's name, a message, a value) is printed with its control characters
-/// escaped ([`terminal`](super::terminal)): in text, a field's newlines too; in JSON, with JSON's own
+/// escaped (as JSON writes them): in text, a field's newlines too; in JSON, with JSON's own
 /// escapes, DEL, C1 controls and bidirectional overrides included, so the document still reads back the
 /// same.
 ///

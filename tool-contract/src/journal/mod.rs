@@ -34,6 +34,8 @@ pub mod inspect;
 mod leases;
 mod memory;
 mod reader;
+// The escaping every printer of the project's commands uses: theirs, not public API.
+#[doc(hidden)]
 pub mod terminal;
 pub(crate) mod word;
 

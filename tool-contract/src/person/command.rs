@@ -259,7 +259,7 @@ fn attempt(given: Option<&str>, key: &IntentKey) -> Result<u32, String> {
 /// 1 when it was refused or not recorded. A `not_landed` given while the attempt could still land gets
 /// a second line, `note: ...` ([`early_note`](crate::person::early_note)), or a `note` in JSON. The
 /// text a person or the log gave (the evidence, an error naming the log) is escaped for the terminal
-/// ([`terminal`](crate::journal::terminal)), in JSON with JSON's own escapes.
+/// (each control character as JSON writes it), in JSON with JSON's own escapes.
 pub fn outcome(done: Result<Record, SettleError>, json: bool) -> (String, u8) {
     use crate::journal::terminal::escape;
     let (line, code) = match (done, json) {

@@ -199,10 +199,9 @@ impl Settle {
 /// next call probes the attempt again once that has passed instead of taking the word as it stands.
 /// `None` for a `landed` settlement, or a `not_landed` seen after that time.
 ///
-/// The time is the engine's own: the attempt's last possible send as the log's stamps bound it
-/// ([`rules::stamps`](crate::rules::stamps), [`rules::reached_by`](crate::rules::reached_by): its start
-/// and budget, and the settlement itself, each read as the latest instant it may stand for), plus the
-/// default landing horizon, [`DEFAULT_HORIZON`](crate::effect::DEFAULT_HORIZON) (the log does not hold
+/// The time is the engine's own: the attempt's last possible send as the log's stamps bound it (its
+/// start and budget, and the settlement itself, each read as the latest instant it may stand for), plus
+/// the default landing horizon, [`DEFAULT_HORIZON`](crate::effect::DEFAULT_HORIZON) (the log does not hold
 /// the tool's own); and the word is judged by when the person saw the attempt.
 ///
 /// ```
