@@ -19,7 +19,7 @@ const CANDIDATES: &str = "
 WITH last AS (
     SELECT DISTINCT ON (intent) intent, phase, outcome, effect_applied
     FROM tool_contract.attempts
-    WHERE phase <> 'approval'
+    WHERE phase NOT IN ('approval', 'mcp_task')
     ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC
 ), old AS (
     SELECT intent FROM tool_contract.attempts
@@ -46,7 +46,7 @@ const REMOVE: &str = "
 WITH last AS (
     SELECT DISTINCT ON (intent) intent, phase, outcome, effect_applied
     FROM tool_contract.attempts
-    WHERE intent = ANY($1) AND phase <> 'approval'
+    WHERE intent = ANY($1) AND phase NOT IN ('approval', 'mcp_task')
     ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC
 )
 DELETE FROM tool_contract.attempts

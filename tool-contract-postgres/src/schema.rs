@@ -8,7 +8,7 @@
 use tokio_postgres::Client;
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// The advisory lock key of the migration: "tcmigr" in ASCII, so it is recognisable in `pg_locks`.
 const MIGRATION_LOCK: i64 = 0x7463_6d69_6772;
@@ -101,6 +101,15 @@ $body$;
     "
 ALTER TABLE tool_contract.attempts ADD COLUMN sent_by text;
 ALTER TABLE tool_contract.attempts ADD COLUMN args text;
+",
+    // 6: MCP tasks, a call of an intent kept for a client to poll: a record of phase 'mcp_task' with
+    // its account as JSON in `value`. Never an attempt's, never an intent's last word.
+    "
+ALTER TABLE tool_contract.attempts DROP CONSTRAINT attempts_phase_check;
+ALTER TABLE tool_contract.attempts ADD CONSTRAINT attempts_phase_check
+    CHECK (phase IN ('start', 'end', 'settled', 'approval', 'mcp_task'));
+ALTER TABLE tool_contract.attempts ADD CONSTRAINT attempts_mcp_task_account
+    CHECK (phase <> 'mcp_task' OR jsonb_typeof(value) = 'object');
 ",
 ];
 

@@ -48,7 +48,7 @@ pub(crate) const WHY_REFUSED: &str = "
 SELECT
     (SELECT owner FROM tool_contract.claims WHERE intent = $1),
     (SELECT lease_until > clock_timestamp() FROM tool_contract.claims WHERE intent = $1),
-    (SELECT coalesce(max(attempt), 0) FROM tool_contract.attempts WHERE intent = $1 AND phase <> 'approval'),
+    (SELECT coalesce(max(attempt), 0) FROM tool_contract.attempts WHERE intent = $1 AND phase NOT IN ('approval', 'mcp_task')),
     EXISTS (SELECT 1 FROM tool_contract.attempts
             WHERE intent = $1 AND attempt = $2 AND phase = 'start' AND owner = $3)";
 
@@ -57,8 +57,7 @@ SELECT
 pub(crate) const LOCK_APPROVALS: &str = "SELECT pg_advisory_xact_lock((x'7463617070720000'::bigint) # ('x' || substr(encode($1, 'hex'), 1, 8))::bit(32)::bigint)";
 
 /// The highest attempt of `$1`, if it has any record.
-pub(crate) const HIGHEST: &str =
-    "SELECT max(attempt) FROM tool_contract.attempts WHERE intent = $1 AND phase <> 'approval'";
+pub(crate) const HIGHEST: &str = "SELECT max(attempt) FROM tool_contract.attempts WHERE intent = $1 AND phase NOT IN ('approval', 'mcp_task')";
 
 /// The parameter after a record's `$1..$16`: the writer of a fenced record.
 const OWNER: usize = AFTER_COLUMNS + 1;
@@ -106,6 +105,8 @@ pub(crate) struct Texts {
     pub(crate) last_approval: String,
     /// Every record of `$1`, in the order stored.
     pub(crate) records_of_intent: String,
+    /// The MCP task records of `$1`, in the order stored.
+    pub(crate) mcp_task_records: String,
     /// The last word of every intent whose last word is unfinished, `unknown` or with its effect
     /// unknown. The last word is the last record of the intent's highest attempt, a settlement of it
     /// first, which is what folding its records in order with `Recall::update` keeps
@@ -138,7 +139,7 @@ fn about_the_attempt() -> String {
          WHERE intent = ${intent} AND attempt = ${attempt} AND phase = 'start' AND owner = ${OWNER})
  OR ((${probe}::text IS NOT NULL OR ${phase}::text = 'settled')
      AND ${attempt}::bigint = (SELECT coalesce(max(attempt), 0) FROM tool_contract.attempts
-                              WHERE intent = ${intent} AND phase <> 'approval')))"
+                              WHERE intent = ${intent} AND phase NOT IN ('approval', 'mcp_task'))))"
     )
 }
 
@@ -164,7 +165,7 @@ impl Texts {
                 "
 WITH {held}, highest AS (
     SELECT coalesce(max(attempt), 0) AS n FROM tool_contract.attempts
-    WHERE intent = ${intent} AND phase <> 'approval'
+    WHERE intent = ${intent} AND phase NOT IN ('approval', 'mcp_task')
 )
 {insert}
 FROM held, highest, {}
@@ -207,12 +208,16 @@ RETURNING seq",
             records_of_intent: format!(
                 "SELECT {columns} FROM tool_contract.attempts WHERE intent = $1 ORDER BY seq"
             ),
+            mcp_task_records: format!(
+                "SELECT {columns} FROM tool_contract.attempts WHERE intent = $1 AND phase = 'mcp_task' \
+                 ORDER BY seq"
+            ),
             unresolved: format!(
                 "
 SELECT {columns} FROM (
     SELECT DISTINCT ON (intent) {columns}
     FROM tool_contract.attempts
-    WHERE phase <> 'approval'
+    WHERE phase NOT IN ('approval', 'mcp_task')
     ORDER BY intent, attempt DESC, phase = 'settled' DESC, seq DESC
 ) AS last
 WHERE phase = 'start'

@@ -400,7 +400,7 @@ async fn eight_workers_connecting_at_once_migrate_once() {
 }
 
 /// A log written by the build before schema version 4 (no `intent_has_records`, which the claim calls,
-/// nor the columns of version 5) is refused by a reader of this build, with what to do, and migrated by the first worker that
+/// nor the columns of version 5, nor the MCP task rule of version 6) is refused by a reader of this build, with what to do, and migrated by the first worker that
 /// connects: the old intent's records are kept and read at its next claim, and a new intent's claim
 /// answers that it has none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -413,12 +413,13 @@ async fn a_log_of_version_3_is_migrated_by_a_worker_and_its_records_are_read_at_
     journal.finish(&a, end(old, 1, Outcome::Ok).as_record_ref(), SYNCED).await.unwrap();
     drop(journal);
     // What version 3 left: the same tables without the columns of version 5, without the function of
-    // version 4, and without their version rows.
+    // version 4, without the MCP task rule of version 6, and without their version rows.
     let client = common::client(&conninfo).await;
     client
         .batch_execute(
             "DROP FUNCTION tool_contract.intent_has_records(bytea);
-             ALTER TABLE tool_contract.attempts DROP COLUMN sent_by, DROP COLUMN args;
+             ALTER TABLE tool_contract.attempts DROP COLUMN sent_by, DROP COLUMN args,
+                 DROP CONSTRAINT attempts_mcp_task_account;
              DELETE FROM tool_contract.schema_version WHERE version >= 4;",
         )
         .await

@@ -54,19 +54,20 @@ pub use claims::{Claiming, Fenced, Holder, claim, fence, may_start, may_wait_for
 pub use stamps::{CLOCK_SKEW, STAMP_ROUNDING, Stamps, ran_until, reached_by, stamp_up, stamps};
 
 /// Whether a record of this phase is about an attempt: starts, ends (probe verdicts included) and
-/// settlements are; an `approval` record (a question before the next attempt, or its answer) is not,
-/// so it never counts toward the intent's highest attempt and is never its last word.
+/// settlements are; an `approval` record (a question before the next attempt, or its answer) and an
+/// `mcp_task` record (a step of an MCP task) are not, so they never count toward the intent's highest
+/// attempt and are never its last word.
 pub const fn counts_as_attempt(phase: Phase) -> bool {
-    !matches!(phase, Phase::Approval)
+    !matches!(phase, Phase::Approval | Phase::McpTask)
 }
 
 /// Whether an intent whose last word has this phase, outcome and effect is *in doubt*: its last attempt
 /// started and never ended, ended `unknown` (or with no outcome), or ended with its effect unknown (a
 /// refusal after an attempt that may have landed: its next call probes it first). A settlement never
-/// is. An approval record alone (an intent known by nothing else) is treated as unfinished.
+/// is. An approval or MCP task record alone (an intent known by nothing else) is treated as unfinished.
 pub const fn in_doubt(phase: Phase, outcome: Option<Outcome>, effect: Option<Applied>) -> bool {
     match phase {
-        Phase::Start | Phase::Approval => true,
+        Phase::Start | Phase::Approval | Phase::McpTask => true,
         Phase::End => {
             matches!(outcome, None | Some(Outcome::Unknown)) || matches!(effect, Some(Applied::Unknown))
         }
@@ -84,8 +85,8 @@ pub const fn in_doubt(phase: Phase, outcome: Option<Outcome>, effect: Option<App
 /// one exception: a probe that saw the effect land (`probe` is [`ProbeMark::Landed`]). A call probes an
 /// attempt a person settled only when their `not_landed` was given while the attempt could still land
 /// (`policy::landing`); what the probe saw later is the truth about it, and the log says so.
-/// An `approval` record never is the last word, and one kept (an intent known by nothing else) gives
-/// way to any other record.
+/// An `approval` or `mcp_task` record never is the last word, and one kept (an intent known by nothing
+/// else) gives way to any other record.
 ///
 /// ```
 /// use tool_contract::journal::Phase;
@@ -298,7 +299,9 @@ pub fn answer_bound(examined: u32, recall: &Recall) -> Option<String> {
 pub fn attempt_state(last: &Record) -> String {
     match (last.phase, last.outcome, &last.settled) {
         (Phase::Settled, _, Some(s)) => format!("is settled {} by {}", s.verdict, one_line(&s.by)),
-        (Phase::Start | Phase::Approval, _, _) | (Phase::End, None, _) => "never ended".into(),
+        (Phase::Start | Phase::Approval | Phase::McpTask, _, _) | (Phase::End, None, _) => {
+            "never ended".into()
+        }
         (_, Some(outcome), _) => {
             format!("ended {outcome} with its effect {}", last.effect_applied.unwrap_or(Applied::Unknown))
         }

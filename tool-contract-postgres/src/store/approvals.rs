@@ -1,10 +1,10 @@
 //! The approval records of an intent: its last one, and a next one stored only if it may follow,
-//! under the intent's approval lock.
+//! under the intent's approval lock; and its MCP task records.
 
 use std::sync::Arc;
 
 use tool_contract::IntentKey;
-use tool_contract::journal::{Answer, Approvals, JournalError, Record, RecordRef};
+use tool_contract::journal::{Answer, Approvals, JournalError, McpTasks, Record, RecordRef};
 
 use crate::fault::Fault;
 use crate::row::{Fields, record_of};
@@ -64,13 +64,36 @@ impl Inner {
     }
 }
 
+impl Inner {
+    /// The MCP task records of `key`, in the order stored.
+    async fn mcp_task_records(&self, key: [u8; 16]) -> Result<Vec<Record>, JournalError> {
+        self.run("cannot read an intent's MCP tasks", |conn| {
+            Box::pin(async move {
+                let rows = conn
+                    .client
+                    .query(&crate::sql::TEXTS.mcp_task_records, &[&key.as_slice()])
+                    .await
+                    .map_err(|e| Fault::statement(&e))?;
+                rows.iter().map(|row| record_of(row).map_err(Fault::corrupt)).collect()
+            })
+        })
+        .await
+    }
+}
+
+impl McpTasks for PgJournal {
+    fn mcp_task_records(&self, key: &IntentKey) -> Answer<'_, Result<Vec<Record>, JournalError>> {
+        Answer::later(self.inner.mcp_task_records(*key.as_bytes()))
+    }
+}
+
 impl Approvals for PgJournal {
     fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
         Answer::later(self.inner.last_approval(*key.as_bytes()))
     }
 
     fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
-        if tool_contract::rules::counts_as_attempt(record.phase) {
+        if record.phase != tool_contract::journal::Phase::Approval {
             return Answer::now(Ok(false));
         }
         let (fields, record) = (Fields::of(&record), record.to_record());

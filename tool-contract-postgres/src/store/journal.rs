@@ -19,6 +19,10 @@ impl Journal for PgJournal {
         Some(self)
     }
 
+    fn mcp_tasks(&self) -> Option<&dyn tool_contract::journal::McpTasks> {
+        Some(self)
+    }
+
     fn claim(
         &self,
         key: &IntentKey,

@@ -39,6 +39,7 @@ use fencing::left_unfinished;
 use person::question;
 mod person;
 mod random;
+mod tasks;
 
 pub use fast::fast_paths_agree;
 pub use fencing::{
@@ -51,6 +52,7 @@ pub use person::{
     two_settlers_one_settlement,
 };
 pub use random::{RANDOM_LOGS, Step, apply, random_log, readers_agree_on_a_random_log};
+pub use tasks::mcp_tasks_are_kept;
 
 /// A lease long enough that no step of the suite outlives it.
 const LEASE: Duration = Duration::from_secs(60);
@@ -65,6 +67,7 @@ pub async fn all(store: &dyn Approvals, reader: Option<&dyn tool_contract::journ
     two_settlers_one_settlement(store, scope).await;
     a_settlement_is_bound_to_its_attempt(store, scope).await;
     approvals_answer_once(store, scope).await;
+    mcp_tasks_are_kept(store, scope).await;
     a_start_given_up_on_is_not_in_doubt(store, scope).await;
     fast_paths_agree(store, scope).await;
     fields_round_trip(store, reader, scope).await;

@@ -36,7 +36,7 @@ impl Recall {
         match (self.last.phase, self.last.outcome) {
             // An approval record is never a last word once anything else is known; alone, the intent
             // is treated as unfinished, which only probes.
-            (Phase::Start | Phase::Approval, _) | (Phase::End, None) => LastWord::Unfinished,
+            (Phase::Start | Phase::Approval | Phase::McpTask, _) | (Phase::End, None) => LastWord::Unfinished,
             (Phase::End | Phase::Settled, Some(Outcome::Ok)) => LastWord::Ok(self.last.value.as_ref()),
             (Phase::End | Phase::Settled, Some(outcome)) => LastWord::Ended(outcome),
             (Phase::Settled, None) => LastWord::Ended(Outcome::Unknown),
@@ -89,6 +89,29 @@ impl Approvals {
     /// Whether `record` may follow what is kept ([`may_follow`]).
     pub(crate) fn may_take(&self, record: &super::RecordRef<'_>) -> bool {
         may_follow(record, self.0.get(&record.intent_key))
+    }
+}
+
+/// What a store keeps of MCP tasks: each intent's `mcp_task` records, in log order.
+#[derive(Debug, Default)]
+pub(crate) struct McpTaskRecords(HashMap<IntentKey, Vec<Record>>);
+
+impl McpTaskRecords {
+    /// The intent's `mcp_task` records, in log order.
+    pub(crate) fn of(&self, key: &IntentKey) -> Vec<Record> {
+        self.0.get(key).cloned().unwrap_or_default()
+    }
+
+    /// Keep `record` if it is an `mcp_task` record.
+    pub(crate) fn note(&mut self, record: &super::RecordRef<'_>) {
+        if record.phase == Phase::McpTask {
+            self.keep(record.to_record());
+        }
+    }
+
+    /// Keep `record`, an `mcp_task` record read back from the log.
+    pub(crate) fn keep(&mut self, record: Record) {
+        self.0.entry(record.intent_key).or_default().push(record);
     }
 }
 

@@ -309,6 +309,10 @@ fn line(record: &Record) -> String {
             text.push_str(&written_by(record.approval.as_ref().and_then(|n| n.os_user.as_deref())));
             return text;
         }
+        (Phase::McpTask, _) => {
+            let message = record.message.as_deref().unwrap_or_default();
+            return format!("a{}  {started}  mcp task  {}", record.attempt, escape(message));
+        }
     };
     let mut text = format!("a{}  {started}  {what}", record.attempt);
     if let Some(outcome) = record.outcome {

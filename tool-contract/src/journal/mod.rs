@@ -309,6 +309,26 @@ pub trait Journal: Send + Sync {
     fn approvals(&self) -> Option<&dyn Approvals> {
         None
     }
+
+    /// The store as one that keeps MCP tasks ([`McpTasks`]), if it does: an MCP server over a log
+    /// whose store keeps none answers every call with its report, never with a task. The default
+    /// keeps none; the memory, compact, file and PostgreSQL stores do, and a wrapper of one forwards
+    /// it.
+    fn mcp_tasks(&self) -> Option<&dyn McpTasks> {
+        None
+    }
+}
+
+/// A store that keeps MCP tasks: the `mcp_task` records an MCP server writes beside an intent's
+/// attempts while a call of it is kept for a client to poll (the task's creation, a cancellation
+/// asked for, its end), so any server on the store, or one restarted, serves the task from the log.
+///
+/// The records are written with [`Journal::append`], synced; the store keeps them in log order and
+/// gives them back by intent. Their account is the record's `value`, which the MCP adapter writes and
+/// reads: the store judges nothing of it.
+pub trait McpTasks: Journal {
+    /// The intent's `mcp_task` records, in log order; empty when none was written.
+    fn mcp_task_records(&self, key: &IntentKey) -> Answer<'_, Result<Vec<Record>, JournalError>>;
 }
 
 /// A store that keeps approvals: the questions a [`LogApprover`](crate::person::LogApprover) asks before

@@ -24,22 +24,30 @@ pub enum Phase {
     /// A question to a person before the next attempt of a `money` call, or its answer
     /// ([`ApprovalNote`]): history, never an intent's last word.
     Approval,
+    /// A step of an MCP task that keeps a call of the intent for a client to poll (created, cancel
+    /// requested, ended), its account as the record's `value`, written and read by the MCP adapter:
+    /// history, never an intent's last word, never an attempt's.
+    #[serde(rename = "mcp_task")]
+    McpTask,
 }
 
 impl Phase {
-    /// The phase as the log writes it: `start`, `end`, `settled` or `approval`.
+    /// The phase as the log writes it: `start`, `end`, `settled`, `approval` or `mcp_task`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Phase::Start => "start",
             Phase::End => "end",
             Phase::Settled => "settled",
             Phase::Approval => "approval",
+            Phase::McpTask => "mcp_task",
         }
     }
 
     /// The phase the log's word `word` names ([`Phase::as_str`]), if any.
     pub fn parse(word: &str) -> Option<Phase> {
-        [Phase::Start, Phase::End, Phase::Settled, Phase::Approval].into_iter().find(|p| p.as_str() == word)
+        [Phase::Start, Phase::End, Phase::Settled, Phase::Approval, Phase::McpTask]
+            .into_iter()
+            .find(|p| p.as_str() == word)
     }
 }
 
@@ -229,6 +237,9 @@ impl Record {
     /// settler are given ([`Settlement::problem`]). Deserialising a record checks it, and so does every
     /// store's reader.
     pub fn problem(&self) -> Option<String> {
+        if self.phase == Phase::McpTask {
+            return self.task_problem();
+        }
         match (self.phase, &self.approval) {
             (Phase::Approval, Some(note)) => {
                 if self.outcome.is_some() || self.effect_applied.is_some() || self.probe.is_some() {
@@ -271,6 +282,26 @@ impl Record {
             return Some("a `not_landed` settlement has no value".into());
         }
         None
+    }
+}
+
+impl Record {
+    /// What breaks the rule of an `mcp_task` record: its account is its `value`, a JSON object, and it
+    /// carries nothing of an attempt's end or a person's word.
+    fn task_problem(&self) -> Option<String> {
+        if self.outcome.is_some() || self.effect_applied.is_some() || self.probe.is_some() {
+            return Some("an `mcp_task` record has no outcome, effect or probe".into());
+        }
+        if self.settled.is_some() || self.approval.is_some() || self.retry_at.is_some() {
+            return Some("an `mcp_task` record has no settlement, approval or `retry_at`".into());
+        }
+        if self.sent_by.is_some() || self.args.is_some() {
+            return Some("an `mcp_task` record has no `sent_by` or `args`".into());
+        }
+        match &self.value {
+            Some(serde_json::Value::Object(_)) => None,
+            _ => Some("an `mcp_task` record needs its account as an object in `value`".into()),
+        }
     }
 }
 

@@ -94,8 +94,8 @@ pub enum Fenced<O> {
         /// The highest attempt recorded.
         highest: u32,
     },
-    /// An approval record is not fenced: it is not an attempt's.
-    Approval,
+    /// An approval or MCP task record is not fenced: it is not an attempt's.
+    NotAnAttempt,
 }
 
 impl<O: fmt::Display> fmt::Display for Fenced<O> {
@@ -119,8 +119,8 @@ impl<O: fmt::Display> fmt::Display for Fenced<O> {
                 "{writer} did not start attempt {attempt}: only its starter writes its end, and the \
                  intent's holder only a probe's verdict on the highest attempt ({highest})"
             ),
-            Fenced::Approval => f.write_str(
-                "an approval record is not an attempt's: it is written by `Approvals::approval_step`, unfenced",
+            Fenced::NotAnAttempt => f.write_str(
+                "an approval or MCP task record is not an attempt's: it is written unfenced (`Approvals::approval_step`, `Journal::append`)",
             ),
         }
     }
@@ -160,7 +160,7 @@ pub fn fence<O: PartialEq + Clone, T: Ord>(
         Phase::End if held.started == Some(attempt) => Ok(()),
         Phase::End if probe && attempt == highest => Ok(()),
         Phase::End => Err(Fenced::NotStarter { writer: writer.clone(), attempt, highest }),
-        Phase::Approval => Err(Fenced::Approval),
+        Phase::Approval | Phase::McpTask => Err(Fenced::NotAnAttempt),
     }
 }
 
@@ -235,7 +235,7 @@ mod tests {
             ),
             (Some(a), "a", Settled, 2, false, 2, 5, ok.clone()),
             (Some(a), "a", Settled, 1, false, 2, 5, Err(Fenced::NotHighestSettled { highest: 2 })),
-            (Some(a), "a", Approval, 2, false, 2, 5, Err(Fenced::Approval)),
+            (Some(a), "a", Approval, 2, false, 2, 5, Err(Fenced::NotAnAttempt)),
         ];
         for (holder, writer, phase, attempt, probe, highest, now, expected) in table {
             assert_eq!(

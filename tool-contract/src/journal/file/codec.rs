@@ -10,6 +10,7 @@ pub(super) fn encode(out: &mut Vec<u8>, record: RecordRef<'_>) -> serde_json::Re
         Phase::End => br#"{"phase":"end","task":"#,
         Phase::Settled => br#"{"phase":"settled","task":"#,
         Phase::Approval => br#"{"phase":"approval","task":"#,
+        Phase::McpTask => br#"{"phase":"mcp_task","task":"#,
     });
     text(out, record.task)?;
     out.extend_from_slice(br#","call":"#);

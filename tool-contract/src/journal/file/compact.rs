@@ -4,7 +4,7 @@ use super::*;
 
 impl FileJournal {
     /// Rewrite the log at `path` keeping the latest state of each intent: the records of its latest
-    /// attempt (and so its attempt count and its last word), in log order.
+    /// attempt (and so its attempt count and its last word) and its MCP task records, in log order.
     ///
     /// The new log is written beside the old one (`<log>.compacting`), synced, renamed over it, and the
     /// directory synced: a crash at any point leaves either the old log or the new one, whole. A
@@ -31,8 +31,12 @@ impl FileJournal {
             let attempt = latest.entry(record.intent_key).or_insert(record.attempt);
             *attempt = (*attempt).max(record.attempt);
         }
-        let kept: Vec<&Record> =
-            records.iter().filter(|r| latest.get(&r.intent_key) == Some(&r.attempt)).collect();
+        // An MCP task's records are kept whatever attempt they were written at: a client may still poll
+        // the task.
+        let kept: Vec<&Record> = records
+            .iter()
+            .filter(|r| r.phase == Phase::McpTask || latest.get(&r.intent_key) == Some(&r.attempt))
+            .collect();
 
         let temp = compaction_path(path);
         let bytes_after = write_new_log(&temp, &kept)

@@ -195,6 +195,8 @@ struct State {
     /// process asks wait here for their answers (a question left by an earlier process has nobody
     /// waiting for it).
     approvals: crate::journal::index::Approvals,
+    /// Each intent's MCP task records, read at open and kept as they are written.
+    tasks: crate::journal::index::McpTaskRecords,
     /// The file ends with a torn line: the next record starts with a newline.
     needs_newline: bool,
     /// Records queued for the writer thread, whole lines, in the order of the appends. Every `write(2)`
@@ -244,6 +246,7 @@ impl State {
     /// directory synced with the first synced record, so its name survives a crash as well.
     fn opened(
         index: HashMap<IntentKey, Entry, KeyHashing>,
+        tasks: crate::journal::index::McpTaskRecords,
         scan: &Scan,
         fresh: bool,
         created: bool,
@@ -257,6 +260,7 @@ impl State {
             index,
             leases: Leases::default(),
             approvals: Default::default(),
+            tasks,
             needs_newline: scan.torn_tail,
             sync_dir_first: created,
             wake: fresh,
@@ -324,18 +328,18 @@ impl FileJournal {
         // The beginning says what the file is; the rest is streamed, a chunk at a time.
         let mut head = Vec::new();
         (&mut file).take(64 << 10).read_to_end(&mut head).map_err(cannot_read)?;
-        let (index, scan, fresh) = match beginning(&head).map_err(|why| not_a_log(&path, why))? {
+        let (index, tasks, scan, fresh) = match beginning(&head).map_err(|why| not_a_log(&path, why))? {
             Beginning::Empty => {
                 let scan =
                     Scan { warnings: Vec::new(), torn_tail: false, records: 0, header: true, lines: 0 };
-                (HashMap::default(), scan, true)
+                (HashMap::default(), Default::default(), scan, true)
             }
             Beginning::Header(skip) => {
                 file.seek(io::SeekFrom::Start(0)).map_err(cannot_read)?;
-                let (index, scan) = index_file(&mut file, skip, CHUNK)
+                let (index, tasks, scan) = index_file(&mut file, skip, CHUNK)
                     .map_err(cannot_read)?
                     .map_err(|why| not_a_log(&path, why))?;
-                (index, scan, false)
+                (index, tasks, scan, false)
             }
             Beginning::Headless => return Err(not_a_log(&path, headless(&head))),
         };
@@ -361,7 +365,7 @@ impl FileJournal {
                 ),
             });
         }
-        let state = State::opened(index, &scan, fresh, created);
+        let state = State::opened(index, tasks, &scan, fresh, created);
         let shared = Arc::new(Shared {
             path,
             identity: opened,

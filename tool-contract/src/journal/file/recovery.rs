@@ -278,33 +278,39 @@ fn keep<'a>(last: &mut HashMap<IntentKey, Kept<'a>, KeyHashing>, key: IntentKey,
         .or_insert(kept);
 }
 
-/// Fold the records of `bytes` (from line `first_line`) by intent, borrowing their lines.
-fn fold_lines(
-    bytes: &[u8],
-    first_line: u64,
-    header: bool,
-) -> Result<(HashMap<IntentKey, Kept<'_>, KeyHashing>, Scan), String> {
-    let (pieces, scan) = scan_from(bytes, first_line, header, HashMap::default, |last, line| {
+/// What one piece of a log folds to: per intent its highest attempt and the line of its last word,
+/// borrowed, and the piece's MCP task records, in order.
+type Folded<'a> = (HashMap<IntentKey, Kept<'a>, KeyHashing>, Vec<Record>);
+
+/// Fold the records of `bytes` (from line `first_line`) by intent, borrowing their lines; the MCP task
+/// records are kept whole, in log order.
+fn fold_lines(bytes: &[u8], first_line: u64, header: bool) -> Result<(Folded<'_>, Scan), String> {
+    let (pieces, scan) = scan_from(bytes, first_line, header, Folded::default, |(last, tasks), line| {
         let (key, attempt, phase, probe, open) = match quick_check(line) {
             Some(checked) => checked,
             None => {
                 // Any other form: the schema itself reads it (allocating, as only such lines do).
                 let record = serde_json::from_slice::<Record>(line)?;
                 let open = crate::rules::in_doubt(record.phase, record.outcome, record.effect_applied);
-                (record.intent_key, record.attempt, record.phase, record.probe, open)
+                let checked = (record.intent_key, record.attempt, record.phase, record.probe, open);
+                if record.phase == Phase::McpTask {
+                    tasks.push(record);
+                }
+                checked
             }
         };
         keep(last, key, (attempt, phase, probe, open, line));
         Ok(())
     })?;
     let mut pieces = pieces.into_iter();
-    let mut last = pieces.next().unwrap_or_default();
-    for piece in pieces {
+    let (mut last, mut tasks) = pieces.next().unwrap_or_default();
+    for (piece, more) in pieces {
         for (key, kept) in piece {
             keep(&mut last, key, kept);
         }
+        tasks.extend(more);
     }
-    Ok((last, scan))
+    Ok(((last, tasks), scan))
 }
 
 /// Fold one piece's intents into the index, copying the lines kept.
@@ -340,8 +346,9 @@ pub(super) fn index_file(
     file: &mut File,
     skip: usize,
     chunk: usize,
-) -> io::Result<Result<(Index, Scan), String>> {
+) -> io::Result<Result<(Index, crate::journal::index::McpTaskRecords, Scan), String>> {
     let mut index = HashMap::default();
+    let mut tasks = crate::journal::index::McpTaskRecords::default();
     let mut total = Scan { warnings: Vec::new(), torn_tail: false, records: 0, header: true, lines: 0 };
     // Allocated once at its size and refilled in place: `filled` bytes hold data, of which the first
     // `searched` hold no newline (the start of a line the last chunk did not end). No larger than the
@@ -373,17 +380,18 @@ pub(super) fn index_file(
             }
         };
         let body = &buf[skip.min(end)..end];
-        let (piece, scan) = match fold_lines(body, line, true) {
+        let ((piece, found), scan) = match fold_lines(body, line, true) {
             Ok(folded) => folded,
             Err(why) => return Ok(Err(why)),
         };
         merge(&mut index, piece);
+        found.into_iter().for_each(|record| tasks.keep(record));
         total.warnings.extend(scan.warnings);
         total.records += scan.records;
         total.lines += scan.lines;
         if eof {
             total.torn_tail = scan.torn_tail;
-            return Ok(Ok((index, total)));
+            return Ok(Ok((index, tasks, total)));
         }
         // The body ends with a newline: it held exactly `scan.lines` lines.
         line += scan.lines;

@@ -5,12 +5,16 @@ use std::time::Duration;
 
 use super::{FileJournal, writer};
 use crate::journal::{
-    Answer, Approvals, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef,
+    Answer, Approvals, Claimed, Durability, Journal, JournalError, McpTasks, Owner, Recall, Record, RecordRef,
 };
 use crate::key::IntentKey;
 
 impl Journal for FileJournal {
     fn approvals(&self) -> Option<&dyn Approvals> {
+        Some(self)
+    }
+
+    fn mcp_tasks(&self) -> Option<&dyn McpTasks> {
         Some(self)
     }
 
@@ -77,13 +81,19 @@ impl Journal for FileJournal {
     }
 }
 
+impl McpTasks for FileJournal {
+    fn mcp_task_records(&self, key: &IntentKey) -> Answer<'_, Result<Vec<Record>, JournalError>> {
+        Answer::now(Ok(self.shared.lock().tasks.of(key)))
+    }
+}
+
 impl Approvals for FileJournal {
     fn approval(&self, key: &IntentKey) -> Answer<'_, Result<Option<Record>, JournalError>> {
         Answer::now(Ok(self.shared.lock().approvals.last(key).cloned()))
     }
 
     fn approval_step(&self, record: RecordRef<'_>) -> Answer<'_, Result<bool, JournalError>> {
-        if crate::rules::counts_as_attempt(record.phase) {
+        if record.phase != crate::journal::Phase::Approval {
             return Answer::now(Ok(false));
         }
         match self.write(record, crate::journal::index::DURABILITY, None) {

@@ -165,7 +165,7 @@ impl FileJournal {
                 return Err(JournalError::Conflict { log, attempt_id, why });
             }
         }
-        if !crate::rules::counts_as_attempt(record.phase) {
+        if record.phase == Phase::Approval {
             if !state.approvals.may_take(&record) {
                 let (log, attempt_id) =
                     (self.shared.path.display().to_string(), record.attempt_id.to_owned());
@@ -196,6 +196,7 @@ impl FileJournal {
         }
         state.stats.appended += 1;
         state.index_line(&record, from..to);
+        state.tasks.note(&record);
         match durability {
             Durability::Buffered | Durability::Lazy => Ok(None),
             Durability::Synced => Ok(Some(state.wait_for_sync())),

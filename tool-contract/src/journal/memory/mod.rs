@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::leases::Leases;
 use super::{
-    Answer, Approvals, Claimed, Durability, Journal, JournalError, Owner, Recall, Record, RecordRef,
+    Answer, Approvals, Claimed, Durability, Journal, JournalError, McpTasks, Owner, Recall, Record, RecordRef,
 };
 use crate::key::IntentKey;
 use crate::rules::{counts_as_attempt, in_doubt, sort_queue, supersedes};
@@ -47,6 +47,8 @@ struct Plain {
     leases: Leases,
     /// Each intent's last approval record.
     approvals: super::index::Approvals,
+    /// Each intent's MCP task records.
+    tasks: super::index::McpTaskRecords,
 }
 
 /// The intents to forget once a store holds `held` intents, more than `max` (its bound): of the
@@ -78,6 +80,7 @@ struct Kept {
 impl Plain {
     fn store(&mut self, record: Record) {
         self.approvals.note(&record.as_record_ref());
+        self.tasks.note(&record.as_record_ref());
         let at = self.records.len();
         let kept = self.index.entry(record.intent_key).or_insert(Kept { attempts: record.attempt, last: at });
         if supersedes(
@@ -203,6 +206,10 @@ impl Journal for MemoryJournal {
         Some(self)
     }
 
+    fn mcp_tasks(&self) -> Option<&dyn McpTasks> {
+        Some(self)
+    }
+
     fn claim(
         &self,
         key: &IntentKey,
@@ -251,6 +258,12 @@ impl Journal for MemoryJournal {
 
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
         Answer::now(Ok(MemoryJournal::unresolved_now(self)))
+    }
+}
+
+impl McpTasks for MemoryJournal {
+    fn mcp_task_records(&self, key: &IntentKey) -> Answer<'_, Result<Vec<Record>, JournalError>> {
+        Answer::now(Ok(self.lock().tasks.of(key)))
     }
 }
 

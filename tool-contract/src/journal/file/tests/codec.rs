@@ -346,7 +346,7 @@ fn a_log_of_tricky_lines_is_indexed_as_serde_reads_it() {
     let fold = crate::journal::MemoryJournal::from_records(read.records);
     for chunk in [7, 64, 300, 1_000, 4_096, CHUNK] {
         let mut file = File::open(dir.log()).unwrap();
-        let (index, scan) = index_file(&mut file, HEADER.len() + 1, chunk).unwrap().unwrap();
+        let (index, _, scan) = index_file(&mut file, HEADER.len() + 1, chunk).unwrap().unwrap();
         let warned: Vec<u64> = scan.warnings.iter().map(|w| w.line).collect();
         assert_eq!(warned, expected, "chunk {chunk}");
         assert!(scan.torn_tail, "chunk {chunk}");

@@ -111,3 +111,41 @@ fn a_compaction_cut_short_leaves_the_log_whole_and_its_leftover_unread() {
     assert!(!leftover.exists());
     assert_eq!(read_log(dir.log()).unwrap().records.len(), 7);
 }
+
+/// An MCP task's records survive a restart (read back at open, in order, as written) and a compaction
+/// (kept though they are about an attempt older than the intent's latest), and they stay out of the
+/// index: its attempts and last word are those of the attempt records alone.
+#[tokio::test]
+async fn mcp_task_records_are_read_back_at_open_and_kept_by_compaction() {
+    let dir = Scratch::new("mcp-tasks");
+    let task = |step: &str| Record {
+        message: Some(format!("MCP task {step}")),
+        value: Some(serde_json::json!({ "id": "t1", "step": step })),
+        ..record("a", Phase::McpTask, 1, None)
+    };
+    let (created, ended) = (task("created"), task("ended"));
+    let log = FileJournal::open(dir.log()).unwrap();
+    for written in [record("a", Phase::Start, 1, None), created.clone()] {
+        log.append(written.as_record_ref(), Durability::Synced).await.unwrap();
+    }
+    for written in [record("a", Phase::Start, 2, None), ended.clone()] {
+        log.append(written.as_record_ref(), Durability::Synced).await.unwrap();
+    }
+    let records = |log: &FileJournal| {
+        crate::journal::McpTasks::mcp_task_records(log, &key("a")).known().ok().unwrap().unwrap()
+    };
+    assert_eq!(records(&log), [created.clone(), ended.clone()]);
+    drop(log);
+
+    let log = FileJournal::open(dir.log()).unwrap();
+    assert!(log.warnings().is_empty(), "{:?}", log.warnings());
+    assert_eq!(records(&log), [created.clone(), ended.clone()]);
+    let recall = log.recall_now(&key("a")).unwrap();
+    assert_eq!((recall.attempts, recall.last.phase), (2, Phase::Start));
+    drop(log);
+
+    let done = FileJournal::compact(dir.log()).unwrap();
+    assert_eq!((done.records_before, done.records_after), (4, 3), "attempt 1's start goes, the task stays");
+    let log = FileJournal::open(dir.log()).unwrap();
+    assert_eq!(records(&log), [created, ended]);
+}

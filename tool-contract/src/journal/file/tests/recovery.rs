@@ -401,7 +401,7 @@ fn streamed_in_small_chunks_the_index_warnings_and_line_numbers_are_the_same() {
     // Chunks far smaller than a line, about one line, and a few lines: the same index, the same warnings.
     for chunk in [7, 300, 1_000, 4_096] {
         let mut file = File::open(dir.log()).unwrap();
-        let (index, scan) = index_file(&mut file, HEADER.len() + 1, chunk).unwrap().unwrap();
+        let (index, _, scan) = index_file(&mut file, HEADER.len() + 1, chunk).unwrap().unwrap();
         let lines: Vec<u64> = scan.warnings.iter().map(|w| w.line).collect();
         assert_eq!(lines, expected, "chunk {chunk}");
         assert!(scan.torn_tail, "chunk {chunk}");

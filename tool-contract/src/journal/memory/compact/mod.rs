@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use crate::journal::leases::Leases;
 use crate::journal::{
-    Answer, Approvals, Claimed, Durability, Journal, JournalError, Owner, Phase, Recall, Record, RecordRef,
+    Answer, Approvals, Claimed, Durability, Journal, JournalError, McpTasks, Owner, Phase, Recall, Record,
+    RecordRef,
 };
 use crate::key::{IntentKey, KeyHashing};
 use crate::rules::{counts_as_attempt, sort_queue, supersedes};
@@ -64,6 +65,7 @@ struct MemoryState {
     leases: Leases,
     /// Each intent's last approval record.
     approvals: crate::journal::index::Approvals,
+    tasks: crate::journal::index::McpTaskRecords,
 }
 
 impl MemoryState {
@@ -168,6 +170,7 @@ impl MemoryState {
 
     fn store(&mut self, record: RecordRef<'_>) {
         self.approvals.note(&record);
+        self.tasks.note(&record);
         let done_message = record.message.is_some_and(|m| is_done_message(m, record.call, record.attempt));
         // A start record followed by its own end, as most attempts are: one entry for both.
         if self.completes_last(&record) {
@@ -429,6 +432,10 @@ impl Journal for CompactMemoryJournal {
         Some(self)
     }
 
+    fn mcp_tasks(&self) -> Option<&dyn McpTasks> {
+        Some(self)
+    }
+
     fn claim(
         &self,
         key: &IntentKey,
@@ -498,6 +505,12 @@ impl Journal for CompactMemoryJournal {
 
     fn unresolved(&self) -> Answer<'_, Result<Vec<Recall>, JournalError>> {
         Answer::now(Ok(CompactMemoryJournal::unresolved_now(self)))
+    }
+}
+
+impl McpTasks for CompactMemoryJournal {
+    fn mcp_task_records(&self, key: &IntentKey) -> Answer<'_, Result<Vec<Record>, JournalError>> {
+        Answer::now(Ok(self.lock().tasks.of(key)))
     }
 }
 
