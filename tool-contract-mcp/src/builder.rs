@@ -25,6 +25,8 @@ pub struct Builder {
     own_approver: bool,
     ask_within: Duration,
     state_key: Option<[u8; 32]>,
+    tasks: bool,
+    task_ttl: Duration,
 }
 
 impl Builder {
@@ -74,6 +76,20 @@ impl Builder {
         self
     }
 
+    /// Whether a call in doubt is answered with an MCP task, for a client that declares the tasks
+    /// extension (default: yes, when the attempt log keeps tasks; see the crate docs, "Tasks").
+    pub fn tasks(mut self, offered: bool) -> Builder {
+        self.tasks = offered;
+        self
+    }
+
+    /// How long a task is kept for its client from its creation (default [`TASK_TTL`](crate::TASK_TTL);
+    /// a `money` task at least as long as the person at the client is given, plus two budgets).
+    pub fn task_ttl(mut self, ttl: Duration) -> Builder {
+        self.task_ttl = ttl;
+        self
+    }
+
     /// Where unresolved outcomes go.
     pub fn escalate_to(mut self, sink: impl Escalate + 'static) -> Builder {
         self.template = self.template.escalate_to(sink);
@@ -107,6 +123,8 @@ impl Builder {
         self.toolbox.check_budget(self.budget)?;
         let template = self.template.build();
         let tools = self.toolbox.definitions().iter().map(tool).collect();
+        let keeps_tasks = tool_contract::unstable::journal_of(&template.task("", "", Duration::ZERO))
+            .is_some_and(|log| log.mcp_tasks().is_some());
         Ok(McpServer {
             connection: crate::new_connection(),
             inner: Arc::new(Inner {
@@ -121,6 +139,7 @@ impl Builder {
                 ask_client: !self.own_approver,
                 ask_within: self.ask_within,
                 codec: RequestStateCodec::new_unchecked(self.state_key.unwrap_or_else(random_key).to_vec()),
+                tasks: crate::tasks::Tasks::new(keeps_tasks && self.tasks, self.task_ttl),
             }),
         })
     }
@@ -162,6 +181,8 @@ impl McpServer {
             own_approver: false,
             ask_within: ASK_WITHIN,
             state_key: None,
+            tasks: true,
+            task_ttl: crate::TASK_TTL,
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::{
 
 impl McpServer {
     /// The task a request works for: from its `_meta`, or the instance's.
-    fn task(&self, meta: &Map<String, Value>) -> Result<Task, ErrorData> {
+    pub(crate) fn task(&self, meta: &Map<String, Value>) -> Result<Task, ErrorData> {
         let id = match meta_text(meta, TASK_META_KEY)? {
             Some(id) => Arc::from(id),
             None => Arc::clone(&self.inner.instance),
@@ -51,38 +51,48 @@ impl McpServer {
         meta: &Map<String, Value>,
         person: Option<person::Person>,
     ) -> Result<CallToolResult, ErrorData> {
+        result_of(self.report_of(name, arguments, meta, person).await?)
+    }
+
+    /// The tool's report of one call, or a protocol error for an unknown tool or a malformed `_meta`.
+    pub(crate) async fn report_of(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        meta: &Map<String, Value>,
+        person: Option<person::Person>,
+    ) -> Result<Report<Value>, ErrorData> {
         let mut task = self.task(meta)?;
         if let Some(person) = person {
             task = task.approver(person);
         }
         let arguments = arguments.map(Value::Object).unwrap_or(Value::Null);
-        let report = self
-            .inner
+        self.inner
             .toolbox
             .call(&task, name, arguments)
             .await
-            .map_err(|unknown| ErrorData::invalid_params(unknown.to_string(), None))?;
-        let unwritable = |error: serde_json::Error| ErrorData::internal_error(error.to_string(), None);
-        // The text block is written from the report itself (its fields in the contract's order), not
-        // from the JSON value: the same JSON, at a third of the cost.
-        // Sized for a report of a few fields at once, rather than grown from the default 128 bytes.
-        let mut text = Vec::with_capacity(512);
-        serde_json::to_writer(&mut text, &report).map_err(unwritable)?;
-        let text =
-            String::from_utf8(text).map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-        let text = vec![ContentBlock::text(text)];
-        let key = key_text(&report.idempotency_key);
-        let mut result_meta = Map::new();
-        result_meta.insert(INTENT_KEY_META_KEY.to_owned(), Value::String(key.clone()));
-        result_meta.insert(ATTEMPT_ID_META_KEY.to_owned(), Value::String(report.attempt_id.clone()));
-        let mut result = if is_error(report.outcome) {
-            CallToolResult::error(text)
-        } else {
-            CallToolResult::success(text)
-        };
-        result.structured_content = Some(report_value(report, key).map_err(unwritable)?);
-        Ok(result.with_meta(Some(MetaObject(result_meta))))
+            .map_err(|unknown| ErrorData::invalid_params(unknown.to_string(), None))
     }
+}
+
+/// A report as a call's result: its structured content, its text block, `isError` and `_meta`.
+pub(crate) fn result_of(report: Report<Value>) -> Result<CallToolResult, ErrorData> {
+    let unwritable = |error: serde_json::Error| ErrorData::internal_error(error.to_string(), None);
+    // The text block is written from the report itself (its fields in the contract's order), not
+    // from the JSON value: the same JSON, at a third of the cost.
+    // Sized for a report of a few fields at once, rather than grown from the default 128 bytes.
+    let mut text = Vec::with_capacity(512);
+    serde_json::to_writer(&mut text, &report).map_err(unwritable)?;
+    let text = String::from_utf8(text).map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+    let text = vec![ContentBlock::text(text)];
+    let key = key_text(&report.idempotency_key);
+    let mut result_meta = Map::new();
+    result_meta.insert(INTENT_KEY_META_KEY.to_owned(), Value::String(key.clone()));
+    result_meta.insert(ATTEMPT_ID_META_KEY.to_owned(), Value::String(report.attempt_id.clone()));
+    let mut result =
+        if is_error(report.outcome) { CallToolResult::error(text) } else { CallToolResult::success(text) };
+    result.structured_content = Some(report_value(report, key).map_err(unwritable)?);
+    Ok(result.with_meta(Some(MetaObject(result_meta))))
 }
 
 /// Whether a report with `outcome` is sent with `isError: true`: when the model should change something

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorData, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult, ErrorData,
+    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
@@ -28,7 +29,8 @@ pub(crate) fn tool(definition: &tool_contract::define::Definition) -> Tool {
 /// The error for a request that reached no handler: a method this server serves whose params did not
 /// read as that method's (invalid params, with serde's reason), or a method it does not serve.
 fn malformed(method: &str, params: Option<Value>) -> ErrorData {
-    const SERVED: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
+    const SERVED: [&str; 7] =
+        ["initialize", "ping", "tools/list", "tools/call", "tasks/get", "tasks/update", "tasks/cancel"];
     if method == "tools/call" {
         let why = match serde_json::from_value::<CallToolRequestParams>(params.unwrap_or(Value::Null)) {
             Err(error) => error.to_string(),
@@ -48,7 +50,12 @@ fn malformed(method: &str, params: Option<Value>) -> ErrorData {
 }
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = if self.inner.tasks.on {
+            ServerCapabilities::builder().enable_tools().enable_tasks().build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(self.inner.name.clone(), self.inner.version.clone()))
             .with_instructions(format!(
                 "Every tool returns a report: outcome ok | retryable | permanent | unknown, and effect_applied \
@@ -73,6 +80,8 @@ impl ServerHandler for McpServer {
         let span = trace::server_span(&request.name, Some(&context.id.to_string()), &context.meta);
         let bound = self.bound(&request.name, &context.meta)?;
         let person = self.person(&request, &context, &bound)?;
+        // A call a task may keep: its arguments, for the task's later calls.
+        let kept = self.offers_task(&request.name, &context).then(|| request.arguments.clone());
         let call = self.call_as(&request.name, request.arguments, &context.meta, person.clone());
         #[cfg(feature = "tracing")]
         let call = tracing::Instrument::instrument(call, span.clone());
@@ -100,7 +109,38 @@ impl ServerHandler for McpServer {
         {
             return input.map(Into::into).map_err(|why| ErrorData::internal_error(why, None));
         }
+        // A call in doubt, for a client that takes tasks: a task it polls until the call is resolved.
+        if let (Ok(result), Some(arguments)) = (&result, kept)
+            && let Some(task) =
+                self.keep_as_task(&request.name, arguments, &context.meta, &context, result).await?
+        {
+            return Ok(CallToolResponse::Task(task));
+        }
         result.map(Into::into)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        McpServer::get_task(self, &request.task_id, &context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        McpServer::update_task(self, &request.task_id, &context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        McpServer::cancel_task(self, &request.task_id, &context).await
     }
 
     /// A request rmcp could not read as the method it names arrives here: a `tools/call` whose params

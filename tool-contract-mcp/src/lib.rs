@@ -91,6 +91,7 @@ mod handler;
 pub mod http;
 mod lines;
 mod person;
+mod tasks;
 pub mod trace;
 
 /// How long the server waits for the person at the client to answer `elicitation/create` by default:
@@ -101,6 +102,7 @@ pub const ASK_WITHIN: Duration = Duration::from_secs(50);
 pub use builder::Builder;
 pub use call::is_error;
 pub use lines::MAX_LINE_BYTES;
+pub use tasks::TASK_TTL;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -174,6 +176,8 @@ struct Inner {
     ask_within: Duration,
     /// Seals the state of an input-required round.
     codec: RequestStateCodec,
+    /// MCP tasks: offered when the log keeps them, and the drivers running.
+    tasks: tasks::Tasks,
 }
 impl McpServer {
     /// The task of calls whose request names none.

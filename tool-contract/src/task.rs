@@ -220,6 +220,10 @@ impl Task {
     pub(crate) fn journal_ref(&self) -> Option<&dyn Journal> {
         self.journal.as_deref()
     }
+
+    pub(crate) fn journal_arc(&self) -> Option<Arc<dyn Journal>> {
+        self.journal.clone()
+    }
 }
 
 impl fmt::Debug for Task {

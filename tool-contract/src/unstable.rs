@@ -9,6 +9,11 @@ pub use crate::records::stamp::{parse_rfc3339, rfc3339, wall_clock};
 /// A quoted text cut to a bound, with its length said.
 pub use crate::text::cut;
 
+/// The attempt log a task's calls write to (the MCP server keeps its tasks there).
+pub fn journal_of(task: &crate::Task) -> Option<std::sync::Arc<dyn crate::journal::Journal>> {
+    task.journal_arc()
+}
+
 /// The call's decisions as one pure state machine, which the engine and the protocol model both drive.
 pub mod machine {
     #[cfg(feature = "unstable")]

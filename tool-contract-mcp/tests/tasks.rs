@@ -1,0 +1,256 @@
+//! MCP tasks through rmcp's own client over an in-memory pipe (MCP 2026-07-28): a call in doubt is
+//! answered with a task the client polls to the call's report, kept in the attempt log; a client that
+//! declares no tasks gets the report as before; cancelling says what is known; an id this client cannot
+//! see is an invalid-params error.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig, ErrorCode,
+    GetTaskParams, GetTaskResult, Implementation, ProtocolVersion, TaskPayload, TaskStatus,
+};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::{ClientHandler, ClientServiceExt, ServiceError, ServiceExt};
+use serde_json::{Map, Value, json};
+use tool_contract::journal::{McpTasks, Phase};
+use tool_contract::{Call, Class, IntentKey, MemoryJournal, Probe, Toolbox, tool};
+use tool_contract_mcp::{McpServer, TASK_META_KEY};
+
+/// A board that posts notices: a post's reply is lost after it lands, and the probe cannot read the
+/// board until it has been asked `blind_for` times.
+#[derive(Default)]
+struct Board {
+    posted: Mutex<Vec<IntentKey>>,
+    /// The first attempt lands and its reply is lost.
+    lose_reply: bool,
+    /// Probes that fail before one can read the board (`u32::MAX`: never).
+    blind_for: u32,
+    probes: AtomicU32,
+}
+
+impl Board {
+    /// Post a notice to a thread.
+    #[tool(effect = "send", probe = Self::find, target = thread)]
+    async fn post(&self, call: &Call, thread: String, text: String) -> Result<String, Class> {
+        let _ = thread;
+        self.posted.lock().unwrap().push(call.key());
+        if self.lose_reply && call.attempt() == 1 {
+            return Err(Class::unknown("the connection dropped after the post was sent"));
+        }
+        Ok(text)
+    }
+
+    #[allow(clippy::ptr_arg)]
+    async fn find(&self, _thread: &String, text: &String, key: IntentKey) -> Probe<String> {
+        if self.probes.fetch_add(1, Ordering::SeqCst) < self.blind_for {
+            return Probe::Failed("the board cannot be read".into());
+        }
+        if self.posted.lock().unwrap().contains(&key) {
+            Probe::Landed(text.clone())
+        } else {
+            Probe::NotLanded
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.posted.lock().unwrap().len()
+    }
+}
+
+/// A 2026-07-28 client that declares the tasks extension, or not.
+#[derive(Clone)]
+struct Client {
+    tasks: bool,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = if self.tasks {
+            ClientCapabilities::builder().enable_tasks().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(capabilities, Implementation::new("tasks-test", "0.0.0"))
+            .with_protocol_version(ProtocolVersion::V_2026_07_28)
+    }
+}
+
+struct Setup {
+    board: Arc<Board>,
+    log: Arc<MemoryJournal>,
+    server: McpServer,
+}
+
+fn setup(board: Board) -> Setup {
+    let board = Arc::new(board);
+    let mut toolbox = Toolbox::new();
+    toolbox.add_method(Arc::clone(&board), Board::post_tool()).unwrap();
+    let log = Arc::new(MemoryJournal::new());
+    let server =
+        McpServer::builder(toolbox).budget(Duration::from_secs(5)).journal(log.clone()).build().unwrap();
+    Setup { board, log, server }
+}
+
+/// A client of `server` over an in-memory pipe.
+async fn connect(server: &McpServer, tasks: bool) -> RunningService<RoleClient, Client> {
+    let (server_side, client_side) = tokio::io::duplex(64 * 1024);
+    let server = server.clone();
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_side).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let mode = rmcp::service::ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    Client { tasks }.serve_with_lifecycle(client_side, mode).await.expect("the client connects")
+}
+
+fn post(thread: &str) -> CallToolRequestParams {
+    let mut meta = Map::new();
+    meta.insert(TASK_META_KEY.to_owned(), json!("ticket-7"));
+    let arguments = json!({ "thread": thread, "text": "we are on it" }).as_object().unwrap().clone();
+    let mut params = CallToolRequestParams::new("post").with_arguments(arguments);
+    params.meta = Some(rmcp::model::RequestMetaObject::from(meta));
+    params
+}
+
+/// Poll the task until its status is terminal, for up to ten seconds.
+async fn until_done(client: &RunningService<RoleClient, Client>, id: &str) -> GetTaskResult {
+    for _ in 0..100 {
+        let got = client.get_task(GetTaskParams::new(id)).await.expect("tasks/get answers");
+        if got.task.status().is_terminal() {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the task {id} did not end within ten seconds");
+}
+
+/// The report a completed task carries.
+fn report_of(done: &GetTaskResult) -> Value {
+    match &done.task.payload {
+        TaskPayload::Completed { result } => result.get("structuredContent").cloned().expect("a report"),
+        other => panic!("not completed: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_doubt_is_a_task_polled_to_its_report() {
+    // The post lands with its reply lost, and the probe cannot tell until its second look.
+    let setup = setup(Board { lose_reply: true, blind_for: 1, ..Board::default() });
+    let client = connect(&setup.server, true).await;
+    let CallToolResponse::Task(created) = client.call_tool_once(post("thread-1")).await.unwrap() else {
+        panic!("a call in doubt is answered with a task")
+    };
+    let task = &created.task;
+    assert_eq!(task.status, TaskStatus::Working);
+    assert_eq!(task.ttl_ms, Some(3_600_000));
+    assert!(task.poll_interval_ms.is_some_and(|ms| ms > 0));
+    let (key, secret) = task.task_id.split_once('.').expect("the id is the intent key and a secret");
+    assert_eq!(secret.len(), 32);
+    let key = IntentKey::parse(key).unwrap();
+    // The task was in the log before the reply announced it (its driver may have ended it since).
+    let records = setup.log.mcp_task_records(&key).await.unwrap();
+    assert_eq!(records[0].phase, Phase::McpTask);
+    assert_eq!(records[0].value.as_ref().unwrap()["step"], "created");
+    assert!(!records[0].value.as_ref().unwrap().to_string().contains(secret), "the log keeps no secret");
+
+    let done = until_done(&client, &task.task_id).await;
+    assert_eq!(done.task.status(), TaskStatus::Completed);
+    let report = report_of(&done);
+    assert_eq!((report["outcome"].as_str(), report["effect_applied"].as_str()), (Some("ok"), Some("yes")));
+    assert_eq!(setup.board.count(), 1, "the probe found the post: nothing was posted again");
+    // Polled again, the same answer: the first end written stands.
+    let again = client.get_task(GetTaskParams::new(&task.task_id)).await.unwrap();
+    assert_eq!(report_of(&again), report);
+    let steps: Vec<String> = setup
+        .log
+        .mcp_task_records(&key)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.value.as_ref().unwrap()["step"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(steps, ["created", "ended"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_declares_no_tasks_gets_the_report_in_doubt() {
+    let setup = setup(Board { lose_reply: true, blind_for: 1, ..Board::default() });
+    let client = connect(&setup.server, false).await;
+    let CallToolResponse::Complete(result) = client.call_tool_once(post("thread-2")).await.unwrap() else {
+        panic!("no task for a client that declared none")
+    };
+    let report = result.structured_content.unwrap();
+    assert_eq!(report["outcome"], "unknown");
+    let key = IntentKey::parse(report["idempotency_key"].as_str().unwrap()).unwrap();
+    assert!(setup.log.mcp_task_records(&key).await.unwrap().is_empty());
+    // Nor may it poll one.
+    let refused = client.get_task(GetTaskParams::new(format!("{key}.{}", "0".repeat(32)))).await.unwrap_err();
+    assert!(
+        matches!(&refused, ServiceError::McpError(e) if e.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_resolves_is_answered_with_its_report() {
+    let setup = setup(Board::default());
+    let client = connect(&setup.server, true).await;
+    let CallToolResponse::Complete(result) = client.call_tool_once(post("thread-3")).await.unwrap() else {
+        panic!("a call that resolves needs no task")
+    };
+    assert_eq!(result.structured_content.unwrap()["outcome"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_cancelled_in_doubt_says_its_attempt_may_have_landed() {
+    // The probe never reads the board: the post stays in doubt.
+    let setup = setup(Board { lose_reply: true, blind_for: u32::MAX, ..Board::default() });
+    let client = connect(&setup.server, true).await;
+    let CallToolResponse::Task(created) = client.call_tool_once(post("thread-4")).await.unwrap() else {
+        panic!("a call in doubt is answered with a task")
+    };
+    let id = created.task.task_id;
+    client.cancel_task(CancelTaskParams::new(&id)).await.expect("cancel is acknowledged");
+    let done = until_done(&client, &id).await;
+    assert_eq!(done.task.status(), TaskStatus::Completed, "cancelling does not undo what may have landed");
+    let said = done.task.task.status_message.clone().unwrap_or_default();
+    assert!(said.contains("cancelled") && said.contains("may still have landed"), "{said}");
+    let report = report_of(&done);
+    assert_eq!(
+        (report["outcome"].as_str(), report["effect_applied"].as_str()),
+        (Some("unknown"), Some("unknown"))
+    );
+    assert_eq!(setup.board.count(), 1, "nothing more was attempted");
+    // Cancelling again, or an ended task, is acknowledged and changes nothing.
+    client.cancel_task(CancelTaskParams::new(&id)).await.unwrap();
+    assert_eq!(client.get_task(GetTaskParams::new(&id)).await.unwrap(), done);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_this_client_cannot_see_is_invalid_params() {
+    let setup = setup(Board { lose_reply: true, blind_for: 1, ..Board::default() });
+    let client = connect(&setup.server, true).await;
+    let CallToolResponse::Task(created) = client.call_tool_once(post("thread-5")).await.unwrap() else {
+        panic!("a call in doubt is answered with a task")
+    };
+    let (key, secret) = created.task.task_id.split_once('.').unwrap();
+    let guessed = format!("{key}.{}", if secret.starts_with('0') { "1".repeat(32) } else { "0".repeat(32) });
+    for id in [guessed.as_str(), "not-a-task", key, &format!("{key}.{secret}x")] {
+        let refused = client.get_task(GetTaskParams::new(id)).await.unwrap_err();
+        assert!(
+            matches!(&refused, ServiceError::McpError(e) if e.code == ErrorCode::INVALID_PARAMS),
+            "{id}: {refused:?}"
+        );
+        let refused = client.cancel_task(CancelTaskParams::new(id)).await.unwrap_err();
+        assert!(
+            matches!(&refused, ServiceError::McpError(e) if e.code == ErrorCode::INVALID_PARAMS),
+            "{id}: {refused:?}"
+        );
+    }
+    until_done(&client, &created.task.task_id).await;
+}
