@@ -27,6 +27,8 @@ pub struct Builder {
     state_key: Option<[u8; 32]>,
     tasks: bool,
     task_ttl: Duration,
+    task_support: std::collections::HashMap<String, crate::TaskSupport>,
+    value_text: bool,
 }
 
 impl Builder {
@@ -90,6 +92,22 @@ impl Builder {
         self
     }
 
+    /// When a call of the tool `name`, from a client that declares the tasks extension, is answered
+    /// with a task (default: [`TaskSupport::Optional`](crate::TaskSupport) for a side effect,
+    /// [`TaskSupport::Never`](crate::TaskSupport) for a read).
+    pub fn task_support(mut self, name: impl Into<String>, support: crate::TaskSupport) -> Builder {
+        self.task_support.insert(name.into(), support);
+        self
+    }
+
+    /// Whether an `ok` report whose value is a string is sent with that string as its first text
+    /// block, before the report's JSON (default: no, the report's JSON alone). For a client that shows
+    /// a tool's text to a person as it is; the structured content is the report either way.
+    pub fn value_text(mut self, first: bool) -> Builder {
+        self.value_text = first;
+        self
+    }
+
     /// Where unresolved outcomes go.
     pub fn escalate_to(mut self, sink: impl Escalate + 'static) -> Builder {
         self.template = self.template.escalate_to(sink);
@@ -139,7 +157,8 @@ impl Builder {
                 ask_client: !self.own_approver,
                 ask_within: self.ask_within,
                 codec: RequestStateCodec::new_unchecked(self.state_key.unwrap_or_else(random_key).to_vec()),
-                tasks: crate::tasks::Tasks::new(keeps_tasks && self.tasks, self.task_ttl),
+                tasks: crate::tasks::Tasks::new(keeps_tasks && self.tasks, self.task_ttl, self.task_support),
+                value_text: self.value_text,
             }),
         })
     }
@@ -183,6 +202,8 @@ impl McpServer {
             state_key: None,
             tasks: true,
             task_ttl: crate::TASK_TTL,
+            task_support: std::collections::HashMap::new(),
+            value_text: false,
         }
     }
 }

@@ -51,7 +51,7 @@ impl McpServer {
         meta: &Map<String, Value>,
         person: Option<person::Person>,
     ) -> Result<CallToolResult, ErrorData> {
-        result_of(self.report_of(name, arguments, meta, person).await?)
+        result_of(self.report_of(name, arguments, meta, person).await?, self.inner.value_text)
     }
 
     /// The tool's report of one call, or a protocol error for an unknown tool or a malformed `_meta`.
@@ -75,8 +75,9 @@ impl McpServer {
     }
 }
 
-/// A report as a call's result: its structured content, its text block, `isError` and `_meta`.
-pub(crate) fn result_of(report: Report<Value>) -> Result<CallToolResult, ErrorData> {
+/// A report as a call's result: its structured content, its text block, `isError` and `_meta`; with
+/// `value_text`, an `ok` report whose value is a string has that string as a text block before it.
+pub(crate) fn result_of(report: Report<Value>, value_text: bool) -> Result<CallToolResult, ErrorData> {
     let unwritable = |error: serde_json::Error| ErrorData::internal_error(error.to_string(), None);
     // The text block is written from the report itself (its fields in the contract's order), not
     // from the JSON value: the same JSON, at a third of the cost.
@@ -84,7 +85,12 @@ pub(crate) fn result_of(report: Report<Value>) -> Result<CallToolResult, ErrorDa
     let mut text = Vec::with_capacity(512);
     serde_json::to_writer(&mut text, &report).map_err(unwritable)?;
     let text = String::from_utf8(text).map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-    let text = vec![ContentBlock::text(text)];
+    let text = match &report.value {
+        Some(Value::String(value)) if value_text && report.outcome == Outcome::Ok => {
+            vec![ContentBlock::text(value.clone()), ContentBlock::text(text)]
+        }
+        _ => vec![ContentBlock::text(text)],
+    };
     let key = key_text(&report.idempotency_key);
     let mut result_meta = Map::new();
     result_meta.insert(INTENT_KEY_META_KEY.to_owned(), Value::String(key.clone()));

@@ -12,6 +12,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 
+use crate::tasks::{TaskSupport, task_required};
 #[cfg(feature = "tracing")]
 use crate::trace;
 use crate::{McpServer, TASK_META_KEY};
@@ -78,10 +79,17 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         #[cfg(feature = "tracing")]
         let span = trace::server_span(&request.name, Some(&context.id.to_string()), &context.meta);
+        // A call a task may keep, from a client that takes tasks, runs on its own.
+        match self.task_support(&request.name) {
+            TaskSupport::Required if !self.takes_tasks(&context) => return Err(task_required(&request.name)),
+            TaskSupport::Never => {}
+            support if self.takes_tasks(&context) => {
+                return self.call_as_task(request, &context, support).await;
+            }
+            _ => {}
+        }
         let bound = self.bound(&request.name, &context.meta)?;
         let person = self.person(&request, &context, &bound)?;
-        // A call a task may keep: its arguments, for the task's later calls.
-        let kept = self.offers_task(&request.name, &context).then(|| request.arguments.clone());
         let call = self.call_as(&request.name, request.arguments, &context.meta, person.clone());
         #[cfg(feature = "tracing")]
         let call = tracing::Instrument::instrument(call, span.clone());
@@ -109,13 +117,6 @@ impl ServerHandler for McpServer {
         {
             return input.map(Into::into).map_err(|why| ErrorData::internal_error(why, None));
         }
-        // A call in doubt, for a client that takes tasks: a task it polls until the call is resolved.
-        if let (Ok(result), Some(arguments)) = (&result, kept)
-            && let Some(task) =
-                self.keep_as_task(&request.name, arguments, &context.meta, &context, result).await?
-        {
-            return Ok(CallToolResponse::Task(task));
-        }
         result.map(Into::into)
     }
 
@@ -132,7 +133,7 @@ impl ServerHandler for McpServer {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        McpServer::update_task(self, &request.task_id, &context).await
+        McpServer::update_task(self, &request.task_id, request.input_responses, &context).await
     }
 
     async fn cancel_task(

@@ -102,7 +102,7 @@ pub const ASK_WITHIN: Duration = Duration::from_secs(50);
 pub use builder::Builder;
 pub use call::is_error;
 pub use lines::MAX_LINE_BYTES;
-pub use tasks::TASK_TTL;
+pub use tasks::{TASK_TTL, TASK_WINDOW, TaskSupport};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -178,6 +178,8 @@ struct Inner {
     codec: RequestStateCodec,
     /// MCP tasks: offered when the log keeps them, and the drivers running.
     tasks: tasks::Tasks,
+    /// An `ok` report's string value comes first, as a text block of its own.
+    value_text: bool,
 }
 impl McpServer {
     /// The task of calls whose request names none.

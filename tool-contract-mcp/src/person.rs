@@ -43,7 +43,7 @@ use tool_contract::journal::{Asks, BoxFuture, Verdict, Via};
 use tool_contract::person::{Approval, ApprovalRequest, Approve, Found, InDoubt, Settle};
 
 /// How long a sealed request state stays good, and a question asked over rounds stays open.
-const STATE_TTL: Duration = Duration::from_secs(15 * 60);
+pub(crate) const STATE_TTL: Duration = Duration::from_secs(15 * 60);
 
 /// The input request's name for an approval, and for a settlement.
 const APPROVE: &str = "approve";

@@ -9,6 +9,8 @@
 //!
 //! - `created`: the call as it was made (its tool, arguments, task and actor, so a later call of it
 //!   has the same intent key), who may see the task, its TTL, and the report it was created with;
+//! - `asked` and `answered`: a question of the tool to the client, and the client's answer (the first
+//!   one written stands);
 //! - `cancel_requested`: the client asked to cancel it;
 //! - `ended`: its status and result. The first one written stands.
 //!
@@ -19,58 +21,98 @@
 //! drivers of one task are harmless, as the intent's claim lets one call run at a time.
 //!
 //! What a task says is what is known. A call that resolves ends the task `completed`, its result the
-//! report (`isError` as the report's outcome says). A cancelled task whose attempt may still have
-//! landed ends `completed` with the report in doubt, its status message saying so: cancelling does not
-//! undo an effect. A task past its TTL ends the same way, never `failed`.
+//! report (`isError` as the report's outcome says). A call the server could not run (a protocol error,
+//! or an attempt log that refused its first attempt) ends it `failed`. A cancelled task ends
+//! `cancelled` when nothing of it can have applied (a read, or a side effect never attempted), and
+//! otherwise `completed` with what is known, its status message saying that an attempt may still have
+//! landed: cancelling does not undo an effect. A task past its TTL ends the same way, never `failed`.
+//!
+//! Beyond calls in doubt, a tool's [`TaskSupport`] says when else a call is a task: `Optional` (the
+//! default of a side effect) also when the call outlasts [`TASK_WINDOW`], and `Required` always (a client
+//! that does not declare the extension is refused, `-32021`). A read is never one unless the server is
+//! told so. The call goes on after the reply that announces its task; a tool's question to the client
+//! ([`tool_contract::Call::ask`]) is then the task's `input_required`, answered with `tasks/update`,
+//! and one asked before the task exists goes to the client over rounds (input required, a sealed
+//! request state), so the task starts with the answer in hand.
 //!
 //! A task id is the intent key and 128 random bits; the log keeps only the bits' digest. Over HTTP a
 //! task is served only to requests with the credential it was created with; over a transport of the
 //! server's own (stdio, a pipe), to its one client.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolResult, CreateTaskResult, DetailedTask, ErrorData, GetTaskResult, JsonObject, TaskPayload,
-    TaskStatus,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult,
+    DetailedTask, ErrorData, GetTaskResult, InputRequest, InputRequests, InputRequiredResult, JsonObject,
+    SealOptions, TaskPayload, TaskStatus,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::Digest;
+use tokio::sync::{Notify, oneshot};
 use tool_contract::effect::EffectKind;
 use tool_contract::journal::{Durability, Journal, Phase, Record};
-use tool_contract::unstable::{parse_rfc3339, rfc3339, wall_clock};
-use tool_contract::{Applied, IntentKey, Outcome, Reason, Report};
+use tool_contract::unstable::{Asker, parse_rfc3339, rfc3339, wall_clock, with_asker};
+use tool_contract::{Applied, Class, IntentKey, Outcome, Reason, Report};
 
 use crate::call::result_of;
 use crate::{ACTOR_META_KEY, McpServer, TASK_META_KEY, TOOL_CALL_ID_META_KEY};
 
 /// How long a task is kept for its client by default: an hour, from its creation. A `money` task is
-/// kept at least as long as the person at the client is given to answer, plus the tool's landing
-/// horizon and the budget of a call.
+/// kept at least as long as the person at the client is given to answer, plus two budgets of a call.
 pub const TASK_TTL: Duration = Duration::from_secs(3600);
 
-/// How often a client is asked to poll a task while a call of it runs.
+/// How long a call a task may keep runs before the client is answered with the task instead of the
+/// call's result (an `Optional` tool's call that ends sooner, and is not in doubt, is answered with its
+/// result).
+pub const TASK_WINDOW: Duration = Duration::from_millis(250);
+
+/// When a tool's call, from a client that declares the tasks extension, is answered with a task.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never: the call's result, whatever it is (the default of a `read` tool).
+    Never,
+    /// When the call ends in doubt, or outlasts [`TASK_WINDOW`] (the default of a side effect).
+    Optional,
+    /// Always; a client that does not declare the extension is refused with `-32021`.
+    Required,
+}
+
+/// How often a client is asked to poll a task.
 const POLL: Duration = Duration::from_secs(1);
 
-/// The longest a driver waits between two calls of an open task: a cancellation is seen within it.
-const LONGEST_NAP: Duration = Duration::from_secs(5);
+/// The longest a driver or a question waits before it reads the task again: a cancellation, or an
+/// answer written by another server, is seen within it.
+const LONGEST_NAP: Duration = Duration::from_millis(200);
 
-/// What a server keeps of tasks: whether its log keeps them, their TTL, and the tasks its drivers run.
+/// The longest a driver waits between two calls of a task in doubt.
+const LONGEST_RETRY: Duration = Duration::from_secs(5);
+
+/// What a server keeps of tasks: whether its log keeps them, their TTL, each tool's support, and what
+/// runs in this process.
 pub(crate) struct Tasks {
     /// The attempt log keeps MCP tasks ([`tool_contract::journal::McpTasks`]): the server offers them.
     pub(crate) on: bool,
     ttl: Duration,
-    /// The task ids a driver of this process runs.
-    driving: Mutex<HashSet<String>>,
+    support: HashMap<String, TaskSupport>,
+    /// The tasks whose call or driver runs in this process, to stop on a cancel.
+    running: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    /// Woken at every answer written here, for the questions waiting on one.
+    answered: Notify,
 }
 
 impl Tasks {
-    /// Tasks kept `ttl` by default, offered when `on`.
-    pub(crate) fn new(on: bool, ttl: Duration) -> Tasks {
-        Tasks { on, ttl, driving: Mutex::new(HashSet::new()) }
+    /// Tasks kept `ttl` by default, offered when `on`, with the tools' support set in `support`.
+    pub(crate) fn new(on: bool, ttl: Duration, support: HashMap<String, TaskSupport>) -> Tasks {
+        Tasks { on, ttl, support, running: Mutex::default(), answered: Notify::new() }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, tokio::task::AbortHandle>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -89,7 +131,7 @@ struct Note {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "snake_case")]
 enum Step {
-    /// The task is created for a call whose report was `unknown`.
+    /// The task is created for a call.
     Created {
         /// The call's arguments.
         arguments: Option<Map<String, Value>>,
@@ -102,8 +144,24 @@ enum Step {
         bound: String,
         /// How long the task is kept, in milliseconds from its creation.
         ttl_ms: u64,
-        /// The call's result as the task was created: its report in doubt.
-        result: Value,
+        /// The call's result when the task was created for a report in doubt; none for a call that
+        /// was still running.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+    },
+    /// The tool asked the client for input.
+    Asked {
+        /// The question's key, unique within the task.
+        key: String,
+        /// The request the client answers (`elicitation/create`, ...).
+        request: Value,
+    },
+    /// The client answered a question (`tasks/update`).
+    Answered {
+        /// The question's key.
+        key: String,
+        /// The client's answer.
+        response: Value,
     },
     /// The client asked to cancel the task.
     CancelRequested,
@@ -111,7 +169,7 @@ enum Step {
     Ended {
         /// `completed`, `failed` or `cancelled`.
         status: TaskStatus,
-        /// The call's result, when `completed`.
+        /// The call's result, when `completed`; the JSON-RPC error, when `failed`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result: Option<Value>,
         /// What the task's status message says.
@@ -122,11 +180,16 @@ enum Step {
 /// A task as its records tell it.
 struct Told {
     key: IntentKey,
+    /// The secret's digest.
+    id: String,
     /// The created record and its account.
     created: (Record, Note),
+    /// The questions asked, in order, and the first answer to each.
+    asked: Vec<(String, Value)>,
+    answered: BTreeMap<String, Value>,
     cancel_requested: bool,
     /// The first end written.
-    ended: Option<Note>,
+    ended: Option<(TaskStatus, Option<Value>, String)>,
     /// When it was last written to, RFC 3339 UTC.
     updated: String,
 }
@@ -137,6 +200,15 @@ impl Told {
             Step::Created { ttl_ms, .. } => *ttl_ms,
             _ => 0,
         }
+    }
+
+    /// The questions asked and not answered, as the client's input requests.
+    fn open_questions(&self) -> InputRequests {
+        self.asked
+            .iter()
+            .filter(|(key, _)| !self.answered.contains_key(key))
+            .filter_map(|(key, request)| Some((key.clone(), serde_json::from_value(request.clone()).ok()?)))
+            .collect()
     }
 
     /// The task on the wire, `status` as `payload` says.
@@ -152,6 +224,10 @@ impl Told {
 /// The error for a task id this client cannot see: unknown, expired, malformed or another client's.
 fn unknown_task() -> ErrorData {
     ErrorData::invalid_params("no such task (unknown, expired, or not this client's)", None)
+}
+
+fn internal(why: impl Into<String>) -> ErrorData {
+    ErrorData::internal_error(why.into(), None)
 }
 
 /// The digest the log keeps of a task id's secret.
@@ -170,8 +246,7 @@ fn parse_id(id: &str) -> Option<(IntentKey, String)> {
 /// 128 bits from the operating system's generator, as 32 hex digits.
 fn secret() -> Result<String, ErrorData> {
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| ErrorData::internal_error(format!("no random task id could be drawn: {e}"), None))?;
+    getrandom::fill(&mut bytes).map_err(|e| internal(format!("no random task id could be drawn: {e}")))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -189,12 +264,159 @@ fn binding(context: &RequestContext<RoleServer>) -> String {
     "the server's own transport".to_owned()
 }
 
-/// Whether a driver is done with a call that reported `report`: its intent is out of doubt, or another
-/// call of it could not tell (it held the intent, or the store failed).
-fn resolved(report: &Report<Value>) -> bool {
-    report.outcome != Outcome::Unknown
-        && report.effect_applied != Applied::Unknown
-        && !matches!(report.reason, Reason::Busy | Reason::StoreFailed)
+/// The JSON of a call's result.
+fn json(result: &CallToolResult) -> Result<Value, ErrorData> {
+    serde_json::to_value(result).map_err(|e| internal(e.to_string()))
+}
+
+/// A JSON-RPC error object.
+fn error_object(code: i32, message: &str) -> Value {
+    serde_json::json!({ "code": code, "message": message })
+}
+
+/// What the task of a call that reported `report` comes to: `Some` end when its intent is out of doubt
+/// or the call could not run, `None` while a later call has to look again (in doubt, or another call
+/// of the intent holds it).
+fn end_of(
+    report: Report<Value>,
+    first: bool,
+    value_text: bool,
+) -> Result<Option<(TaskStatus, Value, &'static str)>, ErrorData> {
+    if report.reason == Reason::StoreFailed && report.effect_applied == Applied::No && first {
+        return Ok(Some((TaskStatus::Failed, error_object(-32603, &report.message), STORE_FAILED)));
+    }
+    let in_doubt = report.outcome == Outcome::Unknown || report.effect_applied == Applied::Unknown;
+    if in_doubt || matches!(report.reason, Reason::Busy | Reason::StoreFailed) {
+        return Ok(None);
+    }
+    Ok(Some((TaskStatus::Completed, json(&result_of(report, value_text)?)?, DONE)))
+}
+
+/// The task ids `ids` are from, and what they look up.
+struct TaskRef {
+    /// The task id, as the client has it.
+    id: String,
+    key: IntentKey,
+    /// The secret's digest.
+    digest: String,
+    /// The task and the tool of the call.
+    task: String,
+    call: String,
+}
+
+/// A question of a tool, asked before its call is a task: the key and the request.
+type Pending = (String, Value);
+
+/// How a call's questions reach its client ([`tool_contract::Call::ask`]).
+enum Mode {
+    /// Before the call is a task, over rounds: the first question is sent with the call's answer.
+    Rounds(Option<Pending>),
+    /// Through the task: recorded, answered with `tasks/update`.
+    Task(Arc<TaskRef>),
+}
+
+/// The asker of one call a task may keep.
+struct CallAsker {
+    server: McpServer,
+    /// The answer the call carries from the round before.
+    carried: Option<Pending>,
+    mode: Mutex<Mode>,
+    /// The call's intent, once it is formed.
+    key: std::sync::OnceLock<IntentKey>,
+    formed: Notify,
+}
+
+/// The sealed state of a round that asked a tool's question: the question's key.
+#[derive(Serialize, Deserialize)]
+struct Asked {
+    ask: String,
+}
+
+impl CallAsker {
+    fn new(server: &McpServer, carried: Option<Pending>, mode: Mode) -> CallAsker {
+        CallAsker {
+            server: server.clone(),
+            carried,
+            mode: Mutex::new(mode),
+            key: std::sync::OnceLock::new(),
+            formed: Notify::new(),
+        }
+    }
+
+    /// The call's intent key, once the call has formed it.
+    async fn key(&self) -> IntentKey {
+        loop {
+            let formed = self.formed.notified();
+            if let Some(key) = self.key.get() {
+                return *key;
+            }
+            formed.await;
+        }
+    }
+
+    fn mode(&self) -> std::sync::MutexGuard<'_, Mode> {
+        self.mode.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// From now on, the call's questions go through `task`; the question asked over rounds in the
+    /// meantime, if any, which the call ended on.
+    fn switch_to_task(&self, task: Arc<TaskRef>) -> Option<Pending> {
+        match std::mem::replace(&mut *self.mode(), Mode::Task(task)) {
+            Mode::Rounds(pending) => pending,
+            Mode::Task(_) => None,
+        }
+    }
+
+    /// The question asked over rounds, if the call ended on one.
+    fn pending(&self) -> Option<Pending> {
+        match &mut *self.mode() {
+            Mode::Rounds(pending) => pending.take(),
+            Mode::Task(_) => None,
+        }
+    }
+}
+
+impl Asker for CallAsker {
+    fn ask(
+        &self,
+        key: String,
+        request: Value,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, Class>> + Send + '_>> {
+        Box::pin(async move {
+            if serde_json::from_value::<InputRequest>(request.clone()).is_err() {
+                return Err(Class::permanent(format!(
+                    "the question `{key}` is not a request a client answers (`elicitation/create`, \
+                     `sampling/createMessage` or `roots/list`, with its params)"
+                )));
+            }
+            if let Some((carried, answer)) = &self.carried
+                && *carried == key
+            {
+                return Ok(answer.clone());
+            }
+            let task = match &mut *self.mode() {
+                Mode::Rounds(pending) => {
+                    pending.get_or_insert((key.clone(), request));
+                    return Err(Class::retryable(format!(
+                        "the client is asked for `{key}`: the call is made again with its answer"
+                    )));
+                }
+                Mode::Task(task) => Arc::clone(task),
+            };
+            self.server.task_question(&task, key, request).await
+        })
+    }
+
+    fn began(&self, key: IntentKey) {
+        let _ = self.key.set(key);
+        self.formed.notify_waiters();
+    }
+}
+
+/// A task's questions from a call that runs after a restart or on another server: always through
+/// the task.
+fn task_asker(server: &McpServer, task: Arc<TaskRef>) -> Arc<CallAsker> {
+    Arc::new(CallAsker::new(server, None, Mode::Task(task)))
 }
 
 impl McpServer {
@@ -204,62 +426,214 @@ impl McpServer {
         tool_contract::unstable::journal_of(&task).filter(|log| log.mcp_tasks().is_some())
     }
 
-    /// Whether the call `name` made through `context` is answered with a task when its report is
-    /// `unknown`: the log keeps tasks, the client declared the extension, and the tool has a side effect.
-    pub(crate) fn offers_task(&self, name: &str, context: &RequestContext<RoleServer>) -> bool {
-        self.inner.tasks.on
-            && context.client_capabilities().is_some_and(|c| c.supports_tasks())
-            && self.inner.toolbox.get(name).is_some_and(|d| d.effect() != EffectKind::Read)
+    /// When a call of `name` is a task.
+    pub(crate) fn task_support(&self, name: &str) -> TaskSupport {
+        if let Some(support) = self.inner.tasks.support.get(name) {
+            return *support;
+        }
+        match self.inner.toolbox.get(name).map(|d| d.effect()) {
+            Some(EffectKind::Read) | None => TaskSupport::Never,
+            Some(_) => TaskSupport::Optional,
+        }
     }
 
-    /// Keep the call `name` whose result is `result` as a task, if its report is `unknown`: the task's
-    /// `created` record is on stable storage before the task is returned, and a driver starts.
-    pub(crate) async fn keep_as_task(
+    /// Whether the client of `context` declared the tasks extension (for this request).
+    pub(crate) fn takes_tasks(&self, context: &RequestContext<RoleServer>) -> bool {
+        self.inner.tasks.on && context.client_capabilities().is_some_and(|c| c.supports_tasks())
+    }
+
+    /// A `tools/call` a task may keep, from a client that takes tasks: the call runs on its own; its
+    /// result within [`TASK_WINDOW`] is the answer (unless it is in doubt, or the tool requires a task),
+    /// a question it asks first goes to the client over rounds, and past the window the answer is a
+    /// task the call goes on under.
+    pub(crate) async fn call_as_task(
         &self,
-        name: &str,
-        arguments: Option<Map<String, Value>>,
-        meta: &Map<String, Value>,
+        request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-        result: &CallToolResult,
-    ) -> Result<Option<CreateTaskResult>, ErrorData> {
-        let report = result.structured_content.as_ref();
-        if report.and_then(|r| r.get("outcome")).and_then(Value::as_str) != Some(Outcome::Unknown.as_str()) {
-            return Ok(None);
-        }
-        let (Some(log), Some(key)) = (self.task_log(), report.and_then(|r| r.get("idempotency_key"))) else {
-            return Ok(None);
+        support: TaskSupport,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let bound = self.bound(&request.name, &context.meta)?;
+        let carried = self.carried(&request, &bound)?;
+        let asker = Arc::new(CallAsker::new(self, carried, Mode::Rounds(None)));
+        let (sent, result) = oneshot::channel();
+        let server = self.clone();
+        let (name, arguments, meta) =
+            (request.name.to_string(), request.arguments.clone(), context.meta.0.clone());
+        let running = tokio::spawn(with_asker(asker.clone(), async move {
+            let _ = sent.send(server.report_of(&name, arguments, &meta, None).await);
+        }));
+        let mut result = Box::pin(result);
+        let window = async {
+            tokio::time::sleep(TASK_WINDOW).await;
+            asker.key().await
         };
-        let key = key.as_str().and_then(|k| IntentKey::parse(k).ok()).ok_or_else(unknown_task)?;
-        let task = self.task(meta)?;
+        let early = tokio::select! {
+            biased;
+            report = &mut result => Ok(report.map_err(|_| internal("the call stopped"))??),
+            key = window => Err(key),
+            () = context.ct.cancelled() => {
+                running.abort();
+                return Err(ErrorData::invalid_request("the client cancelled the call", None));
+            }
+        };
+        match early {
+            Ok(report) => {
+                if let Some((key, request)) = asker.pending() {
+                    return self.ask_over_rounds(key, request, &bound).map(Into::into);
+                }
+                let in_doubt = report.outcome == Outcome::Unknown;
+                let call = result_of(report.clone(), self.inner.value_text)?;
+                if !in_doubt && support == TaskSupport::Optional {
+                    return Ok(call.into());
+                }
+                let created =
+                    self.create_task(&request, context, report.idempotency_key, Some(json(&call)?)).await?;
+                let task = Arc::new(created.1);
+                match end_of(report, true, self.inner.value_text)? {
+                    Some((status, result, message)) => {
+                        self.end_task(&task, status, Some(result), message).await?
+                    }
+                    None => self.drive(Arc::clone(&task)),
+                }
+                Ok(CallToolResponse::Task(self.task_now(&task.id, context).await?))
+            }
+            Err(key) => {
+                let (_, task) = self.create_task(&request, context, key, None).await?;
+                let task = Arc::new(task);
+                let pending = asker.switch_to_task(Arc::clone(&task));
+                self.inner.tasks.running().insert(task.id.clone(), running.abort_handle());
+                let server = self.clone();
+                let follow = Arc::clone(&task);
+                tokio::spawn(async move {
+                    let report = result.await.ok();
+                    server.inner.tasks.running().remove(&follow.id);
+                    server.follow(follow, report, pending.is_some()).await;
+                });
+                Ok(CallToolResponse::Task(self.task_now(&task.id, context).await?))
+            }
+        }
+    }
+
+    /// The answer a call made again carries for the question its round asked: the key its state names
+    /// and the client's response to it. `Err` for a state this server did not seal for this call.
+    fn carried(&self, request: &CallToolRequestParams, bound: &str) -> Result<Option<Pending>, ErrorData> {
+        let Some(state) = request.request_state.as_deref() else { return Ok(None) };
+        let asked: Asked = self.inner.codec.open_json_with(state, bound.as_bytes()).map_err(|_| {
+            ErrorData::invalid_params(
+                "the request state is not one this server issued for this call (changed, moved or expired): \
+                 call again without it",
+                None,
+            )
+        })?;
+        let answer = request.input_responses.as_ref().and_then(|answers| answers.get(&asked.ask).cloned());
+        Ok(answer.map(|answer| (asked.ask, answer)))
+    }
+
+    /// The question `key` sent over rounds: the call's answer is input required, with a state sealed
+    /// to the call that names the question.
+    fn ask_over_rounds(
+        &self,
+        key: String,
+        request: Value,
+        bound: &str,
+    ) -> Result<InputRequiredResult, ErrorData> {
+        let options = SealOptions::new().associated_data(bound.as_bytes()).ttl(crate::person::STATE_TTL);
+        let state = self
+            .inner
+            .codec
+            .seal_json_with(&Asked { ask: key.clone() }, &options)
+            .map_err(|e| internal(e.to_string()))?;
+        let request: InputRequest = serde_json::from_value(request).map_err(|e| internal(e.to_string()))?;
+        let mut requests = InputRequests::new();
+        requests.insert(key, request);
+        Ok(InputRequiredResult::new(Some(requests), Some(state)))
+    }
+
+    /// Write the `created` record of a task for `request` on intent `key`, synced: its id and where
+    /// it is.
+    async fn create_task(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        key: IntentKey,
+        result: Option<Value>,
+    ) -> Result<(Record, TaskRef), ErrorData> {
+        let log = self.task_log().ok_or_else(|| internal("the attempt log keeps no tasks"))?;
+        let task = self.task(&context.meta)?;
         let secret = secret()?;
-        let id = format!("{key}.{secret}");
-        let kind = self.inner.toolbox.get(name).map(|d| d.effect());
-        let ttl = match kind {
+        let ttl = match self.inner.toolbox.get(&request.name).map(|d| d.effect()) {
             Some(EffectKind::Money) => {
                 self.inner.tasks.ttl.max(self.inner.ask_within + self.inner.budget * 2)
             }
             _ => self.inner.tasks.ttl,
         };
         let step = Step::Created {
-            arguments,
+            arguments: request.arguments.clone(),
             actor: task.actor().to_owned(),
             tool_call_id: task.call_id().map(str::to_owned),
             bound: binding(context),
             ttl_ms: ttl.as_millis() as u64,
-            result: serde_json::to_value(result)
-                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
+            result,
         };
-        let record = write(&*log, key, task.id(), name, digest(&secret), step).await?;
-        self.drive(id.clone(), key);
-        let at = record.started.clone();
-        let task = rmcp::model::Task::new(id, TaskStatus::Working, &at, &at)
-            .with_ttl_ms(ttl.as_millis() as u64)
-            .with_poll_interval_ms(POLL.as_millis() as u64)
-            .with_status_message(WORKING);
-        Ok(Some(CreateTaskResult::new(task)))
+        let reference = TaskRef {
+            id: format!("{key}.{secret}"),
+            key,
+            digest: digest(&secret),
+            task: task.id().to_owned(),
+            call: request.name.to_string(),
+        };
+        let record = write(&*log, &reference, step).await?;
+        Ok((record, reference))
     }
 
-    /// `tasks/get`: the task as the log tells it. An open task no driver of this server runs gets one.
+    /// The task as `tasks/get` would say it now, as the reply to the call that created it.
+    async fn task_now(
+        &self,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CreateTaskResult, ErrorData> {
+        Ok(CreateTaskResult::new(self.get_task(id, context).await?.task.task))
+    }
+
+    /// After the call a task was created for ends: its end, or a driver while it is in doubt.
+    async fn follow(
+        &self,
+        task: Arc<TaskRef>,
+        report: Option<Result<Report<Value>, ErrorData>>,
+        asked_over_rounds: bool,
+    ) {
+        let end = match report {
+            // Aborted (a cancel), or a question it asked over rounds after all: the task goes on from
+            // the log.
+            None => None,
+            Some(_) if asked_over_rounds => None,
+            Some(Err(error)) => {
+                Some((TaskStatus::Failed, error_object(error.code.0, &error.message), FAILED))
+            }
+            Some(Ok(report)) => end_of(report, true, self.inner.value_text).ok().flatten(),
+        };
+        match end {
+            Some((status, result, message)) => {
+                let _ = self.end_task(&task, status, Some(result), message).await;
+            }
+            None => self.drive(task),
+        }
+    }
+
+    /// Write the end of `task`.
+    async fn end_task(
+        &self,
+        task: &TaskRef,
+        status: TaskStatus,
+        result: Option<Value>,
+        message: &str,
+    ) -> Result<(), ErrorData> {
+        let log = self.task_log().ok_or_else(|| internal("the attempt log keeps no tasks"))?;
+        write(&*log, task, Step::Ended { status, result, message: message.to_owned() }).await.map(drop)
+    }
+
+    /// `tasks/get`: the task as the log tells it. An open task no call or driver of this server runs
+    /// gets a driver.
     pub(crate) async fn get_task(
         &self,
         id: &str,
@@ -267,51 +641,108 @@ impl McpServer {
     ) -> Result<GetTaskResult, ErrorData> {
         let told = self.told(id, context).await?;
         let detailed = match &told.ended {
-            Some(Note { step: Step::Ended { status, result, message }, .. }) => {
+            Some((status, result, message)) => {
                 let payload = match (status, result) {
                     (TaskStatus::Completed, Some(Value::Object(result))) => {
                         TaskPayload::Completed { result: result.clone() }
                     }
                     (TaskStatus::Cancelled, _) => TaskPayload::Cancelled,
-                    _ => TaskPayload::Failed { error: failed(message) },
+                    (_, Some(Value::Object(error))) => TaskPayload::Failed { error: error.clone() },
+                    _ => TaskPayload::Failed { error: as_object(error_object(-32603, message)) },
                 };
                 told.detailed(id, payload, message.clone())
             }
-            _ => {
-                self.drive(id.to_owned(), told.key);
-                let message = if told.cancel_requested { CANCELLING } else { WORKING };
-                told.detailed(id, TaskPayload::Working, message.to_owned())
+            None => {
+                self.drive(Arc::new(self.reference(id, &told)));
+                let questions = told.open_questions();
+                if !questions.is_empty() {
+                    told.detailed(
+                        id,
+                        TaskPayload::InputRequired { input_requests: questions },
+                        ASKING.to_owned(),
+                    )
+                } else {
+                    let message = if told.cancel_requested { CANCELLING } else { WORKING };
+                    told.detailed(id, TaskPayload::Working, message.to_owned())
+                }
             }
         };
         Ok(GetTaskResult::new(detailed))
     }
 
-    /// `tasks/update`: a task asks nothing of its client yet, so every response is ignored, as the
-    /// extension says of responses to no outstanding request.
+    /// `tasks/update`: each answer to a question still open is recorded (synced) before the reply;
+    /// an answer to anything else is ignored.
     pub(crate) async fn update_task(
         &self,
         id: &str,
+        responses: BTreeMap<String, Value>,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.told(id, context).await.map(drop)
+        let told = self.told(id, context).await?;
+        if told.ended.is_some() {
+            return Ok(());
+        }
+        let reference = self.reference(id, &told);
+        let log = self.task_log().ok_or_else(unknown_task)?;
+        for (key, response) in responses {
+            let open = told.asked.iter().any(|(asked, _)| *asked == key) && !told.answered.contains_key(&key);
+            if open {
+                write(&*log, &reference, Step::Answered { key, response }).await?;
+            }
+        }
+        self.inner.tasks.answered.notify_waiters();
+        Ok(())
     }
 
-    /// `tasks/cancel`: the request is recorded and the task's driver ends it at its next step: nothing
-    /// more is attempted, and the task says what is known of what was.
+    /// `tasks/cancel`: the request is recorded, what runs of the task here stops, and the task ends
+    /// with what is known: `cancelled` when nothing of it can have applied, else `completed` with the
+    /// last report, in doubt.
     pub(crate) async fn cancel_task(
         &self,
         id: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let told = self.told(id, context).await?;
-        if told.ended.is_some() || told.cancel_requested {
+        if told.ended.is_some() {
             return Ok(());
         }
+        let reference = self.reference(id, &told);
         let log = self.task_log().ok_or_else(unknown_task)?;
-        let (record, note) = &told.created;
-        write(&*log, told.key, &record.task, &record.call, note.id.clone(), Step::CancelRequested).await?;
-        self.drive(id.to_owned(), told.key);
-        Ok(())
+        if !told.cancel_requested {
+            write(&*log, &reference, Step::CancelRequested).await?;
+        }
+        if let Some(running) = self.inner.tasks.running().remove(id) {
+            running.abort();
+        }
+        self.end_cancelled(&*log, &reference, &told).await
+    }
+
+    /// The end of a task cancelled: `cancelled` if nothing of it can have applied (a read; a side
+    /// effect whose intent has no attempt in doubt), else `completed` with the last report.
+    async fn end_cancelled(&self, log: &dyn Journal, task: &TaskRef, told: &Told) -> Result<(), ErrorData> {
+        let read = self.inner.toolbox.get(&task.call).is_none_or(|d| d.effect() == EffectKind::Read);
+        let recall = log.recall(&task.key).await.map_err(|e| internal(e.to_string()))?;
+        let in_doubt = recall.as_ref().is_some_and(|r| r.is_unresolved());
+        if read || !in_doubt {
+            return self.end_task(task, TaskStatus::Cancelled, None, CANCELLED).await;
+        }
+        let last = match &told.created.1.step {
+            Step::Created { result: Some(result), .. } => result.clone(),
+            _ => json(&result_of(in_doubt_report(task, recall.map(|r| r.last.attempt_id)), false)?)?,
+        };
+        self.end_task(task, TaskStatus::Completed, Some(last), CANCELLED_IN_DOUBT).await
+    }
+
+    /// Where the task `id` told by `told` is.
+    fn reference(&self, id: &str, told: &Told) -> TaskRef {
+        let record = &told.created.0;
+        TaskRef {
+            id: id.to_owned(),
+            key: told.key,
+            digest: told.id.clone(),
+            task: record.task.clone(),
+            call: record.call.clone(),
+        }
     }
 
     /// The task `id` as the log tells it, if this client may see it.
@@ -325,131 +756,211 @@ impl McpServer {
 
     /// The task `id` as the log tells it; `None` when the log holds no such task.
     async fn read(&self, id: &str) -> Result<Option<Told>, ErrorData> {
-        let Some((key, id)) = parse_id(id) else { return Ok(None) };
+        let Some((key, digest)) = parse_id(id) else { return Ok(None) };
         let log = self.task_log().ok_or_else(unknown_task)?;
         let tasks = log.mcp_tasks().ok_or_else(unknown_task)?;
         let records = tasks
             .mcp_task_records(&key)
             .await
-            .map_err(|e| ErrorData::internal_error(format!("the task could not be read: {e}"), None))?;
+            .map_err(|e| internal(format!("the task could not be read: {e}")))?;
         let mut told: Option<Told> = None;
         for record in records {
             let Some(note) = record.value.clone().and_then(|v| serde_json::from_value::<Note>(v).ok()) else {
                 continue;
             };
-            if note.id != id {
+            if note.id != digest {
                 continue;
             }
-            match (&mut told, &note.step) {
-                (None, Step::Created { .. }) => {
+            let Some(told) = &mut told else {
+                if let Step::Created { .. } = note.step {
                     let updated = note.at.clone();
                     told = Some(Told {
                         key,
+                        id: digest.clone(),
                         created: (record, note),
+                        asked: Vec::new(),
+                        answered: BTreeMap::new(),
                         cancel_requested: false,
                         ended: None,
                         updated,
                     });
                 }
-                (Some(told), Step::CancelRequested) => {
-                    told.cancel_requested = true;
-                    told.updated = note.at.clone();
+                continue;
+            };
+            if told.ended.is_some() {
+                continue;
+            }
+            told.updated = note.at.clone();
+            match note.step {
+                Step::Asked { key, request } if !told.asked.iter().any(|(k, _)| *k == key) => {
+                    told.asked.push((key, request))
                 }
-                (Some(told), Step::Ended { .. }) if told.ended.is_none() => {
-                    told.updated = note.at.clone();
-                    told.ended = Some(note);
+                Step::Answered { key, response } => {
+                    told.answered.entry(key).or_insert(response);
                 }
+                Step::CancelRequested => told.cancel_requested = true,
+                Step::Ended { status, result, message } => told.ended = Some((status, result, message)),
                 _ => {}
             }
         }
         Ok(told)
     }
 
-    /// Run a driver of the task `id` unless one of this server runs it already.
-    fn drive(&self, id: String, key: IntentKey) {
-        let driving = &self.inner.tasks.driving;
-        if !driving.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone()) {
+    /// A question of the tool through `task`: recorded once, then waited for until answered (here or
+    /// on another server) or the task is cancelled.
+    async fn task_question(&self, task: &TaskRef, key: String, request: Value) -> Result<Value, Class> {
+        let log = self.task_log().ok_or_else(|| Class::permanent("the attempt log keeps no tasks"))?;
+        let mut written = false;
+        loop {
+            let woken = self.inner.tasks.answered.notified();
+            let told = match self.read(&task.id).await {
+                Ok(Some(told)) => told,
+                _ => return Err(Class::retryable(format!("the task's question `{key}` could not be read"))),
+            };
+            if let Some(answer) = told.answered.get(&key) {
+                return Ok(answer.clone());
+            }
+            if told.ended.is_some() || told.cancel_requested {
+                return Err(Class::permanent(format!("the task was cancelled before `{key}` was answered")));
+            }
+            if !written && !told.asked.iter().any(|(asked, _)| *asked == key) {
+                let step = Step::Asked { key: key.clone(), request: request.clone() };
+                write(&*log, task, step).await.map_err(|e| Class::retryable(e.message.to_string()))?;
+            }
+            written = true;
+            let _ = tokio::time::timeout(LONGEST_NAP, woken).await;
+        }
+    }
+
+    /// Run a driver of `task` unless a call or a driver of it runs in this process already: the tool is
+    /// called again, as any later call of the intent, until the task ends.
+    fn drive(&self, task: Arc<TaskRef>) {
+        let mut running = self.inner.tasks.running();
+        if running.contains_key(&task.id) {
             return;
         }
         let server = self.clone();
-        tokio::spawn(async move {
-            server.run_task(&id, key).await;
-            server.inner.tasks.driving.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        let id = task.id.clone();
+        let driver = tokio::spawn(async move {
+            server.run_task(&task).await;
+            server.inner.tasks.running().remove(&task.id);
         });
+        running.insert(id, driver.abort_handle());
     }
 
     /// Call the task's tool again until its intent is out of doubt, the client cancels, or the TTL
     /// passes; then write its end.
-    async fn run_task(&self, id: &str, key: IntentKey) {
+    async fn run_task(&self, task: &Arc<TaskRef>) {
         let Some(log) = self.task_log() else { return };
         let mut last: Option<Value> = None;
         loop {
-            let Ok(Some(told)) = self.read(id).await else { return };
-            let (record, note) = &told.created;
-            let Step::Created { arguments, actor, tool_call_id, ttl_ms, result, .. } = &note.step else {
+            let Ok(Some(told)) = self.read(&task.id).await else { return };
+            let Step::Created { arguments, actor, tool_call_id, ttl_ms, result, .. } = &told.created.1.step
+            else {
                 return;
             };
             if told.ended.is_some() {
                 return;
             }
-            let in_doubt = last.clone().unwrap_or_else(|| result.clone());
-            let expired = parse_rfc3339(&note.at)
+            if told.cancel_requested {
+                let _ = self.end_cancelled(&*log, task, &told).await;
+                return;
+            }
+            let expired = parse_rfc3339(&told.created.1.at)
                 .and_then(|at| at.checked_add(Duration::from_millis(*ttl_ms)))
                 .is_some_and(|until| wall_clock() >= until);
-            let end = if told.cancel_requested {
-                Some(CANCELLED_IN_DOUBT)
-            } else if expired {
-                Some(EXPIRED_IN_DOUBT)
-            } else {
-                None
-            };
-            if let Some(message) = end {
-                let step = Step::Ended {
-                    status: TaskStatus::Completed,
-                    result: Some(in_doubt),
-                    message: message.to_owned(),
-                };
-                let _ = write(&*log, key, &record.task, &record.call, note.id.clone(), step).await;
+            if expired {
+                let last = last.clone().or_else(|| result.clone());
+                let _ = self.end_task(task, TaskStatus::Completed, last, EXPIRED_IN_DOUBT).await;
                 return;
             }
             let mut meta = Map::new();
-            meta.insert(TASK_META_KEY.to_owned(), Value::String(record.task.clone()));
+            meta.insert(TASK_META_KEY.to_owned(), Value::String(task.task.clone()));
             meta.insert(ACTOR_META_KEY.to_owned(), Value::String(actor.clone()));
             if let Some(call_id) = tool_call_id {
                 meta.insert(TOOL_CALL_ID_META_KEY.to_owned(), Value::String(call_id.clone()));
             }
-            let Ok(report) = self.report_of(&record.call, arguments.clone(), &meta, None).await else {
-                return;
+            let call = self.report_of(&task.call, arguments.clone(), &meta, None);
+            let report = match with_asker(task_asker(self, Arc::clone(task)), call).await {
+                Ok(report) => report,
+                Err(error) => {
+                    let failed = error_object(error.code.0, &error.message);
+                    let _ = self.end_task(task, TaskStatus::Failed, Some(failed), FAILED).await;
+                    return;
+                }
             };
-            let nap = report.retry_after_s.map_or(POLL, Duration::from_secs).clamp(POLL, LONGEST_NAP);
-            let done = resolved(&report);
-            let Ok(result) = result_of(report).and_then(|r| {
-                serde_json::to_value(r).map_err(|e| ErrorData::internal_error(e.to_string(), None))
-            }) else {
-                return;
-            };
-            if done {
-                let step = Step::Ended {
-                    status: TaskStatus::Completed,
-                    result: Some(result),
-                    message: DONE.to_owned(),
-                };
-                let _ = write(&*log, key, &record.task, &record.call, note.id.clone(), step).await;
-                return;
+            let nap = report.retry_after_s.map_or(POLL, Duration::from_secs).clamp(POLL, LONGEST_RETRY);
+            let first = result.is_none() && last.is_none();
+            let report_json =
+                result_of(report.clone(), self.inner.value_text).ok().and_then(|r| json(&r).ok());
+            match end_of(report, first, self.inner.value_text) {
+                Ok(Some((status, result, message))) => {
+                    let _ = self.end_task(task, status, Some(result), message).await;
+                    return;
+                }
+                Ok(None) => last = report_json.or(last),
+                Err(_) => return,
             }
-            last = Some(result);
             tokio::time::sleep(nap).await;
         }
     }
 }
 
+/// The report of a call cancelled while an attempt of it may have landed, when no report of it is
+/// known: `unknown`, with the last attempt's id.
+fn in_doubt_report(task: &TaskRef, attempt_id: Option<String>) -> Report<Value> {
+    Report {
+        outcome: Outcome::Unknown,
+        effect_applied: Applied::Unknown,
+        attempt_id: attempt_id.unwrap_or_default(),
+        idempotency_key: task.key,
+        retry_after_s: None,
+        deadline_left_s: 0,
+        message: format!(
+            "{} was cancelled while an attempt was under way: it may have landed; the effect may have landed: \
+             do not redo it another way (other arguments make a new act); this same call again checks before \
+             it acts",
+            task.call
+        ),
+        value: None,
+        items: Vec::new(),
+        reason: Reason::InDoubt,
+    }
+}
+
+/// `value` as a JSON object (an empty one for anything else).
+fn as_object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(object) => object,
+        _ => JsonObject::new(),
+    }
+}
+
+/// The error of a call from a client without the tasks extension to a tool that requires a task.
+pub(crate) fn task_required(name: &str) -> ErrorData {
+    let mut error =
+        ErrorData::missing_required_client_capability(ClientCapabilities::builder().enable_tasks().build());
+    error.message =
+        format!("`{name}` runs only as a task: declare the tasks extension (io.modelcontextprotocol/tasks)")
+            .into();
+    error
+}
+
 /// A task's status message while a call of it runs.
-const WORKING: &str = "the call's outcome is unknown: the server probes, waits out the landing horizon, \
-                       and calls again where the tool's policy allows";
+const WORKING: &str = "the call is under way: the server probes what may have landed, waits out the landing \
+                       horizon, and calls again where the tool's policy allows";
+/// A task's status message while it waits for the client's answer.
+const ASKING: &str = "the tool asks the client for input: answer with tasks/update";
 /// A task's status message once cancelling is asked.
 const CANCELLING: &str = "cancel requested: nothing more is attempted";
 /// The status message of a task whose call resolved.
 const DONE: &str = "the call is resolved: its report is the result";
+/// The status message of a task the server could not run.
+const FAILED: &str = "the call could not be run";
+/// The status message of a task whose first attempt the attempt log refused.
+const STORE_FAILED: &str = "the attempt log refused the call's first attempt: nothing was attempted";
+/// The status message of a task cancelled before anything of it could apply.
+const CANCELLED: &str = "cancelled at the client's request: nothing of it was applied";
 /// The status message of a task cancelled in doubt.
 const CANCELLED_IN_DOUBT: &str = "cancelled at the client's request while the call's outcome was unknown: an \
                                   attempt may still have landed, and nothing more was attempted; the result is \
@@ -458,40 +969,28 @@ const CANCELLED_IN_DOUBT: &str = "cancelled at the client's request while the ca
 const EXPIRED_IN_DOUBT: &str = "the task's TTL passed while the call's outcome was unknown: the result is the \
                                 last report, and the intent stays in doubt in the attempt log";
 
-/// A JSON-RPC error object saying `message`.
-fn failed(message: &str) -> JsonObject {
-    let mut error = JsonObject::new();
-    error.insert("code".to_owned(), Value::from(-32603));
-    error.insert("message".to_owned(), Value::String(message.to_owned()));
-    error
-}
-
-/// Write one step of the task whose secret's digest is `id` (the call `call` of task `task` on intent
-/// `key`), synced, at the intent's highest attempt: the record, once on stable storage.
-async fn write(
-    log: &dyn Journal,
-    key: IntentKey,
-    task: &str,
-    call: &str,
-    id: String,
-    step: Step,
-) -> Result<Record, ErrorData> {
-    let internal = |why: String| ErrorData::internal_error(why, None);
-    let recall =
-        log.recall(&key).await.map_err(|e| internal(format!("the attempt log could not be read: {e}")))?;
+/// Write one step of `task`, synced, at the intent's highest attempt: the record, once on stable
+/// storage.
+async fn write(log: &dyn Journal, task: &TaskRef, step: Step) -> Result<Record, ErrorData> {
+    let recall = log
+        .recall(&task.key)
+        .await
+        .map_err(|e| internal(format!("the attempt log could not be read: {e}")))?;
     let (attempt, attempt_id) = recall.map_or((0, String::new()), |r| (r.attempts, r.last.attempt_id));
     let at = rfc3339(wall_clock());
     let message = match &step {
-        Step::Created { .. } => "MCP task created: the call's outcome is unknown",
+        Step::Created { .. } => "MCP task created",
+        Step::Asked { .. } => "MCP task: the tool asks the client",
+        Step::Answered { .. } => "MCP task: the client answered",
         Step::CancelRequested => "MCP task: cancel requested",
         Step::Ended { .. } => "MCP task ended",
     };
-    let note = Note { id, at: at.clone(), step };
+    let note = Note { id: task.digest.clone(), at: at.clone(), step };
     let record = Record {
         phase: Phase::McpTask,
-        task: task.to_owned(),
-        call: call.to_owned(),
-        intent_key: key,
+        task: task.task.clone(),
+        call: task.call.clone(),
+        intent_key: task.key,
         attempt,
         attempt_id,
         started: at,

@@ -142,6 +142,91 @@ impl Call {
     }
 }
 
+tokio::task_local! {
+    /// Who answers a tool's questions during the calls this scope runs ([`Call::ask`]).
+    static ASKER: Arc<dyn Asker>;
+}
+
+/// What answers a tool's questions to the client that made its call ([`Call::ask`]): the MCP
+/// server's, for a call it runs. Not public API: reached through `tool_contract::unstable`.
+pub trait Asker: Send + Sync {
+    /// The client's answer to `request` under `key`, or the class the tool's attempt ends with when
+    /// there is none (yet).
+    fn ask(
+        &self,
+        key: String,
+        request: serde_json::Value,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<serde_json::Value, crate::Class>> + Send + '_>,
+    >;
+
+    /// A call in this scope formed its intent, `key`, and is about to claim it.
+    fn began(&self, key: IntentKey) {
+        let _ = key;
+    }
+}
+
+/// Tell the asker of this scope, if any, that a call formed its intent `key`.
+pub(crate) fn began(key: IntentKey) {
+    let _ = ASKER.try_with(|asker| asker.began(key));
+}
+
+/// Run `call` with `asker` answering its tools' questions.
+pub async fn with_asker<F: std::future::Future>(asker: Arc<dyn Asker>, call: F) -> F::Output {
+    ASKER.scope(asker, call).await
+}
+
+impl Call {
+    /// Ask the client that made this call for input (over MCP, a form the person at the client fills
+    /// in: `request` is the request the client gets, such as an `elicitation/create` with its
+    /// `requestedSchema`), under `key`, a name unique within the call; the client's answer.
+    ///
+    /// The wait counts against the attempt's budget. A call that no client can be asked in (a call
+    /// made in the process, a client that takes no questions) gets `Err`: a `permanent` class that says
+    /// so, which the tool returns as it is (`?`). An MCP client of the 2026-07-28 protocol that has not
+    /// answered yet gets `Err` too, a `retryable` class with nothing applied: the server sends the
+    /// question with the call's answer, and the call made again with the answer gets it here. So a
+    /// tool asks before it applies anything.
+    ///
+    /// ```
+    /// use tool_contract::{Call, Class, tool};
+    ///
+    /// /// Delete a file, once the person confirms it.
+    /// #[tool(effect = "read", target = name)]
+    /// async fn confirm(call: &Call, name: String) -> Result<bool, Class> {
+    ///     let form = serde_json::json!({
+    ///         "method": "elicitation/create",
+    ///         "params": {
+    ///             "mode": "form",
+    ///             "message": format!("Delete {name}?"),
+    ///             "requestedSchema": {"type": "object", "properties": {"confirm": {"type": "boolean"}}},
+    ///         },
+    ///     });
+    ///     let answer = call.ask("confirm", form).await?;
+    ///     Ok(answer["content"]["confirm"] == true)
+    /// }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// # let call = Call::new("t", tool_contract::IntentKey::NONE, 1, std::time::Duration::from_secs(1));
+    /// // Outside a client's call, nobody can be asked.
+    /// let refused = call.ask("confirm", serde_json::json!({})).await.unwrap_err();
+    /// assert_eq!(refused.outcome(), tool_contract::Outcome::Permanent);
+    /// # }
+    /// ```
+    pub async fn ask(
+        &self,
+        key: &str,
+        request: serde_json::Value,
+    ) -> Result<serde_json::Value, crate::Class> {
+        let Ok(asker) = ASKER.try_with(Arc::clone) else {
+            return Err(crate::Class::permanent(format!(
+                "nobody can be asked for `{key}`: this call did not come from a client that takes questions"
+            )));
+        };
+        asker.ask(key.to_owned(), request).await
+    }
+}
+
 /// `{task}-{first 8 hex of the key}-a{n}`.
 pub(crate) fn attempt_id(task: &str, key: &IntentKey, attempt: u32) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";

@@ -138,6 +138,7 @@ pub(crate) fn drive<W: Work>(
     mut work: W,
 ) -> impl Future<Output = Report<W::Value>> {
     async move {
+        crate::call::began(key);
         let observer = CallObserver::new(spec, &key, task.call_id());
         let announced = std::sync::Mutex::new(None);
         let attempts = attempt_loop(task, spec, key, &mut work, &announced);
@@ -162,6 +163,7 @@ pub(crate) fn drive_in_parts<W: Work>(
     mut work: W,
 ) -> impl Future<Output = Report<W::Value>> {
     async move {
+        crate::call::began(key);
         let observer = CallObserver::new(spec, &key, task.call_id());
         let announced = std::sync::Mutex::new(None);
         let attempts = Box::pin(attempt_loop(task, spec, key, &mut work, &announced));
