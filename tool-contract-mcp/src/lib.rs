@@ -58,6 +58,19 @@
 //! asked "landed / not landed / can't tell" with evidence; an answer is recorded as a settlement
 //! (`via` client, `by` the request's actor) and honoured at once.
 //!
+//! # Tasks
+//!
+//! For a client that declares the tasks extension of 2026-07-28 (`io.modelcontextprotocol/tasks`), a
+//! side-effecting call whose report is `unknown`, or that outlasts [`TASK_WINDOW`], is answered with a
+//! task: the client polls `tasks/get` until the call is resolved, and its result is the report.
+//! [`TaskSupport`] says, per tool, when a call is a task ([`Builder::task_support`]). The task lives in
+//! the attempt log (`mcp_task` records), so a restarted server, or another server on one PostgreSQL
+//! store, serves it; a tool's question to the client ([`tool_contract::Call::ask`]) is its
+//! `input_required`, answered with `tasks/update`; a cancel says what is known, and never that an
+//! attempt which may have landed did not. A client that declares nothing gets the report, as before.
+//! docs/agent-surface.md ("Tasks") gives the statuses, the wire of one task, and the conformance
+//! suite's scenarios this server passes.
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use std::time::Duration;

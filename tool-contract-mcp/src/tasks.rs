@@ -397,7 +397,9 @@ impl Asker for CallAsker {
             let task = match &mut *self.mode() {
                 Mode::Rounds(pending) => {
                     pending.get_or_insert((key.clone(), request));
-                    return Err(Class::retryable(format!(
+                    // Not retried within the call, and nothing applied: the call made again with the
+                    // answer starts afresh.
+                    return Err(Class::permanent(format!(
                         "the client is asked for `{key}`: the call is made again with its answer"
                     )));
                 }
@@ -662,7 +664,17 @@ impl McpServer {
                         ASKING.to_owned(),
                     )
                 } else {
-                    let message = if told.cancel_requested { CANCELLING } else { WORKING };
+                    let in_doubt = match self.task_log() {
+                        Some(log) => {
+                            log.recall(&told.key).await.ok().flatten().is_some_and(|r| r.is_unresolved())
+                        }
+                        None => false,
+                    };
+                    let message = match (told.cancel_requested, in_doubt) {
+                        (true, _) => CANCELLING,
+                        (false, true) => IN_DOUBT,
+                        (false, false) => WORKING,
+                    };
                     told.detailed(id, TaskPayload::Working, message.to_owned())
                 }
             }
@@ -947,8 +959,10 @@ pub(crate) fn task_required(name: &str) -> ErrorData {
 }
 
 /// A task's status message while a call of it runs.
-const WORKING: &str = "the call is under way: the server probes what may have landed, waits out the landing \
-                       horizon, and calls again where the tool's policy allows";
+const WORKING: &str = "the call is under way";
+/// A task's status message while its intent is in doubt.
+const IN_DOUBT: &str = "the call's outcome is unknown: the server probes what may have landed, waits out the \
+                        landing horizon, and calls again where the tool's policy allows";
 /// A task's status message while it waits for the client's answer.
 const ASKING: &str = "the tool asks the client for input: answer with tasks/update";
 /// A task's status message once cancelling is asked.

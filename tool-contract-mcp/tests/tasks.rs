@@ -254,3 +254,197 @@ async fn an_id_this_client_cannot_see_is_invalid_params() {
     }
     until_done(&client, &created.task.task_id).await;
 }
+
+/// A desk whose calls take time, and one that asks the client before it answers.
+#[derive(Default)]
+struct Slow {
+    posted: Mutex<Vec<String>>,
+}
+
+impl Slow {
+    /// Post a notice, slowly.
+    #[tool(effect = "send", probe = Self::find, target = thread)]
+    async fn slow_post(&self, thread: String, millis: u64) -> Result<String, Class> {
+        tokio::time::sleep(Duration::from_millis(millis)).await;
+        self.posted.lock().unwrap().push(thread.clone());
+        Ok(thread)
+    }
+
+    #[allow(clippy::ptr_arg)]
+    async fn find(&self, thread: &String, _millis: &u64, _key: IntentKey) -> Probe<String> {
+        if self.posted.lock().unwrap().contains(thread) {
+            Probe::Landed(thread.clone())
+        } else {
+            Probe::NotLanded
+        }
+    }
+
+    /// Count slowly.
+    #[tool(effect = "read", target = label)]
+    async fn slow_count(&self, label: String, millis: u64) -> Result<u64, Class> {
+        let _ = label;
+        tokio::time::sleep(Duration::from_millis(millis)).await;
+        Ok(millis)
+    }
+
+    /// Ask the client for a name, after `millis`; greet it.
+    #[tool(effect = "read", target = label)]
+    async fn ask_name(&self, call: &Call, label: String, millis: u64) -> Result<String, Class> {
+        let _ = label;
+        tokio::time::sleep(Duration::from_millis(millis)).await;
+        let form = json!({
+            "method": "elicitation/create",
+            "params": {"mode": "form", "message": "Your name?",
+                       "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
+        });
+        let answer = call.ask("name", form).await?;
+        Ok(format!("Hello, {}!", answer["content"]["name"].as_str().unwrap_or("nobody")))
+    }
+}
+
+fn slow_server() -> (Arc<Slow>, McpServer) {
+    let slow = Arc::new(Slow::default());
+    let mut toolbox = Toolbox::new();
+    toolbox.add_method(Arc::clone(&slow), Slow::slow_post_tool()).unwrap();
+    toolbox.add_method(Arc::clone(&slow), Slow::slow_count_tool()).unwrap();
+    toolbox.add_method(Arc::clone(&slow), Slow::ask_name_tool()).unwrap();
+    let server = McpServer::builder(toolbox)
+        .budget(Duration::from_secs(10))
+        .journal(Arc::new(MemoryJournal::new()))
+        .task_support("slow_count", tool_contract_mcp::TaskSupport::Optional)
+        .task_support("ask_name", tool_contract_mcp::TaskSupport::Required)
+        .build()
+        .unwrap();
+    (slow, server)
+}
+
+fn slow_call(name: &str, arguments: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.as_object().unwrap().clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_side_effect_that_outlasts_the_window_is_a_task_that_completes_with_its_report() {
+    let (slow, server) = slow_server();
+    let client = connect(&server, true).await;
+    let call = slow_call("slow_post", json!({ "thread": "t-1", "millis": 600 }));
+    let CallToolResponse::Task(created) = client.call_tool_once(call).await.unwrap() else {
+        panic!("a call past the window is a task")
+    };
+    assert_eq!(created.task.status, TaskStatus::Working);
+    let done = until_done(&client, &created.task.task_id).await;
+    let report = report_of(&done);
+    assert_eq!((report["outcome"].as_str(), report["value"].as_str()), (Some("ok"), Some("t-1")));
+    assert_eq!(slow.posted.lock().unwrap().len(), 1);
+    // A quick one is answered with its report.
+    let quick = slow_call("slow_post", json!({ "thread": "t-2", "millis": 0 }));
+    assert!(matches!(client.call_tool_once(quick).await.unwrap(), CallToolResponse::Complete(_)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_says_cancelled_only_when_nothing_can_have_applied() {
+    let (slow, server) = slow_server();
+    let client = connect(&server, true).await;
+    // A read: nothing applied, whatever it was doing.
+    let count = slow_call("slow_count", json!({ "label": "c", "millis": 5000 }));
+    let CallToolResponse::Task(read) = client.call_tool_once(count).await.unwrap() else { panic!("a task") };
+    client.cancel_task(CancelTaskParams::new(&read.task.task_id)).await.unwrap();
+    let done = until_done(&client, &read.task.task_id).await;
+    assert_eq!(done.task.status(), TaskStatus::Cancelled);
+    // A side effect whose attempt is under way: it may land.
+    let post = slow_call("slow_post", json!({ "thread": "t-3", "millis": 5000 }));
+    let CallToolResponse::Task(sent) = client.call_tool_once(post).await.unwrap() else { panic!("a task") };
+    client.cancel_task(CancelTaskParams::new(&sent.task.task_id)).await.unwrap();
+    let done = until_done(&client, &sent.task.task_id).await;
+    assert_eq!(done.task.status(), TaskStatus::Completed, "an attempt under way may still land");
+    let report = report_of(&done);
+    assert_eq!(
+        (report["outcome"].as_str(), report["effect_applied"].as_str()),
+        (Some("unknown"), Some("unknown"))
+    );
+    let said = done.task.task.status_message.clone().unwrap_or_default();
+    assert!(said.contains("may still have landed"), "{said}");
+    assert!(slow.posted.lock().unwrap().is_empty(), "the attempt was stopped: nothing more was attempted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_question_in_a_task_is_input_required_and_answered_once_by_tasks_update() {
+    let (_, server) = slow_server();
+    let client = connect(&server, true).await;
+    let ask = slow_call("ask_name", json!({ "label": "a", "millis": 400 }));
+    let CallToolResponse::Task(created) = client.call_tool_once(ask).await.unwrap() else { panic!("a task") };
+    let id = created.task.task_id;
+    let mut asked = None;
+    for _ in 0..50 {
+        let got = client.get_task(GetTaskParams::new(&id)).await.unwrap();
+        if let TaskPayload::InputRequired { input_requests } = &got.task.payload {
+            asked = Some(input_requests.clone());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let asked = asked.expect("the question reaches the client as input_required");
+    assert_eq!(asked.keys().collect::<Vec<_>>(), ["name"]);
+    let answer = |name: &str| {
+        let mut responses = std::collections::BTreeMap::new();
+        responses.insert("name".to_owned(), json!({ "action": "accept", "content": { "name": name } }));
+        responses.insert("nobody-asked".to_owned(), json!({ "ignored": true }));
+        rmcp::model::UpdateTaskParams::new(&id, responses)
+    };
+    client.update_task(answer("Alice")).await.unwrap();
+    // A second answer to the same question changes nothing.
+    client.update_task(answer("Mallory")).await.unwrap();
+    let done = until_done(&client, &id).await;
+    let report = report_of(&done);
+    assert_eq!(report["value"], "Hello, Alice!");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_before_the_task_goes_over_rounds_and_the_task_starts_with_the_answer() {
+    let (_, server) = slow_server();
+    let client = connect(&server, true).await;
+    let ask = slow_call("ask_name", json!({ "label": "r", "millis": 0 }));
+    let first = client.call_tool_once(ask.clone()).await.unwrap();
+    let CallToolResponse::InputRequired(round) = first else {
+        panic!("a question asked at once goes over rounds, before any task: {first:?}")
+    };
+    let requests = round.input_requests.clone().expect("the question");
+    assert_eq!(requests.keys().collect::<Vec<_>>(), ["name"]);
+    let mut again = ask;
+    again.request_state = round.request_state.clone();
+    let mut responses = std::collections::BTreeMap::new();
+    responses.insert("name".to_owned(), json!({ "action": "accept", "content": { "name": "Alice" } }));
+    again.input_responses = Some(responses);
+    let CallToolResponse::Task(created) = client.call_tool_once(again.clone()).await.unwrap() else {
+        panic!("a required task, with the answer in hand")
+    };
+    let report = report_of(&until_done(&client, &created.task.task_id).await);
+    assert_eq!(report["value"], "Hello, Alice!");
+    // A state changed by a byte is refused.
+    let mut tampered = again;
+    let mut state = tampered.request_state.take().unwrap();
+    state.push('x');
+    tampered.request_state = Some(state);
+    let refused = client.call_tool_once(tampered).await.unwrap_err();
+    assert!(
+        matches!(&refused, ServiceError::McpError(e) if e.code == ErrorCode::INVALID_PARAMS),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_task_from_a_client_without_tasks_is_refused_with_what_to_declare() {
+    let (_, server) = slow_server();
+    let client = connect(&server, false).await;
+    let ask = slow_call("ask_name", json!({ "label": "n", "millis": 0 }));
+    let refused = client.call_tool_once(ask).await.unwrap_err();
+    let ServiceError::McpError(error) = &refused else { panic!("{refused:?}") };
+    assert_eq!(error.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+    let data = error.data.clone().expect("what to declare");
+    assert!(
+        data["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+        "{data}"
+    );
+    // A tool that asks, called by a client that takes no tasks over no rounds: nobody can be asked.
+    let slow = slow_call("slow_count", json!({ "label": "n", "millis": 0 }));
+    assert!(matches!(client.call_tool_once(slow).await.unwrap(), CallToolResponse::Complete(_)));
+}

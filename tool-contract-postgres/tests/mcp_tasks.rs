@@ -36,6 +36,20 @@ impl Board {
         Ok(text)
     }
 
+    /// Ask the client for a name, once the call is a task; greet it.
+    #[tool(effect = "read", target = label)]
+    async fn ask_name(&self, call: &Call, label: String) -> Result<String, Class> {
+        let _ = label;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let form = json!({
+            "method": "elicitation/create",
+            "params": {"mode": "form", "message": "Your name?",
+                       "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
+        });
+        let answer = call.ask("name", form).await?;
+        Ok(format!("Hello, {}!", answer["content"]["name"].as_str().unwrap_or("nobody")))
+    }
+
     #[allow(clippy::ptr_arg)]
     async fn find(&self, _thread: &String, text: &String, key: IntentKey) -> Probe<String> {
         if !self.see {
@@ -70,10 +84,13 @@ async fn server(
 ) -> RunningService<RoleClient, Client> {
     let journal = tool_contract_postgres::PgJournal::connect(conninfo).await.unwrap();
     let mut toolbox = Toolbox::new();
-    toolbox.add_method(Arc::new(Board { posted: Arc::clone(posted), see }), Board::post_tool()).unwrap();
+    let board = Arc::new(Board { posted: Arc::clone(posted), see });
+    toolbox.add_method(Arc::clone(&board), Board::post_tool()).unwrap();
+    toolbox.add_method(board, Board::ask_name_tool()).unwrap();
     let server = McpServer::builder(toolbox)
-        .budget(Duration::from_secs(5))
+        .budget(Duration::from_secs(10))
         .journal(Arc::new(journal))
+        .task_support("ask_name", tool_contract_mcp::TaskSupport::Required)
         .build()
         .unwrap();
     let (server_side, client_side) = tokio::io::duplex(64 * 1024);
@@ -138,4 +155,45 @@ async fn a_task_made_on_one_server_is_driven_by_another_on_the_same_store() {
         .collect();
     assert_eq!(steps.iter().filter(|s| *s == "created").count(), 1, "{steps:?}");
     assert!(steps.iter().any(|s| s == "ended"), "{steps:?}");
+}
+
+/// A tool's question, asked in a task on server A, is answered through server B; two answers sent at
+/// once through both, the task uses one of them, the first written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_asked_on_one_server_is_answered_through_another() {
+    let Some(conninfo) = common::database("mcp_task_questions").await else { return };
+    let posted = Arc::new(Mutex::new(Vec::new()));
+    let (a, b) = (server(&conninfo, &posted, true).await, server(&conninfo, &posted, true).await);
+    let arguments = json!({ "label": "q" }).as_object().unwrap().clone();
+    let CallToolResponse::Task(created) =
+        a.call_tool_once(CallToolRequestParams::new("ask_name").with_arguments(arguments)).await.unwrap()
+    else {
+        panic!("a required task")
+    };
+    let id = created.task.task_id;
+    let mut asked = false;
+    for _ in 0..50 {
+        let got = b.get_task(GetTaskParams::new(&id)).await.unwrap();
+        if matches!(got.task.payload, TaskPayload::InputRequired { .. }) {
+            asked = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(asked, "server B sees the question server A's call asked");
+    let answer = |name: &str| {
+        let mut responses = std::collections::BTreeMap::new();
+        responses.insert("name".to_owned(), json!({ "action": "accept", "content": { "name": name } }));
+        rmcp::model::UpdateTaskParams::new(&id, responses)
+    };
+    let (on_a, on_b) = tokio::join!(a.update_task(answer("Alice")), b.update_task(answer("Bob")));
+    on_a.unwrap();
+    on_b.unwrap();
+    let done = until_done(&a, &id).await;
+    let TaskPayload::Completed { result } = &done.task.payload else { panic!("{done:?}") };
+    let greeting = result["structuredContent"]["value"].as_str().unwrap_or_default().to_owned();
+    assert!(["Hello, Alice!", "Hello, Bob!"].contains(&greeting.as_str()), "{greeting}");
+    // Both servers say the same.
+    let seen_by_b = b.get_task(GetTaskParams::new(&id)).await.unwrap();
+    assert_eq!(seen_by_b.task.payload, done.task.payload);
 }

@@ -183,27 +183,28 @@ impl Call {
     ///
     /// The wait counts against the attempt's budget. A call that no client can be asked in (a call
     /// made in the process, a client that takes no questions) gets `Err`: a `permanent` class that says
-    /// so, which the tool returns as it is (`?`). An MCP client of the 2026-07-28 protocol that has not
-    /// answered yet gets `Err` too, a `retryable` class with nothing applied: the server sends the
-    /// question with the call's answer, and the call made again with the answer gets it here. So a
+    /// so, which the tool returns as it is (`?`). Before an MCP call is a task, the question goes to
+    /// the client with the call's answer (2026-07-28, input required): `ask` gets `Err`, a class with
+    /// nothing applied that ends the call, and the call made again with the answer gets it here. So a
     /// tool asks before it applies anything.
     ///
     /// ```
     /// use tool_contract::{Call, Class, tool};
     ///
-    /// /// Delete a file, once the person confirms it.
+    /// /// Look a file up, and say whether the person wants it kept.
     /// #[tool(effect = "read", target = name)]
-    /// async fn confirm(call: &Call, name: String) -> Result<bool, Class> {
+    /// async fn confirm(call: &Call, name: String) -> Result<String, Class> {
     ///     let form = serde_json::json!({
     ///         "method": "elicitation/create",
     ///         "params": {
     ///             "mode": "form",
-    ///             "message": format!("Delete {name}?"),
+    ///             "message": format!("Keep {name}?"),
     ///             "requestedSchema": {"type": "object", "properties": {"confirm": {"type": "boolean"}}},
     ///         },
     ///     });
     ///     let answer = call.ask("confirm", form).await?;
-    ///     Ok(answer["content"]["confirm"] == true)
+    ///     let keep = answer["content"]["confirm"] == true;
+    ///     Ok(if keep { format!("keep {name}") } else { format!("let {name} go") })
     /// }
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
