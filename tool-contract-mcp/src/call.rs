@@ -217,7 +217,7 @@ impl McpServer {
     /// session (2025 protocols), or, with none (2026-07-28 is stateless), the credential the request
     /// came with; the connection for a transport of its own (stdio, a pipe). An answer is taken only
     /// from where its question was asked.
-    fn asked_in(&self, context: &RequestContext<RoleServer>) -> String {
+    pub(crate) fn asked_in(&self, context: &RequestContext<RoleServer>) -> String {
         #[cfg(feature = "http")]
         if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>() {
             let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());

@@ -56,6 +56,9 @@ pub(crate) enum Reach {
     Elicit(Peer<RoleServer>, Duration),
     /// Input required, over rounds of the same call (2026-07-28).
     Rounds,
+    /// Through the call's MCP task: `input_required`, answered with `tasks/update`, while the call
+    /// waits.
+    Task,
     /// Nobody: why.
     Nobody(&'static str),
 }
@@ -163,8 +166,18 @@ impl Person {
         *self.inner.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(Asked { form, sealed });
     }
 
-    /// Ask now (elicitation): the person's answer, or why there is none.
-    async fn elicit(&self, form: ElicitRequestParams) -> Result<ElicitResult, Unanswered> {
+    /// Ask now (elicitation, or through the call's task under `key`): the person's answer, or why
+    /// there is none.
+    async fn elicit(&self, form: ElicitRequestParams, key: String) -> Result<ElicitResult, Unanswered> {
+        if let Reach::Task = &self.inner.reach {
+            let request = json!({ "method": "elicitation/create", "params": form });
+            let answer = tool_contract::unstable::ask_now(&key, request)
+                .await
+                .map_err(|class| Unanswered::Not(class.message().to_owned()))?;
+            return serde_json::from_value(answer).map_err(|_| {
+                Unanswered::Not("the client answered the form with something else: not an answer".into())
+            });
+        }
         let Reach::Elicit(peer, within) = &self.inner.reach else {
             return Err(Unanswered::Not("the person at the client cannot be asked during the call".into()));
         };
@@ -269,9 +282,10 @@ impl Approve for Person {
                         Approval::Later
                     }
                 },
-                Reach::Elicit(..) => {
+                Reach::Elicit(..) | Reach::Task => {
                     let code = confirm_code();
-                    match self.elicit(approval_form(request, &code)).await {
+                    let key = format!("{APPROVE}-a{}.{}", request.next_attempt, request.question);
+                    match self.elicit(approval_form(request, &code), key).await {
                         Ok(answer) => {
                             judge_approval(&serde_json::to_value(answer).unwrap_or(Value::Null), &code)
                         }
@@ -342,7 +356,10 @@ impl Approve for Person {
                         Found::Later
                     }
                 },
-                Reach::Elicit(..) => match self.elicit(settle_form(question)).await {
+                Reach::Elicit(..) | Reach::Task => match self
+                    .elicit(settle_form(question), format!("{SETTLE}-a{attempt}.{}", question.question))
+                    .await
+                {
                     Ok(answer) => judge_settlement(
                         &serde_json::to_value(answer).unwrap_or(Value::Null),
                         &question.actor,

@@ -324,6 +324,10 @@ struct CallAsker {
     /// The call's intent, once it is formed.
     key: std::sync::OnceLock<IntentKey>,
     formed: Notify,
+    /// A question that must be answered while the call waits asks for the task to exist now; woken
+    /// again once it does.
+    promote: Notify,
+    promoted: Notify,
 }
 
 /// The sealed state of a round that asked a tool's question: the question's key.
@@ -340,7 +344,14 @@ impl CallAsker {
             mode: Mutex::new(mode),
             key: std::sync::OnceLock::new(),
             formed: Notify::new(),
+            promote: Notify::new(),
+            promoted: Notify::new(),
         }
+    }
+
+    /// Until a question of the call must be answered while it waits: the task must exist now.
+    async fn promotion(&self) {
+        self.promote.notified().await;
     }
 
     /// The call's intent key, once the call has formed it.
@@ -361,10 +372,12 @@ impl CallAsker {
     /// From now on, the call's questions go through `task`; the question asked over rounds in the
     /// meantime, if any, which the call ended on.
     fn switch_to_task(&self, task: Arc<TaskRef>) -> Option<Pending> {
-        match std::mem::replace(&mut *self.mode(), Mode::Task(task)) {
+        let pending = match std::mem::replace(&mut *self.mode(), Mode::Task(task)) {
             Mode::Rounds(pending) => pending,
             Mode::Task(_) => None,
-        }
+        };
+        self.promoted.notify_waiters();
+        pending
     }
 
     /// The question asked over rounds, if the call ended on one.
@@ -413,6 +426,29 @@ impl Asker for CallAsker {
         let _ = self.key.set(key);
         self.formed.notify_waiters();
     }
+
+    fn ask_now(
+        &self,
+        key: String,
+        request: Value,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, Class>> + Send + '_>> {
+        Box::pin(async move {
+            loop {
+                let promoted = self.promoted.notified();
+                let task = match &*self.mode() {
+                    Mode::Task(task) => Some(Arc::clone(task)),
+                    Mode::Rounds(_) => None,
+                };
+                match task {
+                    Some(task) => return self.server.task_question(&task, key, request).await,
+                    None => {
+                        self.promote.notify_one();
+                        promoted.await;
+                    }
+                }
+            }
+        })
+    }
 }
 
 /// A task's questions from a call that runs after a restart or on another server: always through
@@ -439,6 +475,17 @@ impl McpServer {
         }
     }
 
+    /// The person at the client of a call a task keeps, asked through the task (`input_required`),
+    /// unless the server has an approver of its own.
+    fn task_person(&self, meta: &Map<String, Value>, asked_in: String) -> Option<crate::person::Person> {
+        if !self.inner.ask_client {
+            return None;
+        }
+        let actor =
+            meta.get(ACTOR_META_KEY).and_then(Value::as_str).unwrap_or(crate::DEFAULT_ACTOR).to_owned();
+        Some(crate::person::Person::new(crate::person::Reach::Task, actor, asked_in, None))
+    }
+
     /// Whether the client of `context` declared the tasks extension (for this request).
     pub(crate) fn takes_tasks(&self, context: &RequestContext<RoleServer>) -> bool {
         self.inner.tasks.on && context.client_capabilities().is_some_and(|c| c.supports_tasks())
@@ -461,12 +508,17 @@ impl McpServer {
         let server = self.clone();
         let (name, arguments, meta) =
             (request.name.to_string(), request.arguments.clone(), context.meta.0.clone());
+        let person = self.task_person(&context.meta, self.asked_in(context));
         let running = tokio::spawn(with_asker(asker.clone(), async move {
-            let _ = sent.send(server.report_of(&name, arguments, &meta, None).await);
+            let _ = sent.send(server.report_of(&name, arguments, &meta, person).await);
         }));
         let mut result = Box::pin(result);
         let window = async {
-            tokio::time::sleep(TASK_WINDOW).await;
+            // Past the window, or at a question that must be answered while the call waits.
+            tokio::select! {
+                () = tokio::time::sleep(TASK_WINDOW) => {}
+                () = asker.promotion() => {}
+            }
             asker.key().await
         };
         let early = tokio::select! {
@@ -892,7 +944,8 @@ impl McpServer {
             if let Some(call_id) = tool_call_id {
                 meta.insert(TOOL_CALL_ID_META_KEY.to_owned(), Value::String(call_id.clone()));
             }
-            let call = self.report_of(&task.call, arguments.clone(), &meta, None);
+            let person = self.task_person(&meta, format!("MCP task {}", &task.digest[..8]));
+            let call = self.report_of(&task.call, arguments.clone(), &meta, person);
             let report = match with_asker(task_asker(self, Arc::clone(task)), call).await {
                 Ok(report) => report,
                 Err(error) => {

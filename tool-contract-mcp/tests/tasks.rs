@@ -129,6 +129,18 @@ async fn until_done(client: &RunningService<RoleClient, Client>, id: &str) -> Ge
     panic!("the task {id} did not end within ten seconds");
 }
 
+/// Poll the task until it asks the client something, for up to five seconds: its open questions.
+async fn until_asked(client: &RunningService<RoleClient, Client>, id: &str) -> rmcp::model::InputRequests {
+    for _ in 0..50 {
+        let got = client.get_task(GetTaskParams::new(id)).await.unwrap();
+        if let TaskPayload::InputRequired { input_requests } = got.task.payload {
+            return input_requests;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the task {id} asked nothing within five seconds")
+}
+
 /// The report a completed task carries.
 fn report_of(done: &GetTaskResult) -> Value {
     match &done.task.payload {
@@ -373,16 +385,7 @@ async fn a_tools_question_in_a_task_is_input_required_and_answered_once_by_tasks
     let ask = slow_call("ask_name", json!({ "label": "a", "millis": 400 }));
     let CallToolResponse::Task(created) = client.call_tool_once(ask).await.unwrap() else { panic!("a task") };
     let id = created.task.task_id;
-    let mut asked = None;
-    for _ in 0..50 {
-        let got = client.get_task(GetTaskParams::new(&id)).await.unwrap();
-        if let TaskPayload::InputRequired { input_requests } = &got.task.payload {
-            asked = Some(input_requests.clone());
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let asked = asked.expect("the question reaches the client as input_required");
+    let asked = until_asked(&client, &id).await;
     assert_eq!(asked.keys().collect::<Vec<_>>(), ["name"]);
     let answer = |name: &str| {
         let mut responses = std::collections::BTreeMap::new();
@@ -447,4 +450,59 @@ async fn a_required_task_from_a_client_without_tasks_is_refused_with_what_to_dec
     // A tool that asks, called by a client that takes no tasks over no rounds: nobody can be asked.
     let slow = slow_call("slow_count", json!({ "label": "n", "millis": 0 }));
     assert!(matches!(client.call_tool_once(slow).await.unwrap(), CallToolResponse::Complete(_)));
+}
+
+/// A bank whose first attempt of each payment is refused (`503`, nothing paid).
+#[derive(Default)]
+struct Bank {
+    paid: Mutex<Vec<IntentKey>>,
+}
+
+impl Bank {
+    /// Pay an order.
+    #[tool(effect = "money", probe = Self::find, target = order, shows = [cents])]
+    async fn pay(&self, call: &Call, order: String, cents: u64) -> Result<u64, Class> {
+        let _ = order;
+        if call.attempt() == 1 {
+            return Err(Class::retryable("503: the bank is busy"));
+        }
+        self.paid.lock().unwrap().push(call.key());
+        Ok(cents)
+    }
+
+    #[allow(clippy::ptr_arg)]
+    async fn find(&self, _order: &String, cents: &u64, key: IntentKey) -> Probe<u64> {
+        if self.paid.lock().unwrap().contains(&key) { Probe::Landed(*cents) } else { Probe::NotLanded }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_payment_waits_in_its_task_for_the_persons_yes_with_the_confirm_code() {
+    let bank = Arc::new(Bank::default());
+    let mut toolbox = Toolbox::new();
+    toolbox.add_method(Arc::clone(&bank), Bank::pay_tool()).unwrap();
+    let server = McpServer::builder(toolbox)
+        .budget(Duration::from_secs(20))
+        .journal(Arc::new(MemoryJournal::new()))
+        .build()
+        .unwrap();
+    let client = connect(&server, true).await;
+    let pay = slow_call("pay", json!({ "order": "ord-7741", "cents": 1250 }));
+    let CallToolResponse::Task(created) = client.call_tool_once(pay).await.unwrap() else {
+        panic!("a payment that waits for a person is a task")
+    };
+    let id = created.task.task_id;
+    let asked = until_asked(&client, &id).await;
+    let (key, request) = asked.into_iter().next().unwrap();
+    assert!(key.starts_with("approve-a2."), "the key names the attempt: {key}");
+    let form = serde_json::to_value(&request).unwrap();
+    let message = form["params"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("1250"), "the question binds the amount: {message}");
+    let code: String = message.rsplit("confirm code ").next().unwrap().chars().take(6).collect();
+    let mut responses = std::collections::BTreeMap::new();
+    responses.insert(key, json!({ "action": "accept", "content": { "approve": true, "confirm": code } }));
+    client.update_task(rmcp::model::UpdateTaskParams::new(&id, responses)).await.unwrap();
+    let report = report_of(&until_done(&client, &id).await);
+    assert_eq!((report["outcome"].as_str(), report["value"].as_u64()), (Some("ok"), Some(1250)), "{report}");
+    assert_eq!(bank.paid.lock().unwrap().len(), 1, "paid once, after the yes");
 }

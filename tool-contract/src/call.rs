@@ -164,6 +164,30 @@ pub trait Asker: Send + Sync {
     fn began(&self, key: IntentKey) {
         let _ = key;
     }
+
+    /// [`Asker::ask`] for a question that must be answered while the call waits (a person's approval
+    /// or settlement, which the engine records with the question it asked): never sent with the
+    /// call's answer instead.
+    fn ask_now(
+        &self,
+        key: String,
+        request: serde_json::Value,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<serde_json::Value, crate::Class>> + Send + '_>,
+    > {
+        self.ask(key, request)
+    }
+}
+
+/// Ask the client of the call this scope runs, through its asker ([`Asker::ask_now`]); `Err` when the
+/// scope has none.
+pub async fn ask_now(key: &str, request: serde_json::Value) -> Result<serde_json::Value, crate::Class> {
+    let Ok(asker) = ASKER.try_with(Arc::clone) else {
+        return Err(crate::Class::permanent(format!(
+            "nobody can be asked for `{key}`: no client takes questions here"
+        )));
+    };
+    asker.ask_now(key.to_owned(), request).await
 }
 
 /// Tell the asker of this scope, if any, that a call formed its intent `key`.

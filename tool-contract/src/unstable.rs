@@ -10,7 +10,7 @@ pub use crate::records::stamp::{parse_rfc3339, rfc3339, wall_clock};
 pub use crate::text::cut;
 
 /// What answers a tool's questions to its client ([`crate::Call::ask`]), and the scope it answers in.
-pub use crate::call::{Asker, with_asker};
+pub use crate::call::{Asker, ask_now, with_asker};
 
 /// The attempt log a task's calls write to (the MCP server keeps its tasks there).
 pub fn journal_of(task: &crate::Task) -> Option<std::sync::Arc<dyn crate::journal::Journal>> {
