@@ -82,6 +82,9 @@ pub enum TaskSupport {
     Required,
 }
 
+/// The largest answer to a task's question the log takes, as JSON: a form's answer is a few fields.
+pub(crate) const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
 /// How often a client is asked to poll a task.
 const POLL: Duration = Duration::from_secs(1);
 
@@ -748,6 +751,18 @@ impl McpServer {
         }
         let reference = self.reference(id, &told);
         let log = self.task_log().ok_or_else(unknown_task)?;
+        for (key, response) in &responses {
+            let size = serde_json::to_vec(response).map_or(usize::MAX, |bytes| bytes.len());
+            if size > MAX_ANSWER_BYTES {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "the answer to `{}` is {size} bytes; an answer is at most {MAX_ANSWER_BYTES}: nothing was recorded",
+                        tool_contract::unstable::cut(key)
+                    ),
+                    None,
+                ));
+            }
+        }
         for (key, response) in responses {
             let open = told.asked.iter().any(|(asked, _)| *asked == key) && !told.answered.contains_key(&key);
             if open {

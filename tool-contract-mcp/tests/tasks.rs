@@ -393,6 +393,14 @@ async fn a_tools_question_in_a_task_is_input_required_and_answered_once_by_tasks
         responses.insert("nobody-asked".to_owned(), json!({ "ignored": true }));
         rmcp::model::UpdateTaskParams::new(&id, responses)
     };
+    // An answer too large for the log is refused whole, and records nothing.
+    let mut huge = std::collections::BTreeMap::new();
+    huge.insert("name".to_owned(), json!({ "action": "accept", "content": { "name": "x".repeat(70_000) } }));
+    let refused = client.update_task(rmcp::model::UpdateTaskParams::new(&id, huge)).await.unwrap_err();
+    assert!(
+        matches!(&refused, ServiceError::McpError(e) if e.code == ErrorCode::INVALID_PARAMS),
+        "{refused:?}"
+    );
     client.update_task(answer("Alice")).await.unwrap();
     // A second answer to the same question changes nothing.
     client.update_task(answer("Mallory")).await.unwrap();
