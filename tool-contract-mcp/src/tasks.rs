@@ -205,10 +205,22 @@ impl Told {
         }
     }
 
-    /// The questions asked and not answered, as the client's input requests.
+    /// The questions asked and not answered, as the client's input requests. A person's question
+    /// (`approve-a2.q-…`, `settle-a1.q-…`) asked again about the same attempt, by a later call of the
+    /// task, replaces the one before: nobody waits for that one any more.
     fn open_questions(&self) -> InputRequests {
-        self.asked
-            .iter()
+        let about = |key: &str| match key.split_once('.') {
+            Some((about, _)) if about.starts_with("approve-a") || about.starts_with("settle-a") => {
+                about.to_owned()
+            }
+            _ => key.to_owned(),
+        };
+        let mut latest: BTreeMap<String, &(String, Value)> = BTreeMap::new();
+        for asked in &self.asked {
+            latest.insert(about(&asked.0), asked);
+        }
+        latest
+            .into_values()
             .filter(|(key, _)| !self.answered.contains_key(key))
             .filter_map(|(key, request)| Some((key.clone(), serde_json::from_value(request.clone()).ok()?)))
             .collect()
@@ -763,9 +775,9 @@ impl McpServer {
                 ));
             }
         }
+        let open = told.open_questions();
         for (key, response) in responses {
-            let open = told.asked.iter().any(|(asked, _)| *asked == key) && !told.answered.contains_key(&key);
-            if open {
+            if open.contains_key(&key) {
                 write(&*log, &reference, Step::Answered { key, response }).await?;
             }
         }
@@ -1092,4 +1104,49 @@ async fn write(log: &dyn Journal, task: &TaskRef, step: Step) -> Result<Record, 
         .await
         .map_err(|e| internal(format!("the task could not be written: {e}")))?;
     Ok(record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn told(asked: &[&str], answered: &[&str]) -> Told {
+        let form = serde_json::json!({
+            "method": "elicitation/create",
+            "params": {"mode": "form", "message": "?", "requestedSchema": {"type": "object", "properties": {}}},
+        });
+        let note = Note { id: "d".into(), at: "2026-12-05T00:00:00Z".into(), step: Step::CancelRequested };
+        let record: Record = serde_json::from_value(serde_json::json!({
+            "phase": "start", "task": "t", "call": "c", "intent_key": "0".repeat(32), "attempt": 1,
+            "attempt_id": "t-00000000-a1", "started": "2026-12-05T00:00:00Z", "budget_left_s": 1,
+            "outcome": null, "effect_applied": null, "probe": null, "message": null,
+        }))
+        .unwrap();
+        Told {
+            key: IntentKey::NONE,
+            id: "d".into(),
+            created: (record, note),
+            asked: asked.iter().map(|k| ((*k).to_owned(), form.clone())).collect(),
+            answered: answered.iter().map(|k| ((*k).to_owned(), Value::Null)).collect(),
+            cancel_requested: false,
+            ended: None,
+            updated: String::new(),
+        }
+    }
+
+    /// A person's question asked again about the same attempt replaces the one before; a tool's
+    /// questions, and a person's about another attempt, stand side by side; an answered one is closed.
+    #[test]
+    fn the_open_questions_are_the_latest_of_each_attempt_and_unanswered() {
+        let open = |asked: &[&str], answered: &[&str]| -> Vec<String> {
+            told(asked, answered).open_questions().into_keys().collect()
+        };
+        assert_eq!(open(&["settle-a1.q-1", "settle-a1.q-2"], &[]), ["settle-a1.q-2"]);
+        assert_eq!(
+            open(&["settle-a1.q-1", "approve-a2.q-3", "name"], &[]),
+            ["approve-a2.q-3", "name", "settle-a1.q-1"]
+        );
+        assert_eq!(open(&["settle-a1.q-1", "settle-a1.q-2"], &["settle-a1.q-2"]), Vec::<String>::new());
+        assert_eq!(open(&["name", "confirm"], &["name"]), ["confirm"]);
+    }
 }

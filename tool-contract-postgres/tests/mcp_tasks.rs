@@ -130,7 +130,26 @@ async fn a_task_made_on_one_server_is_driven_by_another_on_the_same_store() {
         panic!("a call in doubt is answered with a task")
     };
     let id = created.task.task_id;
-    let done = until_done(&b, &id).await;
+    // A's calls cannot tell, and ask the person to settle through the task; B's probe can tell. The
+    // client polls B, and answers what it is asked, there: either way the task ends, once.
+    let mut done = None;
+    for _ in 0..200 {
+        let got = b.get_task(GetTaskParams::new(&id)).await.expect("tasks/get answers");
+        if got.task.status().is_terminal() {
+            done = Some(got);
+            break;
+        }
+        if let TaskPayload::InputRequired { input_requests } = &got.task.payload {
+            let mut responses = std::collections::BTreeMap::new();
+            for key in input_requests.keys() {
+                let landed = json!({ "verdict": "landed", "evidence": "thread-1 shows the notice" });
+                responses.insert(key.clone(), json!({ "action": "accept", "content": landed }));
+            }
+            b.update_task(rmcp::model::UpdateTaskParams::new(&id, responses)).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let done = done.expect("the task ends within twenty seconds");
     assert_eq!(done.task.status(), TaskStatus::Completed);
     let TaskPayload::Completed { result } = &done.task.payload else { unreachable!() };
     let report = &result["structuredContent"];
