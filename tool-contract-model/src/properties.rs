@@ -38,7 +38,9 @@ pub const LEAVES_DOUBT: &str = "eventually: healed, the intent leaves doubt";
 
 fn one_effect(m: &Protocol, s: &State) -> bool {
     if m.config.kind == EffectKind::Money {
-        s.applied.iter().skip(1).all(|&a| a >= 1 && s.approvals & (1 << (a - 1).min(7)) != 0)
+        // Each further effect approved, and none of one attempt twice: one approval is one payment.
+        let once = s.applied.iter().enumerate().all(|(i, a)| !s.applied[..i].contains(a));
+        once && s.applied.iter().skip(1).all(|&a| a >= 1 && s.approvals & (1 << (a - 1).min(7)) != 0)
     } else {
         s.applied.len() <= 1
     }

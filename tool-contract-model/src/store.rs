@@ -356,10 +356,10 @@ impl Model for Protocol {
             Action::Apply(msg) | Action::ApplyLost(msg) => {
                 s.take(&msg);
                 if let Msg::Request { who, attempt, .. } = msg {
-                    // The assumption: the service applies an attempt id at most once.
-                    if !s.applied.contains(&attempt) {
-                        s.applied.push(attempt);
-                    }
+                    // The service deduplicates nothing: every request it is handed is applied (or
+                    // refused). Two requests of one attempt id are two effects; the network never
+                    // duplicates one (it loses some), so only two senders of one attempt make them.
+                    s.applied.push(attempt);
                     if matches!(action, Action::Apply(_)) {
                         self.at_worker(&mut s, Msg::Reply { who, attempt, applied: true });
                     }
