@@ -81,7 +81,9 @@ impl ServerHandler for McpServer {
         let span = trace::server_span(&request.name, Some(&context.id.to_string()), &context.meta);
         // A call a task may keep, from a client that takes tasks, runs on its own.
         match self.task_support(&request.name) {
-            TaskSupport::Required if !self.takes_tasks(&context) => return Err(task_required(&request.name)),
+            TaskSupport::Required if !self.takes_tasks(&context) => {
+                return Err(task_required(&request.name, self.inner.tasks.on));
+            }
             TaskSupport::Never => {}
             support if self.takes_tasks(&context) => {
                 return self.call_as_task(request, &context, support).await;

@@ -35,9 +35,17 @@
 //! and one asked before the task exists goes to the client over rounds (input required, a sealed
 //! request state), so the task starts with the answer in hand.
 //!
-//! A task id is the intent key and 128 random bits; the log keeps only the bits' digest. Over HTTP a
-//! task is served only to requests with the credential it was created with; over a transport of the
-//! server's own (stdio, a pipe), to its one client.
+//! A task id is the intent key and 128 random bits; the log keeps only the bits' digest. Over HTTP
+//! with a credential, a task is served only to requests with the credential it was created with.
+//! Otherwise (over stdio, an in-process pipe, or HTTP with no credential) the id itself is what admits:
+//! whoever holds it, on any connection to a server on the log, reads, answers and cancels the task. That
+//! is how a task outlives its connection (a host that starts its server again polls the task on the new
+//! one); a server that serves clients who must not see each other's tasks gives each a credential.
+//!
+//! A cancelled side effect is judged under the intent's claim, so no call of it (here or on another
+//! server) is under way meanwhile: `cancelled` when no attempt was made or the log's last word says
+//! nothing applied, `completed` with the recorded report when its effect is recorded, and `completed`
+//! with the last report, in doubt, otherwise (a call of it still holding the intent included).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -45,8 +53,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult,
-    DetailedTask, ErrorData, GetTaskResult, InputRequest, InputRequests, InputRequiredResult, JsonObject,
-    SealOptions, TaskPayload, TaskStatus,
+    DetailedTask, ElicitResult, ErrorData, GetTaskResult, InputRequest, InputRequests, InputRequiredResult,
+    JsonObject, SealOptions, TaskPayload, TaskStatus,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde::{Deserialize, Serialize};
@@ -54,7 +62,7 @@ use serde_json::{Map, Value};
 use sha2::Digest;
 use tokio::sync::{Notify, oneshot};
 use tool_contract::effect::EffectKind;
-use tool_contract::journal::{Durability, Journal, Phase, Record};
+use tool_contract::journal::{Claimed, Durability, Journal, Owner, Phase, Recall, Record};
 use tool_contract::unstable::{Asker, parse_rfc3339, rfc3339, wall_clock, with_asker};
 use tool_contract::{Applied, Class, IntentKey, Outcome, Reason, Report};
 
@@ -266,7 +274,7 @@ fn secret() -> Result<String, ErrorData> {
 }
 
 /// Who may see a task created through `context`: over HTTP, the credential of the request (its
-/// digest); over a transport of the server's own, its client.
+/// digest); otherwise whoever holds the task's id (see the module's docs).
 fn binding(context: &RequestContext<RoleServer>) -> String {
     #[cfg(feature = "http")]
     if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>() {
@@ -552,7 +560,10 @@ impl McpServer {
                 }
                 let in_doubt = report.outcome == Outcome::Unknown;
                 let call = result_of(report.clone(), self.inner.value_text)?;
-                if !in_doubt && support == TaskSupport::Optional {
+                // A call never made (its arguments did not parse) has no intent to keep a task on: its
+                // error is the answer, whatever the tool's support.
+                let never_made = report.idempotency_key == IntentKey::NONE;
+                if never_made || (!in_doubt && support == TaskSupport::Optional) {
                     return Ok(call.into());
                 }
                 let created =
@@ -641,7 +652,7 @@ impl McpServer {
             actor: task.actor().to_owned(),
             tool_call_id: task.call_id().map(str::to_owned),
             bound: binding(context),
-            ttl_ms: ttl.as_millis() as u64,
+            ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
             result,
         };
         let reference = TaskRef {
@@ -731,11 +742,20 @@ impl McpServer {
                         ASKING.to_owned(),
                     )
                 } else {
+                    // An attempt this server's call has under way is not in doubt yet.
+                    let running = self.inner.tasks.running().contains_key(id);
+                    let read = self
+                        .inner
+                        .toolbox
+                        .get(&told.created.0.call)
+                        .is_none_or(|d| d.effect() == EffectKind::Read);
                     let in_doubt = match self.task_log() {
-                        Some(log) => {
-                            log.recall(&told.key).await.ok().flatten().is_some_and(|r| r.is_unresolved())
+                        Some(log) if !read => {
+                            log.recall(&told.key).await.ok().flatten().is_some_and(|r| {
+                                r.is_unresolved() && !(running && r.last.phase == Phase::Start)
+                            })
                         }
-                        None => false,
+                        _ => false,
                     };
                     let message = match (told.cancel_requested, in_doubt) {
                         (true, _) => CANCELLING,
@@ -776,6 +796,20 @@ impl McpServer {
             }
         }
         let open = told.open_questions();
+        // An answer to a form must be a form's result: refused whole, nothing recorded, if any is not.
+        for (key, response) in &responses {
+            let form = matches!(open.get(key), Some(InputRequest::Elicitation(_)));
+            if form && serde_json::from_value::<ElicitResult>(response.clone()).is_err() {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "the answer to `{}` is not the result of an elicitation/create form (an object with \
+                         `action` accept, decline or cancel, and `content` when accepted): nothing was recorded",
+                        tool_contract::unstable::cut(key)
+                    ),
+                    None,
+                ));
+            }
+        }
         for (key, response) in responses {
             if open.contains_key(&key) {
                 write(&*log, &reference, Step::Answered { key, response }).await?;
@@ -808,20 +842,82 @@ impl McpServer {
         self.end_cancelled(&*log, &reference, &told).await
     }
 
-    /// The end of a task cancelled: `cancelled` if nothing of it can have applied (a read; a side
-    /// effect whose intent has no attempt in doubt), else `completed` with the last report.
+    /// The end of a task cancelled, judged under the intent's claim so that no call of it, on this
+    /// server or another of the fleet, is under way meanwhile: `cancelled` when nothing of it can have
+    /// applied (a read; no attempt; the log's last word says nothing applied); `completed` with the
+    /// recorded report when its effect is recorded; else `completed` with the last report, in doubt.
     async fn end_cancelled(&self, log: &dyn Journal, task: &TaskRef, told: &Told) -> Result<(), ErrorData> {
         let read = self.inner.toolbox.get(&task.call).is_none_or(|d| d.effect() == EffectKind::Read);
-        let recall = log.recall(&task.key).await.map_err(|e| internal(e.to_string()))?;
-        let in_doubt = recall.as_ref().is_some_and(|r| r.is_unresolved());
-        if read || !in_doubt {
+        if read {
             return self.end_task(task, TaskStatus::Cancelled, None, CANCELLED).await;
         }
+        let owner = Owner::new(format!("mcp-cancel:{}", Owner::unique()));
+        let held = claim_quiet(log, &task.key, &owner).await;
+        // Ended meanwhile (another cancel, or the call's own end): that end stands.
+        let ended_meanwhile = matches!(held, Ok(Some(_)))
+            && matches!(self.read(&task.id).await, Ok(Some(Told { ended: Some(_), .. })));
+        let ended = match held {
+            _ if ended_meanwhile => {
+                log.release(&task.key, &owner);
+                return Ok(());
+            }
+            Ok(Some(recall)) => self.cancelled_end(task, told, recall),
+            // Another call of the intent holds it, and may be sending.
+            Ok(None) => self.in_doubt_end(task, told, None, CANCELLED_UNDER_WAY),
+            Err(error) => Err(internal(format!("the attempt log could not be read: {error}"))),
+        };
+        let written = match ended {
+            Ok((status, result, message)) => self.end_task(task, status, result, message).await,
+            Err(error) => Err(error),
+        };
+        log.release(&task.key, &owner);
+        written
+    }
+
+    /// What a cancelled task ends as, from what the log holds of its intent (under its claim).
+    fn cancelled_end(&self, task: &TaskRef, told: &Told, recall: Option<Recall>) -> Result<End, ErrorData> {
+        let Some(recall) = recall else { return Ok((TaskStatus::Cancelled, None, CANCELLED)) };
+        if recall.is_unresolved() {
+            return self.in_doubt_end(task, told, Some(recall.last.attempt_id), CANCELLED_IN_DOUBT);
+        }
+        if recall.last.effect_applied == Some(Applied::No) {
+            return Ok((TaskStatus::Cancelled, None, CANCELLED));
+        }
+        // Its effect is recorded: the cancel came too late to stop anything, and says so.
+        let last = recall.last;
+        let report = Report {
+            outcome: last.outcome.unwrap_or(Outcome::Unknown),
+            effect_applied: last.effect_applied.unwrap_or(Applied::Unknown),
+            attempt_id: last.attempt_id,
+            idempotency_key: task.key,
+            retry_after_s: None,
+            deadline_left_s: 0,
+            message: format!(
+                "{} was cancelled after the attempt log recorded its effect: {}",
+                task.call,
+                last.message.unwrap_or_default()
+            ),
+            value: last.value,
+            items: Vec::new(),
+            reason: Reason::Replayed,
+        };
+        let result = json(&result_of(report, self.inner.value_text)?)?;
+        Ok((TaskStatus::Completed, Some(result), CANCELLED_AFTER_EFFECT))
+    }
+
+    /// A cancelled task's end while its intent is in doubt: `completed` with the last report.
+    fn in_doubt_end(
+        &self,
+        task: &TaskRef,
+        told: &Told,
+        attempt_id: Option<String>,
+        message: &'static str,
+    ) -> Result<End, ErrorData> {
         let last = match &told.created.1.step {
             Step::Created { result: Some(result), .. } => result.clone(),
-            _ => json(&result_of(in_doubt_report(task, recall.map(|r| r.last.attempt_id)), false)?)?,
+            _ => json(&result_of(in_doubt_report(task, attempt_id), false)?)?,
         };
-        self.end_task(task, TaskStatus::Completed, Some(last), CANCELLED_IN_DOUBT).await
+        Ok((TaskStatus::Completed, Some(last), message))
     }
 
     /// Where the task `id` told by `told` is.
@@ -1028,8 +1124,18 @@ fn as_object(value: Value) -> JsonObject {
     }
 }
 
-/// The error of a call from a client without the tasks extension to a tool that requires a task.
-pub(crate) fn task_required(name: &str) -> ErrorData {
+/// The error of a call to a tool that requires a task, from a client without the tasks extension,
+/// or to a server that keeps no tasks (`offered`: whether it keeps them).
+pub(crate) fn task_required(name: &str, offered: bool) -> ErrorData {
+    if !offered {
+        return ErrorData::invalid_request(
+            format!(
+                "`{name}` runs only as a task, and this server keeps none (tasks are turned off, or its \
+                 attempt log keeps no tasks): it cannot be called here"
+            ),
+            None,
+        );
+    }
     let mut error =
         ErrorData::missing_required_client_capability(ClientCapabilities::builder().enable_tasks().build());
     error.message =
@@ -1059,6 +1165,40 @@ const CANCELLED: &str = "cancelled at the client's request: nothing of it was ap
 const CANCELLED_IN_DOUBT: &str = "cancelled at the client's request while the call's outcome was unknown: an \
                                   attempt may still have landed, and nothing more was attempted; the result is \
                                   the last report";
+/// The status message of a task cancelled while another call of its intent held it.
+const CANCELLED_UNDER_WAY: &str = "cancelled at the client's request while a call of it was under way: an attempt \
+                                   may still land, and nothing more was attempted; the result is the last report";
+/// The status message of a task cancelled after its effect was recorded.
+const CANCELLED_AFTER_EFFECT: &str = "cancelled at the client's request after its effect was recorded: the result \
+                                      is the recorded report";
+/// How long a cancel waits for the intent's claim: the task's own call, just stopped, gives it up.
+const CANCEL_WAIT: Duration = Duration::from_secs(1);
+
+/// A task's end: its status, its result and its status message.
+type End = (TaskStatus, Option<Value>, &'static str);
+
+/// Claim `key` for `owner` (a cancel), waiting up to [`CANCEL_WAIT`] while another holds it: `Some`
+/// with what the log holds once held, `None` while another call of the intent still holds it.
+async fn claim_quiet(
+    log: &dyn Journal,
+    key: &IntentKey,
+    owner: &Owner,
+) -> Result<Option<Option<Recall>>, tool_contract::journal::JournalError> {
+    let (mut waited, mut nap) = (Duration::ZERO, Duration::from_millis(10));
+    loop {
+        match log.claim(key, owner, CANCEL_WAIT).await? {
+            Claimed::Held(recall) => return Ok(Some(recall)),
+            Claimed::Busy { .. } if waited >= CANCEL_WAIT => return Ok(None),
+            Claimed::Busy { left, .. } => {
+                let nap_now = nap.min(left.max(Duration::from_millis(1)));
+                tokio::time::sleep(nap_now).await;
+                waited += nap_now;
+                nap = (nap * 2).min(Duration::from_millis(200));
+            }
+        }
+    }
+}
+
 /// The status message of a task whose TTL passed in doubt.
 const EXPIRED_IN_DOUBT: &str = "the task's TTL passed while the call's outcome was unknown: the result is the \
                                 last report, and the intent stays in doubt in the attempt log";

@@ -315,19 +315,24 @@ impl Slow {
 }
 
 fn slow_server() -> (Arc<Slow>, McpServer) {
+    slow_server_with(|builder| builder)
+}
+
+/// [`slow_server`], its builder changed by `tweak` first.
+fn slow_server_with(
+    tweak: impl FnOnce(tool_contract_mcp::Builder) -> tool_contract_mcp::Builder,
+) -> (Arc<Slow>, McpServer) {
     let slow = Arc::new(Slow::default());
     let mut toolbox = Toolbox::new();
     toolbox.add_method(Arc::clone(&slow), Slow::slow_post_tool()).unwrap();
     toolbox.add_method(Arc::clone(&slow), Slow::slow_count_tool()).unwrap();
     toolbox.add_method(Arc::clone(&slow), Slow::ask_name_tool()).unwrap();
-    let server = McpServer::builder(toolbox)
+    let builder = McpServer::builder(toolbox)
         .budget(Duration::from_secs(10))
         .journal(Arc::new(MemoryJournal::new()))
         .task_support("slow_count", tool_contract_mcp::TaskSupport::Optional)
-        .task_support("ask_name", tool_contract_mcp::TaskSupport::Required)
-        .build()
-        .unwrap();
-    (slow, server)
+        .task_support("ask_name", tool_contract_mcp::TaskSupport::Required);
+    (slow, tweak(builder).build().unwrap())
 }
 
 fn slow_call(name: &str, arguments: Value) -> CallToolRequestParams {
@@ -513,4 +518,160 @@ async fn a_second_payment_waits_in_its_task_for_the_persons_yes_with_the_confirm
     let report = report_of(&until_done(&client, &id).await);
     assert_eq!((report["outcome"].as_str(), report["value"].as_u64()), (Some("ok"), Some(1250)), "{report}");
     assert_eq!(bank.paid.lock().unwrap().len(), 1, "paid once, after the yes");
+}
+
+/// A board whose probe cannot read it until `readable` is set; a post's first reply is lost.
+#[derive(Default)]
+struct Dark {
+    posted: Mutex<Vec<IntentKey>>,
+    readable: std::sync::atomic::AtomicBool,
+}
+
+impl Dark {
+    /// Post a notice; the first attempt's reply is lost.
+    #[tool(effect = "send", probe = Self::find, target = thread)]
+    async fn dark_post(&self, call: &Call, thread: String) -> Result<String, Class> {
+        self.posted.lock().unwrap().push(call.key());
+        if call.attempt() == 1 {
+            return Err(Class::unknown("the connection dropped after the post was sent"));
+        }
+        Ok(thread)
+    }
+
+    #[allow(clippy::ptr_arg)]
+    async fn find(&self, thread: &String, key: IntentKey) -> Probe<String> {
+        if !self.readable.load(Ordering::SeqCst) {
+            return Probe::Failed("the board cannot be read".into());
+        }
+        if self.posted.lock().unwrap().contains(&key) {
+            Probe::Landed(thread.clone())
+        } else {
+            Probe::NotLanded
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_after_the_effect_was_recorded_completes_with_the_recorded_report() {
+    let dark = Arc::new(Dark::default());
+    let mut toolbox = Toolbox::new();
+    toolbox.add_method(Arc::clone(&dark), Dark::dark_post_tool()).unwrap();
+    let server = McpServer::builder(toolbox)
+        .budget(Duration::from_secs(5))
+        .journal(Arc::new(MemoryJournal::new()))
+        .build()
+        .unwrap();
+    let call = || {
+        let mut params = CallToolRequestParams::new("dark_post")
+            .with_arguments(json!({ "thread": "t-1" }).as_object().unwrap().clone());
+        params.meta = Some(rmcp::model::RequestMetaObject::from(
+            json!({ TASK_META_KEY: "ticket-9" }).as_object().unwrap().clone(),
+        ));
+        params
+    };
+    let client = connect(&server, true).await;
+    let CallToolResponse::Task(created) = client.call_tool_once(call()).await.unwrap() else {
+        panic!("a call in doubt is a task")
+    };
+    // The same call from a client that takes no tasks, once the task's driver has made its first call
+    // and naps (a second before its next): while the board is dark it finds the intent in doubt, not
+    // busy; then the board becomes readable, and it finds the post: the intent is recorded as landed.
+    let plain = connect(&server, false).await;
+    let plain_report = || async {
+        let CallToolResponse::Complete(again) = plain.call_tool_once(call()).await.unwrap() else {
+            panic!("a plain answer")
+        };
+        again.structured_content.unwrap()
+    };
+    for tries in 0.. {
+        let report = plain_report().await;
+        assert_eq!(report["effect_applied"], "unknown", "{report}");
+        if !report["message"].as_str().unwrap().contains("another worker") {
+            break;
+        }
+        assert!(tries < 50, "the driver held the intent for five seconds");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    dark.readable.store(true, Ordering::SeqCst);
+    assert_eq!(plain_report().await["effect_applied"], "yes");
+    client.cancel_task(CancelTaskParams::new(&created.task.task_id)).await.unwrap();
+    let done = until_done(&client, &created.task.task_id).await;
+    assert_eq!(done.task.status(), TaskStatus::Completed, "{:?}", done.task.task.status_message);
+    let report = report_of(&done);
+    assert_eq!((&report["outcome"], &report["effect_applied"]), (&json!("ok"), &json!("yes")), "{report}");
+    assert!(done.task.task.status_message.unwrap().contains("after its effect was recorded"));
+    assert_eq!(dark.posted.lock().unwrap().len(), 1, "posted once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_never_made_is_answered_with_its_error_and_keeps_no_task() {
+    let (_, server) = slow_server();
+    let client = connect(&server, true).await;
+    // `ask_name` requires a task; its `label` is a string, not a number.
+    let got = client.call_tool_once(slow_call("ask_name", json!({ "label": 7, "millis": 0 }))).await.unwrap();
+    let CallToolResponse::Complete(result) = got else { panic!("no task for a call never made: {got:?}") };
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(result.structured_content.unwrap()["outcome"], "permanent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_task_on_a_server_that_keeps_none_says_so() {
+    let (_, server) = slow_server_with(|builder| builder.tasks(false));
+    let client = connect(&server, true).await;
+    let refused =
+        client.call_tool_once(slow_call("ask_name", json!({ "label": "x", "millis": 0 }))).await.unwrap_err();
+    let ServiceError::McpError(error) = refused else { panic!("{refused:?}") };
+    assert_eq!(error.code, ErrorCode::INVALID_REQUEST);
+    assert!(error.message.contains("this server keeps none"), "{}", error.message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_is_not_a_forms_result_is_refused_whole() {
+    let (_, server) = slow_server();
+    let client = connect(&server, true).await;
+    // Asked past the window, so inside the task.
+    let id = match client.call_tool_once(slow_call("ask_name", json!({ "label": "x", "millis": 400 }))).await
+    {
+        Ok(CallToolResponse::Task(created)) => created.task.task_id,
+        other => panic!("{other:?}"),
+    };
+    until_asked(&client, &id).await;
+    let answer = |value: Value| {
+        rmcp::model::UpdateTaskParams::new(
+            &id,
+            std::collections::BTreeMap::from([("name".to_owned(), value)]),
+        )
+    };
+    for wrong in [json!(42), json!({ "name": "Ann" }), json!({ "action": "maybe" })] {
+        let refused = client.update_task(answer(wrong.clone())).await.unwrap_err();
+        let ServiceError::McpError(error) = refused else { panic!("{refused:?}") };
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{wrong}");
+        assert!(error.message.contains("elicitation/create"), "{}", error.message);
+    }
+    // Nothing was recorded: the question is still open, and a form's result answers it.
+    assert!(until_asked(&client, &id).await.contains_key("name"));
+    client.update_task(answer(json!({ "action": "accept", "content": { "name": "Ann" } }))).await.unwrap();
+    assert_eq!(report_of(&until_done(&client, &id).await)["value"], "Hello, Ann!");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_under_way_is_said_to_be_under_way_not_in_doubt() {
+    let (_, server) = slow_server_with(|builder| builder.task_ttl(Duration::MAX));
+    let client = connect(&server, true).await;
+    for (name, arguments) in [
+        ("slow_post", json!({ "thread": "t-2", "millis": 1500 })),
+        ("slow_count", json!({ "label": "c", "millis": 1500 })),
+    ] {
+        let Ok(CallToolResponse::Task(created)) = client.call_tool_once(slow_call(name, arguments)).await
+        else {
+            panic!("a task past the window")
+        };
+        // A TTL too long for milliseconds in 64 bits is said as the longest there is.
+        assert_eq!(created.task.ttl_ms, Some(u64::MAX));
+        let got = client.get_task(GetTaskParams::new(&created.task.task_id)).await.unwrap();
+        for said in [created.task.status_message, got.task.task.status_message] {
+            assert_eq!(said.as_deref(), Some("the call is under way"), "{name}");
+        }
+        assert_eq!(until_done(&client, &created.task.task_id).await.task.status(), TaskStatus::Completed);
+    }
 }
