@@ -7,8 +7,8 @@
 //!
 //! Arguments: `send` or `money`, then any of the [`Config`] fields as `name=value` (`workers`,
 //! `budget`, `window`, `floor`, `margin`, `max_time`, `crashes`, `looks`, `answers`, `losses`, `late_probes`,
-//! `heal`) over [`Config::ci`]; `dfs` searches depth-first (less memory, counterexamples not the
-//! shortest).
+//! `suspend`, `replaced` (0 or 1), `heal`) over [`Config::ci`]; `dfs` searches depth-first (less
+//! memory, counterexamples not the shortest).
 
 use tool_contract::effect::EffectKind;
 use tool_contract_model::{Config, Protocol, Rules, check_with, timeline};
@@ -33,6 +33,10 @@ fn main() {
         let Ok(value) = value.parse::<u8>() else {
             return eprintln!("`{arg}`: the value is a number from 0 to 255");
         };
+        if name == "replaced" {
+            config.replaced = value != 0;
+            continue;
+        }
         let field = match name {
             "workers" => &mut config.workers,
             "budget" => &mut config.budget,
@@ -45,6 +49,7 @@ fn main() {
             "answers" => &mut config.answers,
             "losses" => &mut config.losses,
             "late_probes" => &mut config.late_probes,
+            "suspend" => &mut config.suspend,
             "heal" => &mut config.heal,
             _ => return eprintln!("`{name}` is not a field of the bound"),
         };

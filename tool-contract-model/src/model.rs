@@ -37,6 +37,16 @@ pub struct Config {
     /// Probes that answer at a later tick than the one they looked at, all workers together: the
     /// service read at one instant, the verdict back later (a slow read, a retried connection).
     pub late_probes: u8,
+    /// Ticks a worker's clock stands still while the world's runs, once in the run (0: never): a
+    /// process suspended (a VM paused, a laptop asleep: the monotonic clock its budget runs on stops)
+    /// between its claim being granted and its start record being sent, so it resumes believing it has
+    /// budget its lease no longer covers. Only there: a worker suspended after its start record is
+    /// written and before its request leaves is the window no client closes (docs/protocol.md).
+    pub suspend: u8,
+    /// Worker 2 is worker 1 started again under its name, its second process, while worker 1 is not
+    /// dead but suspended (an orchestrator that took the suspension for a death): their owner ids
+    /// differ only by the process (T5).
+    pub replaced: bool,
     /// Ticks of the healed phase after `max_time` (0: none): no message is lost, probes answer, the
     /// service replies, nobody crashes, time passes only when nothing else can happen, and a
     /// restarted process calls the intent again while it is in doubt. The `eventually` property is
@@ -69,6 +79,8 @@ impl Config {
             answers: 1,
             losses: 0,
             late_probes: 1,
+            suspend: 0,
+            replaced: false,
             // Long enough for the last call under way at 4 to end, its lease to run out and a restarted
             // process to wait out the horizon and probe.
             heal: 6,
@@ -80,6 +92,26 @@ impl Config {
     /// network; otherwise as [`Config::ci`].
     pub fn crash(kind: EffectKind) -> Config {
         Config { workers: 1, crashes: 1, losses: 1, ..Config::ci(kind) }
+    }
+
+    /// The suspension bound: two workers, the second started under the first's name
+    /// ([`Config::replaced`]), with a budget of 2 ticks, one of them suspended for as long as a lease
+    /// after its claim is granted; no person and no late probe; a longer healed phase.
+    pub fn suspended(kind: EffectKind) -> Config {
+        Config {
+            budget: 2,
+            suspend: 3,
+            replaced: true,
+            looks: 0,
+            answers: 0,
+            late_probes: 0,
+            // A takeover can happen once the first lease (3 ticks) runs out.
+            max_time: 4,
+            // Long enough for a call whose deadline moved by the suspension to end, and its intent to
+            // be resolved after it.
+            heal: 9,
+            ..Config::ci(kind)
+        }
     }
 
     /// The deeper bound: both workers of [`Config::ci`] with a crash among them, faults until the clock
@@ -233,6 +265,8 @@ pub struct State {
     pub lost: u8,
     /// Probes that answered late so far.
     pub late_probes: u8,
+    /// Suspensions so far.
+    pub suspends: u8,
     /// The attempts a report said effect `no` about (bit n: attempt n).
     pub said_no: u8,
     /// Who started each attempt (index = attempt).
@@ -260,6 +294,9 @@ pub enum Action {
     GiveUp(u8),
     /// A worker crashes; it restarts with a new call, from the store.
     Crash(u8),
+    /// A worker's process is suspended, its claim granted and its start record not yet sent: its clock
+    /// stands still for [`Config::suspend`] ticks of the world's.
+    Suspend(u8),
     /// A worker stops waiting for its attempt's reply.
     Timeout(u8),
     /// A worker's probe reads the service (`Failed`: the read failed).
@@ -312,7 +349,27 @@ pub(crate) fn channel(msg: &Msg) -> (u8, u8, u8, u8) {
 impl Protocol {
     /// Worker `w`'s first call in its process `incarnation`, idle.
     pub(crate) fn fresh(&self, w: u8, incarnation: u8) -> Worker {
-        Worker::idle((self.rules.owner)(w, incarnation, 1), self.rules.machine(&self.config, 0))
+        Worker::idle(Who { worker: w, incarnation, call: 1 }, self.rules.machine(&self.config, 0))
+    }
+
+    /// The name worker `w` runs under: its own, or, when [`Config::replaced`], worker 1's for worker 2.
+    pub(crate) fn name(&self, w: u8) -> u8 {
+        if self.config.replaced && w == 1 { 0 } else { w }
+    }
+
+    /// The process worker `w` starts as: worker 2 replacing worker 1 is its second.
+    pub(crate) fn first_incarnation(&self, w: u8) -> u8 {
+        u8::from(self.config.replaced && w == 1)
+    }
+
+    /// The owner id a call claims and writes under, as the store compares it: [`Rules::owner`] of its
+    /// worker's name, process and serial. (A message carries the call itself, which is where its answer
+    /// goes; two calls whose owner ids are equal are one owner to the store.)
+    pub(crate) fn id(&self, who: Who) -> Who {
+        if who.worker == crate::state::PERSON {
+            return who;
+        }
+        (self.rules.owner)(self.name(who.worker), who.incarnation, who.call)
     }
 }
 

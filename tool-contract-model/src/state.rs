@@ -7,10 +7,11 @@ use tool_contract::journal::{ApprovalNote, ApprovalStep, Phase, Recall, Record, 
 use tool_contract::probe::ProbeMark;
 use tool_contract::{Applied, Outcome};
 
-/// One call of one worker, as the owner id of its claim (`w1.2`: worker 1's second call; `w1.r1.1`: the
-/// first call of worker 1 restarted once), or a person settling (`person.1`). The engine's owner id
-/// is `{worker name}.{incarnation}.{serial}` (`journal::Owner::of_worker`): the model's worker is its
-/// name, kept across restarts, and [`crate::Rules::owner`] makes the id.
+/// One call of one worker (`w1.2`: worker 1's second call; `w1.r1.1`: the first call of worker 1
+/// restarted once), or a person settling (`person.1`): where a message goes. The store compares owner
+/// ids, which [`crate::Rules::owner`] makes from the worker's name, its process and the call's serial,
+/// as the engine writes `{worker name}.{incarnation}.{serial}` (`journal::Owner::of_worker`); a
+/// worker's name is its own but for [`crate::Config::replaced`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Who {
     /// The worker (`PERSON` for a person's settlement).

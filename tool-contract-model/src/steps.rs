@@ -203,6 +203,15 @@ impl Protocol {
                 // It restarts under its name, as a new process whose calls count from 1.
                 s.workers[usize::from(w)] = self.fresh(w, s.workers[usize::from(w)].incarnation + 1);
             }
+            Action::Suspend(w) => {
+                // Its budget runs on a clock that stood still: in the world's time, its deadline moves,
+                // and so does its machine's (a call still claiming has told its machine nothing yet).
+                s.suspends += 1;
+                let deadline = s.workers[usize::from(w)].deadline.saturating_add(self.config.suspend);
+                let machine = self.rules.machine(&self.config, deadline);
+                let k = self.worker(s, w);
+                (k.deadline, k.machine) = (deadline, machine);
+            }
             Action::Timeout(w) => {
                 self.end_attempt(s, w, Outcome::Unknown, Applied::Unknown);
                 self.worker(s, w).lost_reply = true;

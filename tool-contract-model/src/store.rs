@@ -26,14 +26,15 @@ impl Protocol {
         let now = s.now;
         match msg {
             Msg::Claim { who, deadline, lease } => {
-                let got = match (self.rules.claim)(s.claim.as_ref(), &who, now, Some(deadline)) {
+                let id = self.id(who);
+                let got = match (self.rules.claim)(s.claim.as_ref(), &id, now, Some(deadline)) {
                     Claiming::Take | Claiming::Renew => {
-                        let started = s.claim.filter(|c| c.owner == who).and_then(|c| c.started);
+                        let started = s.claim.filter(|c| c.owner == id).and_then(|c| c.started);
                         let until = now.saturating_add(lease);
                         if until > deadline.saturating_add(lease) {
                             s.ghost |= ghost::LATE_CLAIM;
                         }
-                        s.claim = Some(Holder { owner: who, until, started });
+                        s.claim = Some(Holder { owner: id, until, started });
                         Got::Held(s.word)
                     }
                     Claiming::Busy { .. } => Got::Busy,
@@ -45,7 +46,7 @@ impl Protocol {
                 let highest = u32::from(Self::highest(s));
                 match (self.rules.fence)(
                     s.claim.as_ref(),
-                    &who,
+                    &self.id(who),
                     Phase::Start,
                     u32::from(attempt),
                     false,
@@ -83,9 +84,10 @@ impl Protocol {
             Msg::End { who, attempt, started, left, sent_by, outcome, effect, probe, finish } => {
                 let highest = Self::highest(s);
                 let verdict = code::to_probe(probe);
+                let id = self.id(who);
                 let fenced = (self.rules.fence)(
                     s.claim.as_ref(),
-                    &who,
+                    &id,
                     Phase::End,
                     u32::from(attempt),
                     verdict.is_some(),
@@ -96,7 +98,7 @@ impl Protocol {
                     Ok(()) => {
                         // Accepted only from the holder of an unexpired claim: the attempt's starter, or
                         // its probe verdict on the highest attempt.
-                        let holds = s.claim.is_some_and(|c| c.owner == who && c.until > now);
+                        let holds = s.claim.is_some_and(|c| c.owner == id && c.until > now);
                         let starter = s.starters.get(usize::from(attempt)).copied().flatten() == Some(who);
                         let holders_verdict = verdict.is_some() && attempt == highest;
                         if !holds || (!starter && !holders_verdict) {
@@ -116,14 +118,14 @@ impl Protocol {
                     }
                     Err(why) => Self::refused(s, &why),
                 }
-                if finish && s.claim.is_some_and(|c| c.owner == who) {
+                if finish && s.claim.is_some_and(|c| c.owner == id) {
                     s.claim = None;
                 }
             }
             Msg::Ask { who, attempt, until } => {
                 s.question = Some(Question { attempt, step: ApprovalStep::Asked, until, asker: who });
             }
-            Msg::Release { who } if s.claim.is_some_and(|c| c.owner == who) => s.claim = None,
+            Msg::Release { who } if s.claim.is_some_and(|c| c.owner == self.id(who)) => s.claim = None,
             Msg::Settle { examined } => self.settle(s, examined),
             Msg::Answer { examined, yes } => self.answer(s, examined, yes),
             _ => {}
@@ -233,7 +235,7 @@ impl Model for Protocol {
     fn init_states(&self) -> Vec<State> {
         vec![State {
             now: 0,
-            workers: (0..self.config.workers).map(|w| self.fresh(w, 0)).collect(),
+            workers: (0..self.config.workers).map(|w| self.fresh(w, self.first_incarnation(w))).collect(),
             claim: None,
             word: None,
             question: None,
@@ -241,6 +243,7 @@ impl Model for Protocol {
             net: Vec::new(),
             crashes: 0,
             late_probes: 0,
+            suspends: 0,
             looks: 0,
             answers: 0,
             lost: 0,
@@ -269,6 +272,16 @@ impl Model for Protocol {
             }
             if live && s.crashes < c.crashes && !healed {
                 actions.push(Action::Crash(w));
+            }
+            // Suspended between its claim's grant and its start record: the grant is on its way back.
+            let granted = |m: &Msg| matches!(m, Msg::Claimed { who, got: Got::Held(_) } if *who == k.owner);
+            if k.act == Act::Claiming
+                && s.suspends == 0
+                && c.suspend > 0
+                && !healed
+                && s.net.iter().any(granted)
+            {
+                actions.push(Action::Suspend(w));
             }
             match k.act {
                 Act::Calling if !healed => actions.push(Action::Timeout(w)),

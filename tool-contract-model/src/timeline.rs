@@ -193,6 +193,7 @@ impl fmt::Display for Action {
             Action::Begin(w) => write!(f, "{}: a call begins and claims the intent", worker(*w)),
             Action::GiveUp(w) => write!(f, "{}: budget spent, reports what it knows", worker(*w)),
             Action::Crash(w) => write!(f, "{}: crashes, restarts with a new call", worker(*w)),
+            Action::Suspend(w) => write!(f, "{}: suspended, its clock stands still", worker(*w)),
             Action::Timeout(w) => write!(f, "{}: stops waiting for the reply (lost)", worker(*w)),
             Action::Probe(w, mark) => write!(f, "{}: probes the service: {}", worker(*w), mark.as_str()),
             Action::ProbeLooks(w) => write!(f, "{}: probes the service, which reads it now", worker(*w)),
