@@ -866,11 +866,18 @@ impl McpServer {
             Ok(None) => self.in_doubt_end(task, told, None, CANCELLED_UNDER_WAY),
             Err(error) => Err(internal(format!("the attempt log could not be read: {error}"))),
         };
-        let written = match ended {
-            Ok((status, result, message)) => self.end_task(task, status, result, message).await,
-            Err(error) => Err(error),
+        let (written, cancelled) = match ended {
+            Ok((status, result, message)) => {
+                (self.end_task(task, status, result, message).await, status == TaskStatus::Cancelled)
+            }
+            Err(error) => (Err(error), false),
         };
-        log.release(&task.key, &owner);
+        // A task said `cancelled` keeps the intent held for a while: a driver of it on another server,
+        // which read the task before the cancel, finds the intent busy instead of starting an attempt,
+        // and reads the end at its next turn.
+        if !(cancelled && written.is_ok()) {
+            log.release(&task.key, &owner);
+        }
         written
     }
 
@@ -1173,6 +1180,10 @@ const CANCELLED_AFTER_EFFECT: &str = "cancelled at the client's request after it
                                       is the recorded report";
 /// How long a cancel waits for the intent's claim: the task's own call, just stopped, gives it up.
 const CANCEL_WAIT: Duration = Duration::from_secs(1);
+/// The lease a cancel claims the intent for, and how long a task ended `cancelled` keeps it: far
+/// longer than a driver takes from reading the task to claiming its intent. A later call of the
+/// intent waits it out, as it waits for any claim.
+const CANCEL_HOLD: Duration = Duration::from_secs(2);
 
 /// A task's end: its status, its result and its status message.
 type End = (TaskStatus, Option<Value>, &'static str);
@@ -1186,7 +1197,7 @@ async fn claim_quiet(
 ) -> Result<Option<Option<Recall>>, tool_contract::journal::JournalError> {
     let (mut waited, mut nap) = (Duration::ZERO, Duration::from_millis(10));
     loop {
-        match log.claim(key, owner, CANCEL_WAIT).await? {
+        match log.claim(key, owner, CANCEL_HOLD).await? {
             Claimed::Held(recall) => return Ok(Some(recall)),
             Claimed::Busy { .. } if waited >= CANCEL_WAIT => return Ok(None),
             Claimed::Busy { left, .. } => {

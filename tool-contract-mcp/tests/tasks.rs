@@ -14,7 +14,7 @@ use rmcp::model::{
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::{ClientHandler, ClientServiceExt, ServiceError, ServiceExt};
 use serde_json::{Map, Value, json};
-use tool_contract::journal::{McpTasks, Phase};
+use tool_contract::journal::{Journal, McpTasks, Phase};
 use tool_contract::{Call, Class, IntentKey, MemoryJournal, Probe, Toolbox, tool};
 use tool_contract_mcp::{McpServer, TASK_META_KEY};
 
@@ -674,4 +674,42 @@ async fn a_call_under_way_is_said_to_be_under_way_not_in_doubt() {
         }
         assert_eq!(until_done(&client, &created.task.task_id).await.task.status(), TaskStatus::Completed);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payment_cancelled_before_its_second_attempt_is_cancelled_and_holds_its_intent_a_moment() {
+    let bank = Arc::new(Bank::default());
+    let mut toolbox = Toolbox::new();
+    toolbox.add_method(Arc::clone(&bank), Bank::pay_tool()).unwrap();
+    let log = Arc::new(MemoryJournal::new());
+    let server =
+        McpServer::builder(toolbox).budget(Duration::from_secs(20)).journal(log.clone()).build().unwrap();
+    let client = connect(&server, true).await;
+    let pay = slow_call("pay", json!({ "order": "ord-7742", "cents": 990 }));
+    let CallToolResponse::Task(created) = client.call_tool_once(pay).await.unwrap() else {
+        panic!("a payment that waits for a person is a task")
+    };
+    let id = created.task.task_id;
+    let (key, _) = until_asked(&client, &id).await.into_iter().next().unwrap();
+    // Attempt 1 was refused (nothing applied); the second waits for the person: cancelled, truly.
+    client.cancel_task(CancelTaskParams::new(&id)).await.unwrap();
+    let done = until_done(&client, &id).await;
+    assert_eq!(done.task.status(), TaskStatus::Cancelled, "{:?}", done.task.task.status_message);
+    // The intent stays held a moment, so a driver elsewhere that read the task before the cancel
+    // starts nothing; then it is free again.
+    let intent = IntentKey::parse(id.split_once('.').unwrap().0).unwrap();
+    let other = tool_contract::journal::Owner::new("another server's driver");
+    let held = log.claim(&intent, &other, Duration::from_secs(1)).await.unwrap();
+    assert!(matches!(held, tool_contract::journal::Claimed::Busy { .. }), "{held:?}");
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let free = log.claim(&intent, &other, Duration::from_secs(1)).await.unwrap();
+    assert!(matches!(free, tool_contract::journal::Claimed::Held(_)), "{free:?}");
+    log.release(&intent, &other);
+    // A yes sent after the cancel pays nothing.
+    let mut responses = std::collections::BTreeMap::new();
+    responses.insert(key, json!({ "action": "accept", "content": { "approve": true } }));
+    client.update_task(rmcp::model::UpdateTaskParams::new(&id, responses)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(bank.paid.lock().unwrap().is_empty(), "nothing paid after the cancel");
+    assert_eq!(client.get_task(GetTaskParams::new(&id)).await.unwrap().task.status(), TaskStatus::Cancelled);
 }
