@@ -63,6 +63,7 @@ use sha2::Digest;
 use tokio::sync::{Notify, oneshot};
 use tool_contract::effect::EffectKind;
 use tool_contract::journal::{Claimed, Durability, Journal, Owner, Phase, Recall, Record};
+use tool_contract::policy::{self, Start};
 use tool_contract::unstable::{Asker, parse_rfc3339, rfc3339, wall_clock, with_asker};
 use tool_contract::{Applied, Class, IntentKey, Outcome, Reason, Report};
 
@@ -487,12 +488,22 @@ impl McpServer {
         tool_contract::unstable::journal_of(&task).filter(|log| log.mcp_tasks().is_some())
     }
 
+    /// The effect kind of the tool `name` (`None`: no such tool).
+    fn effect_of(&self, name: &str) -> Option<EffectKind> {
+        self.inner.toolbox.get(name).map(|d| d.effect())
+    }
+
+    /// Whether the tool `name` only reads (or is no tool of this server): nothing of its call applies.
+    fn reads(&self, name: &str) -> bool {
+        self.effect_of(name).is_none_or(|kind| kind == EffectKind::Read)
+    }
+
     /// When a call of `name` is a task.
     pub(crate) fn task_support(&self, name: &str) -> TaskSupport {
         if let Some(support) = self.inner.tasks.support.get(name) {
             return *support;
         }
-        match self.inner.toolbox.get(name).map(|d| d.effect()) {
+        match self.effect_of(name) {
             Some(EffectKind::Read) | None => TaskSupport::Never,
             Some(_) => TaskSupport::Optional,
         }
@@ -641,7 +652,7 @@ impl McpServer {
         let log = self.task_log().ok_or_else(|| internal("the attempt log keeps no tasks"))?;
         let task = self.task(&context.meta)?;
         let secret = secret()?;
-        let ttl = match self.inner.toolbox.get(&request.name).map(|d| d.effect()) {
+        let ttl = match self.effect_of(&request.name) {
             Some(EffectKind::Money) => {
                 self.inner.tasks.ttl.max(self.inner.ask_within + self.inner.budget * 2)
             }
@@ -744,11 +755,7 @@ impl McpServer {
                 } else {
                     // An attempt this server's call has under way is not in doubt yet.
                     let running = self.inner.tasks.running().contains_key(id);
-                    let read = self
-                        .inner
-                        .toolbox
-                        .get(&told.created.0.call)
-                        .is_none_or(|d| d.effect() == EffectKind::Read);
+                    let read = self.reads(&told.created.0.call);
                     let in_doubt = match self.task_log() {
                         Some(log) if !read => {
                             log.recall(&told.key).await.ok().flatten().is_some_and(|r| {
@@ -783,32 +790,12 @@ impl McpServer {
         }
         let reference = self.reference(id, &told);
         let log = self.task_log().ok_or_else(unknown_task)?;
-        for (key, response) in &responses {
-            let size = serde_json::to_vec(response).map_or(usize::MAX, |bytes| bytes.len());
-            if size > MAX_ANSWER_BYTES {
-                return Err(ErrorData::invalid_params(
-                    format!(
-                        "the answer to `{}` is {size} bytes; an answer is at most {MAX_ANSWER_BYTES}: nothing was recorded",
-                        tool_contract::unstable::cut(key)
-                    ),
-                    None,
-                ));
-            }
-        }
         let open = told.open_questions();
-        // An answer to a form must be a form's result: refused whole, nothing recorded, if any is not.
-        for (key, response) in &responses {
-            let form = matches!(open.get(key), Some(InputRequest::Elicitation(_)));
-            if form && serde_json::from_value::<ElicitResult>(response.clone()).is_err() {
-                return Err(ErrorData::invalid_params(
-                    format!(
-                        "the answer to `{}` is not the result of an elicitation/create form (an object with \
-                         `action` accept, decline or cancel, and `content` when accepted): nothing was recorded",
-                        tool_contract::unstable::cut(key)
-                    ),
-                    None,
-                ));
-            }
+        // Refused whole, nothing recorded, if any answer is refused.
+        if let Some(refused) =
+            responses.iter().find_map(|(key, response)| answer_refused(key, response, &open))
+        {
+            return Err(ErrorData::invalid_params(refused, None));
         }
         for (key, response) in responses {
             if open.contains_key(&key) {
@@ -847,8 +834,7 @@ impl McpServer {
     /// applied (a read; no attempt; the log's last word says nothing applied); `completed` with the
     /// recorded report when its effect is recorded; else `completed` with the last report, in doubt.
     async fn end_cancelled(&self, log: &dyn Journal, task: &TaskRef, told: &Told) -> Result<(), ErrorData> {
-        let read = self.inner.toolbox.get(&task.call).is_none_or(|d| d.effect() == EffectKind::Read);
-        if read {
+        if self.reads(&task.call) {
             return self.end_task(task, TaskStatus::Cancelled, None, CANCELLED).await;
         }
         let owner = Owner::new(format!("mcp-cancel:{}", Owner::unique()));
@@ -881,35 +867,22 @@ impl McpServer {
         written
     }
 
-    /// What a cancelled task ends as, from what the log holds of its intent (under its claim).
+    /// What a cancelled task ends as, from what the log holds of its intent (under its claim), by
+    /// the start-of-call rule ([`policy::start`]): what a later call would start from is what the
+    /// cancel can say happened.
     fn cancelled_end(&self, task: &TaskRef, told: &Told, recall: Option<Recall>) -> Result<End, ErrorData> {
+        let kind = self.effect_of(&task.call).unwrap_or(EffectKind::Send);
         let Some(recall) = recall else { return Ok((TaskStatus::Cancelled, None, CANCELLED)) };
-        if recall.is_unresolved() {
-            return self.in_doubt_end(task, told, Some(recall.last.attempt_id), CANCELLED_IN_DOUBT);
+        match policy::start(Some(&recall), kind) {
+            // Nothing applied for sure.
+            Start::Fresh | Start::SecondAttempt => Ok((TaskStatus::Cancelled, None, CANCELLED)),
+            Start::Probe => self.in_doubt_end(task, told, Some(recall.last.attempt_id), CANCELLED_IN_DOUBT),
+            // Its effect is recorded: the cancel came too late to stop anything, and says so.
+            Start::Replay | Start::Settled => {
+                let result = json(&result_of(recorded_report(task, recall.last), self.inner.value_text)?)?;
+                Ok((TaskStatus::Completed, Some(result), CANCELLED_AFTER_EFFECT))
+            }
         }
-        if recall.last.effect_applied == Some(Applied::No) {
-            return Ok((TaskStatus::Cancelled, None, CANCELLED));
-        }
-        // Its effect is recorded: the cancel came too late to stop anything, and says so.
-        let last = recall.last;
-        let report = Report {
-            outcome: last.outcome.unwrap_or(Outcome::Unknown),
-            effect_applied: last.effect_applied.unwrap_or(Applied::Unknown),
-            attempt_id: last.attempt_id,
-            idempotency_key: task.key,
-            retry_after_s: None,
-            deadline_left_s: 0,
-            message: format!(
-                "{} was cancelled after the attempt log recorded its effect: {}",
-                task.call,
-                last.message.unwrap_or_default()
-            ),
-            value: last.value,
-            items: Vec::new(),
-            reason: Reason::Replayed,
-        };
-        let result = json(&result_of(report, self.inner.value_text)?)?;
-        Ok((TaskStatus::Completed, Some(result), CANCELLED_AFTER_EFFECT))
     }
 
     /// A cancelled task's end while its intent is in doubt: `completed` with the last report.
@@ -1123,12 +1096,51 @@ fn in_doubt_report(task: &TaskRef, attempt_id: Option<String>) -> Report<Value> 
     }
 }
 
+/// The report of a call cancelled after the log recorded its effect: as the record `last` says.
+fn recorded_report(task: &TaskRef, last: Record) -> Report<Value> {
+    Report {
+        outcome: last.outcome.unwrap_or(Outcome::Ok),
+        effect_applied: last.effect_applied.unwrap_or(Applied::Yes),
+        attempt_id: last.attempt_id,
+        idempotency_key: task.key,
+        retry_after_s: None,
+        deadline_left_s: 0,
+        message: format!(
+            "{} was cancelled after the attempt log recorded its effect: {}",
+            task.call,
+            last.message.unwrap_or_default()
+        ),
+        value: last.value,
+        items: Vec::new(),
+        reason: Reason::Replayed,
+    }
+}
+
 /// `value` as a JSON object (an empty one for anything else).
 fn as_object(value: Value) -> JsonObject {
     match value {
         Value::Object(object) => object,
         _ => JsonObject::new(),
     }
+}
+
+/// Why the answer `response` to the question `key` is refused, if it is: larger than
+/// [`MAX_ANSWER_BYTES`], or, to a form, not a form's result.
+fn answer_refused(key: &str, response: &Value, open: &InputRequests) -> Option<String> {
+    let form = matches!(open.get(key), Some(InputRequest::Elicitation(_)));
+    let key = tool_contract::unstable::cut(key);
+    let size = serde_json::to_vec(response).map_or(usize::MAX, |bytes| bytes.len());
+    if size > MAX_ANSWER_BYTES {
+        return Some(format!(
+            "the answer to `{key}` is {size} bytes; an answer is at most {MAX_ANSWER_BYTES}: nothing was recorded"
+        ));
+    }
+    (form && ElicitResult::deserialize(response).is_err()).then(|| {
+        format!(
+            "the answer to `{key}` is not the result of an elicitation/create form (an object with `action` \
+             accept, decline or cancel, and `content` when accepted): nothing was recorded"
+        )
+    })
 }
 
 /// The error of a call to a tool that requires a task, from a client without the tasks extension,
