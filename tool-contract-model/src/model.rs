@@ -281,6 +281,8 @@ pub struct State {
     pub ghost: u32,
     /// When a restarted process last called the intent again in the healed phase.
     pub resolved: Option<u8>,
+    /// A call reported `retryable` and the intent has not been called since: the agent calls again.
+    pub retry: bool,
 }
 
 /// One step of one actor.
@@ -309,8 +311,8 @@ pub enum Action {
     Wake(u8),
     /// A worker whose claim found the intent held claims again.
     Reclaim(u8),
-    /// In the healed phase, a restarted process calls the intent in doubt again (worker 1, a new
-    /// call).
+    /// In the healed phase, worker 1 calls the intent again in a new process: a restart's recall of an
+    /// intent in doubt, or the agent's retry of a call reported `retryable`.
     Resolve,
     /// The network delivers a message.
     Deliver(Msg),

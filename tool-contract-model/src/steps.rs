@@ -38,6 +38,8 @@ impl Protocol {
             s.ghost |= ghost::OK_AFTER_LOST_REPLY;
         }
         self.worker(s, w).act = Act::Done;
+        // `retryable` tells the agent that calling again is safe: it will.
+        s.retry |= outcome == Outcome::Retryable;
         // The release goes with the call's last record (`Journal::finish`), or at once when the call
         // wrote none.
         let last_end = s.net.iter().rposition(|m| matches!(m, Msg::End { who: by, .. } if *by == who));
@@ -69,6 +71,24 @@ impl Protocol {
             left: k.left,
             sent_by: k.sent_by,
             outcome: code::outcome(outcome),
+            effect: code::effect(effect),
+            probe: code::probe(None),
+            finish: false,
+        });
+    }
+
+    /// The end record of an attempt whose start the store did not confirm within the budget: nothing
+    /// sent, the call's effect what it knew before (never `no` after an attempt that may have landed).
+    fn unstarted(&self, s: &mut State, w: u8, effect: Applied) {
+        let k = s.workers[usize::from(w)];
+        let who = s.who(w);
+        s.send(Msg::End {
+            who,
+            attempt: k.attempt,
+            started: k.stamp,
+            left: k.left,
+            sent_by: k.sent_by,
+            outcome: code::outcome(Outcome::Retryable),
             effect: code::effect(effect),
             probe: code::probe(None),
             finish: false,
@@ -168,12 +188,15 @@ impl Protocol {
                         self.ended(s, w, (Outcome::Unknown, Applied::Unknown));
                     }
                     Act::Claiming | Act::Starting | Act::Backoff(_) => {
-                        // An attempt never started gives its number back: the call speaks for the one
-                        // before.
+                        let effect = k.machine.call_effect(Applied::No);
+                        // A start the store did not confirm in time may still be stored after the call
+                        // gave up on it: the call writes the end record that says it sent nothing, fenced
+                        // like every record about the attempt (`engine::log::start_attempt`). Then the
+                        // attempt gives its number back: the call speaks for the one before.
                         if k.act == Act::Starting {
+                            self.unstarted(s, w, effect);
                             self.worker(s, w).attempt -= 1;
                         }
-                        let effect = k.machine.call_effect(Applied::No);
                         // A call backing off holds nothing; one claiming may have been granted its claim.
                         let holds = !matches!(k.act, Act::Backoff(_));
                         self.report_holding(s, w, Outcome::Retryable, effect, holds);

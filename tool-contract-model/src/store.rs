@@ -254,6 +254,7 @@ impl Model for Protocol {
             answered: 0,
             ghost: 0,
             resolved: None,
+            retry: false,
         }]
     }
 
@@ -337,10 +338,12 @@ impl Model for Protocol {
             }
             return;
         }
-        // The healed phase: a restarted process calls the intent again while it is in doubt and no call
-        // is under way, once a tick; time passes only when nothing else can happen.
+        // The healed phase: a restarted process calls the intent again while it is in doubt, and the
+        // agent after a call reported `retryable`, when no call is under way, once a tick; time passes
+        // only when nothing else can happen.
         let quiet = s.net.is_empty() && s.workers.iter().all(|k| matches!(k.act, Act::Idle | Act::Done));
-        if quiet && s.word.is_some_and(|w| w.in_doubt()) && s.resolved != Some(s.now) {
+        let again = s.retry || s.word.is_some_and(|w| w.in_doubt());
+        if quiet && again && s.resolved != Some(s.now) {
             actions.push(Action::Resolve);
         }
         if actions.is_empty() && s.now < c.max_time.saturating_add(c.heal) {
@@ -400,7 +403,7 @@ impl Model for Protocol {
                 s.send(Msg::Answer { examined: q.attempt, yes });
             }
             Action::Resolve => {
-                s.resolved = Some(s.now);
+                (s.resolved, s.retry) = (Some(s.now), false);
                 // A restarted process, under the worker's name.
                 s.workers[0] = self.fresh(0, s.workers[0].incarnation + 1);
                 self.worker_step(&mut s, Action::Begin(0));

@@ -106,14 +106,9 @@ pub fn timeline(path: &Path<State, Action>) -> String {
         let now = states.get(i).map_or(0, |s| s.now);
         out.push_str(&format!("{:>3}. t={now} {action}\n", i + 1));
         if let (Some(before), Some(after)) = (states.get(i), states.get(i + 1)) {
-            for (k, (b, a)) in before.workers.iter().zip(&after.workers).enumerate() {
+            for (b, a) in before.workers.iter().zip(&after.workers) {
                 if b.act != Act::Done && a.act == Act::Done {
-                    out.push_str(&format!(
-                        "       w{}.{} reports about attempt {}\n",
-                        k + 1,
-                        a.call,
-                        a.attempt
-                    ));
+                    out.push_str(&format!("       {} reports about attempt {}\n", a.owner, a.attempt));
                 }
             }
         }
@@ -209,7 +204,9 @@ impl fmt::Display for Action {
                 write!(f, "person: answers the waiting question {}", if *yes { "yes" } else { "no" })
             }
             Action::Reclaim(w) => write!(f, "{}: claims the intent again", worker(*w)),
-            Action::Resolve => f.write_str("w1: a restarted process calls the intent in doubt again"),
+            Action::Resolve => f.write_str(
+                "w1: calls the intent again in a new process (a restart in doubt, or the agent's retry)",
+            ),
         }
     }
 }

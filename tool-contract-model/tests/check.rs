@@ -1,14 +1,16 @@
 //! The bounded check CI runs: the model with the crate's own rules passes every property and reaches
 //! every `sometimes` (the suspension bound, which has no person, only the `always` and `eventually`
-//! ones); each of nine broken rules (a test-only substitute for one of the crate's functions: the
+//! ones); each of ten broken rules (a test-only substitute for one of the crate's functions: the
 //! store's through `Rules`, the worker's through the engine machine's own `Hooks`) yields a
-//! counterexample, printed as a timeline. A "not landed" trusted early, an answer not bound to its
-//! attempt, a verdict judged when its probe answered rather than when it looked (T1), a budget recorded
-//! once a slow start write was done (T2), a request let out past its deadline (T4), the whole fence
-//! gone and an owner id without the process's incarnation (T5) yield one to the harm they do (a report
-//! of effect `no` about an attempt that applied, or a second effect); end records from any owner and a
-//! claim after the deadline, to the property they break (docs/protocol.md says why they do no harm).
-//! A debug build skips them (`cargo test --workspace`); `.ci/run` runs them optimised.
+//! counterexample, printed as a timeline. Nine yield one to the harm they do (a second effect, or a
+//! report of effect `no` about an attempt that applied): a "not landed" trusted early, an answer not
+//! bound to its attempt, a verdict judged when its probe answered rather than when it looked (T1), a
+//! budget recorded once a slow start write was done (T2), a request let out past its deadline (T4),
+//! end records accepted from any owner, the whole fence gone, a claim taken from a holder whose lease
+//! still runs, and an owner id without the process's incarnation (T5). A claim granted after its
+//! caller's deadline yields one to the property it breaks only: it costs liveness, never an effect
+//! (docs/protocol.md says why). A debug build skips them (`cargo test --workspace`); `.ci/run` runs
+//! them optimised.
 
 use tool_contract::effect::EffectKind;
 use tool_contract::journal::Phase;
@@ -106,6 +108,7 @@ fn end_records_accepted_from_any_owner_are_caught() {
         _ => rules::fence(holder, writer, phase, attempt, probe, highest, now),
     };
     caught(EffectKind::Send, broken, OWN_RECORDS);
+    harms(Config::ci(EffectKind::Send), broken);
 }
 
 /// A worker suspended after its claim was granted and before its start record was sent (its clock
@@ -155,6 +158,11 @@ fn not_landed_trusted_before_the_horizon_is_caught() {
     harms(Config::ci(EffectKind::Send), broken);
 }
 
+/// A claim granted after its caller's deadline: caught by the property it breaks, and by no harm. The
+/// rule keeps the intent free for callers that can use it; a caller past its deadline that is granted
+/// the claim anyway starts nothing (`rules::may_start`) and lets no request out (`Machine::may_leave`),
+/// and its release follows, so what the broken rule costs is time, never an effect (docs/protocol.md
+/// gives the bounds searched for harm).
 #[test]
 #[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
 fn a_claim_granted_after_its_callers_deadline_is_caught() {
@@ -208,4 +216,17 @@ fn a_request_let_out_past_its_deadline_is_caught() {
     static NO_LAST_CHECK: Hooks<u8> = Hooks { may_leave: |_now, _not_after| true, ..Hooks::real() };
     let broken = Rules { hooks: &NO_LAST_CHECK, ..Rules::real() };
     harms(Config { max_time: 5, ..Config::ci(EffectKind::Send) }, broken);
+}
+
+/// A claim taken from a holder whose lease has not run out: the new holder reads the intent and acts on
+/// it as if nobody else could still send, while the holder it displaced is mid-call.
+#[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
+fn a_claim_taken_from_a_holder_whose_lease_runs_is_caught() {
+    let mut broken = Rules::real();
+    broken.claim = |holder, owner, now, deadline| match rules::claim(holder, owner, now, deadline) {
+        rules::Claiming::Busy { .. } => rules::Claiming::Take,
+        claiming => claiming,
+    };
+    harms(Config::ci(EffectKind::Send), broken);
 }
