@@ -4,7 +4,7 @@ use tool_contract::effect::EffectKind;
 use tool_contract::policy::Decision;
 use tool_contract::probe::ProbeMark;
 use tool_contract::rules::Holder;
-use tool_contract::unstable::machine::Machine;
+use tool_contract::unstable::machine::{Ledger, Machine};
 
 use crate::rules::Rules;
 use crate::state::{Msg, Question, Rec, Who, Word};
@@ -175,14 +175,9 @@ pub struct Worker {
     pub deadline: u8,
     /// Where it stands.
     pub act: Act,
-    /// The attempt in hand (the intent's highest known).
-    pub attempt: u8,
-    /// That attempt's start stamp.
-    pub stamp: u8,
-    /// The budget its starter had left at its start.
-    pub left: u8,
-    /// When that attempt's call ended, as its records carry it (`None` until it ended short of `ok`).
-    pub sent_by: Option<u8>,
+    /// The attempt in hand (the intent's highest known) as its records tell it: its number, its start's
+    /// stamp with the budget its starter had, and when its call ended. The engine's own ledger.
+    pub ledger: Ledger<u8, u8>,
     /// The call's decisions: the engine's own machine, fed what the call finds.
     pub machine: Machine<u8>,
     /// The decision open after an attempt that did not end `ok` (or at the start of a call that
@@ -195,6 +190,11 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// The attempt in hand's number.
+    pub fn attempt(&self) -> u8 {
+        u8::try_from(self.ledger.number()).unwrap_or(u8::MAX)
+    }
+
     pub(crate) fn idle(owner: Who, machine: Machine<u8>) -> Worker {
         Worker {
             call: owner.call,
@@ -202,10 +202,7 @@ impl Worker {
             owner,
             deadline: 0,
             act: Act::Idle,
-            attempt: 0,
-            stamp: 0,
-            left: 0,
-            sent_by: None,
+            ledger: Ledger::default(),
             machine,
             decision: None,
             made: 0,

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tool_contract::policy::{Decision, Horizon, Start, Step};
 use tool_contract::probe::ProbeMark;
+use tool_contract::rules::Stamps;
 use tool_contract::spec::Dedupe;
 use tool_contract::unstable::machine::{self, Machine};
 use tool_contract::{Applied, Outcome};
@@ -27,7 +28,7 @@ impl Protocol {
     /// [`Protocol::report`]; `holds`: whether the store may have granted the call its claim.
     fn report_holding(&self, s: &mut State, w: u8, outcome: Outcome, effect: Applied, holds: bool) {
         let who = s.who(w);
-        let attempt = s.workers[usize::from(w)].attempt;
+        let attempt = s.workers[usize::from(w)].attempt();
         if (outcome == Outcome::Ok || effect == Applied::Yes) && s.applied.is_empty() {
             s.ghost |= ghost::OK_WITHOUT_EFFECT;
         }
@@ -54,45 +55,44 @@ impl Protocol {
         }
     }
 
-    /// The end record of the attempt in hand, as its starter writes it: its start's stamp and budget,
-    /// no probe verdict.
+    /// The end record of the attempt in hand, as its starter writes it: its call is over now, so its
+    /// request reached the service by now.
     fn end_attempt(&self, s: &mut State, w: u8, outcome: Outcome, effect: Applied) {
-        // A call that ended short of `ok` says when: its request reached the service by then.
-        if outcome != Outcome::Ok {
-            let now = s.now;
-            self.worker(s, w).sent_by = Some(now);
-        }
+        let now = s.now;
+        self.worker(s, w).ledger.over(now);
+        self.end_record(s, w, (outcome, effect), None);
+    }
+
+    /// A record about the attempt in hand that says `said` (a probe's verdict with `probe`): what the
+    /// attempt's ledger says every record about it carries, its start's stamp and budget and, but for
+    /// an `ok`, when its call ended.
+    fn end_record(&self, s: &mut State, w: u8, said: (Outcome, Applied), probe: Option<ProbeMark>) {
         let k = s.workers[usize::from(w)];
         let who = s.who(w);
+        let (started, left) = k.ledger.stamp().unwrap_or((0, Duration::ZERO));
         s.send(Msg::End {
             who,
-            attempt: k.attempt,
-            started: k.stamp,
-            left: k.left,
-            sent_by: k.sent_by,
-            outcome: code::outcome(outcome),
-            effect: code::effect(effect),
-            probe: code::probe(None),
+            attempt: k.attempt(),
+            started,
+            left: u8::try_from(left.as_secs()).unwrap_or(u8::MAX),
+            sent_by: k.ledger.sent_by(said.0).copied(),
+            outcome: code::outcome(said.0),
+            effect: code::effect(said.1),
+            probe: code::probe(probe),
             finish: false,
         });
     }
 
-    /// The end record of an attempt whose start the store did not confirm within the budget: nothing
-    /// sent, the call's effect what it knew before (never `no` after an attempt that may have landed).
-    fn unstarted(&self, s: &mut State, w: u8, effect: Applied) {
-        let k = s.workers[usize::from(w)];
-        let who = s.who(w);
-        s.send(Msg::End {
-            who,
-            attempt: k.attempt,
-            started: k.stamp,
-            left: k.left,
-            sent_by: k.sent_by,
-            outcome: code::outcome(Outcome::Retryable),
-            effect: code::effect(effect),
-            probe: code::probe(None),
-            finish: false,
-        });
+    /// The attempt's start was not confirmed (`fenced`: the store refused it): the call reports what
+    /// the machine says ([`Machine::unstarted`]), after the end record that says it sent nothing unless
+    /// the fence refused the start, and gives the attempt's number back.
+    fn unstarted(&self, s: &mut State, w: u8, fenced: bool) {
+        let ((outcome, effect), ends) = s.workers[usize::from(w)].machine.unstarted(fenced);
+        if ends {
+            self.end_record(s, w, (outcome, effect), None);
+        }
+        self.worker(s, w).ledger.give_back();
+        self.report(s, w, outcome, effect);
     }
 
     /// Open the worker's decision after an attempt that ended `ended` (or, with `made == 0`, at the
@@ -125,7 +125,7 @@ impl Protocol {
             Step::Probe => self.worker(s, w).act = Act::Probing,
             Step::Approve => {
                 let who = s.who(w);
-                s.send(Msg::Ask { who, attempt: k.attempt, until: k.deadline });
+                s.send(Msg::Ask { who, attempt: k.attempt(), until: k.deadline });
                 self.worker(s, w).act = Act::Asking;
             }
             Step::Retry => self.start_attempt(s, w),
@@ -151,19 +151,19 @@ impl Protocol {
         let k = s.workers[usize::from(w)];
         let left = ticks(k.deadline.saturating_sub(s.now));
         if !(self.rules.may_start)(left, ticks(self.config.floor))
-            || usize::from(k.attempt) + 1 >= s.starters.len()
+            || usize::from(k.attempt()) + 1 >= s.starters.len()
         {
             let effect = k.machine.call_effect(Applied::No);
             return self.report_holding(s, w, Outcome::Retryable, effect, true);
         }
         let who = s.who(w);
-        let next = k.attempt + 1;
         let (now, left) = (s.now, k.deadline.saturating_sub(s.now));
-        s.send(Msg::Start { who, attempt: next, at: now, left });
         let k = self.worker(s, w);
-        (k.act, k.stamp, k.left, k.sent_by) = (Act::Starting, now, left, None);
-        k.attempt = next;
-        k.made += 1;
+        let next = k.ledger.next_attempt();
+        k.ledger.started(now, ticks(left));
+        (k.act, k.made) = (Act::Starting, k.made + 1);
+        let attempt = u8::try_from(next).unwrap_or(u8::MAX);
+        s.send(Msg::Start { who, attempt, at: now, left });
     }
 
     /// A worker's step that is not a message.
@@ -187,16 +187,11 @@ impl Protocol {
                         self.end_attempt(s, w, Outcome::Unknown, Applied::Unknown);
                         self.ended(s, w, (Outcome::Unknown, Applied::Unknown));
                     }
-                    Act::Claiming | Act::Starting | Act::Backoff(_) => {
+                    // A start the store did not confirm in time may still be stored after the call gave
+                    // up on it (`engine::log::start_attempt`).
+                    Act::Starting => self.unstarted(s, w, false),
+                    Act::Claiming | Act::Backoff(_) => {
                         let effect = k.machine.call_effect(Applied::No);
-                        // A start the store did not confirm in time may still be stored after the call
-                        // gave up on it: the call writes the end record that says it sent nothing, fenced
-                        // like every record about the attempt (`engine::log::start_attempt`). Then the
-                        // attempt gives its number back: the call speaks for the one before.
-                        if k.act == Act::Starting {
-                            self.unstarted(s, w, effect);
-                            self.worker(s, w).attempt -= 1;
-                        }
                         // A call backing off holds nothing; one claiming may have been granted its claim.
                         let holds = !matches!(k.act, Act::Backoff(_));
                         self.report_holding(s, w, Outcome::Retryable, effect, holds);
@@ -295,20 +290,9 @@ impl Protocol {
         let Some(decision) = k.decision else { return };
         let ended = (decision.facts().outcome, decision.facts().effect);
         let (_, (outcome, effect)) = k.machine.verdict(verdict, ended, looked, s.now);
-        let who = s.who(w);
         // A verdict is a record about the attempt: it carries the attempt's own stamp, budget and
         // `sent_by`, as the engine's does, not the probe's.
-        s.send(Msg::End {
-            who,
-            attempt: k.attempt,
-            started: k.stamp,
-            left: k.left,
-            sent_by: k.sent_by,
-            outcome: code::outcome(outcome),
-            effect: code::effect(effect),
-            probe: code::probe(Some(verdict)),
-            finish: false,
-        });
+        self.end_record(s, w, (outcome, effect), Some(verdict));
         // The executor judges the verdict as the record does: by when the probe looked.
         let judged = k.machine.judge(ended.1, looked, s.now);
         self.found(s, w, |m, d| {
@@ -337,8 +321,13 @@ impl Protocol {
         match (msg, k.act) {
             (Msg::Claimed { got, .. }, Act::Claiming) => self.claimed(s, w, got),
             (Msg::Started { ok: true, attempt, .. }, Act::Starting)
-                if attempt == k.attempt && k.machine.may_leave(s.now, k.deadline) =>
+                if attempt == k.attempt() && k.machine.may_leave(s.now, k.deadline) =>
             {
+                // The engine checks the budget's floor again once the start is written, then lets the
+                // request out only before its deadline (`Machine::may_leave`). A worker paused between
+                // the two passes the first and fails the second: the model's one step stands for that
+                // pause, so it makes only the last check (leaving the first out only adds sends).
+                let left = ticks(k.deadline.saturating_sub(s.now));
                 self.acted_on_not_landed(s, attempt);
                 if s.starters.get(usize::from(attempt)).copied().flatten() != Some(who) {
                     s.ghost |= ghost::TWO_ATTEMPTS;
@@ -351,27 +340,25 @@ impl Protocol {
                 k.machine.reach(now);
                 // The budget its records pair with the start's stamp, now the start record is written
                 // (the machine's rule: the budget at the start, however long the write took).
-                k.left =
-                    k.machine.recorded_budget(ticks(k.left), ticks(k.deadline.saturating_sub(now))).as_secs()
-                        as u8;
+                if let Some((at, at_start)) = k.ledger.stamp() {
+                    let recorded = k.machine.recorded_budget(at_start, left);
+                    k.ledger.started(at, recorded);
+                }
             }
-            (Msg::Started { ok: false, .. }, Act::Starting) => {
-                // Fenced out: another owner holds the intent, and may have sent.
-                self.worker(s, w).attempt -= 1;
-                self.report(s, w, Outcome::Retryable, Applied::Unknown);
-            }
-            (Msg::Reply { applied: true, attempt, .. }, Act::Calling) if attempt == k.attempt => {
+            // Fenced out: another owner holds the intent, and may have sent.
+            (Msg::Started { ok: false, .. }, Act::Starting) => self.unstarted(s, w, true),
+            (Msg::Reply { applied: true, attempt, .. }, Act::Calling) if attempt == k.attempt() => {
                 self.end_attempt(s, w, Outcome::Ok, Applied::Yes);
                 self.report(s, w, Outcome::Ok, Applied::Yes);
             }
-            (Msg::Reply { applied: false, attempt, .. }, Act::Calling) if attempt == k.attempt => {
+            (Msg::Reply { applied: false, attempt, .. }, Act::Calling) if attempt == k.attempt() => {
                 // The engine's end record keeps the call's effect, never `no` after an attempt that
                 // may have landed.
                 let effect = k.machine.call_effect(Applied::No);
                 self.end_attempt(s, w, Outcome::Retryable, effect);
                 self.ended(s, w, (Outcome::Retryable, Applied::No));
             }
-            (Msg::Approved { attempt, yes, .. }, Act::Asking) if attempt == k.attempt => {
+            (Msg::Approved { attempt, yes, .. }, Act::Asking) if attempt == k.attempt() => {
                 self.found(s, w, |_, d| d.approved(yes));
                 self.decide(s, w);
             }
@@ -409,20 +396,18 @@ impl Protocol {
             Some(word) => (word.attempts, Some(word.last)),
             None => (0, None),
         };
-        // Until when the attempt's request may have reached the service, by the crate's rule: its start
-        // plus the budget its starter had, a probe's stamp, a settlement's stamp, now. A record that
-        // says the service itself applied nothing leaves nothing in flight. A person's verdict was seen
-        // when they settled.
-        let (stamp, left) = last.map_or((0, 0), |l| (l.started, l.left));
+        // The last record's stamps, on the model's clock (exact ticks: no rounding, no skew): the
+        // attempt's start plus the budget its starter had, when its call ended, when a person's
+        // settlement was written and when they saw it (the same tick: they look as they settle). The
+        // machine takes from them until when the attempt may have reached the service.
         let settled_at = last.and_then(|l| l.settled).map(|(_, at)| at);
         let sent_by = last.and_then(|l| l.sent_by);
-        let nothing = settled_at.is_none() && last.is_some_and(|l| l.effect == Some(Applied::No));
-        let reached = (!nothing).then(|| {
-            tool_contract::rules::reached_by(Some(stamp.saturating_add(left)), sent_by, settled_at, s.now)
-        });
+        let stamps =
+            Stamps::new(last.map(|l| l.started.saturating_add(l.left)), sent_by, settled_at, settled_at);
+        let now = s.now;
         let k = self.worker(s, w);
-        (k.attempt, k.stamp, k.left, k.sent_by) = (attempts, stamp, left, sent_by);
-        let start = k.machine.start(recall.as_ref(), reached, settled_at);
+        k.ledger.resume(u32::from(attempts), last.map(|l| (l.started, ticks(l.left))), sent_by);
+        let start = k.machine.start(recall.as_ref(), stamps, now);
         match start {
             Start::Fresh => self.start_attempt(s, w),
             Start::Replay => self.report(s, w, Outcome::Ok, Applied::Yes),

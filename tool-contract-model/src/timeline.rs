@@ -108,7 +108,7 @@ pub fn timeline(path: &Path<State, Action>) -> String {
         if let (Some(before), Some(after)) = (states.get(i), states.get(i + 1)) {
             for (b, a) in before.workers.iter().zip(&after.workers) {
                 if b.act != Act::Done && a.act == Act::Done {
-                    out.push_str(&format!("       {} reports about attempt {}\n", a.owner, a.attempt));
+                    out.push_str(&format!("       {} reports about attempt {}\n", a.owner, a.attempt()));
                 }
             }
         }

@@ -19,6 +19,7 @@ pub fn journal_of(task: &crate::Task) -> Option<std::sync::Arc<dyn crate::journa
 
 /// The call's decisions as one pure state machine, which the engine and the protocol model both drive.
 pub mod machine {
+    pub use crate::engine::ledger::Ledger;
     #[cfg(feature = "unstable")]
     pub use crate::engine::machine::Hooks;
     pub use crate::engine::machine::{Machine, Setup, Time, doubt, room};

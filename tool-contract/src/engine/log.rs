@@ -245,9 +245,7 @@ impl<'r, 'a> Log<'r, 'a> {
             record.message = Some(end.message);
             record.retry_at = self.run.now.retry_at();
             // When the attempt's call ended, for a later call's landing horizon: an `ok` needs none.
-            if end.outcome != Outcome::Ok {
-                record.sent_by = self.run.now.sent_by();
-            }
+            record.sent_by = self.run.now.sent_by(end.outcome);
             record.value = end.value;
             let Some(journal) = journal else {
                 if let Some(claim) = claim {
@@ -312,10 +310,12 @@ pub(crate) async fn start_attempt(
     run.now.approval_used();
     let stop = match started_record {
         Err(err) if side => {
-            let stop = unstarted(run, &err);
-            // A start the fence refused is another owner's business: an end of ours would be refused
-            // the same way.
-            if !matches!(err, crate::journal::JournalError::Conflict { .. }) {
+            // The machine's rule: a start the fence refused gets no end of ours; any other start not
+            // confirmed gets the end that says nothing was sent.
+            let fenced = matches!(err, crate::journal::JournalError::Conflict { .. });
+            let (said, ends) = run.machine.unstarted(fenced);
+            let stop = unstarted(&err, said);
+            if ends {
                 let end = EndRecord {
                     left,
                     started,
@@ -342,11 +342,12 @@ pub(crate) async fn start_attempt(
             }
         }
     };
-    let applied = run.machine.call_effect(Applied::No);
+    // Stored, but the write left too little budget: the same end as a start never confirmed.
+    let ((outcome, applied), _) = run.machine.unstarted(false);
     let end = EndRecord {
         left,
         started,
-        outcome: Outcome::Retryable,
+        outcome,
         applied,
         probe: None,
         message: &stop.message,
@@ -357,14 +358,15 @@ pub(crate) async fn start_attempt(
     Err(stop)
 }
 
-/// The stop of a side effect whose start record the store did not take. Refused by the fence: another
+/// The stop of a side effect whose start record the store did not take, reporting the outcome and
+/// effect the machine says ([`super::machine::Machine::unstarted`]). Refused by the fence: another
 /// owner took the intent over (or started it first), and what it did is its own; this call sent
 /// nothing, the intent's effect is not known here.
-fn unstarted(run: &Run<'_>, err: &crate::journal::JournalError) -> Stop {
+fn unstarted(err: &crate::journal::JournalError, (outcome, applied): (Outcome, Applied)) -> Stop {
     match err {
         crate::journal::JournalError::Conflict { .. } => Stop::new(
-            Outcome::Retryable,
-            Applied::Unknown,
+            outcome,
+            applied,
             format!(
                 "{err}; the attempt was not started, and another worker runs this intent: what it did is \
                  in the log"
@@ -373,8 +375,8 @@ fn unstarted(run: &Run<'_>, err: &crate::journal::JournalError) -> Stop {
             Reason::Busy,
         ),
         _ => Stop::new(
-            Outcome::Retryable,
-            run.machine.call_effect(Applied::No),
+            outcome,
+            applied,
             format!("{err}; the attempt was not started"),
             None,
             Reason::StoreFailed,

@@ -15,6 +15,7 @@ use crate::policy::{self, Change, Decision, End, Facts, Horizon, PersonFact, Roo
 use crate::probe::ProbeMark;
 use crate::records::{Recall, Verdict};
 use crate::report::{Applied, Outcome};
+use crate::rules::Stamps;
 use crate::spec::Dedupe;
 
 /// An instant on the clock that drives a [`Machine`].
@@ -243,13 +244,24 @@ impl<T: Time + 'static> Machine<T> {
         (rules(self).may_leave)(now, not_after.min(self.deadline))
     }
 
-    /// The start of a call, from what the log holds of its intent ([`policy::start`]): a call that
-    /// resumes an attempt which may have landed keeps that in mind, one whose last attempt applied
-    /// nothing for sure takes that for the probe's "not landed". `reached` and `seen`: until when that
-    /// attempt may have reached the service, and when a person's "not landed" about it was seen, on
-    /// this call's clock ([`crate::rules::reached_by`]).
-    pub fn start(&mut self, recall: Option<&Recall>, reached: Option<T>, seen: Option<T>) -> Start {
-        (self.reached, self.observed) = (reached, seen);
+    /// The start of a call at `now`, from what the log holds of its intent ([`policy::start`]): a
+    /// call that resumes an attempt which may have landed keeps that in mind, one whose last attempt
+    /// applied nothing for sure takes that for the probe's "not landed". `stamps`: the last record's
+    /// ([`crate::rules::stamps`]) on this call's clock, from which the machine takes until when that
+    /// attempt may have reached the service and when a person's "not landed" about it was seen. The
+    /// attempt reached the service no later than its last possible send, than when its call ended or
+    /// a person's settlement was written, nor than now: whoever made it is gone (a process killed, a
+    /// call dropped, or a claim whose lease, which outlasts the attempt, ran out), since this call holds
+    /// the intent ([`crate::rules::reached_by`]). A last word that says the attempt applied nothing by
+    /// the service's own answer leaves nothing that can land; a person's `not_landed` does not, and
+    /// waits for the horizon like a probe's.
+    pub fn start(&mut self, recall: Option<&Recall>, stamps: Stamps<T>, now: T) -> Start {
+        let nothing = recall.is_none_or(|recall| {
+            recall.settlement().is_none() && recall.last.effect_applied == Some(Applied::No)
+        });
+        self.reached =
+            (!nothing).then(|| crate::rules::reached_by(stamps.ran, stamps.sent, stamps.settled, now));
+        self.observed = stamps.seen;
         let start = (rules(self).start)(recall, self.kind);
         match start {
             Start::SecondAttempt => self.known_not_landed(),
@@ -275,6 +287,21 @@ impl<T: Time + 'static> Machine<T> {
     /// The call's effect given its last attempt's: never `no` while an earlier attempt may have landed.
     pub fn call_effect(&self, attempt: Applied) -> Applied {
         if self.maybe_applied && attempt == Applied::No { Applied::Unknown } else { attempt }
+    }
+
+    /// A side effect's start the store did not confirm: what the call reports, and whether it writes
+    /// an end record saying the same. A start the fence refused (`fenced`) is another owner's business:
+    /// the intent was taken over or started first, what it did is its own, so the call's effect is not
+    /// known here, and an end of this call's would be refused the same way. A start the store failed or
+    /// did not answer may still be stored after the call gave up on it (a synced write that outlives
+    /// its wait): the call writes the end that says it sent nothing, with its effect as it stood, so
+    /// the log never shows a call that sent nothing as one in doubt.
+    pub fn unstarted(&self, fenced: bool) -> ((Outcome, Applied), bool) {
+        if fenced {
+            ((Outcome::Retryable, Applied::Unknown), false)
+        } else {
+            ((Outcome::Retryable, self.call_effect(Applied::No)), true)
+        }
     }
 
     /// Open the decision after an attempt that ended `ended` (or, with `made == 0`, at the start of a
@@ -596,6 +623,42 @@ mod tests {
         // An attempt's own deadline past the task's is cut to the task's.
         assert!(!call.may_leave(30, 40));
         assert!(call.may_leave(29, 40));
+    }
+
+    #[test]
+    fn a_start_not_confirmed_writes_its_end_unless_the_fence_refused_it() {
+        let mut call = send(30);
+        assert_eq!(call.unstarted(true), ((Outcome::Retryable, Applied::Unknown), false));
+        assert_eq!(call.unstarted(false), ((Outcome::Retryable, Applied::No), true));
+        // After an attempt that may have landed, the call's effect is not `no` either way.
+        call.ended(Applied::Unknown);
+        assert_eq!(call.unstarted(false), ((Outcome::Retryable, Applied::Unknown), true));
+    }
+
+    #[test]
+    fn a_resumed_attempt_is_in_flight_until_its_stamps_say_and_no_later_than_now() {
+        let record = |phase: &str, effect: &str| -> Recall {
+            let json = format!(
+                r#"{{"phase":"{phase}","task":"t","call":"post","intent_key":"b56ee2ce5d70dc24aa8b3866ee8854a0",
+                    "attempt":1,"attempt_id":"t-a1","started":"2026-12-01T06:00:00Z","budget_left_s":9{effect}}}"#
+            );
+            Recall { attempts: 1, last: serde_json::from_str(&json).unwrap() }
+        };
+        // A start, its request sent by second 9 at the latest (its start plus its budget): this call,
+        // holding the intent at second 4, bounds it by now.
+        let started = record("start", "");
+        let mut call = send(30);
+        assert_eq!(call.start(Some(&started), Stamps::new(Some(9), None, None, None), 4), Start::Probe);
+        assert_eq!(call.wait_left(4), Duration::from_secs(5));
+        // When its call ended, by 3, bounds it sooner.
+        let mut call = send(30);
+        call.start(Some(&started), Stamps::new(Some(9), Some(3), None, None), 4);
+        assert_eq!(call.wait_left(4), Duration::from_secs(4));
+        // The service's own answer that it applied nothing leaves nothing in flight.
+        let refused = record("end", r#","outcome":"retryable","effect_applied":"no""#);
+        let mut call = send(30);
+        assert_eq!(call.start(Some(&refused), Stamps::new(Some(9), Some(3), None, None), 4), Start::Fresh);
+        assert_eq!(call.wait_left(4), Duration::ZERO);
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod claim;
 mod ending;
 mod execute;
 mod guard;
+pub(crate) mod ledger;
 mod log;
 pub(crate) mod machine;
 mod state;

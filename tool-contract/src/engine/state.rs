@@ -4,13 +4,13 @@
 use std::time::{Duration, SystemTime};
 
 use super::claim::Claim;
+use super::ledger::Ledger;
 use super::machine::{Machine, Setup};
 use super::wait::KeySent;
 
 use crate::call::Call;
 use crate::journal::Recall;
 use crate::key::IntentKey;
-use crate::report::Applied;
 use crate::spec::ToolSpec;
 use crate::task::Task;
 
@@ -20,7 +20,8 @@ pub(crate) type Attempts = Result<Option<u32>, crate::journal::JournalError>;
 /// Where the attempt of a call stands: its number and id, and what the call knows of its effect so far.
 #[derive(Default)]
 pub(crate) struct Attempt {
-    number: u32,
+    /// Its number, its start's stamp and budget, and when its call ended, as its records carry them.
+    ledger: Ledger<SystemTime, Box<str>>,
     id: String,
     /// The earliest instant for the next attempt the service asked for (RFC 3339), written on the end
     /// records of the attempt that was told to wait, so a restarted process waits too.
@@ -28,12 +29,6 @@ pub(crate) struct Attempt {
     /// Who said yes to the next attempt (a `money` call's second or later), until it starts: its start
     /// record names them.
     approved: Option<Box<str>>,
-    /// The attempt's start stamp and the budget it started with, which every record about it carries
-    /// (its own, or the one an earlier call recorded).
-    stamp: Option<(SystemTime, Duration)>,
-    /// When the attempt's call ended, as its records say it ([`crate::journal::Record::sent_by`]):
-    /// written once, by the call that made it, and carried over as it stands.
-    sent_by: Option<Box<str>>,
     /// When the intent's key may first have reached the service, for how long a receiver that
     /// deduplicates by it still keeps it.
     key_sent: KeySent,
@@ -42,7 +37,7 @@ pub(crate) struct Attempt {
 impl Attempt {
     /// The attempt's number, from 1 (`0` before the first).
     pub(crate) fn number(&self) -> u32 {
-        self.number
+        self.ledger.number()
     }
 
     /// `{task}-{first 8 hex of the key}-a{n}`, unique across the task's intents; empty before the first.
@@ -62,7 +57,7 @@ impl Attempt {
 
     /// What the start record of an approved attempt says: who approved it.
     pub(crate) fn approval_note(&self) -> Option<String> {
-        Some(format!("approved by {} before attempt {}", self.approved.as_deref()?, self.number))
+        Some(format!("approved by {} before attempt {}", self.approved.as_deref()?, self.number()))
     }
 
     /// The approval is used: the attempt it was for has started.
@@ -72,12 +67,12 @@ impl Attempt {
 
     /// The attempt's start stamp and budget, once it started (or was resumed): what its records carry.
     pub(crate) fn stamp(&self) -> Option<(SystemTime, Duration)> {
-        self.stamp
+        self.ledger.stamp()
     }
 
     /// The attempt has started: its records carry `started` and the budget it started with.
     pub(crate) fn started(&mut self, started: SystemTime, left: Duration) {
-        self.stamp = Some((started, left));
+        self.ledger.started(started, left);
     }
 
     /// An attempt starts at `now`: the intent's key leaves no earlier, if it never left before.
@@ -92,9 +87,9 @@ impl Attempt {
         self.key_sent
     }
 
-    /// When the attempt's call ended, as its records carry it.
-    pub(crate) fn sent_by(&self) -> Option<&str> {
-        self.sent_by.as_deref()
+    /// When the attempt's call ended, as a record about it that says `outcome` carries it.
+    pub(crate) fn sent_by(&self, outcome: crate::report::Outcome) -> Option<&str> {
+        self.ledger.sent_by(outcome).map(|by| &**by)
     }
 
     /// The service asked to wait `wait` before the next attempt: the records written from now on say
@@ -110,14 +105,13 @@ impl Attempt {
 
     /// Continue from the attempts a read's log holds: the next is numbered after them.
     pub(crate) fn number_after(&mut self, attempts: u32) {
-        self.number = attempts;
+        self.ledger.resume(attempts, None, None);
     }
 
     /// Take back the number given to an attempt that was never started: the call speaks for the
     /// attempt before it, if any.
     pub(crate) fn unnumber(&mut self, task: &Task, key: &IntentKey) {
-        self.number = self.number.saturating_sub(1);
-        self.id = match self.number {
+        self.id = match self.ledger.give_back() {
             0 => String::new(),
             n => crate::call::attempt_id(task.id(), key, n),
         };
@@ -249,10 +243,9 @@ impl<'a> Run<'a> {
 
     /// Number the next attempt: `{task}-{first 8 hex of the key}-a{n}`, unique across the task's intents.
     pub(crate) fn next_attempt(&mut self) {
-        self.now.number += 1;
+        let number = self.now.ledger.next_attempt();
         self.now.retry_at = None;
-        (self.now.stamp, self.now.sent_by) = (None, None);
-        self.now.id = crate::call::attempt_id(self.task.id(), &self.key, self.now.number);
+        self.now.id = crate::call::attempt_id(self.task.id(), &self.key, number);
     }
 
     /// Continue from what the log knows of the intent: its attempt numbers, the attempt that may have
@@ -262,11 +255,10 @@ impl<'a> Run<'a> {
         &mut self,
         recall: &Recall,
     ) -> (Option<Box<super::ResumeWait>>, crate::policy::Start) {
-        self.now.number = recall.attempts;
         self.now.id = recall.last.attempt_id.clone();
         let started = crate::journal::parse_rfc3339(&recall.last.started);
-        self.now.stamp = started.map(|at| (at, Duration::from_secs(recall.last.budget_left_s)));
-        self.now.sent_by = recall.last.sent_by.as_deref().map(Box::from);
+        let stamp = started.map(|at| (at, Duration::from_secs(recall.last.budget_left_s)));
+        self.now.ledger.resume(recall.attempts, stamp, recall.last.sent_by.as_deref().map(Box::from));
         self.now.key_sent = key_sent_before(recall);
         let wait = super::ResumeWait::of(&recall.last);
         // A wait the service asked for binds every later attempt until it passes: the records this
@@ -274,8 +266,8 @@ impl<'a> Run<'a> {
         if wait.is_some() {
             self.now.retry_at = recall.last.retry_at.as_deref().map(Box::from);
         }
-        let (reached, seen) = reached_before(recall);
-        (wait, self.machine.start(Some(recall), reached, seen))
+        let now = tokio::time::Instant::now();
+        (wait, self.machine.start(Some(recall), on_this_clock(recall, now), now))
     }
 
     /// The attempt's call is over (answered, failed, timed out): its request reaches the service no
@@ -285,8 +277,8 @@ impl<'a> Run<'a> {
             let now = tokio::time::Instant::now();
             self.machine.reach(now);
             if self.log().keeps_records() {
-                self.now.sent_by =
-                    Some(crate::rules::stamp_up(crate::journal::wall_clock_at(now)).into_boxed_str());
+                let by = crate::rules::stamp_up(crate::journal::wall_clock_at(now));
+                self.now.ledger.over(by.into_boxed_str());
             }
         }
     }
@@ -317,34 +309,18 @@ impl<'a> Run<'a> {
             }
             now.checked_add(limit).unwrap_or(now)
         };
-        Call::of(self.task.id(), &self.now.id, self.key, self.now.number, deadline)
+        Call::of(self.task.id(), &self.now.id, self.key, self.now.number(), deadline)
     }
 }
 
-/// Until when the last attempt an earlier call (or process) recorded may have reached the service, for
-/// its landing horizon, and when a person's settlement of it was seen, on tokio's clock: the record's
-/// stamps as [`crate::rules::stamps`] reads them (each as the latest, or the earliest, instant it may
-/// stand for), bounded by [`crate::rules::reached_by`]: no later than the attempt's last possible
-/// send, than when a probe looked at it or a person's settlement was written, nor than now (whoever
-/// made it is gone: a process killed, a call dropped, or a claim whose lease, which outlasts the
-/// attempt, ran out). A record that says the attempt applied nothing by the service's own word leaves
-/// nothing that can land; a person's `not_landed` does not, and waits for the horizon like a probe's.
-fn reached_before(recall: &Recall) -> (Option<tokio::time::Instant>, Option<tokio::time::Instant>) {
-    let now = tokio::time::Instant::now();
+/// The last record's stamps ([`crate::rules::stamps`]) on tokio's clock at `now`: each instant of the
+/// wall clock as long before `now` as it is before the wall clock's now (one still ahead is now).
+fn on_this_clock(recall: &Recall, now: tokio::time::Instant) -> crate::rules::Stamps<tokio::time::Instant> {
     let wall = crate::journal::wall_clock();
-    // An instant of the wall clock, on tokio's clock; one still ahead is now.
-    let at = |stamp: SystemTime| match wall.duration_since(stamp) {
+    crate::rules::stamps(&recall.last).map(|stamp: SystemTime| match wall.duration_since(stamp) {
         Ok(ago) => now.checked_sub(ago).unwrap_or(now),
         Err(_) => now,
-    };
-    let stamps = crate::rules::stamps(&recall.last);
-    let seen = stamps.seen.map(at);
-    if recall.settlement().is_none() && recall.last.effect_applied == Some(Applied::No) {
-        return (None, seen);
-    }
-    let reached =
-        crate::rules::reached_by(stamps.ran.map(at), stamps.sent.map(at), stamps.settled.map(at), now);
-    (Some(reached), seen)
+    })
 }
 
 /// When the intent's key may first have reached the service, from what the log holds: the start of its

@@ -53,24 +53,43 @@ pub fn ran_until(record: &Record) -> Option<SystemTime> {
 
 /// What an intent's last record says, by its stamps, of the instants [`reached_by`] and
 /// `policy::landing` judge an attempt by, read as the latest (or the earliest) instant each
-/// stamp may stand for on this process's clock: see [`stamps`].
+/// stamp may stand for on this process's clock: see [`stamps`]. On the wall clock as read from the
+/// record; [`Stamps::map`] puts them on another clock (the engine's monotonic one, the protocol
+/// model's ticks).
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamps {
+pub struct Stamps<T = SystemTime> {
     /// The attempt's last possible send by its start and budget ([`ran_until`]), late by
     /// [`CLOCK_SKEW`].
-    pub ran: Option<SystemTime>,
+    pub ran: Option<T>,
     /// When the call that made the attempt ended ([`Record::sent_by`], rounded up when written), late
     /// by [`CLOCK_SKEW`].
-    pub sent: Option<SystemTime>,
+    pub sent: Option<T>,
     /// When a person's settlement of the attempt was written, when the record is one: nobody held the
     /// intent then, or its holder's attempt was over. Late by [`STAMP_ROUNDING`] and [`CLOCK_SKEW`].
-    pub settled: Option<SystemTime>,
+    pub settled: Option<T>,
     /// When the person who settled it saw the attempt ([`Settlement::seen_at`]): what their word is
     /// judged by. Early by [`CLOCK_SKEW`] (a stamp rounded down is early already).
     ///
     /// [`Settlement::seen_at`]: crate::journal::Settlement::seen_at
-    pub seen: Option<SystemTime>,
+    pub seen: Option<T>,
+}
+
+impl<T> Stamps<T> {
+    /// The four instants, in the order of the fields.
+    pub const fn new(ran: Option<T>, sent: Option<T>, settled: Option<T>, seen: Option<T>) -> Stamps<T> {
+        Stamps { ran, sent, settled, seen }
+    }
+
+    /// The same instants on another clock.
+    pub fn map<U>(self, mut at: impl FnMut(T) -> U) -> Stamps<U> {
+        Stamps {
+            ran: self.ran.map(&mut at),
+            sent: self.sent.map(&mut at),
+            settled: self.settled.map(&mut at),
+            seen: self.seen.map(&mut at),
+        }
+    }
 }
 
 /// The stamps of `last`, an intent's last record, as [`Stamps`] reads them: each that bounds an instant
