@@ -6,7 +6,7 @@
 //! ```
 //!
 //! Arguments: `send` or `money`, then any of the [`Config`] fields as `name=value` (`workers`,
-//! `budget`, `window`, `floor`, `margin`, `max_time`, `crashes`, `looks`, `answers`, `losses`, `late_probes`,
+//! `budget`, `window`, `floor`, `margin`, `max_time`, `crashes`, `looks`, `answers`, `losses`, `late_probes`, `late_looks` (0 or 1),
 //! `suspend`, `replaced` (0 or 1), `heal`) over [`Config::ci`]; `dfs` searches depth-first (less
 //! memory, counterexamples not the shortest).
 
@@ -33,8 +33,8 @@ fn main() {
         let Ok(value) = value.parse::<u8>() else {
             return eprintln!("`{arg}`: the value is a number from 0 to 255");
         };
-        if name == "replaced" {
-            config.replaced = value != 0;
+        if name == "replaced" || name == "late_looks" {
+            *(if name == "replaced" { &mut config.replaced } else { &mut config.late_looks }) = value != 0;
             continue;
         }
         let field = match name {

@@ -37,6 +37,10 @@ pub struct Config {
     /// Probes that answer at a later tick than the one they looked at, all workers together: the
     /// service read at one instant, the verdict back later (a slow read, a retried connection).
     pub late_probes: u8,
+    /// A person's settlement is recorded when it reaches the store, ticks after they looked: true of
+    /// what they saw when they looked, and judged by when they looked (the `seen` the settle command
+    /// and the console record). Without it, they look as their word is recorded.
+    pub late_looks: bool,
     /// Ticks a worker's clock stands still while the world's runs, once in the run (0: never): a
     /// process suspended (a VM paused, a laptop asleep: the monotonic clock its budget runs on stops)
     /// between its claim being granted and its start record being sent, so it resumes believing it has
@@ -79,6 +83,7 @@ impl Config {
             answers: 1,
             losses: 0,
             late_probes: 1,
+            late_looks: false,
             suspend: 0,
             replaced: false,
             // Long enough for the last call under way at 4 to end, its lease to run out and a restarted
@@ -88,10 +93,11 @@ impl Config {
     }
 
     /// The crash bound CI also checks: one worker that crashes once and restarts with a new call from
-    /// the store while its dead call's messages are still in flight, and one message lost by the
-    /// network; otherwise as [`Config::ci`].
+    /// the store while its dead call's messages are still in flight, one message lost by the network,
+    /// and a person's settlement recorded ticks after they looked ([`Config::late_looks`]); otherwise
+    /// as [`Config::ci`].
     pub fn crash(kind: EffectKind) -> Config {
-        Config { workers: 1, crashes: 1, losses: 1, ..Config::ci(kind) }
+        Config { workers: 1, crashes: 1, losses: 1, late_looks: true, ..Config::ci(kind) }
     }
 
     /// The suspension bound: two workers, the second started under the first's name

@@ -56,8 +56,8 @@ pub struct Rec {
     pub effect: Option<Applied>,
     /// A probe's verdict.
     pub probe: Option<ProbeMark>,
-    /// A person's settlement, and when they looked.
-    pub settled: Option<(Verdict, u8)>,
+    /// A person's settlement: what they said, when it was recorded, and when they looked.
+    pub settled: Option<(Verdict, u8, u8)>,
     /// When the attempt's call ended, as the attempt's own end record wrote it (a non-`ok` end), and
     /// every later record about it repeats ([`Record::sent_by`]).
     pub sent_by: Option<u8>,
@@ -89,13 +89,13 @@ impl Rec {
             sent_by: self.sent_by.map(stamp),
             args: None,
             value: None,
-            settled: self.settled.map(|(verdict, at)| Settlement {
+            settled: self.settled.map(|(verdict, at, seen)| Settlement {
                 verdict,
                 by: "person".into(),
                 via: Via::Operator,
                 evidence: "looked".into(),
                 at: stamp(at),
-                seen: None,
+                seen: Some(stamp(seen)),
                 os_user: None,
             }),
             approval: None,
@@ -235,10 +235,10 @@ pub enum Msg {
     Request { who: Who, attempt: u8, sent: u8 },
     /// The service's reply.
     Reply { who: Who, attempt: u8, applied: bool },
-    /// A person's settlement of the attempt they examined. Their word speaks for the moment it is
-    /// recorded (the assumption: they look at the service as they settle), so what they saw is read
-    /// there.
-    Settle { examined: u8 },
+    /// A person's settlement of the attempt they examined: with [`crate::Config::late_looks`], when
+    /// they looked and whether it had landed then; without, their word speaks for the moment it is
+    /// recorded (they look at the service as they settle), so what they saw is read there.
+    Settle { examined: u8, looked: Option<(u8, bool)> },
     /// A person's answer (`yes`: approved) to the question about the attempt they examined.
     Answer { examined: u8, yes: bool },
 }

@@ -398,12 +398,12 @@ impl Protocol {
         };
         // The last record's stamps, on the model's clock (exact ticks: no rounding, no skew): the
         // attempt's start plus the budget its starter had, when its call ended, when a person's
-        // settlement was written and when they saw it (the same tick: they look as they settle). The
-        // machine takes from them until when the attempt may have reached the service.
-        let settled_at = last.and_then(|l| l.settled).map(|(_, at)| at);
+        // settlement was written and when they saw the attempt. The machine takes from them until when
+        // the attempt may have reached the service, and judges the person's word by when they saw it.
+        let settled = last.and_then(|l| l.settled);
+        let (settled_at, seen) = (settled.map(|(_, at, _)| at), settled.map(|(_, _, seen)| seen));
         let sent_by = last.and_then(|l| l.sent_by);
-        let stamps =
-            Stamps::new(last.map(|l| l.started.saturating_add(l.left)), sent_by, settled_at, settled_at);
+        let stamps = Stamps::new(last.map(|l| l.started.saturating_add(l.left)), sent_by, settled_at, seen);
         let now = s.now;
         let k = self.worker(s, w);
         k.ledger.resume(u32::from(attempts), last.map(|l| (l.started, ticks(l.left))), sent_by);

@@ -126,17 +126,19 @@ impl Protocol {
                 s.question = Some(Question { attempt, step: ApprovalStep::Asked, until, asker: who });
             }
             Msg::Release { who } if s.claim.is_some_and(|c| c.owner == self.id(who)) => s.claim = None,
-            Msg::Settle { examined } => self.settle(s, examined),
+            Msg::Settle { examined, looked } => self.settle(s, examined, looked),
             Msg::Answer { examined, yes } => self.answer(s, examined, yes),
             _ => {}
         }
     }
 
     /// A person's settlement, as `person::settle` does it: claim, check, write under the claim, release.
-    fn settle(&self, s: &mut State, examined: u8) {
+    fn settle(&self, s: &mut State, examined: u8, looked: Option<(u8, bool)>) {
         let Some(word) = s.word else { return };
-        // Truthful about the attempt they examined, as it stands as their word is recorded.
-        let (landed, at) = (s.applied.contains(&examined), s.now);
+        // Truthful about the attempt they examined, as it stood when they looked (or, without late
+        // looks, as it stands as their word is recorded).
+        let at = s.now;
+        let (seen, landed) = looked.unwrap_or((at, s.applied.contains(&examined)));
         let person = Who { worker: PERSON, incarnation: 0, call: s.looks };
         if !matches!(
             (self.rules.claim)(s.claim.as_ref(), &person, s.now, None),
@@ -179,7 +181,7 @@ impl Protocol {
             outcome: Some(outcome),
             effect: Some(effect),
             probe: None,
-            settled: Some((verdict, at)),
+            settled: Some((verdict, at, seen)),
             sent_by: word.last.sent_by,
         });
     }
@@ -395,7 +397,8 @@ impl Model for Protocol {
                 s.looks += 1;
                 let word = s.word?;
                 let examined = word.attempts;
-                s.send(Msg::Settle { examined });
+                let looked = self.config.late_looks.then(|| (s.now, s.applied.contains(&examined)));
+                s.send(Msg::Settle { examined, looked });
             }
             Action::Answer(yes) => {
                 s.answers += 1;

@@ -169,9 +169,14 @@ impl fmt::Display for Msg {
                     if applied { "applied" } else { "503" }
                 )
             }
-            Msg::Settle { examined } => {
+            Msg::Settle { examined, looked: None } => {
                 write!(f, "a person's settlement of attempt {examined}, as they see it")
             }
+            Msg::Settle { examined, looked: Some((at, landed)) } => write!(
+                f,
+                "a person's settlement of attempt {examined}: {} when they looked at t={at}",
+                if landed { "landed" } else { "not landed" }
+            ),
             Msg::Answer { examined, yes } => write!(
                 f,
                 "a person's {} to the question after attempt {examined}",

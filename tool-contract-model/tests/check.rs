@@ -1,11 +1,12 @@
 //! The bounded check CI runs: the model with the crate's own rules passes every property and reaches
 //! every `sometimes` (the suspension bound, which has no person, only the `always` and `eventually`
-//! ones); each of ten broken rules (a test-only substitute for one of the crate's functions: the
+//! ones); each of eleven broken rules (a test-only substitute for one of the crate's functions: the
 //! store's through `Rules`, the worker's through the engine machine's own `Hooks`) yields a
-//! counterexample, printed as a timeline. Nine yield one to the harm they do (a second effect, or a
+//! counterexample, printed as a timeline. Ten yield one to the harm they do (a second effect, or a
 //! report of effect `no` about an attempt that applied): a "not landed" trusted early, an answer not
 //! bound to its attempt, a verdict judged when its probe answered rather than when it looked (T1), a
-//! budget recorded once a slow start write was done (T2), a request let out past its deadline (T4),
+//! budget recorded once a slow start write was done (T2), a settlement judged when it was written
+//! rather than when the person saw the attempt (T3), a request let out past its deadline (T4),
 //! end records accepted from any owner, the whole fence gone, a claim taken from a holder whose lease
 //! still runs, and an owner id without the process's incarnation (T5). A claim granted after its
 //! caller's deadline yields one to the property it breaks only: it costs liveness, never an effect
@@ -229,4 +230,15 @@ fn a_claim_taken_from_a_holder_whose_lease_runs_is_caught() {
         claiming => claiming,
     };
     harms(Config::ci(EffectKind::Send), broken);
+}
+
+/// T3, a person's settlement judged by when it was written rather than when they saw the attempt: a
+/// person who looked while a held request could still land, and whose "not landed" reached the store
+/// after it landed, is believed.
+#[test]
+#[cfg_attr(debug_assertions, ignore = "millions of states: run with --release, as .ci/run does")]
+fn a_settlement_judged_when_it_was_written_is_caught() {
+    static WHEN_WRITTEN: Hooks<u8> = Hooks { settlement_seen: |_seen, written| written, ..Hooks::real() };
+    let broken = Rules { hooks: &WHEN_WRITTEN, ..Rules::real() };
+    harms(Config::crash(EffectKind::Send), broken);
 }

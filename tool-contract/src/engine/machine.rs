@@ -82,6 +82,9 @@ pub struct Hooks<T: 'static> {
     pub recorded_budget: fn(Duration, Duration) -> Duration,
     /// Whether a request may leave at an instant, given the last instant it may: only before it (T4).
     pub may_leave: fn(T, T) -> bool,
+    /// When a person's settlement is judged as seen, given when they saw the attempt and when their
+    /// word was written: when they saw it (T3).
+    pub settlement_seen: fn(Option<T>, Option<T>) -> Option<T>,
     /// The start-of-call decision ([`policy::start`]).
     pub start: fn(Option<&Recall>, EffectKind) -> Start,
     /// The next step ([`policy::next`]).
@@ -96,6 +99,7 @@ impl<T: Time + 'static> Hooks<T> {
             verdict_seen: |looked, _answered| looked,
             recorded_budget: |at_start, _after_write| at_start,
             may_leave: |now, not_after| now < not_after,
+            settlement_seen: |seen, _written| seen,
             start: policy::start,
             next: policy::next,
         }
@@ -261,7 +265,7 @@ impl<T: Time + 'static> Machine<T> {
         });
         self.reached =
             (!nothing).then(|| crate::rules::reached_by(stamps.ran, stamps.sent, stamps.settled, now));
-        self.observed = stamps.seen;
+        self.observed = (rules(self).settlement_seen)(stamps.seen, stamps.settled);
         let start = (rules(self).start)(recall, self.kind);
         match start {
             Start::SecondAttempt => self.known_not_landed(),
