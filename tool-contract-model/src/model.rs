@@ -256,7 +256,7 @@ pub struct State {
     pub question: Option<Question>,
     /// The attempts the service applied, in order.
     pub applied: Vec<u8>,
-    /// Messages in flight, by channel ([`channel`]), each channel in the order sent.
+    /// Messages in flight, grouped by channel (the function `channel`), each channel in the order sent.
     pub net: Vec<Msg>,
     /// Crashes so far.
     pub crashes: u8,
@@ -280,7 +280,7 @@ pub struct State {
     pub spoken: u8,
     /// Which attempts a person's answer was recorded about.
     pub answered: u8,
-    /// The [`ghost`] flags.
+    /// The facts about the path the properties read (`ghost`'s flags).
     pub ghost: u32,
     /// When a restarted process last called the intent again in the healed phase.
     pub resolved: Option<u8>,

@@ -1,11 +1,5 @@
-//! The attempt in hand as the records about it tell it: its number, its start's stamp with the budget
-//! it started with, and when its call ended. No I/O and no clock: the stamps are arguments, on whatever
-//! clock the records are stamped by (`S`; `E` for when the call ended, as the records keep it).
-//!
-//! Every record about an attempt (its start, its end, a probe's verdict, a question to a person about
-//! it) carries these, so a later call can bound when the attempt's request could last have left. The
-//! engine keeps a `Ledger<SystemTime, Box<str>>` (the end as the stamp text it writes), the protocol
-//! model a `Ledger<u8, u8>` on its ticks: one type, so what each record carries is decided once.
+//! The attempt in hand as the records about it tell it ([`Ledger`]): no I/O and no clock, the stamps
+//! are arguments.
 
 use std::time::Duration;
 
