@@ -108,7 +108,8 @@ impl<T: Time + 'static> Hooks<T> {
 
 /// One call's decisions, fed what happened and asked what comes next.
 ///
-/// A call numbers and sends its attempts itself; the machine keeps what those attempts leave to decide
+/// A call sends its attempts itself, numbered and recorded by its
+/// [`Ledger`](crate::unstable::machine::Ledger); the machine keeps what those attempts leave to decide
 /// by: whether an earlier attempt may have landed, until when the last one may have reached the
 /// service, and when a "not landed" about it was seen. After an attempt that did not end `ok`, or at
 /// the start of a call that resumed an intent in doubt, [`Machine::open`] opens a [`Decision`], and
