@@ -252,6 +252,86 @@ async fn bulk_resumes_from_the_items_an_earlier_run_recorded() {
     assert_eq!(probe_records, 1, "the bulk probe's verdict is logged");
 }
 
+/// Run a batch of rows 1 and 2 of `kind` over a log whose last record is `last`, with a probe that
+/// finds no row landed (none answered for when `probe_answers` is false): the rows sent, and the rows
+/// probed, in order.
+async fn batch_after(
+    kind: EffectKind,
+    last: impl FnOnce(tool_contract::IntentKey) -> tool_contract::journal::Record,
+    probe_answers: bool,
+) -> (Vec<Vec<u32>>, Vec<Vec<u32>>, tool_contract::Report<()>) {
+    let spec = spec("send_rows", kind);
+    let task = task(30);
+    let key = task.key(&spec, &"sheet", None);
+    let journal = Arc::new(MemoryJournal::from_records([last(key)]));
+    let task = task.journal(journal).escalate_to(EscalationQueue::new());
+    let (sent, probed) = (std::sync::Mutex::new(Vec::new()), std::sync::Mutex::new(Vec::new()));
+    let report = engine::run_bulk(
+        &task,
+        &spec,
+        key,
+        vec![1u32, 2],
+        |_, rows: Vec<u32>| {
+            sent.lock().unwrap().push(rows.clone());
+            async move { Ok::<_, Class>(rows.iter().map(|r| Item::ok(r.to_string())).collect()) }
+        },
+        |_, rows: Vec<u32>| {
+            probed.lock().unwrap().push(rows.clone());
+            let not_landed = |r: &u32| Item { applied: Applied::No, ..Item::retryable(r.to_string(), "") };
+            async move { if probe_answers { rows.iter().map(not_landed).collect() } else { Vec::new() } }
+        },
+    )
+    .await;
+    (sent.into_inner().unwrap(), probed.into_inner().unwrap(), report)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_recorded_ok_without_its_items_is_probed_not_sent_again() {
+    // The record says the batch was done, but its list is not in the log (torn, or written by another
+    // version): what landed is not known item by item, so nothing is sent before the probe answers.
+    let ok =
+        |key| ended(record(key, "send_rows", 1), Outcome::Ok, Applied::Yes, Some(serde_json::json!("?")));
+    let (sent, probed, _) = batch_after(EffectKind::Send, ok, false).await;
+    assert_eq!(probed, [vec![1, 2]], "every row is probed");
+    assert!(sent.is_empty(), "a probe that answers for no row leaves them in doubt: {sent:?}");
+    let (sent, probed, report) = batch_after(EffectKind::Send, ok, true).await;
+    assert_eq!((probed, sent), (vec![vec![1, 2]], vec![vec![1, 2]]), "sent again once found not landed");
+    assert_eq!(report.outcome, Outcome::Ok);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_recorded_item_that_may_have_landed_is_never_sent_before_the_probe_answers_for_it() {
+    // Row 2 is recorded `retryable`, but not with its effect `no`: it may have landed.
+    for applied in [Applied::Unknown, Applied::Yes, Applied::Partial] {
+        let items = [Item::ok("1"), Item { applied, ..Item::retryable("2", "429") }];
+        let partial = |key| {
+            let items = serde_json::to_value(items.clone()).unwrap();
+            ended(record(key, "send_rows", 1), Outcome::Retryable, Applied::Partial, Some(items))
+        };
+        let (sent, probed, report) = batch_after(EffectKind::Send, partial, false).await;
+        assert_eq!(probed, [vec![2]], "{applied:?}: only row 2 is probed");
+        assert!(sent.is_empty(), "{applied:?}: row 2 was sent again with its probe silent: {sent:?}");
+        assert_eq!(report.items[1].outcome, Outcome::Unknown, "{applied:?}: {:?}", report.items);
+        assert_eq!(report.outcome, Outcome::Unknown, "{applied:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_refused_with_its_rows_open_starts_as_a_single_call_would() {
+    // Refused with nothing applied, rows listed: a `send` starts afresh, a `money` batch's next attempt
+    // is a second one, which needs the approver's yes (there is none here).
+    let refused = |key| {
+        let items = serde_json::to_value([Item::retryable("1", "429"), Item::retryable("2", "429")]).unwrap();
+        ended(record(key, "send_rows", 1), Outcome::Retryable, Applied::No, Some(items))
+    };
+    let (sent, probed, report) = batch_after(EffectKind::Send, refused, true).await;
+    assert_eq!((sent, probed), (vec![vec![1, 2]], vec![]), "a fresh start asks no probe");
+    assert_eq!(report.outcome, Outcome::Ok);
+    let (sent, _, report) = batch_after(EffectKind::Money, refused, true).await;
+    assert!(sent.is_empty(), "no approver, no second attempt of money: {sent:?}");
+    assert_eq!(report.reason, tool_contract::Reason::NoApprover, "{}", report.message);
+}
+
 #[tokio::test(start_paused = true)]
 async fn bulk_escalates_an_unresolved_call_once() {
     let spec = spec("send_invites", EffectKind::Send);

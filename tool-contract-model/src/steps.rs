@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tool_contract::policy::{Decision, Horizon, Start, Step};
+use tool_contract::policy::{Decision, Horizon, Shape, Start, Step};
 use tool_contract::probe::ProbeMark;
 use tool_contract::rules::Stamps;
 use tool_contract::spec::Dedupe;
@@ -407,7 +407,7 @@ impl Protocol {
         let now = s.now;
         let k = self.worker(s, w);
         k.ledger.resume(u32::from(attempts), last.map(|l| (l.started, ticks(l.left))), sent_by);
-        let start = k.machine.start(recall.as_ref(), stamps, now);
+        let start = k.machine.start(recall.as_ref(), Shape::One, stamps, now);
         match start {
             Start::Fresh => self.start_attempt(s, w),
             Start::Replay => self.report(s, w, Outcome::Ok, Applied::Yes),

@@ -48,7 +48,7 @@ mod decision;
 mod start;
 
 pub use decision::{Change, Decision, verdict};
-pub use start::{Start, start};
+pub use start::{ItemStart, Shape, Start, batch, item, start};
 
 /// What is known when the engine decides what to do after an attempt that did not end `ok`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -17,7 +17,7 @@ use crate::classify::{self, Class, Classify};
 use crate::journal::{Recall, Record};
 use crate::key::IntentKey;
 use crate::observe::{self, CallObserver};
-use crate::policy::{End, Start};
+use crate::policy::{End, Shape, Start};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Report};
 use crate::spec::ToolSpec;
@@ -47,6 +47,13 @@ pub(crate) trait Work {
     /// its attempts after it), which the call's machine says to do as `start`; `Some` when that already
     /// answers the call.
     fn resume(&mut self, run: &mut Run<'_>, recall: Recall, start: Start) -> Option<Report<Self::Value>>;
+
+    /// What the call resumes, for the machine's start: one call, or a batch with the items `recall`'s
+    /// last record lists.
+    fn shape(&mut self, recall: &Recall) -> Shape<'_> {
+        let _ = recall;
+        Shape::One
+    }
 
     /// Before every attempt, the first included: whether there is anything to decide (the last
     /// attempt failed, or an earlier run left the intent in doubt), and if so what the policy decides,
@@ -213,7 +220,7 @@ fn resume_from<W: Work>(
     recall: Option<Recall>,
 ) -> Result<Option<Box<super::ResumeWait>>, Report<W::Value>> {
     let Some(recall) = recall else { return Ok(None) };
-    let (wait, start) = run.resume(&recall);
+    let (wait, start) = run.resume(&recall, work.shape(&recall));
     match work.resume(run, recall, start) {
         Some(report) => Err(report),
         None => Ok(wait),

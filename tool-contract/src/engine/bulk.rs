@@ -13,7 +13,7 @@ use crate::bulk::{BulkProber, ItemId};
 use crate::classify::{Class, Classify};
 use crate::journal::{LastWord, Recall};
 use crate::key::IntentKey;
-use crate::policy::{End, Horizon, Start};
+use crate::policy::{self, End, Horizon, ItemStart, Shape, Start};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Item, Outcome, Reason, Report};
 use crate::spec::ToolSpec;
@@ -100,6 +100,7 @@ where
         before_horizon: false,
         pending: Vec::new(),
         last: None,
+        recorded: None,
         progress: None,
         attempt,
         probe,
@@ -123,6 +124,9 @@ struct Parts<I, A, P> {
     pending: Vec<usize>,
     /// How the last attempt failed as a whole, if it did.
     last: Option<Class>,
+    /// The items the intent's last record lists, read at the call's start for the machine to decide
+    /// from, then carried into `results`.
+    recorded: Option<Vec<Item>>,
     /// What the current attempt reported item by item ([`crate::Call::report_item`]).
     progress: Option<crate::call::Progress>,
     attempt: A,
@@ -147,7 +151,7 @@ impl<I, A, P> Parts<I, A, P> {
     ) -> Option<Report<()>> {
         if start != Start::Settled {
             let why = recall.last.message.clone().unwrap_or_default();
-            self.second_attempt(run, why);
+            self.second_attempt(why);
             return None;
         }
         crate::observe::replayed(run.spec());
@@ -157,28 +161,35 @@ impl<I, A, P> Parts<I, A, P> {
         Some(summarise(run, items, self.words, &why, Some(Reason::Settled)))
     }
 
-    /// Carry the items an earlier attempt recorded into this call: one whose effect is unknown is
-    /// probed first. Of an attempt that never finished (`unfinished`), an item neither done nor refused
-    /// may have landed: it is probed too.
+    /// Carry the items an earlier attempt recorded into this call, each as the policy says it starts
+    /// ([`policy::item`]): one that may have landed is in doubt, and probed first, until the probe
+    /// answers for it.
     fn carry(&mut self, recorded: Vec<Item>, unfinished: bool) {
         for item in recorded {
             let Some(i) = self.ids.iter().position(|id| *id == item.id) else { continue };
-            let open = if unfinished {
-                !matches!(item.outcome, Outcome::Ok | Outcome::Permanent)
-            } else {
-                item.applied == Applied::Unknown
-            };
-            if open {
-                self.to_probe.push(i);
-                self.maybe[i] = true;
-            }
-            self.results[i] = if open && unfinished {
-                // Carried by the attempt that never finished: it may have landed.
-                Item::unknown(item.id, "sent by an attempt that never finished")
-            } else {
-                item
+            self.results[i] = match policy::item(unfinished, &item) {
+                ItemStart::Probe => {
+                    self.to_probe.push(i);
+                    self.maybe[i] = true;
+                    let why = match item.reason {
+                        Some(reason) if !unfinished => reason,
+                        // Carried by the attempt that never finished: it may have landed.
+                        _ => "sent by an attempt that never finished".to_owned(),
+                    };
+                    Item::unknown(item.id, why)
+                }
+                ItemStart::Done | ItemStart::Open => item,
             };
         }
+    }
+
+    /// Every item in doubt, to probe: an earlier attempt that lists none may have applied any.
+    fn all_in_doubt(&mut self) {
+        for item in self.results.iter_mut() {
+            *item = Item::unknown(item.id.clone(), "left unresolved by an earlier run");
+        }
+        self.to_probe = (0..self.results.len()).collect();
+        self.maybe = vec![true; self.results.len()];
     }
 
     /// A batch resumed after an attempt that applied nothing (by its own word, or a person's
@@ -187,9 +198,8 @@ impl<I, A, P> Parts<I, A, P> {
     /// for `money` ([`policy::asks_approval`](crate::policy::asks_approval)), and, for a person's word,
     /// only if they looked once the attempt could no longer land (given sooner, the call waits out the
     /// horizon and probes).
-    fn second_attempt(&mut self, run: &mut Run<'_>, why: String) {
+    fn second_attempt(&mut self, why: String) {
         self.last = Some(Class::retryable(why));
-        run.machine.known_not_landed();
     }
 
     /// What the policy is told of the items still open: in doubt while any may have landed, else they
@@ -309,47 +319,40 @@ where
         report
     }
 
+    fn shape(&mut self, recall: &Recall) -> Shape<'_> {
+        let listed = recall.last.value.as_ref();
+        self.recorded = listed.and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
+        Shape::Batch(self.recorded.as_deref())
+    }
+
     fn resume(&mut self, run: &mut Run<'_>, recall: Recall, start: Start) -> Option<Report<()>> {
-        let recorded =
-            recall.last.value.as_ref().and_then(|v| <Vec<Item> as serde::Deserialize>::deserialize(v).ok());
+        let recorded = self.recorded.take();
         if recall.settlement().is_some() {
             return self.resume_settled(run, &recall, start, recorded);
         }
+        // The machine decided from the items (`policy::batch`); this only carries them in.
+        let unfinished = recall.last_word() == LastWord::Unfinished;
         let attempt = &recall.last.attempt_id;
-        // Why the next attempt is a second one, when nothing is left to probe.
-        let second = match (recall.last_word(), recorded) {
-            (LastWord::Ok(_), Some(recorded)) => {
+        match (start, recorded) {
+            (Start::Replay, Some(recorded)) if matches!(recall.last_word(), LastWord::Ok(_)) => {
                 crate::observe::replayed(run.spec());
                 let mut report = summarise(run, recorded, self.words, "", None);
                 report.message = format!("{} (recorded in the attempt log; not repeated)", report.message);
                 return Some(report);
             }
-            // An earlier run ended with per-item results: resume from them, so what landed is not sent
-            // again and what is unknown is probed first.
-            (LastWord::Ended(outcome), Some(recorded)) => {
-                self.carry(recorded, false);
-                (self.to_probe.is_empty() && self.results.iter().any(is_open))
-                    .then(|| format!("attempt {attempt} ended {outcome} in an earlier call"))
-            }
-            (LastWord::Unfinished, Some(recorded)) => {
-                self.carry(recorded, true);
-                None
-            }
-            (LastWord::Ended(outcome), None) if matches!(start, Start::Fresh | Start::SecondAttempt) => {
-                Some(format!("attempt {attempt} ended {outcome} with its effect no in an earlier call"))
-            }
-            (LastWord::Unfinished | LastWord::Ended(_), _) => {
-                for item in self.results.iter_mut() {
-                    *item = Item::unknown(item.id.clone(), "left unresolved by an earlier run");
+            (_, Some(recorded)) => self.carry(recorded, unfinished),
+            (Start::Probe, None) => self.all_in_doubt(),
+            (_, None) => {}
+        }
+        if start == Start::SecondAttempt {
+            let why = match recall.last_word() {
+                LastWord::Ended(outcome) if recall.last.value.is_none() => {
+                    format!("attempt {attempt} ended {outcome} with its effect no in an earlier call")
                 }
-                self.to_probe = (0..self.results.len()).collect();
-                self.maybe = vec![true; self.results.len()];
-                None
-            }
-            (LastWord::Ok(_), None) => None,
-        };
-        if let Some(why) = second {
-            self.second_attempt(run, why);
+                LastWord::Ended(outcome) => format!("attempt {attempt} ended {outcome} in an earlier call"),
+                _ => format!("attempt {attempt} applied nothing in an earlier call"),
+            };
+            self.second_attempt(why);
         }
         None
     }

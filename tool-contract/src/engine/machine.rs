@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use crate::effect::EffectKind;
-use crate::policy::{self, Change, Decision, End, Facts, Horizon, PersonFact, Room, Start, Step};
+use crate::policy::{self, Change, Decision, End, Facts, Horizon, PersonFact, Room, Shape, Start, Step};
 use crate::probe::ProbeMark;
 use crate::records::{Recall, Verdict};
 use crate::report::{Applied, Outcome};
@@ -249,8 +249,9 @@ impl<T: Time + 'static> Machine<T> {
         (rules(self).may_leave)(now, not_after.min(self.deadline))
     }
 
-    /// The start of a call at `now`, from what the log holds of its intent ([`policy::start`]): a
-    /// call that resumes an attempt which may have landed keeps that in mind, one whose last attempt
+    /// The start of a call of the shape `shape` at `now`, from what the log holds of its intent
+    /// ([`policy::start`], which a batch refines from its recorded items, [`policy::batch`]): a call
+    /// that resumes an attempt which may have landed keeps that in mind, one whose last attempt
     /// applied nothing for sure takes that for the probe's "not landed". `stamps`: the last record's
     /// ([`crate::rules::stamps`]) on this call's clock, from which the machine takes until when that
     /// attempt may have reached the service and when a person's "not landed" about it was seen. The
@@ -260,14 +261,14 @@ impl<T: Time + 'static> Machine<T> {
     /// the intent ([`crate::rules::reached_by`]). A last word that says the attempt applied nothing by
     /// the service's own answer leaves nothing that can land; a person's `not_landed` does not, and
     /// waits for the horizon like a probe's.
-    pub fn start(&mut self, recall: Option<&Recall>, stamps: Stamps<T>, now: T) -> Start {
+    pub fn start(&mut self, recall: Option<&Recall>, shape: Shape<'_>, stamps: Stamps<T>, now: T) -> Start {
         let nothing = recall.is_none_or(|recall| {
             recall.settlement().is_none() && recall.last.effect_applied == Some(Applied::No)
         });
         self.reached =
             (!nothing).then(|| crate::rules::reached_by(stamps.ran, stamps.sent, stamps.settled, now));
         self.observed = (rules(self).settlement_seen)(stamps.seen, stamps.settled);
-        let start = (rules(self).start)(recall, self.kind);
+        let start = policy::batch((rules(self).start)(recall, self.kind), recall, shape);
         match start {
             Start::SecondAttempt => self.known_not_landed(),
             Start::Probe => self.maybe_applied = true,
@@ -653,16 +654,22 @@ mod tests {
         // holding the intent at second 4, bounds it by now.
         let started = record("start", "");
         let mut call = send(30);
-        assert_eq!(call.start(Some(&started), Stamps::new(Some(9), None, None, None), 4), Start::Probe);
+        assert_eq!(
+            call.start(Some(&started), Shape::One, Stamps::new(Some(9), None, None, None), 4),
+            Start::Probe
+        );
         assert_eq!(call.wait_left(4), Duration::from_secs(5));
         // When its call ended, by 3, bounds it sooner.
         let mut call = send(30);
-        call.start(Some(&started), Stamps::new(Some(9), Some(3), None, None), 4);
+        call.start(Some(&started), Shape::One, Stamps::new(Some(9), Some(3), None, None), 4);
         assert_eq!(call.wait_left(4), Duration::from_secs(4));
         // The service's own answer that it applied nothing leaves nothing in flight.
         let refused = record("end", r#","outcome":"retryable","effect_applied":"no""#);
         let mut call = send(30);
-        assert_eq!(call.start(Some(&refused), Stamps::new(Some(9), Some(3), None, None), 4), Start::Fresh);
+        assert_eq!(
+            call.start(Some(&refused), Shape::One, Stamps::new(Some(9), Some(3), None, None), 4),
+            Start::Fresh
+        );
         assert_eq!(call.wait_left(4), Duration::ZERO);
     }
 

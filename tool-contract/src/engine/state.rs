@@ -254,6 +254,7 @@ impl<'a> Run<'a> {
     pub(crate) fn resume(
         &mut self,
         recall: &Recall,
+        shape: crate::policy::Shape<'_>,
     ) -> (Option<Box<super::ResumeWait>>, crate::policy::Start) {
         self.now.id = recall.last.attempt_id.clone();
         let started = crate::journal::parse_rfc3339(&recall.last.started);
@@ -267,7 +268,7 @@ impl<'a> Run<'a> {
             self.now.retry_at = recall.last.retry_at.as_deref().map(Box::from);
         }
         let now = tokio::time::Instant::now();
-        (wait, self.machine.start(Some(recall), on_this_clock(recall, now), now))
+        (wait, self.machine.start(Some(recall), shape, on_this_clock(recall, now), now))
     }
 
     /// The attempt's call is over (answered, failed, timed out): its request reaches the service no
