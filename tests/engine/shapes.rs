@@ -215,3 +215,43 @@ async fn bulk_work_that_runs_out_of_attempts_says_it_gave_up() {
     assert!(report.message.ends_with("gave up after 2 attempts"), "{}", report.message);
     assert_eq!(report.reason, tool_contract::Reason::GaveUp);
 }
+
+/// An item a side effect's attempt leaves to do but may have applied (the tool says `retryable` with
+/// its effect not `no`, for the item or for the batch as a whole) is in doubt: it is not sent again
+/// until the probe answers for it, as an item reported `unknown` is not.
+#[tokio::test(start_paused = true)]
+async fn bulk_never_resends_an_item_that_may_have_applied_before_its_probe_answers_for_it() {
+    let item = |applied| Ok(vec![Item::ok("1"), Item { applied, ..Item::retryable("2", "reply cut") }]);
+    let answers: [(&str, Result<Vec<Item>, Class>); 4] = [
+        ("item, effect unknown", item(Applied::Unknown)),
+        ("item, effect yes", item(Applied::Yes)),
+        ("item, effect partial", item(Applied::Partial)),
+        ("the batch, effect partial", Err(Class::retryable("reply cut").with_effect(Applied::Partial))),
+    ];
+    for (name, answer) in answers {
+        let spec = spec("send_rows", EffectKind::Send);
+        let task = task(30);
+        let key = task.key(&spec, &"sheet", None);
+        let (sent, probed) = (std::sync::Mutex::new(Vec::new()), std::sync::Mutex::new(Vec::new()));
+        let report = engine::run_bulk(
+            &task,
+            &spec,
+            key,
+            vec![1u32, 2],
+            |_, rows: Vec<u32>| {
+                sent.lock().unwrap().push(rows.clone());
+                let answer = answer.clone();
+                async move { answer }
+            },
+            // The probe answers for no row.
+            |_, rows: Vec<u32>| {
+                probed.lock().unwrap().push(rows);
+                async move { Vec::<Item>::new() }
+            },
+        )
+        .await;
+        assert_eq!(sent.lock().unwrap().len(), 1, "{name}: sent again with its probe silent");
+        assert!(!probed.lock().unwrap().is_empty(), "{name}: never probed");
+        assert_eq!(report.outcome, Outcome::Unknown, "{name}: {}", report.message);
+    }
+}

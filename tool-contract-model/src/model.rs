@@ -1,7 +1,6 @@
 //! The protocol as a stateright model: its actors' steps, each decided by the crate's rules.
 
 use tool_contract::effect::EffectKind;
-use tool_contract::policy::Decision;
 use tool_contract::probe::ProbeMark;
 use tool_contract::rules::Holder;
 use tool_contract::unstable::machine::{Ledger, Machine};
@@ -184,11 +183,9 @@ pub struct Worker {
     /// The attempt in hand (the intent's highest known) as its records tell it: its number, its start's
     /// stamp with the budget its starter had, and when its call ended. The engine's own ledger.
     pub ledger: Ledger<u8, u8>,
-    /// The call's decisions: the engine's own machine, fed what the call finds.
+    /// The call's decisions: the engine's own machine, fed what the call finds, which keeps the
+    /// decision open after an attempt that did not end `ok`.
     pub machine: Machine<u8>,
-    /// The decision open after an attempt that did not end `ok` (or at the start of a call that
-    /// resumed an intent in doubt), until it names a retry or a stop.
-    pub decision: Option<Decision>,
     /// Attempts this call made.
     pub made: u8,
     /// The reply of this call's attempt was not heard.
@@ -210,7 +207,6 @@ impl Worker {
             act: Act::Idle,
             ledger: Ledger::default(),
             machine,
-            decision: None,
             made: 0,
             lost_reply: false,
         }

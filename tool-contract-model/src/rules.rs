@@ -25,8 +25,6 @@ pub struct Rules {
     pub fence: FenceRule,
     /// A person's answer bound to the attempt examined ([`rules::answer_bound`]).
     pub answer_bound: fn(u32, &Recall) -> Option<String>,
-    /// The budget's rule for a start ([`rules::may_start`]).
-    pub may_start: fn(Duration, Duration) -> bool,
     /// The owner id of a worker's call, given the worker (its name, kept across restarts), its process
     /// (one more at each restart) and the call's serial in that process: all three, as
     /// `journal::Owner::of_worker` writes `{name}.{incarnation}.{serial}`
@@ -46,7 +44,6 @@ impl Rules {
             claim: rules::claim,
             fence: rules::fence,
             answer_bound: rules::answer_bound,
-            may_start: rules::may_start,
             owner: |worker, incarnation, call| Who { worker, incarnation, call },
             hooks: &REAL,
         }

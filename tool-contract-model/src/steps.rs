@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use tool_contract::policy::{Decision, Horizon, Shape, Start, Step};
+use tool_contract::policy::{Horizon, Shape, Start, Step};
 use tool_contract::probe::ProbeMark;
 use tool_contract::rules::Stamps;
 use tool_contract::spec::Dedupe;
-use tool_contract::unstable::machine::{self, Machine};
+use tool_contract::unstable::machine;
 use tool_contract::{Applied, Outcome};
 
 use crate::model::{Act, Action, Protocol, State, Worker, ghost};
@@ -84,7 +84,7 @@ impl Protocol {
     }
 
     /// The attempt's start was not confirmed (`fenced`: the store refused it): the call reports what
-    /// the machine says ([`Machine::unstarted`]), after the end record that says it sent nothing unless
+    /// the machine says (`Machine::unstarted`), after the end record that says it sent nothing unless
     /// the fence refused the start, and gives the attempt's number back.
     fn unstarted(&self, s: &mut State, w: u8, fenced: bool) {
         let ((outcome, effect), ends) = s.workers[usize::from(w)].machine.unstarted(fenced);
@@ -103,7 +103,7 @@ impl Protocol {
         // The model's tool is a `send` or `money`: the probe deduplicates, and the service's retry
         // budget always has room.
         let who = (Dedupe::Probe, self.config.horizon());
-        k.decision = Some(k.machine.open(ended, u32::from(k.made), who, true, now));
+        k.machine.open(ended, u32::from(k.made), who, true, now);
         self.decide(s, w);
     }
 
@@ -115,10 +115,7 @@ impl Protocol {
         // (`Retry-After`) and its tool has no backoff.
         let (room, _) =
             machine::room(u32::from(k.made), None, Duration::ZERO, ticks(self.config.floor), left);
-        let k = self.worker(s, w);
-        let Some(mut decision) = k.decision else { return };
-        let step = k.machine.next(&mut decision, room);
-        k.decision = Some(decision);
+        let Some(step) = self.worker(s, w).machine.next(room) else { return };
         let k = s.workers[usize::from(w)];
         match step {
             Step::WaitHorizon => self.worker(s, w).act = Act::Waiting,
@@ -133,13 +130,11 @@ impl Protocol {
             // set up so): were they asked, they would not answer.
             Step::AskPerson => {
                 let now = s.now;
-                self.found(s, w, |m, d| {
-                    m.person_said(d, None, now, now);
-                });
+                self.worker(s, w).machine.person_said(None, now, now);
                 self.decide(s, w);
             }
             Step::Stop(end) => {
-                let facts = decision.facts();
+                let Some(facts) = k.machine.facts() else { return };
                 let (outcome, effect) = k.machine.ending(end, (facts.outcome, facts.effect));
                 self.report(s, w, outcome, k.machine.call_effect(effect));
             }
@@ -149,8 +144,7 @@ impl Protocol {
     /// Start the next attempt: its fenced start record first, if the budget can hold it.
     fn start_attempt(&self, s: &mut State, w: u8) {
         let k = s.workers[usize::from(w)];
-        let left = ticks(k.deadline.saturating_sub(s.now));
-        if !(self.rules.may_start)(left, ticks(self.config.floor))
+        if !k.machine.may_start(s.now, ticks(self.config.floor))
             || usize::from(k.attempt()) + 1 >= s.starters.len()
         {
             let effect = k.machine.call_effect(Applied::No);
@@ -198,19 +192,16 @@ impl Protocol {
                     }
                     // The horizon's wait ends with the budget, and the probe then has none to run in.
                     Act::Waiting | Act::Probing | Act::Looked { .. } => {
+                        let machine = &mut self.worker(s, w).machine;
                         if k.act == Act::Waiting {
-                            self.found(s, w, |m, d| {
-                                m.waited(d);
-                            });
+                            machine.waited();
                         }
-                        self.found(s, w, |m, d| {
-                            m.probed(d, ProbeMark::Failed, Horizon::Passed);
-                        });
+                        machine.probed(ProbeMark::Failed, Horizon::Passed);
                         self.decide(s, w);
                     }
                     // No answer in time is a no.
                     Act::Asking => {
-                        self.found(s, w, |_, d| d.approved(false));
+                        self.worker(s, w).machine.approved(false);
                         self.decide(s, w);
                     }
                     Act::Idle | Act::Done => {}
@@ -249,9 +240,7 @@ impl Protocol {
             }
             Action::Wake(w) => {
                 // Waited out: the probe looks again, as the engine's decision says.
-                self.found(s, w, |m, d| {
-                    m.waited(d);
-                });
+                self.worker(s, w).machine.waited();
                 self.decide(s, w);
             }
             Action::Reclaim(w) => {
@@ -262,14 +251,6 @@ impl Protocol {
                 self.worker(s, w).act = Act::Claiming;
             }
             _ => {}
-        }
-    }
-
-    /// Feed worker `w`'s machine what a step found about its open decision.
-    fn found(&self, s: &mut State, w: u8, step: impl FnOnce(&mut Machine<u8>, &mut Decision)) {
-        let k = self.worker(s, w);
-        if let Some(decision) = k.decision.as_mut() {
-            step(&mut k.machine, decision);
         }
     }
 
@@ -284,20 +265,18 @@ impl Protocol {
     }
 
     /// The probe's verdict, truthful as of when it looked (`looked`), recorded as the engine's single
-    /// call records it ([`Machine::verdict`]), then fed to the machine's decision.
+    /// call records it (`Machine::verdict`), then fed to the machine's decision.
     fn probe(&self, s: &mut State, w: u8, verdict: ProbeMark, looked: u8) {
         let k = s.workers[usize::from(w)];
-        let Some(decision) = k.decision else { return };
-        let ended = (decision.facts().outcome, decision.facts().effect);
+        let Some(facts) = k.machine.facts() else { return };
+        let ended = (facts.outcome, facts.effect);
         let (_, (outcome, effect)) = k.machine.verdict(verdict, ended, looked, s.now);
         // A verdict is a record about the attempt: it carries the attempt's own stamp, budget and
         // `sent_by`, as the engine's does, not the probe's.
         self.end_record(s, w, (outcome, effect), Some(verdict));
         // The executor judges the verdict as the record does: by when the probe looked.
         let judged = k.machine.judge(ended.1, looked, s.now);
-        self.found(s, w, |m, d| {
-            m.probed(d, verdict, judged);
-        });
+        self.worker(s, w).machine.probed(verdict, judged);
         self.decide(s, w);
     }
 
@@ -359,7 +338,7 @@ impl Protocol {
                 self.ended(s, w, (Outcome::Retryable, Applied::No));
             }
             (Msg::Approved { attempt, yes, .. }, Act::Asking) if attempt == k.attempt() => {
-                self.found(s, w, |_, d| d.approved(yes));
+                self.worker(s, w).machine.approved(yes);
                 self.decide(s, w);
             }
             _ => {}

@@ -336,7 +336,8 @@ fn may_start(run: &mut Run<'_>, made: u32) -> Result<(tokio::time::Instant, Dura
     let (task, spec) = (run.task(), run.spec());
     let now = tokio::time::Instant::now();
     let left = task.deadline().saturating_duration_since(now);
-    if let Err(stop) = run.pace().may_start(left) {
+    if !run.machine.may_start(now, spec.get_deadline_floor()) {
+        let stop = run.pace().refusal(left);
         observe::refused(spec, &stop.message);
         return Err(stop);
     }

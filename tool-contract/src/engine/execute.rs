@@ -14,7 +14,7 @@ use super::state::Run;
 use super::stop::Stop;
 use crate::classify::Class;
 use crate::journal::{Record, Verdict};
-use crate::policy::{Change, Decision, End, Step};
+use crate::policy::{Change, End, Step};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Reason, Report};
 use crate::spec::Dedupe;
@@ -34,12 +34,14 @@ pub(crate) async fn decide<W: Work>(
     let retry_budget = run.task().budgets().room(run.spec().get_service()).is_ok();
     let ended = (class.outcome(), class.effect());
     let dedupe = (dedupe, run.spec().dedupe(dedupe).get_horizon());
-    let decision = run.machine.open(ended, made, dedupe, retry_budget, tokio::time::Instant::now());
-    let mut call = Deciding { decision, class, unsure: String::new(), denied: None };
+    run.machine.open(ended, made, dedupe, retry_budget, tokio::time::Instant::now());
+    let mut call = Deciding { class, unsure: String::new(), denied: None };
     let mut settlement = None;
     loop {
         let (room, wait) = run.pace().room(&call.class, made, run.now.number(), run.task().remaining());
-        match run.machine.next(&mut call.decision, room) {
+        // The decision opened above names a step until it is a retry or a stop (with none open, the
+        // call would end as its attempt did: nothing sent again).
+        match run.machine.next(room).unwrap_or(Step::Stop(End::AsIs)) {
             Step::Probe => call.probe(work, run).await,
             Step::Approve => call.approve(run).await,
             // Boxed: only a call resuming an intent in doubt asks.
@@ -58,10 +60,9 @@ pub(crate) async fn decide<W: Work>(
     }
 }
 
-/// A decision being carried out: the policy's [`Decision`], the class the call would end with (its
-/// message for the report), why the probe or the person could not tell, and an approver's no.
+/// A decision being carried out (the machine keeps the decision itself): the class the call would end
+/// with (its message for the report), why the probe or the person could not tell, and an approver's no.
 struct Deciding {
-    decision: Decision,
     class: Class,
     unsure: String,
     denied: Option<Stop>,
@@ -82,7 +83,7 @@ impl Deciding {
         // Where the attempt stood against its horizon when the probe looked: a "not landed" counts
         // only past it, and a person is asked only past it, so that theirs does.
         let horizon = work.horizon(run, &self.class, looked);
-        if run.machine.probed(&mut self.decision, mark, horizon) == Change::NotLanded {
+        if run.machine.probed(mark, horizon) == Change::NotLanded {
             self.class = resolved_not_landed(std::mem::replace(&mut self.class, Class::retryable("")));
         }
     }
@@ -93,11 +94,11 @@ impl Deciding {
         // Boxed: only a `money` tool asks.
         match Box::pin(super::ask::approve(run, class, || no_approver(run, class))).await {
             Ok(who) => {
-                self.decision.approved(true);
+                run.machine.approved(true);
                 run.now.approved(who);
             }
             Err(stop) => {
-                self.decision.approved(false);
+                run.machine.approved(false);
                 self.denied = Some(stop);
             }
         }
@@ -121,7 +122,7 @@ impl Deciding {
                 (None, now, None)
             }
         };
-        run.machine.person_said(&mut self.decision, said, seen, now);
+        run.machine.person_said(said, seen, now);
         settlement
     }
 
@@ -129,7 +130,7 @@ impl Deciding {
     /// since.
     async fn wait_horizon(&mut self, run: &mut Run<'_>) {
         tokio::time::sleep(run.machine.wait_left(tokio::time::Instant::now())).await;
-        if run.machine.waited(&mut self.decision) == Change::InDoubt {
+        if run.machine.waited() == Change::InDoubt {
             self.class = Class::unknown(format!(
                 "{}; seen before attempt {} could no longer land",
                 self.class.message(),
@@ -148,8 +149,8 @@ impl Deciding {
         (made, wait): (u32, Duration),
     ) -> Report<W::Value> {
         debug_assert_eq!(
-            (self.class.outcome(), self.class.effect()),
-            (self.decision.facts().outcome, self.decision.facts().effect),
+            Some((self.class.outcome(), self.class.effect())),
+            run.machine.facts().map(|facts| (facts.outcome, facts.effect)),
             "the call's class and its decision agree"
         );
         match (end, settlement) {

@@ -80,12 +80,13 @@ pub(crate) fn fold_answer(
         }
         Err(class) => {
             for &i in pending {
-                results[i] = Item {
+                let shared = Item {
                     id: results[i].id.clone(),
                     outcome: class.outcome(),
                     applied: class.effect(),
                     reason: Some(class.message().to_owned()),
                 };
+                results[i] = as_reported(kind, shared);
             }
             // Items reported before the attempt was cut off keep what was reported.
             let reported: Vec<usize> = pending
@@ -120,8 +121,7 @@ pub(crate) fn merge(kind: EffectKind, results: &mut [Item], pending: &[usize], r
     for item in reported {
         if let Some(&i) = pending.iter().find(|&&i| results[i].id == item.id && !answered[i]) {
             answered[i] = true;
-            let item = if kind.has_side_effect() { item } else { read_item(item) };
-            results[i] = item;
+            results[i] = as_reported(kind, item);
         }
     }
     for &i in pending {
@@ -136,10 +136,18 @@ pub(crate) fn merge(kind: EffectKind, results: &mut [Item], pending: &[usize], r
     }
 }
 
-fn read_item(mut item: Item) -> Item {
-    item.applied = Applied::No;
-    if item.outcome == Outcome::Unknown {
-        item.outcome = Outcome::Retryable;
+/// An item as the call keeps it, from what an attempt said of it: a read's applied nothing, whatever
+/// it says; a side effect's that is still to do but may have applied (its effect unknown, partial, or
+/// even yes) is in doubt, so that it is probed, and its probe's "not landed" waits for the horizon,
+/// before it is sent again. A retryable item is sent again only when it applied nothing.
+fn as_reported(kind: EffectKind, mut item: Item) -> Item {
+    if !kind.has_side_effect() {
+        item.applied = Applied::No;
+        if item.outcome == Outcome::Unknown {
+            item.outcome = Outcome::Retryable;
+        }
+    } else if item.outcome == Outcome::Retryable && item.applied != Applied::No {
+        item.outcome = Outcome::Unknown;
     }
     item
 }

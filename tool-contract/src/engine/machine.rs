@@ -82,6 +82,9 @@ pub struct Hooks<T: 'static> {
     pub recorded_budget: fn(Duration, Duration) -> Duration,
     /// Whether a request may leave at an instant, given the last instant it may: only before it (T4).
     pub may_leave: fn(T, T) -> bool,
+    /// Whether an attempt may start with a budget left, given the tool's floor
+    /// ([`crate::rules::may_start`]).
+    pub may_start: fn(Duration, Duration) -> bool,
     /// When a person's settlement is judged as seen, given when they saw the attempt and when their
     /// word was written: when they saw it (T3).
     pub settlement_seen: fn(Option<T>, Option<T>) -> Option<T>,
@@ -99,6 +102,7 @@ impl<T: Time + 'static> Hooks<T> {
             verdict_seen: |looked, _answered| looked,
             recorded_budget: |at_start, _after_write| at_start,
             may_leave: |now, not_after| now < not_after,
+            may_start: crate::rules::may_start,
             settlement_seen: |seen, _written| seen,
             start: policy::start,
             next: policy::next,
@@ -112,8 +116,10 @@ impl<T: Time + 'static> Hooks<T> {
 /// [`Ledger`](crate::unstable::machine::Ledger); the machine keeps what those attempts leave to decide
 /// by: whether an earlier attempt may have landed, until when the last one may have reached the
 /// service, and when a "not landed" about it was seen. After an attempt that did not end `ok`, or at
-/// the start of a call that resumed an intent in doubt, [`Machine::open`] opens a [`Decision`], and
-/// [`Machine::next`] names each step until the step is a retry or a stop.
+/// the start of a call that resumed an intent in doubt, [`Machine::open`] opens a [`Decision`], which the
+/// machine keeps, and [`Machine::next`] names each step until the step is a retry or a stop; each
+/// finding is fed back to it ([`Machine::probed`], [`Machine::approved`], [`Machine::person_said`],
+/// [`Machine::waited`]).
 ///
 /// ```
 /// use std::time::Duration;
@@ -137,17 +143,17 @@ impl<T: Time + 'static> Hooks<T> {
 /// // The attempt's request may reach the service until second 2, when its reply was lost.
 /// call.reach(2);
 /// let who = (Dedupe::Probe, Duration::from_secs(5));
-/// let mut decision = call.open((Outcome::Unknown, Applied::Unknown), 1, who, true, 2);
-/// assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
+/// call.open((Outcome::Unknown, Applied::Unknown), 1, who, true, 2);
+/// assert_eq!(call.next(Room::Enough), Some(Step::Probe));
 /// // The probe looked at second 3, before the request could no longer land (second 7).
 /// let horizon = call.judge(Applied::Unknown, 3, 4);
-/// call.probed(&mut decision, ProbeMark::NotLanded, horizon);
-/// assert_eq!(call.next(&mut decision, Room::Enough), Step::WaitHorizon);
+/// call.probed(ProbeMark::NotLanded, horizon);
+/// assert_eq!(call.next(Room::Enough), Some(Step::WaitHorizon));
 /// assert_eq!(call.wait_left(4), Duration::from_secs(3));
-/// call.waited(&mut decision);
-/// assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
-/// call.probed(&mut decision, ProbeMark::NotLanded, call.judge(Applied::Unknown, 7, 7));
-/// assert_eq!(call.next(&mut decision, Room::Enough), Step::Retry);
+/// call.waited();
+/// assert_eq!(call.next(Room::Enough), Some(Step::Probe));
+/// call.probed(ProbeMark::NotLanded, call.judge(Applied::Unknown, 7, 7));
+/// assert_eq!(call.next(Room::Enough), Some(Step::Retry));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Machine<T: 'static> {
@@ -174,6 +180,9 @@ pub struct Machine<T: 'static> {
     /// When a person's "not landed" about the attempt was seen (their settlement's `seen`, or when they
     /// were asked during this call): it counts only if seen once the attempt could no longer land.
     observed: Option<T>,
+    /// The decision open after an attempt that did not end `ok` (or at the start of a call that resumed
+    /// an intent in doubt), until the next opens.
+    decision: Option<Decision>,
     #[cfg(feature = "unstable")]
     hooks: HookRef<T>,
 }
@@ -214,6 +223,7 @@ impl<T: Time + 'static> Machine<T> {
             deadline: setup.deadline,
             reached: None,
             observed: None,
+            decision: None,
             #[cfg(feature = "unstable")]
             hooks: HookRef(None),
         }
@@ -247,6 +257,14 @@ impl<T: Time + 'static> Machine<T> {
     #[inline]
     pub fn may_leave(&self, now: T, not_after: T) -> bool {
         (rules(self).may_leave)(now, not_after.min(self.deadline))
+    }
+
+    /// Whether an attempt may start at `now`, given `floor`, the least budget the tool needs to start
+    /// one: never on a spent budget, never with less than the floor left ([`crate::rules::may_start`]).
+    /// An attempt that could land and never be resolved is not started.
+    #[inline]
+    pub fn may_start(&self, now: T, floor: Duration) -> bool {
+        (rules(self).may_start)(now.until(self.deadline), floor)
     }
 
     /// The start of a call of the shape `shape` at `now`, from what the log holds of its intent
@@ -322,12 +340,12 @@ impl<T: Time + 'static> Machine<T> {
         (dedupe, horizon): (Dedupe, Duration),
         retry_budget: bool,
         now: T,
-    ) -> Decision {
+    ) {
         // A receiver that may have forgotten the key deduplicates nothing: a request of it still held
         // would be a new effect, so the horizon is at least the one that goes with who deduplicates now.
         self.horizon_ns = self.horizon_ns.max(nanos(horizon));
         let known = self.known_not_landed;
-        Decision::new(Facts {
+        self.decision = Some(Decision::new(Facts {
             kind: self.kind,
             dedupe,
             has_probe: self.has_probe,
@@ -348,23 +366,40 @@ impl<T: Time + 'static> Machine<T> {
             } else {
                 PersonFact::Nobody
             },
-        })
+        }));
     }
 
-    /// The decision's next step, with `room` for another attempt in the budget left.
-    pub fn next(&self, decision: &mut Decision, room: Room) -> Step {
-        decision.next_by(room, rules(self).next)
+    /// What the open decision knows: how the attempt ended, and what the probe, the approver and a
+    /// person have said since. `None` before any decision opened.
+    pub fn facts(&self) -> Option<&Facts> {
+        self.decision.as_ref().map(Decision::facts)
+    }
+
+    /// The open decision's next step, with `room` for another attempt in the budget left; `None` with
+    /// no decision open (the call attempts, or answers from the log).
+    pub fn next(&mut self, room: Room) -> Option<Step> {
+        let next = rules(self).next;
+        Some(self.decision.as_mut()?.next_by(room, next))
     }
 
     /// The probe's verdict `mark`; `horizon`: where the attempt stood against its landing horizon when
     /// the probe looked ([`Machine::judge`]). A "not landed" counts only if the probe looked once the
     /// attempt could no longer land: then nothing of it may have landed.
-    pub fn probed(&mut self, decision: &mut Decision, mark: ProbeMark, horizon: Horizon) -> Change {
+    pub fn probed(&mut self, mark: ProbeMark, horizon: Horizon) -> Change {
+        let Some(decision) = self.decision.as_mut() else { return Change::None };
         let change = decision.probed(mark, || horizon);
         if change == Change::NotLanded {
             self.maybe_applied = false;
         }
         change
+    }
+
+    /// The approver's answer to a second attempt: `yes`, or no (`false`, also when they did not answer
+    /// in time).
+    pub fn approved(&mut self, yes: bool) {
+        if let Some(decision) = self.decision.as_mut() {
+            decision.approved(yes);
+        }
     }
 
     /// Where the attempt the service answered with `answered` stood against its landing horizon when a
@@ -393,17 +428,20 @@ impl<T: Time + 'static> Machine<T> {
     /// What the person asked said (`None`: no answer, or "can't tell"), at `now`; `seen`: when they saw
     /// the attempt. Their "not landed" stands for the probe's, and counts only if they saw the attempt
     /// once it could no longer land.
-    pub fn person_said(&mut self, decision: &mut Decision, said: Option<Verdict>, seen: T, now: T) -> Change {
+    pub fn person_said(&mut self, said: Option<Verdict>, seen: T, now: T) -> Change {
         if said == Some(Verdict::NotLanded) {
             self.known_not_landed();
             self.observed = Some(seen);
         }
-        decision.person_said(said, || judge_word(self, now))
+        let horizon = judge_word(self, now);
+        let Some(decision) = self.decision.as_mut() else { return Change::None };
+        decision.person_said(said, || horizon)
     }
 
     /// The landing horizon was waited out: the probe looks again. A "not landed" seen before it says
     /// nothing of what landed since.
-    pub fn waited(&mut self, decision: &mut Decision) -> Change {
+    pub fn waited(&mut self) -> Change {
+        let Some(decision) = self.decision.as_mut() else { return Change::None };
         let change = decision.waited();
         if change == Change::InDoubt {
             self.maybe_applied = true;
@@ -560,37 +598,35 @@ mod tests {
         assert_eq!(call.ending(End::ProbeFailed, refused), (Outcome::Unknown, Applied::Unknown));
         // A probe's "not landed", past the horizon, clears the doubt.
         call.reach(2);
-        let mut decision =
-            call.open((Outcome::Unknown, Applied::Unknown), 2, (Dedupe::Probe, Duration::ZERO), true, 3);
-        assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
-        assert_eq!(
-            call.probed(&mut decision, ProbeMark::NotLanded, call.judge(Applied::Unknown, 8, 8)),
-            Change::NotLanded
-        );
+        call.open((Outcome::Unknown, Applied::Unknown), 2, (Dedupe::Probe, Duration::ZERO), true, 3);
+        assert_eq!(call.next(Room::Enough), Some(Step::Probe));
+        assert_eq!(call.probed(ProbeMark::NotLanded, call.judge(Applied::Unknown, 8, 8)), Change::NotLanded);
         assert_eq!(call.call_effect(Applied::No), Applied::No);
-        assert_eq!(call.next(&mut decision, Room::Enough), Step::Retry);
+        assert_eq!(call.next(Room::Enough), Some(Step::Retry));
     }
 
     #[test]
     fn a_persons_early_not_landed_is_waited_out_and_looked_at_again() {
         let mut call = send(30);
         call.reach(2);
-        let mut decision =
-            call.open((Outcome::Unknown, Applied::Unknown), 0, (Dedupe::Probe, Duration::ZERO), true, 3);
-        assert_eq!(decision.facts().person, PersonFact::CanAsk, "a resumed call may ask a person");
-        assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
-        call.probed(&mut decision, ProbeMark::Failed, call.judge(Applied::Unknown, 8, 8));
-        assert_eq!(call.next(&mut decision, Room::Enough), Step::AskPerson);
+        call.open((Outcome::Unknown, Applied::Unknown), 0, (Dedupe::Probe, Duration::ZERO), true, 3);
+        assert_eq!(
+            call.facts().map(|f| f.person),
+            Some(PersonFact::CanAsk),
+            "a resumed call may ask a person"
+        );
+        assert_eq!(call.next(Room::Enough), Some(Step::Probe));
+        call.probed(ProbeMark::Failed, call.judge(Applied::Unknown, 8, 8));
+        assert_eq!(call.next(Room::Enough), Some(Step::AskPerson));
         // They saw the attempt at second 4, before it could no longer land (7).
-        assert_eq!(call.person_said(&mut decision, Some(Verdict::NotLanded), 4, 9), Change::NotLanded);
-        assert_eq!(call.next(&mut decision, Room::Enough), Step::WaitHorizon);
-        assert_eq!(call.waited(&mut decision), Change::InDoubt);
+        assert_eq!(call.person_said(Some(Verdict::NotLanded), 4, 9), Change::NotLanded);
+        assert_eq!(call.next(Room::Enough), Some(Step::WaitHorizon));
+        assert_eq!(call.waited(), Change::InDoubt);
         assert_eq!(call.call_effect(Applied::No), Applied::Unknown);
-        assert_eq!(call.next(&mut decision, Room::Enough), Step::Probe);
+        assert_eq!(call.next(Room::Enough), Some(Step::Probe));
         // A call that made an attempt of its own asks nobody.
-        let made =
-            call.open((Outcome::Unknown, Applied::Unknown), 1, (Dedupe::Probe, Duration::ZERO), true, 3);
-        assert_eq!(made.facts().person, PersonFact::Nobody);
+        call.open((Outcome::Unknown, Applied::Unknown), 1, (Dedupe::Probe, Duration::ZERO), true, 3);
+        assert_eq!(call.facts().map(|f| f.person), Some(PersonFact::Nobody));
     }
 
     #[test]
@@ -629,6 +665,16 @@ mod tests {
         // An attempt's own deadline past the task's is cut to the task's.
         assert!(!call.may_leave(30, 40));
         assert!(call.may_leave(29, 40));
+    }
+
+    #[test]
+    fn no_attempt_starts_on_a_spent_budget_or_below_the_floor() {
+        let call = send(10);
+        assert!(call.may_start(8, Duration::from_secs(2)));
+        assert!(!call.may_start(9, Duration::from_secs(2)), "1 s left, a floor of 2 s");
+        assert!(call.may_start(9, Duration::ZERO));
+        assert!(!call.may_start(10, Duration::ZERO), "nothing left, floor or none");
+        assert!(!call.may_start(12, Duration::ZERO), "past the deadline");
     }
 
     #[test]

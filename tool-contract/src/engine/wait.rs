@@ -77,18 +77,9 @@ impl<'a> Pace<'a> {
         left.saturating_sub(reserve).max(spec.get_deadline_floor()).min(left)
     }
 
-    /// Whether an attempt may start with `left` of the budget: never on an empty budget, floor or
-    /// none (it could land and never be resolved), never below the floor.
-    pub(crate) fn may_start(self, left: Duration) -> Result<(), Stop> {
-        if crate::rules::may_start(left, self.spec.get_deadline_floor()) {
-            Ok(())
-        } else {
-            Err(self.refusal(left))
-        }
-    }
-
-    /// Why an attempt may not start with `left` of the budget.
-    fn refusal(self, left: Duration) -> Stop {
+    /// Why an attempt may not start with `left` of the budget, when the call's machine says it may not
+    /// ([`Machine::may_start`](super::machine::Machine::may_start)).
+    pub(crate) fn refusal(self, left: Duration) -> Stop {
         let spec = self.spec;
         let message = if left.is_zero() {
             format!("budget spent: nothing left for {}; not started", spec.name())
@@ -212,15 +203,14 @@ mod tests {
     }
 
     #[test]
-    fn no_attempt_starts_on_an_empty_budget_or_below_the_floor() {
+    fn a_start_refused_says_what_the_budget_lacks() {
         let spec = ToolSpec::new("post", EffectKind::Send).deadline_floor(S(2));
         let pace = Pace::of(&spec, &key(0));
-        assert!(pace.may_start(S(2)).is_ok());
-        let below = pace.may_start(Duration::from_millis(1999)).unwrap_err();
+        let below = pace.refusal(Duration::from_millis(1999));
         assert_eq!((below.outcome, below.reason), (Outcome::Retryable, Reason::BudgetSpent));
         assert!(below.message.contains("needs at least 2.0s"), "{}", below.message);
         let none = ToolSpec::new("get", EffectKind::Read);
-        let empty = Pace::of(&none, &key(0)).may_start(Duration::ZERO).unwrap_err();
+        let empty = Pace::of(&none, &key(0)).refusal(Duration::ZERO);
         assert!(empty.message.contains("nothing left for get"), "{}", empty.message);
     }
 
