@@ -112,7 +112,9 @@ impl<'r, 'a> Log<'r, 'a> {
     pub(crate) fn flush_held_start(self) {
         if let Some(journal) = self.run.task().journal_ref() {
             // A read's record: a failure here only loses attempt numbering, which the next append reports.
-            if let Some((left, started)) = self.run.held.take() {
+            if self.run.held.take()
+                && let Some((started, left)) = self.run.now.stamp()
+            {
                 let _ = with_stamp(started, |stamp| {
                     journal.append(self.record(Phase::Start, left, stamp), Durability::Lazy).ready()
                 });
@@ -234,7 +236,8 @@ impl<'r, 'a> Log<'r, 'a> {
             return None;
         }
         let journal = self.run.task().journal_ref();
-        let held = if journal.is_some() { self.run.held.take() } else { None };
+        let held = if journal.is_some() && self.run.held.take() { self.run.now.stamp() } else { None };
+        let held = held.map(|(started, left)| (left, started));
         let claim = self.run.claim;
         // The records are taken by the store before it answers: the stamp's text is only lent to them.
         let (answer, finishing) = with_stamp(end.started, |stamp| {

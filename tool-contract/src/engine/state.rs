@@ -118,38 +118,28 @@ impl Attempt {
     }
 }
 
-/// A read's start record held here, not yet in the log, while the read has not had to wait: the budget
-/// and time it started with. It goes to the log with the read's end record
-/// ([`crate::journal::Journal::append_attempt`]), or alone the moment the read has to wait.
+/// A read's start record held here, not yet in the log, while the read has not had to wait: it goes to
+/// the log with the read's end record ([`crate::journal::Journal::append_attempt`]), or alone the moment
+/// the read has to wait. What it carries is the attempt's stamp and budget, which its [`Ledger`] keeps.
+#[derive(Default)]
 pub(crate) struct HeldStart {
-    start: (Duration, SystemTime),
-    /// Whether `start` is still held (set by the start, taken by the flush or the end record).
+    /// Whether the start record is still held (set by the start, taken by the flush or the end record).
     holding: std::sync::atomic::AtomicBool,
 }
 
-impl Default for HeldStart {
-    fn default() -> Self {
-        HeldStart { start: (Duration::ZERO, SystemTime::UNIX_EPOCH), holding: false.into() }
-    }
-}
-
 impl HeldStart {
-    /// Hold the start record of a read that started with `left` of the budget at `started`.
-    fn hold(&mut self, left: Duration, started: SystemTime) {
-        self.start = (left, started);
+    /// Hold the start record of a read.
+    fn hold(&mut self) {
         *self.holding.get_mut() = true;
     }
 
-    /// The start record still held, taken.
-    pub(crate) fn take(&self) -> Option<(Duration, SystemTime)> {
+    /// Whether the start record was still held, taken.
+    pub(crate) fn take(&self) -> bool {
         use std::sync::atomic::Ordering::Relaxed;
         // Only the call's own future touches it, one poll at a time: no read-modify-write needed.
-        if self.holding.load(Relaxed) {
-            self.holding.store(false, Relaxed);
-            Some(self.start)
-        } else {
-            None
-        }
+        let holding = self.holding.load(Relaxed);
+        self.holding.store(false, Relaxed);
+        holding
     }
 }
 
@@ -292,7 +282,9 @@ impl<'a> Run<'a> {
             return None;
         }
         if self.task.journal_ref().is_some() {
-            self.held.hold(left, started);
+            // What it carries is the ledger's stamp, set to `(started, left)` as the attempt started.
+            debug_assert_eq!(self.now.stamp(), Some((started, left)));
+            self.held.hold();
         }
         Some(left)
     }
