@@ -19,6 +19,8 @@ enum Answer {
     Reset,
     /// `400`: the same call gives the same answer.
     Bad,
+    /// `502` after part of the write went through: retryable, but something applied.
+    Part,
 }
 
 fn class(says: Answer) -> Result<u64, Class> {
@@ -29,6 +31,9 @@ fn class(says: Answer) -> Result<u64, Class> {
         Answer::LimitedLong => Err(Class::retryable("429 from /api").retry_after(Duration::from_secs(120))),
         Answer::Reset => Err(Class::unknown("connection reset after the request was sent")),
         Answer::Bad => Err(Class::permanent("400 from /api: no such thread")),
+        Answer::Part => {
+            Err(Class::retryable("502 from /api after part of the write").with_effect(Applied::Partial))
+        }
     }
 }
 
@@ -156,7 +161,7 @@ fn why(ran: &Ran) -> Vec<String> {
 #[tokio::test(start_paused = true)]
 async fn every_kind_ends_the_same_as_a_single_call_and_as_a_bulk_call() {
     use Answer::*;
-    let scripts: [&[Answer]; 7] = [
+    let scripts: [&[Answer]; 9] = [
         &[Refused, Ok],
         &[Limited, Ok],
         &[LimitedLong],
@@ -164,6 +169,8 @@ async fn every_kind_ends_the_same_as_a_single_call_and_as_a_bulk_call() {
         &[Reset, Ok],
         &[Reset, Reset, Reset],
         &[Bad],
+        &[Part, Ok],
+        &[Part, Part, Part],
     ];
     let kinds =
         [EffectKind::Read, EffectKind::Create, EffectKind::Send, EffectKind::Money, EffectKind::Destructive];
@@ -199,5 +206,5 @@ async fn every_kind_ends_the_same_as_a_single_call_and_as_a_bulk_call() {
             }
         }
     }
-    assert_eq!(compared, 7 + 4 * 7 * 4);
+    assert_eq!(compared, 9 + 4 * 9 * 4);
 }

@@ -356,12 +356,9 @@ impl Protocol {
     /// The store's answer to a claim reaches the call: the start-of-call decision.
     fn claimed(&self, s: &mut State, w: u8, got: Got) {
         let k = s.workers[usize::from(w)];
-        let left = ticks(k.deadline.saturating_sub(s.now));
         let word = match got {
             Got::Held(word) => word,
-            Got::Busy
-                if tool_contract::rules::may_wait_for_claim(ticks(1), ticks(self.config.floor), left) =>
-            {
+            Got::Busy if k.machine.may_wait_for_claim(s.now, ticks(1), ticks(self.config.floor)) => {
                 // It waits a tick (the engine's poll), then claims again.
                 self.worker(s, w).act = Act::Backoff(s.now.saturating_add(1));
                 return;

@@ -44,11 +44,13 @@ use crate::records::Verdict;
 use crate::report::{Applied, Outcome};
 use crate::spec::Dedupe;
 
+mod batch;
 mod decision;
 mod start;
 
+pub use batch::{ItemStart, Shape, batch, batch_ended, batch_verdict, item};
 pub use decision::{Change, Decision, verdict};
-pub use start::{ItemStart, Shape, Start, batch, item, start};
+pub use start::{Start, start};
 
 /// What is known when the engine decides what to do after an attempt that did not end `ok`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -278,7 +278,7 @@ async fn attempt_loop<W: Work>(
     let mut resume_wait = {
         let begun = if spec.effect().has_side_effect() {
             // Boxed: a read's future does not carry room for a claim it never takes.
-            let (taken, recall) = match Box::pin(take_claim(task, spec, key)).await {
+            let (taken, recall) = match Box::pin(take_claim(task, spec, key, run.machine)).await {
                 Ok(claimed) => claimed,
                 Err(stop) => return (work.refused(&run, stop), 0),
             };

@@ -208,24 +208,8 @@ impl<I, A, P> Parts<I, A, P> {
         let open = self.results.iter().filter(|item| is_open(item)).count();
         let class = self.last.take().unwrap_or_else(|| Class::retryable(format!("{open} items left")));
         let in_doubt = self.results.iter().any(|item| item.outcome == Outcome::Unknown);
-        match (in_doubt, class.effect()) {
-            (true, Applied::No) => {
-                let unknown = Class::unknown(class.message());
-                match class.wait() {
-                    Some(wait) => unknown.retry_after(wait),
-                    None => unknown,
-                }
-            }
-            (true, _) => class,
-            (false, _) if class.outcome() == Outcome::Unknown => {
-                let retryable = Class::retryable(class.message());
-                match class.wait() {
-                    Some(wait) => retryable.retry_after(wait),
-                    None => retryable,
-                }
-            }
-            (false, _) => class.with_effect(Applied::No),
-        }
+        let told = policy::batch_ended((class.outcome(), class.effect()), in_doubt);
+        reclassed(class, told)
     }
 
     /// Fold the probe's answer on the items in `to_probe` in; the items it left in doubt stay to
@@ -268,13 +252,11 @@ impl<I, A, P> Parts<I, A, P> {
         let now = honest(&self.results, &self.maybe);
         let mut tallied = tally(run.spec(), &now, self.words);
         tallied.message.insert_str(0, "probe: ");
-        let (logged, verdict) = match unsure {
-            Some(why) => (ProbeMark::Failed, Err(why)),
-            None if self.before_horizon => (ProbeMark::NotLanded, Ok(ProbeMark::NotLanded)),
-            // Nothing left to do: every item the probe asked about landed.
-            None if !now.iter().any(is_open) => (ProbeMark::Landed, Ok(ProbeMark::Landed)),
-            None if landed => (ProbeMark::Landed, Ok(ProbeMark::NotLanded)),
-            None => (ProbeMark::NotLanded, Ok(ProbeMark::NotLanded)),
+        let open_left = now.iter().any(is_open);
+        let (logged, told) = policy::batch_verdict(unsure.is_some(), self.before_horizon, open_left, landed);
+        let verdict = match unsure {
+            Some(why) => Err(why),
+            None => Ok(told),
         };
         ((logged, tallied, serde_json::to_value(&now).ok()), verdict)
     }
@@ -466,5 +448,21 @@ where
                 self.pending.iter().copied().filter(|&i| results[i].outcome == Outcome::Unknown).collect();
         }
         None
+    }
+}
+
+/// `class` as `(outcome, applied)`, its message and wait kept.
+fn reclassed(class: Class, (outcome, applied): (Outcome, Applied)) -> Class {
+    if (class.outcome(), class.effect()) == (outcome, applied) {
+        return class;
+    }
+    let said = match outcome {
+        Outcome::Unknown => Class::unknown(class.message()),
+        Outcome::Permanent => Class::permanent(class.message()).with_effect(applied),
+        _ => Class::retryable(class.message()).with_effect(applied),
+    };
+    match class.wait() {
+        Some(wait) => said.retry_after(wait),
+        None => said,
     }
 }

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::guard::{ready_or_within, secs};
+use super::machine::Machine;
 use super::stop::Stop;
 use crate::journal::{Claimed, Journal, Owner, Recall, RecordRef};
 use crate::key::IntentKey;
@@ -26,6 +27,7 @@ pub(crate) async fn take_claim<'a>(
     task: &'a Task,
     spec: &ToolSpec,
     key: IntentKey,
+    machine: Machine<tokio::time::Instant>,
 ) -> Result<(Claim<'a>, Option<Recall>), Stop> {
     let mut claim = Claim::turn(task.turns(), key).await;
     let Some(store) = task.journal_ref() else {
@@ -33,13 +35,7 @@ pub(crate) async fn take_claim<'a>(
         return Ok((claim, word));
     };
     let recall = claim
-        .in_store(
-            store,
-            || task.remaining(),
-            spec.get_deadline_floor(),
-            spec.get_horizon(),
-            task.worker_name(),
-        )
+        .in_store(store, || task.remaining(), (&machine, spec.get_deadline_floor()), task.worker_name())
         .await?;
     Ok((claim, recall))
 }
@@ -77,27 +73,23 @@ impl<'a> Claim<'a> {
 
     /// Claim the intent in `store` for a call with `budget` left, waiting within `budget` while another
     /// owner holds it; what the store knows of the intent, or why the call may not start: the store
-    /// failed, or another owner holds the intent longer than the budget can wait.
-    ///
-    /// The lease outlasts the call: its budget (the engine drops the attempt at the deadline), then the
-    /// tool's landing horizon (a request the service still holds may land that much later), then a
-    /// margin for the end record and for clocks. Whoever takes the intent over after it finds the last
-    /// attempt past its horizon, and probes first.
+    /// failed, or another owner holds the intent longer than the budget can wait. The lease, and whether
+    /// to wait, are the call's `machine`'s ([`Machine::lease`], [`Machine::may_wait_for_claim`], for a
+    /// tool whose floor is `floor`); how often to look again is this loop's.
     pub(crate) async fn in_store(
         &mut self,
         store: &'a dyn Journal,
         budget: impl Fn() -> Duration,
-        floor: Duration,
-        horizon: Duration,
+        (machine, floor): (&Machine<tokio::time::Instant>, Duration),
         worker: Option<&str>,
     ) -> Result<Option<Recall>, Stop> {
         let owner = worker.map_or_else(Owner::unique, Owner::of_worker);
         // A holder that finishes early releases its claim: look again soon, then less often.
         let mut poll = Duration::from_millis(50);
         loop {
-            let left = budget();
-            let lease = left.saturating_add(horizon).saturating_add(LEASE_MARGIN);
-            let deadline = tokio::time::Instant::now() + left;
+            let (now, left) = (tokio::time::Instant::now(), budget());
+            let lease = machine.lease(now, LEASE_MARGIN);
+            let deadline = now + left;
             let answer = ready_or_within(store.claim_by(&self.key, &owner, lease, deadline), &budget).await;
             let answer = answer.unwrap_or_else(|| {
                 Err(crate::journal::JournalError::Io {
@@ -113,7 +105,7 @@ impl<'a> Claim<'a> {
                 Ok(Claimed::Busy { holder, left }) => {
                     // Wait while the budget can hold the wait and still start an attempt.
                     let nap = left.min(poll);
-                    if !crate::rules::may_wait_for_claim(nap, floor, budget()) {
+                    if !machine.may_wait_for_claim(tokio::time::Instant::now(), nap, floor) {
                         return Err(busy(&holder, left, budget()));
                     }
                     tokio::time::sleep(nap).await;

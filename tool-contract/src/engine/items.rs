@@ -138,16 +138,17 @@ pub(crate) fn merge(kind: EffectKind, results: &mut [Item], pending: &[usize], r
 
 /// An item as the call keeps it, from what an attempt said of it: a read's applied nothing, whatever
 /// it says; a side effect's that is still to do but may have applied (its effect unknown, partial, or
-/// even yes) is in doubt, so that it is probed, and its probe's "not landed" waits for the horizon,
-/// before it is sent again. A retryable item is sent again only when it applied nothing.
+/// even yes) is in doubt, `unknown` with its effect unknown (an item is one act: it landed or it did
+/// not), so that it is probed, and its probe's "not landed" waits for the horizon, before it is sent
+/// again. A retryable item is sent again only when it applied nothing.
 fn as_reported(kind: EffectKind, mut item: Item) -> Item {
     if !kind.has_side_effect() {
         item.applied = Applied::No;
         if item.outcome == Outcome::Unknown {
             item.outcome = Outcome::Retryable;
         }
-    } else if item.outcome == Outcome::Retryable && item.applied != Applied::No {
-        item.outcome = Outcome::Unknown;
+    } else if is_open(&item) && item.applied != Applied::No {
+        (item.outcome, item.applied) = (Outcome::Unknown, Applied::Unknown);
     }
     item
 }

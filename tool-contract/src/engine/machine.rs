@@ -267,6 +267,21 @@ impl<T: Time + 'static> Machine<T> {
         (rules(self).may_start)(now.until(self.deadline), floor)
     }
 
+    /// The lease a claim taken at `now` asks the store for: the budget left (the call drops its attempt
+    /// at the deadline), then the landing horizon (a request the service still holds may land that much
+    /// later), then `margin` for the end record and for clocks. Whoever takes the intent over after it
+    /// finds the last attempt past its horizon, and probes first.
+    pub fn lease(&self, now: T, margin: Duration) -> Duration {
+        now.until(self.deadline).saturating_add(horizon(self)).saturating_add(margin)
+    }
+
+    /// Whether a call whose claim another owner holds waits `nap` at `now` and claims again: only if it
+    /// could still start an attempt of at least `floor` after the wait
+    /// ([`crate::rules::may_wait_for_claim`]).
+    pub fn may_wait_for_claim(&self, now: T, nap: Duration, floor: Duration) -> bool {
+        crate::rules::may_wait_for_claim(nap, floor, now.until(self.deadline))
+    }
+
     /// The start of a call of the shape `shape` at `now`, from what the log holds of its intent
     /// ([`policy::start`], which a batch refines from its recorded items, [`policy::batch`]): a call
     /// that resumes an attempt which may have landed keeps that in mind, one whose last attempt
@@ -675,6 +690,16 @@ mod tests {
         assert!(call.may_start(9, Duration::ZERO));
         assert!(!call.may_start(10, Duration::ZERO), "nothing left, floor or none");
         assert!(!call.may_start(12, Duration::ZERO), "past the deadline");
+    }
+
+    #[test]
+    fn a_claim_outlasts_the_budget_by_the_horizon_and_waits_only_while_an_attempt_could_follow() {
+        let call = send(10);
+        // 5 s of horizon (`send`'s setup), 1 s of margin.
+        assert_eq!(call.lease(4, Duration::from_secs(1)), Duration::from_secs(6 + 5 + 1));
+        assert_eq!(call.lease(12, Duration::ZERO), Duration::from_secs(5), "past the deadline: the horizon");
+        assert!(call.may_wait_for_claim(4, Duration::from_secs(1), Duration::from_secs(4)));
+        assert!(!call.may_wait_for_claim(4, Duration::from_secs(2), Duration::from_secs(4)), "6 s left");
     }
 
     #[test]
