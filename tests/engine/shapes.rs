@@ -255,3 +255,32 @@ async fn bulk_never_resends_an_item_that_may_have_applied_before_its_probe_answe
         assert_eq!(report.outcome, Outcome::Unknown, "{name}: {}", report.message);
     }
 }
+
+/// A batch that names one item twice is refused before anything is sent: each item's result, its
+/// probe's verdict and its record are found by its id, and the second of the two would be left without
+/// them, to be sent again after a restart.
+#[tokio::test(start_paused = true)]
+async fn a_batch_that_names_an_item_twice_is_refused_before_anything_is_sent() {
+    let spec = spec("send_rows", EffectKind::Send);
+    let task = task(30);
+    let key = task.key(&spec, &"sheet", None);
+    let sent = AtomicU32::new(0);
+    let report = engine::run_bulk(
+        &task,
+        &spec,
+        key,
+        vec![1u32, 2, 1],
+        |_, rows: Vec<u32>| {
+            sent.fetch_add(1, Ordering::SeqCst);
+            async move { Ok::<_, Class>(rows.iter().map(|r| Item::ok(r.to_string())).collect()) }
+        },
+        NoProbe,
+    )
+    .await;
+    assert_eq!(sent.load(Ordering::SeqCst), 0, "nothing is sent");
+    assert_eq!((report.outcome, report.effect_applied), (Outcome::Permanent, Applied::No));
+    assert_eq!(report.reason, tool_contract::Reason::BadArguments);
+    assert!(report.message.contains("two items are named `1`"), "{}", report.message);
+    assert_eq!(report.items.len(), 3, "every item is listed: {:?}", report.items);
+    assert!(report.items.iter().all(|item| item.outcome == Outcome::Permanent), "{:?}", report.items);
+}

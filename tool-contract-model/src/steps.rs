@@ -144,7 +144,7 @@ impl Protocol {
     /// Start the next attempt: its fenced start record first, if the budget can hold it.
     fn start_attempt(&self, s: &mut State, w: u8) {
         let k = s.workers[usize::from(w)];
-        if !k.machine.may_start(s.now, ticks(self.config.floor))
+        if !k.machine.budget().may_start(s.now, ticks(self.config.floor))
             || usize::from(k.attempt()) + 1 >= s.starters.len()
         {
             let effect = k.machine.call_effect(Applied::No);
@@ -292,7 +292,7 @@ impl Protocol {
         let w = who.worker;
         let k = s.workers[usize::from(w)];
         // A call past its deadline listens to nothing but its start's answer, whose request's last
-        // check is the machine's (`Machine::may_leave`).
+        // check is the machine's (`Budget::may_leave`).
         let sends = matches!((msg, k.act), (Msg::Started { ok: true, .. }, Act::Starting));
         if k.owner != who || (s.now >= k.deadline && !sends) {
             return;
@@ -300,10 +300,10 @@ impl Protocol {
         match (msg, k.act) {
             (Msg::Claimed { got, .. }, Act::Claiming) => self.claimed(s, w, got),
             (Msg::Started { ok: true, attempt, .. }, Act::Starting)
-                if attempt == k.attempt() && k.machine.may_leave(s.now, k.deadline) =>
+                if attempt == k.attempt() && k.machine.budget().may_leave(s.now, k.deadline) =>
             {
                 // The engine checks the budget's floor again once the start is written, then lets the
-                // request out only before its deadline (`Machine::may_leave`). A worker paused between
+                // request out only before its deadline (`Budget::may_leave`). A worker paused between
                 // the two passes the first and fails the second: the model's one step stands for that
                 // pause, so it makes only the last check (leaving the first out only adds sends).
                 let left = ticks(k.deadline.saturating_sub(s.now));
@@ -320,7 +320,7 @@ impl Protocol {
                 // The budget its records pair with the start's stamp, now the start record is written
                 // (the machine's rule: the budget at the start, however long the write took).
                 if let Some((at, at_start)) = k.ledger.stamp() {
-                    let recorded = k.machine.recorded_budget(at_start, left);
+                    let recorded = k.machine.budget().recorded(at_start, left);
                     k.ledger.started(at, recorded);
                 }
             }
@@ -358,7 +358,7 @@ impl Protocol {
         let k = s.workers[usize::from(w)];
         let word = match got {
             Got::Held(word) => word,
-            Got::Busy if k.machine.may_wait_for_claim(s.now, ticks(1), ticks(self.config.floor)) => {
+            Got::Busy if k.machine.budget().may_wait_for_claim(s.now, ticks(1), ticks(self.config.floor)) => {
                 // It waits a tick (the engine's poll), then claims again.
                 self.worker(s, w).act = Act::Backoff(s.now.saturating_add(1));
                 return;

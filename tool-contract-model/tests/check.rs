@@ -161,7 +161,7 @@ fn not_landed_trusted_before_the_horizon_is_caught() {
 
 /// A claim granted after its caller's deadline: caught by the property it breaks, and by no harm. The
 /// rule keeps the intent free for callers that can use it; a caller past its deadline that is granted
-/// the claim anyway starts nothing (`rules::may_start`) and lets no request out (`Machine::may_leave`),
+/// the claim anyway starts nothing (`rules::may_start`) and lets no request out (`Budget::may_leave`),
 /// and its release follows, so what the broken rule costs is time, never an effect (docs/protocol.md
 /// gives the bounds searched for harm).
 #[test]

@@ -105,6 +105,13 @@ pub(crate) trait Work {
         None
     }
 
+    /// Why the call is refused before anything of it starts, when what it was given cannot be run as
+    /// one intent (a batch that names one item twice).
+    fn invalid(&self, spec: &ToolSpec) -> Option<Stop> {
+        let _ = spec;
+        None
+    }
+
     /// What the attempt's start record carries, for a restart to resume from.
     fn before(&self) -> Option<serde_json::Value> {
         None
@@ -268,6 +275,10 @@ async fn attempt_loop<W: Work>(
     announced: &std::sync::Mutex<Option<Box<crate::task::Escalation>>>,
 ) -> (Report<W::Value>, u32) {
     let mut run = Run::new(task, spec, key, announced, (work.has_probe(), work.asks_person()));
+    if let Some(stop) = work.invalid(spec) {
+        observe::refused(spec, &stop.message);
+        return (work.refused(&run, stop), 0);
+    }
     run.bind(work.arguments());
     // Two calls of one intent at once (a model that issues the same tool call twice in parallel): the
     // second waits for the first, then starts from what the first left, with or without a log.
@@ -305,12 +316,7 @@ async fn attempt_loop<W: Work>(
             observe::waiting(wait, run.now.retry_at().is_some());
             tokio::time::sleep(wait).await;
         }
-        if let Some(wait) = resume_wait.take()
-            && let Err(stop) = wait_as_asked_before(&run, wait).await
-        {
-            return (work.stopped(&run, stop), made);
-        }
-        let (now, left) = match may_start(&mut run, made) {
+        let (now, left) = match before_attempt(&mut run, resume_wait.take(), made).await {
             Ok(start) => start,
             Err(stop) => return (work.stopped(&run, stop), made),
         };
@@ -321,11 +327,18 @@ async fn attempt_loop<W: Work>(
     }
 }
 
-/// Honour, in a restarted process, the wait the service asked of an earlier one.
-async fn wait_as_asked_before(run: &Run<'_>, wait: Box<super::ResumeWait>) -> Result<(), Stop> {
-    let wait = run.pace().asked_before(&wait, run.task().remaining())?;
-    tokio::time::sleep(wait).await;
-    Ok(())
+/// Before the next attempt (after `made`): honour, in a restarted process, the wait the service asked
+/// of an earlier one (`asked`), then see whether the attempt may start ([`may_start`]).
+async fn before_attempt(
+    run: &mut Run<'_>,
+    asked: Option<Box<super::ResumeWait>>,
+    made: u32,
+) -> Result<(tokio::time::Instant, Duration), Stop> {
+    if let Some(wait) = asked {
+        let wait = run.pace().asked_before(&wait, run.task().remaining())?;
+        tokio::time::sleep(wait).await;
+    }
+    may_start(run, made)
 }
 
 /// Whether the next attempt (after `made`) may start now: the instant and the budget left it starts
@@ -334,19 +347,27 @@ async fn wait_as_asked_before(run: &Run<'_>, wait: Box<super::ResumeWait>) -> Re
 #[inline]
 fn may_start(run: &mut Run<'_>, made: u32) -> Result<(tokio::time::Instant, Duration), Stop> {
     let (task, spec) = (run.task(), run.spec());
-    let now = tokio::time::Instant::now();
-    let left = task.deadline().saturating_duration_since(now);
-    if !run.machine.may_start(now, spec.get_deadline_floor()) {
-        let stop = run.pace().refusal(left);
-        observe::refused(spec, &stop.message);
-        return Err(stop);
-    }
+    let (now, left) = allowed(run).inspect_err(|stop| observe::refused(spec, &stop.message))?;
     if made == 0 {
         task.budgets().first_attempt_at(spec.get_service(), now);
     }
     run.next_attempt();
     run.now.key_leaves(now);
     Ok((now, left))
+}
+
+/// Whether the call's machine lets an attempt start now ([`Budget::may_start`]): the instant and the
+/// budget left it would start with, or why not.
+///
+/// [`Budget::may_start`]: super::machine::Budget::may_start
+pub(super) fn allowed(run: &Run<'_>) -> Result<(tokio::time::Instant, Duration), Stop> {
+    let now = tokio::time::Instant::now();
+    let left = run.task().deadline().saturating_duration_since(now);
+    if run.machine.budget().may_start(now, run.spec().get_deadline_floor()) {
+        Ok((now, left))
+    } else {
+        Err(run.pace().refusal(left))
+    }
 }
 
 /// One attempt, numbered and allowed to start with `left` of the budget at `now`: its start record,
@@ -383,9 +404,9 @@ async fn attempt_once<W: Work>(
             },
         }
     };
-    // The machine's rule (`Machine::recorded_budget`): the budget at the start, whatever the write took.
+    // The machine's rule (`Budget::recorded`): the budget at the start, whatever the write took.
     // (One variable for both: the attempt's future keeps room for one.)
-    recorded = run.machine.recorded_budget(recorded, left);
+    recorded = run.machine.budget().recorded(recorded, left);
     run.now.started(started, recorded);
     let limit = run.pace().attempt_limit(left, work.has_probe());
     let call = run.call(limit, left);

@@ -290,15 +290,26 @@ where
         // Every item is listed, none attempted: a refusal is never an empty list.
         let mut report = run.report_stop(stop);
         let applied = report.effect_applied;
+        let outcome =
+            if report.outcome == Outcome::Permanent { Outcome::Permanent } else { Outcome::Retryable };
         report.items = (self.ids.iter())
-            .map(|id| Item {
-                id: id.clone(),
-                outcome: Outcome::Retryable,
-                applied,
-                reason: Some("not attempted".to_owned()),
-            })
+            .map(|id| Item { id: id.clone(), outcome, applied, reason: Some("not attempted".to_owned()) })
             .collect();
         report
+    }
+
+    fn invalid(&self, spec: &ToolSpec) -> Option<Stop> {
+        // Each item's results, its probe's verdict and its record are found by its id: one id named
+        // twice would leave one of the two without them, to be sent again.
+        let mut seen = std::collections::HashSet::with_capacity(self.ids.len());
+        let twice = self.ids.iter().find(|id| !seen.insert(id.as_str()))?;
+        let why = format!(
+            "{}: two {} are named `{twice}`; each needs its own id within one call (`ItemId::item_id`): \
+             nothing was sent",
+            spec.name(),
+            self.words.noun
+        );
+        Some(Stop::new(Outcome::Permanent, Applied::No, why, None, Reason::BadArguments))
     }
 
     fn shape(&mut self, recall: &Recall) -> Shape<'_> {

@@ -74,7 +74,8 @@ impl<'a> Claim<'a> {
     /// Claim the intent in `store` for a call with `budget` left, waiting within `budget` while another
     /// owner holds it; what the store knows of the intent, or why the call may not start: the store
     /// failed, or another owner holds the intent longer than the budget can wait. The lease, and whether
-    /// to wait, are the call's `machine`'s ([`Machine::lease`], [`Machine::may_wait_for_claim`], for a
+    /// to wait, are the call's `machine`'s ([`Budget::lease`](super::machine::Budget::lease),
+    /// [`Budget::may_wait_for_claim`](super::machine::Budget::may_wait_for_claim), for a
     /// tool whose floor is `floor`); how often to look again is this loop's.
     pub(crate) async fn in_store(
         &mut self,
@@ -88,7 +89,7 @@ impl<'a> Claim<'a> {
         let mut poll = Duration::from_millis(50);
         loop {
             let (now, left) = (tokio::time::Instant::now(), budget());
-            let lease = machine.lease(now, LEASE_MARGIN);
+            let lease = machine.budget().lease(now, LEASE_MARGIN);
             let deadline = now + left;
             let answer = ready_or_within(store.claim_by(&self.key, &owner, lease, deadline), &budget).await;
             let answer = answer.unwrap_or_else(|| {
@@ -105,7 +106,7 @@ impl<'a> Claim<'a> {
                 Ok(Claimed::Busy { holder, left }) => {
                     // Wait while the budget can hold the wait and still start an attempt.
                     let nap = left.min(poll);
-                    if !machine.may_wait_for_claim(tokio::time::Instant::now(), nap, floor) {
+                    if !machine.budget().may_wait_for_claim(tokio::time::Instant::now(), nap, floor) {
                         return Err(busy(&holder, left, budget()));
                     }
                     tokio::time::sleep(nap).await;

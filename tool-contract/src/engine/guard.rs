@@ -21,7 +21,7 @@ pub(crate) fn secs(d: Duration) -> String {
 /// the future first has to wait.
 ///
 /// With `strict`, the call's machine (a side effect, whose request may leave on any poll), the future is
-/// not polled at all once the machine says no request may leave ([`Machine::may_leave`]: at or past the
+/// not polled at all once the machine says no request may leave ([`Budget::may_leave`]: at or past the
 /// deadline): a worker that stood still (a stopped process, a frozen machine) and finds its connection
 /// ready when it runs again would otherwise send after its deadline, when another worker may have taken
 /// the intent over. The deadline is the last instant a request may leave; the claim's lease outlasts it
@@ -32,7 +32,7 @@ pub(crate) fn secs(d: Duration) -> String {
 /// A future of its own rather than an `async fn`: an `async fn` keeps its argument and the pinned copy
 /// it polls side by side, and `fut` is the tool's whole attempt.
 ///
-/// [`Machine::may_leave`]: super::machine::Machine::may_leave
+/// [`Budget::may_leave`]: super::machine::Budget::may_leave
 pub(crate) fn within<'m, F: Future, W: FnOnce()>(
     deadline: tokio::time::Instant,
     fut: F,
@@ -61,7 +61,7 @@ impl<F: Future, W: FnOnce()> Future for Within<'_, F, W> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         if let Some(machine) = this.strict
-            && !machine.may_leave(tokio::time::Instant::now(), *this.deadline)
+            && !machine.budget().may_leave(tokio::time::Instant::now(), *this.deadline)
         {
             return Poll::Ready(Err(()));
         }

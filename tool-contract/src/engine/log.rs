@@ -337,15 +337,11 @@ pub(crate) async fn start_attempt(
         }
         // Nothing was stored, or a read's start record, which never waits: `left` still holds.
         Ok(()) if !run.log().keeps_records() || !side => return Ok(left),
-        _ => {
-            // The machine's rule again, once the write is done: the attempt starts with what is left.
-            let now = tokio::time::Instant::now();
-            let left = run.task().deadline().saturating_duration_since(now);
-            if run.machine.may_start(now, run.spec().get_deadline_floor()) {
-                return Ok(left);
-            }
-            run.pace().refusal(left)
-        }
+        // The machine's rule again, once the write is done: the attempt starts with what is left.
+        _ => match super::attempts::allowed(run) {
+            Ok((_, left)) => return Ok(left),
+            Err(stop) => stop,
+        },
     };
     // Stored, but the write left too little budget: the same end as a start never confirmed.
     let ((outcome, applied), _) = run.machine.unstarted(false);

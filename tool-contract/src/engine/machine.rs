@@ -242,44 +242,9 @@ impl<T: Time + 'static> Machine<T> {
         self.reached = Some(at);
     }
 
-    /// The budget an attempt's records pair with its start's stamp: the budget left when it started
-    /// (`at_start`), not once its start record was written (`after_write`). Together with the stamp it
-    /// bounds the attempt's last possible send; the budget after a slow write would end that early.
-    #[inline]
-    pub fn recorded_budget(&self, at_start: Duration, after_write: Duration) -> Duration {
-        (rules(self).recorded_budget)(at_start, after_write)
-    }
-
-    /// Whether the attempt's request may leave at `now`, the last check before it does: only before
-    /// `not_after` (the attempt's own deadline) and before the task's. A worker that stood still past
-    /// them (a stopped process, a frozen machine) may find another worker holding the intent once its
-    /// claim's lease, which outlasts the task's deadline, has run out.
-    #[inline]
-    pub fn may_leave(&self, now: T, not_after: T) -> bool {
-        (rules(self).may_leave)(now, not_after.min(self.deadline))
-    }
-
-    /// Whether an attempt may start at `now`, given `floor`, the least budget the tool needs to start
-    /// one: never on a spent budget, never with less than the floor left ([`crate::rules::may_start`]).
-    /// An attempt that could land and never be resolved is not started.
-    #[inline]
-    pub fn may_start(&self, now: T, floor: Duration) -> bool {
-        (rules(self).may_start)(now.until(self.deadline), floor)
-    }
-
-    /// The lease a claim taken at `now` asks the store for: the budget left (the call drops its attempt
-    /// at the deadline), then the landing horizon (a request the service still holds may land that much
-    /// later), then `margin` for the end record and for clocks. Whoever takes the intent over after it
-    /// finds the last attempt past its horizon, and probes first.
-    pub fn lease(&self, now: T, margin: Duration) -> Duration {
-        now.until(self.deadline).saturating_add(horizon(self)).saturating_add(margin)
-    }
-
-    /// Whether a call whose claim another owner holds waits `nap` at `now` and claims again: only if it
-    /// could still start an attempt of at least `floor` after the wait
-    /// ([`crate::rules::may_wait_for_claim`]).
-    pub fn may_wait_for_claim(&self, now: T, nap: Duration, floor: Duration) -> bool {
-        crate::rules::may_wait_for_claim(nap, floor, now.until(self.deadline))
+    /// The budget's rules for this call, on its deadline ([`Budget`]).
+    pub fn budget(&self) -> Budget<'_, T> {
+        Budget(self)
     }
 
     /// The start of a call of the shape `shape` at `now`, from what the log holds of its intent
@@ -303,18 +268,11 @@ impl<T: Time + 'static> Machine<T> {
         self.observed = (rules(self).settlement_seen)(stamps.seen, stamps.settled);
         let start = policy::batch((rules(self).start)(recall, self.kind), recall, shape);
         match start {
-            Start::SecondAttempt => self.known_not_landed(),
+            Start::SecondAttempt => known_not_landed(self),
             Start::Probe => self.maybe_applied = true,
             Start::Fresh | Start::Replay | Start::Settled => {}
         }
         start
-    }
-
-    /// The attempt resumed from is known not to have landed: nothing may have landed, and that stands
-    /// for the probe the policy asks for before the next attempt.
-    pub fn known_not_landed(&mut self) {
-        self.maybe_applied = false;
-        self.known_not_landed = true;
     }
 
     /// An attempt ended with its own effect `effect`: the call's effect may have landed from now on if
@@ -445,7 +403,7 @@ impl<T: Time + 'static> Machine<T> {
     /// once it could no longer land.
     pub fn person_said(&mut self, said: Option<Verdict>, seen: T, now: T) -> Change {
         if said == Some(Verdict::NotLanded) {
-            self.known_not_landed();
+            known_not_landed(self);
             self.observed = Some(seen);
         }
         let horizon = judge_word(self, now);
@@ -496,6 +454,61 @@ impl<T: Time + 'static> Machine<T> {
             | End::RetryBudgetSpent => ended,
         }
     }
+}
+
+/// The budget's rules of one call, on its machine's deadline and hooks ([`Machine::budget`]): whether
+/// an attempt may start, whether its request may still leave, the budget its records carry, and, for
+/// its claim on the intent, the lease it asks for and whether it waits for another owner's.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget<'a, T: 'static>(&'a Machine<T>);
+
+impl<T: Time + 'static> Budget<'_, T> {
+    /// Whether an attempt may start at `now`, given `floor`, the least budget the tool needs to start
+    /// one: never on a spent budget, never with less than the floor left ([`crate::rules::may_start`]).
+    /// An attempt that could land and never be resolved is not started.
+    #[inline]
+    pub fn may_start(self, now: T, floor: Duration) -> bool {
+        (rules(self.0).may_start)(now.until(self.0.deadline), floor)
+    }
+
+    /// Whether the attempt's request may leave at `now`, the last check before it does: only before
+    /// `not_after` (the attempt's own deadline) and before the task's. A worker that stood still past
+    /// them (a stopped process, a frozen machine) may find another worker holding the intent once its
+    /// claim's lease, which outlasts the task's deadline, has run out.
+    #[inline]
+    pub fn may_leave(self, now: T, not_after: T) -> bool {
+        (rules(self.0).may_leave)(now, not_after.min(self.0.deadline))
+    }
+
+    /// The budget an attempt's records pair with its start's stamp: the budget left when it started
+    /// (`at_start`), not once its start record was written (`after_write`). Together with the stamp it
+    /// bounds the attempt's last possible send; the budget after a slow write would end that early.
+    #[inline]
+    pub fn recorded(self, at_start: Duration, after_write: Duration) -> Duration {
+        (rules(self.0).recorded_budget)(at_start, after_write)
+    }
+
+    /// The lease a claim taken at `now` asks the store for: the budget left (the call drops its attempt
+    /// at the deadline), then the landing horizon (a request the service still holds may land that much
+    /// later), then `margin` for the end record and for clocks. Whoever takes the intent over after it
+    /// finds the last attempt past its horizon, and probes first.
+    pub fn lease(self, now: T, margin: Duration) -> Duration {
+        now.until(self.0.deadline).saturating_add(horizon(self.0)).saturating_add(margin)
+    }
+
+    /// Whether a call whose claim another owner holds waits `nap` at `now` and claims again: only if it
+    /// could still start an attempt of at least `floor` after the wait
+    /// ([`crate::rules::may_wait_for_claim`]).
+    pub fn may_wait_for_claim(self, now: T, nap: Duration, floor: Duration) -> bool {
+        crate::rules::may_wait_for_claim(nap, floor, now.until(self.0.deadline))
+    }
+}
+
+/// The attempt resumed from is known not to have landed: nothing may have landed, and that stands for
+/// the probe the policy asks for before the next attempt.
+fn known_not_landed<T>(m: &mut Machine<T>) {
+    m.maybe_applied = false;
+    m.known_not_landed = true;
 }
 
 /// The outcome and effect a call that starts as `start` decides from, before any attempt of its own
@@ -675,31 +688,38 @@ mod tests {
     #[test]
     fn no_request_leaves_at_or_past_its_deadline_or_the_tasks() {
         let call = send(30);
-        assert!(call.may_leave(9, 10));
-        assert!(!call.may_leave(10, 10));
+        assert!(call.budget().may_leave(9, 10));
+        assert!(!call.budget().may_leave(10, 10));
         // An attempt's own deadline past the task's is cut to the task's.
-        assert!(!call.may_leave(30, 40));
-        assert!(call.may_leave(29, 40));
+        assert!(!call.budget().may_leave(30, 40));
+        assert!(call.budget().may_leave(29, 40));
     }
 
     #[test]
     fn no_attempt_starts_on_a_spent_budget_or_below_the_floor() {
         let call = send(10);
-        assert!(call.may_start(8, Duration::from_secs(2)));
-        assert!(!call.may_start(9, Duration::from_secs(2)), "1 s left, a floor of 2 s");
-        assert!(call.may_start(9, Duration::ZERO));
-        assert!(!call.may_start(10, Duration::ZERO), "nothing left, floor or none");
-        assert!(!call.may_start(12, Duration::ZERO), "past the deadline");
+        assert!(call.budget().may_start(8, Duration::from_secs(2)));
+        assert!(!call.budget().may_start(9, Duration::from_secs(2)), "1 s left, a floor of 2 s");
+        assert!(call.budget().may_start(9, Duration::ZERO));
+        assert!(!call.budget().may_start(10, Duration::ZERO), "nothing left, floor or none");
+        assert!(!call.budget().may_start(12, Duration::ZERO), "past the deadline");
     }
 
     #[test]
     fn a_claim_outlasts_the_budget_by_the_horizon_and_waits_only_while_an_attempt_could_follow() {
         let call = send(10);
         // 5 s of horizon (`send`'s setup), 1 s of margin.
-        assert_eq!(call.lease(4, Duration::from_secs(1)), Duration::from_secs(6 + 5 + 1));
-        assert_eq!(call.lease(12, Duration::ZERO), Duration::from_secs(5), "past the deadline: the horizon");
-        assert!(call.may_wait_for_claim(4, Duration::from_secs(1), Duration::from_secs(4)));
-        assert!(!call.may_wait_for_claim(4, Duration::from_secs(2), Duration::from_secs(4)), "6 s left");
+        assert_eq!(call.budget().lease(4, Duration::from_secs(1)), Duration::from_secs(6 + 5 + 1));
+        assert_eq!(
+            call.budget().lease(12, Duration::ZERO),
+            Duration::from_secs(5),
+            "past the deadline: the horizon"
+        );
+        assert!(call.budget().may_wait_for_claim(4, Duration::from_secs(1), Duration::from_secs(4)));
+        assert!(
+            !call.budget().may_wait_for_claim(4, Duration::from_secs(2), Duration::from_secs(4)),
+            "6 s left"
+        );
     }
 
     #[test]
@@ -748,7 +768,7 @@ mod tests {
     fn the_budget_recorded_is_the_one_at_the_start() {
         let call = send(30);
         assert_eq!(
-            call.recorded_budget(Duration::from_secs(9), Duration::from_secs(4)),
+            call.budget().recorded(Duration::from_secs(9), Duration::from_secs(4)),
             Duration::from_secs(9)
         );
     }

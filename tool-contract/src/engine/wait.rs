@@ -78,7 +78,7 @@ impl<'a> Pace<'a> {
     }
 
     /// Why an attempt may not start with `left` of the budget, when the call's machine says it may not
-    /// ([`Machine::may_start`](super::machine::Machine::may_start)).
+    /// ([`Budget::may_start`](super::machine::Budget::may_start)).
     pub(crate) fn refusal(self, left: Duration) -> Stop {
         let spec = self.spec;
         let message = if left.is_zero() {

@@ -11,7 +11,7 @@ use crate::report::{Applied, Outcome};
 /// when that record lists none the call can read).
 #[derive(Debug, Clone, Copy)]
 pub enum Shape<'a> {
-    /// A single call: [`start`](super::start) decides.
+    /// A single call: [`start`](fn@super::start) decides.
     One,
     /// A batch (bulk items, the pages of a read): [`batch`] decides from its items.
     Batch(Option<&'a [crate::report::Item]>),
@@ -43,13 +43,14 @@ pub fn item(unfinished: bool, recorded: &crate::report::Item) -> ItemStart {
     }
 }
 
-/// The start-of-call decision for a call of the shape `shape`: [`start`](super::start)'s for the intent as a whole,
-/// which a batch refines from its items ([`item`]) unless a person settled the batch (their word is
-/// for every item). A batch whose record lists no items it can read is as in doubt as its record says,
-/// and is never answered from the log: a recorded `ok` without its items is probed, not replayed. One
-/// whose items are all done answers from them; one with an item that may have landed probes; one with
-/// items that applied nothing sends them again: as a first attempt where [`start`] says so, otherwise
-/// as a second attempt of the intent (for `money`, after the approver's yes).
+/// The start-of-call decision for a call of the shape `shape`: `start`, the decision for the intent
+/// as a whole ([`start`](fn@super::start)), which a batch refines from its items ([`item`]) unless a
+/// person settled the batch (their word is for every item). A batch whose record lists no items it
+/// can read is as in doubt as its record says, and is never answered from the log: a recorded `ok`
+/// without its items is probed, not replayed. One whose items are all done answers from them; one
+/// with an item that may have landed probes; one with items that applied nothing sends them again:
+/// as a first attempt where `start` says so, otherwise as a second attempt of the intent (for
+/// `money`, after the approver's yes).
 pub fn batch(start: Start, recall: Option<&crate::records::Recall>, shape: Shape<'_>) -> Start {
     let Shape::Batch(items) = shape else { return start };
     let Some(recall) = recall.filter(|recall| recall.settlement().is_none()) else { return start };
