@@ -310,6 +310,35 @@ mod tests {
     use super::*;
     use EffectKind::*;
 
+    /// A record of attempt 1 of one intent in `phase`, ended as `outcome` and `effect` (none for a start):
+    /// what the tables of the start of a call read.
+    pub(super) fn record(
+        phase: crate::records::Phase,
+        outcome: Option<Outcome>,
+        effect: Option<Applied>,
+    ) -> crate::records::Record {
+        crate::records::Record {
+            phase,
+            task: "t".into(),
+            call: "c".into(),
+            intent_key: crate::Intent::new("t", "a", "c", "x").key(),
+            attempt: 1,
+            attempt_id: "t-a1".into(),
+            started: "2026-12-01T00:00:00Z".into(),
+            budget_left_s: 30,
+            outcome,
+            effect_applied: effect,
+            probe: None,
+            message: Some("m".into()),
+            retry_at: None,
+            sent_by: None,
+            args: None,
+            value: None,
+            settled: None,
+            approval: None,
+        }
+    }
+
     /// What is known after a side effect's attempt in doubt (a read's that failed), before any step.
     pub(super) fn facts(kind: EffectKind) -> Facts {
         Facts {

@@ -347,27 +347,14 @@ async fn before_attempt(
 #[inline]
 fn may_start(run: &mut Run<'_>, made: u32) -> Result<(tokio::time::Instant, Duration), Stop> {
     let (task, spec) = (run.task(), run.spec());
-    let (now, left) = allowed(run).inspect_err(|stop| observe::refused(spec, &stop.message))?;
+    let allowed = run.pace().allowed(&run.machine, task.deadline());
+    let (now, left) = allowed.inspect_err(|stop| observe::refused(spec, &stop.message))?;
     if made == 0 {
         task.budgets().first_attempt_at(spec.get_service(), now);
     }
     run.next_attempt();
     run.now.key_leaves(now);
     Ok((now, left))
-}
-
-/// Whether the call's machine lets an attempt start now ([`Budget::may_start`]): the instant and the
-/// budget left it would start with, or why not.
-///
-/// [`Budget::may_start`]: super::machine::Budget::may_start
-pub(super) fn allowed(run: &Run<'_>) -> Result<(tokio::time::Instant, Duration), Stop> {
-    let now = tokio::time::Instant::now();
-    let left = run.task().deadline().saturating_duration_since(now);
-    if run.machine.budget().may_start(now, run.spec().get_deadline_floor()) {
-        Ok((now, left))
-    } else {
-        Err(run.pace().refusal(left))
-    }
 }
 
 /// One attempt, numbered and allowed to start with `left` of the budget at `now`: its start record,

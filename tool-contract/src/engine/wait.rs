@@ -77,9 +77,25 @@ impl<'a> Pace<'a> {
         left.saturating_sub(reserve).max(spec.get_deadline_floor()).min(left)
     }
 
-    /// Why an attempt may not start with `left` of the budget, when the call's machine says it may not
-    /// ([`Budget::may_start`](super::machine::Budget::may_start)).
-    pub(crate) fn refusal(self, left: Duration) -> Stop {
+    /// Whether the call's `machine` lets an attempt start now, on a task whose deadline is `deadline`
+    /// ([`Budget::may_start`](super::machine::Budget::may_start)): the instant and the budget left it
+    /// would start with, or why not.
+    pub(crate) fn allowed(
+        self,
+        machine: &super::machine::Machine<Instant>,
+        deadline: Instant,
+    ) -> Result<(Instant, Duration), Stop> {
+        let now = Instant::now();
+        let left = deadline.saturating_duration_since(now);
+        if machine.budget().may_start(now, self.spec.get_deadline_floor()) {
+            Ok((now, left))
+        } else {
+            Err(self.refusal(left))
+        }
+    }
+
+    /// Why an attempt may not start with `left` of the budget.
+    fn refusal(self, left: Duration) -> Stop {
         let spec = self.spec;
         let message = if left.is_zero() {
             format!("budget spent: nothing left for {}; not started", spec.name())

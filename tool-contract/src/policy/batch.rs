@@ -116,30 +116,11 @@ mod tests {
     /// log only with every item at hand.
     #[test]
     fn the_start_of_a_batch_as_a_table() {
-        use crate::records::{Phase, Recall, Record};
+        use crate::records::{Phase, Recall};
         use crate::report::{Item, Outcome};
-        let record = |phase, outcome: Option<Outcome>, effect: Option<Applied>| Recall {
+        let record = |phase, outcome, effect| Recall {
             attempts: 1,
-            last: Record {
-                phase,
-                task: "t".into(),
-                call: "c".into(),
-                intent_key: crate::Intent::new("t", "a", "c", "x").key(),
-                attempt: 1,
-                attempt_id: "t-a1".into(),
-                started: "2026-12-01T00:00:00Z".into(),
-                budget_left_s: 30,
-                outcome,
-                effect_applied: effect,
-                probe: None,
-                message: None,
-                retry_at: None,
-                sent_by: None,
-                args: None,
-                value: None,
-                settled: None,
-                approval: None,
-            },
+            last: super::super::tests::record(phase, outcome, effect),
         };
         let done = [Item::ok("1"), Item::permanent("2", "bad")];
         let open = [Item::ok("1"), Item::retryable("2", "429")];

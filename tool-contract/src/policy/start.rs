@@ -62,27 +62,8 @@ mod tests {
     #[test]
     fn the_start_of_a_call_as_a_table() {
         use crate::person::Settle as Settlement;
-        use crate::records::{Phase, Recall, Record, Verdict};
-        let record = |phase, outcome: Option<Outcome>, effect: Option<Applied>| Record {
-            phase,
-            task: "t".into(),
-            call: "c".into(),
-            intent_key: crate::Intent::new("t", "a", "c", "x").key(),
-            attempt: 1,
-            attempt_id: "t-a1".into(),
-            started: "2026-12-01T00:00:00Z".into(),
-            budget_left_s: 30,
-            outcome,
-            effect_applied: effect,
-            probe: None,
-            message: Some("m".into()),
-            retry_at: None,
-            sent_by: None,
-            args: None,
-            value: None,
-            settled: None,
-            approval: None,
-        };
+        use crate::records::{Phase, Recall, Verdict};
+        let record = super::super::tests::record;
         let unknown = record(Phase::End, Some(Outcome::Unknown), Some(Applied::Unknown));
         let settled = |verdict| {
             Settlement::new(verdict, "alice", "seen").record_for(&unknown, "2026-12-01T00:01:00Z".into())
