@@ -260,13 +260,15 @@ impl<T: Time + 'static> Machine<T> {
     /// the service's own answer leaves nothing that can land; a person's `not_landed` does not, and
     /// waits for the horizon like a probe's.
     pub fn start(&mut self, recall: Option<&Recall>, shape: Shape<'_>, stamps: Stamps<T>, now: T) -> Start {
+        let start = policy::batch((rules(self).start)(recall, self.kind), recall, shape);
+        // A batch whose record says it applied nothing but lists an item in doubt is probed: its
+        // request is taken as in flight as any other's.
         let nothing = recall.is_none_or(|recall| {
             recall.settlement().is_none() && recall.last.effect_applied == Some(Applied::No)
-        });
+        }) && start != Start::Probe;
         self.reached =
             (!nothing).then(|| crate::rules::reached_by(stamps.ran, stamps.sent, stamps.settled, now));
         self.observed = (rules(self).settlement_seen)(stamps.seen, stamps.settled);
-        let start = policy::batch((rules(self).start)(recall, self.kind), recall, shape);
         match start {
             Start::SecondAttempt => known_not_landed(self),
             Start::Probe => self.maybe_applied = true,
@@ -762,6 +764,16 @@ mod tests {
             Start::Fresh
         );
         assert_eq!(call.wait_left(4), Duration::ZERO);
+        // A batch whose record says the same but lists an item in doubt is probed, and its request is
+        // in flight as any other's.
+        let doubt = [crate::report::Item::unknown("row-2", "reply lost")];
+        let mut call = send(30);
+        let batch = Shape::Batch(Some(&doubt));
+        assert_eq!(
+            call.start(Some(&refused), batch, Stamps::new(Some(9), Some(3), None, None), 4),
+            Start::Probe
+        );
+        assert_eq!(call.wait_left(4), Duration::from_secs(4));
     }
 
     #[test]
