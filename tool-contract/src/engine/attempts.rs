@@ -306,8 +306,8 @@ async fn attempt_loop<W: Work>(
     };
     let mut made = 0u32;
     loop {
-        // The decision is taken apart before any wait, so the call's future holds no room for it while
-        // it waits.
+        // The executor's own state (the class, why the probe could not tell) is taken apart before any
+        // wait, so the call's future holds no room for it while it waits; the decision is the machine's.
         let wait = match work.next(&mut run, made).await {
             ControlFlow::Continue(wait) => wait,
             ControlFlow::Break(report) => return (report, made),
