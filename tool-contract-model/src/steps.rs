@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use tool_contract::policy::{Horizon, Shape, Start, Step};
+use tool_contract::policy::{Horizon, Shape, Start};
 use tool_contract::probe::ProbeMark;
 use tool_contract::rules::Stamps;
 use tool_contract::spec::Dedupe;
-use tool_contract::unstable::machine;
+use tool_contract::unstable::machine::{self, Event, Pacing};
 use tool_contract::{Applied, Outcome};
 
 use crate::model::{Act, Action, Protocol, State, Worker, ghost};
@@ -103,37 +103,36 @@ impl Protocol {
         // The model's tool is a `send` or `money`: the probe deduplicates, and the service's retry
         // budget always has room.
         let who = (Dedupe::Probe, self.config.horizon());
-        k.machine.open(ended, u32::from(k.made), who, true, now);
+        let made = u32::from(k.made);
+        k.machine.on(Event::Undecided { ended, made, dedupe: who, retry_budget: true, at: now });
         self.decide(s, w);
     }
 
-    /// Ask the worker's machine for the next step of its open decision, and take it.
+    /// Ask the worker's machine for the next action of its open decision, and take it.
     fn decide(&self, s: &mut State, w: u8) {
+        // The model's service asks for no wait (`Retry-After`) and its tool has no backoff.
+        let pacing = Pacing { floor: ticks(self.config.floor), ..Pacing::default() };
+        let now = s.now;
+        let Some(action) = self.worker(s, w).machine.next(now, pacing) else { return };
         let k = s.workers[usize::from(w)];
-        let left = ticks(k.deadline.saturating_sub(s.now));
-        // The engine's rule for the room the next attempt needs; the model's service asks for no wait
-        // (`Retry-After`) and its tool has no backoff.
-        let (room, _) =
-            machine::room(u32::from(k.made), None, Duration::ZERO, ticks(self.config.floor), left);
-        let Some(step) = self.worker(s, w).machine.next(room) else { return };
-        let k = s.workers[usize::from(w)];
-        match step {
-            Step::WaitHorizon => self.worker(s, w).act = Act::Waiting,
-            Step::Probe => self.worker(s, w).act = Act::Probing,
-            Step::Approve => {
+        match action {
+            // The store wakes it once its machine's horizon has passed (`Machine::wait_left`).
+            machine::Action::WaitUntil(_) => self.worker(s, w).act = Act::Waiting,
+            machine::Action::Probe => self.worker(s, w).act = Act::Probing,
+            machine::Action::Approve => {
                 let who = s.who(w);
                 s.send(Msg::Ask { who, attempt: k.attempt(), until: k.deadline });
                 self.worker(s, w).act = Act::Asking;
             }
-            Step::Retry => self.start_attempt(s, w),
+            // With no backoff, the wait is none.
+            machine::Action::Attempt { .. } => self.start_attempt(s, w),
             // The model's person settles through the store, never as a step of a call (its machine is
             // set up so): were they asked, they would not answer.
-            Step::AskPerson => {
-                let now = s.now;
-                self.worker(s, w).machine.person_said(None, now, now);
+            machine::Action::AskPerson => {
+                self.worker(s, w).machine.on(Event::PersonSaid { said: None, seen: now, at: now });
                 self.decide(s, w);
             }
-            Step::Stop(end) => {
+            machine::Action::Stop(end) => {
                 let Some(facts) = k.machine.facts() else { return };
                 let (outcome, effect) = k.machine.ending(end, (facts.outcome, facts.effect));
                 self.report(s, w, outcome, k.machine.call_effect(effect));
@@ -194,14 +193,14 @@ impl Protocol {
                     Act::Waiting | Act::Probing | Act::Looked { .. } => {
                         let machine = &mut self.worker(s, w).machine;
                         if k.act == Act::Waiting {
-                            machine.waited();
+                            machine.on(Event::Waited);
                         }
-                        machine.probed(ProbeMark::Failed, Horizon::Passed);
+                        machine.on(Event::Probed { mark: ProbeMark::Failed, horizon: Horizon::Passed });
                         self.decide(s, w);
                     }
                     // No answer in time is a no.
                     Act::Asking => {
-                        self.worker(s, w).machine.approved(false);
+                        self.worker(s, w).machine.on(Event::Approved { yes: false });
                         self.decide(s, w);
                     }
                     Act::Idle | Act::Done => {}
@@ -240,7 +239,7 @@ impl Protocol {
             }
             Action::Wake(w) => {
                 // Waited out: the probe looks again, as the engine's decision says.
-                self.worker(s, w).machine.waited();
+                self.worker(s, w).machine.on(Event::Waited);
                 self.decide(s, w);
             }
             Action::Reclaim(w) => {
@@ -259,8 +258,8 @@ impl Protocol {
     fn ended(&self, s: &mut State, w: u8, ended: (Outcome, Applied)) {
         let now = s.now;
         let k = self.worker(s, w);
-        k.machine.reach(now);
-        k.machine.ended(ended.1);
+        k.machine.on(Event::Reached { by: now });
+        k.machine.on(Event::Ended { effect: ended.1 });
         self.open(s, w, ended);
     }
 
@@ -276,7 +275,7 @@ impl Protocol {
         self.end_record(s, w, (outcome, effect), Some(verdict));
         // The executor judges the verdict as the record does: by when the probe looked.
         let judged = k.machine.judge(ended.1, looked, s.now);
-        self.worker(s, w).machine.probed(verdict, judged);
+        self.worker(s, w).machine.on(Event::Probed { mark: verdict, horizon: judged });
         self.decide(s, w);
     }
 
@@ -316,7 +315,7 @@ impl Protocol {
                 let k = self.worker(s, w);
                 k.act = Act::Calling;
                 // From now on its request may reach the service.
-                k.machine.reach(now);
+                k.machine.on(Event::Reached { by: now });
                 // The budget its records pair with the start's stamp, now the start record is written
                 // (the machine's rule: the budget at the start, however long the write took).
                 if let Some((at, at_start)) = k.ledger.stamp() {
@@ -338,7 +337,7 @@ impl Protocol {
                 self.ended(s, w, (Outcome::Retryable, Applied::No));
             }
             (Msg::Approved { attempt, yes, .. }, Act::Asking) if attempt == k.attempt() => {
-                self.worker(s, w).machine.approved(yes);
+                self.worker(s, w).machine.on(Event::Approved { yes });
                 self.decide(s, w);
             }
             _ => {}

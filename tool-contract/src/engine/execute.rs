@@ -7,21 +7,28 @@ use std::future::Future;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::attempts::Work;
 use super::guard::{guarded, secs};
 use super::log::end_record;
+use super::machine::{Action, Event};
 use super::state::Run;
 use super::stop::Stop;
 use crate::classify::Class;
 use crate::journal::{Record, Verdict};
-use crate::policy::{Change, End, Step};
+use crate::policy::{Change, End};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Outcome, Reason, Report};
 use crate::spec::Dedupe;
 
-/// Carry out the policy after an attempt that ended as `class` (or, with `made == 0`, after an earlier
-/// run that left the intent in doubt): `Continue` with the wait before the next attempt, or `Break`
-/// with the call's report.
+/// Carry out the machine's decision after an attempt that ended as `class` (or, with `made == 0`, after
+/// an earlier run that left the intent in doubt): `Continue` with the wait before the next attempt, or
+/// `Break` with the call's report. Every action is the machine's ([`Machine::next`]); each finding goes
+/// back to it as an event ([`Machine::on`]).
+///
+/// [`Machine::next`]: super::machine::Machine::next
+/// [`Machine::on`]: super::machine::Machine::on
 pub(crate) async fn decide<W: Work>(
     work: &mut W,
     run: &mut Run<'_>,
@@ -32,30 +39,30 @@ pub(crate) async fn decide<W: Work>(
     // would be a new create, so the horizon is that of a create only the probe deduplicates.
     let dedupe = run.pace().dedupe(run.now.key_sent(), run.task().deadline());
     let retry_budget = run.task().budgets().room(run.spec().get_service()).is_ok();
-    let ended = (class.outcome(), class.effect());
+    let (ended, at) = ((class.outcome(), class.effect()), Instant::now());
     let dedupe = (dedupe, run.spec().dedupe(dedupe).get_horizon());
-    run.machine.open(ended, made, dedupe, retry_budget, tokio::time::Instant::now());
+    run.machine.on(Event::Undecided { ended, made, dedupe, retry_budget, at });
     let mut call = Deciding { class, unsure: String::new(), denied: None };
     let mut settlement = None;
     loop {
-        let (room, wait) = run.pace().room(&call.class, made, run.now.number(), run.task().remaining());
-        // The decision opened above names a step until it is a retry or a stop (with none open, the
-        // call would end as its attempt did: nothing sent again).
-        match run.machine.next(room).unwrap_or(Step::Stop(End::AsIs)) {
-            Step::Probe => call.probe(work, run).await,
-            Step::Approve => call.approve(run).await,
+        let pacing = run.pace().pacing(&call.class, run.now.number());
+        // The decision opened above names an action until it is an attempt or a stop (with none open,
+        // the call would end as its attempt did: nothing sent again).
+        match run.machine.next(Instant::now(), pacing).unwrap_or(Action::Stop(End::AsIs)) {
+            Action::Probe => call.probe(work, run).await,
+            Action::Approve => call.approve(run).await,
             // Boxed: only a call resuming an intent in doubt asks.
-            Step::AskPerson => settlement = Box::pin(call.ask_person(work, run)).await,
+            Action::AskPerson => settlement = Box::pin(call.ask_person(work, run)).await,
             // The service may still apply the request: look again once it cannot. Boxed: a wait most
             // calls never make.
-            Step::WaitHorizon => Box::pin(call.wait_horizon(run)).await,
-            Step::Retry => {
+            Action::WaitUntil(until) => Box::pin(call.wait_horizon(run, until)).await,
+            Action::Attempt { after } => {
                 return match take_retry(run, &call.class) {
-                    Ok(()) => ControlFlow::Continue(wait),
+                    Ok(()) => ControlFlow::Continue(after),
                     Err(stop) => ControlFlow::Break(work.stopped(run, stop)),
                 };
             }
-            Step::Stop(end) => return ControlFlow::Break(call.end(work, run, end, settlement, (made, wait))),
+            Action::Stop(end) => return ControlFlow::Break(call.end(work, run, end, settlement, made)),
         };
     }
 }
@@ -71,7 +78,7 @@ struct Deciding {
 impl Deciding {
     /// Run the probe; a verdict is judged by when the probe looked, not when it answered.
     async fn probe<W: Work>(&mut self, work: &mut W, run: &mut Run<'_>) {
-        let looked = tokio::time::Instant::now();
+        let looked = Instant::now();
         // Boxed: a call that never probes does not carry room for it.
         let mark = match Box::pin(work.probe(run, &self.class, looked)).await {
             Ok(mark) => mark,
@@ -83,7 +90,7 @@ impl Deciding {
         // Where the attempt stood against its horizon when the probe looked: a "not landed" counts
         // only past it, and a person is asked only past it, so that theirs does.
         let horizon = work.horizon(run, &self.class, looked);
-        if run.machine.probed(mark, horizon) == Change::NotLanded {
+        if run.machine.on(Event::Probed { mark, horizon }) == Change::NotLanded {
             self.class = resolved_not_landed(std::mem::replace(&mut self.class, Class::retryable("")));
         }
     }
@@ -94,11 +101,11 @@ impl Deciding {
         // Boxed: only a `money` tool asks.
         match Box::pin(super::ask::approve(run, class, || no_approver(run, class))).await {
             Ok(who) => {
-                run.machine.approved(true);
+                run.machine.on(Event::Approved { yes: true });
                 run.now.approved(who);
             }
             Err(stop) => {
-                run.machine.approved(false);
+                run.machine.on(Event::Approved { yes: false });
                 self.denied = Some(stop);
             }
         }
@@ -108,7 +115,7 @@ impl Deciding {
     /// answers from.
     async fn ask_person<W: Work>(&mut self, work: &W, run: &mut Run<'_>) -> Option<Box<Record>> {
         let asked = super::ask::ask_person(run, &self.class, &self.unsure, |value| work.misfit(value)).await;
-        let now = tokio::time::Instant::now();
+        let at = Instant::now();
         let (said, seen, settlement) = match asked {
             // Boxed: the call's future keeps room for a settlement only a few calls read.
             Ok((Verdict::Landed, record, seen)) => (Some(Verdict::Landed), seen, Some(Box::new(record))),
@@ -119,18 +126,18 @@ impl Deciding {
             }
             Err(why) => {
                 self.unsure = why;
-                (None, now, None)
+                (None, at, None)
             }
         };
-        run.machine.person_said(said, seen, now);
+        run.machine.on(Event::PersonSaid { said, seen, at });
         settlement
     }
 
-    /// Wait until the attempt can no longer land; a "not landed" seen before says nothing of what landed
-    /// since.
-    async fn wait_horizon(&mut self, run: &mut Run<'_>) {
-        tokio::time::sleep(run.machine.wait_left(tokio::time::Instant::now())).await;
-        if run.machine.waited() == Change::InDoubt {
+    /// Wait `until` the attempt can no longer land; a "not landed" seen before says nothing of what
+    /// landed since.
+    async fn wait_horizon(&mut self, run: &mut Run<'_>, until: Instant) {
+        tokio::time::sleep_until(until).await;
+        if run.machine.on(Event::Waited) == Change::InDoubt {
             self.class = Class::unknown(format!(
                 "{}; seen before attempt {} could no longer land",
                 self.class.message(),
@@ -146,7 +153,7 @@ impl Deciding {
         run: &Run<'_>,
         end: End,
         settlement: Option<Box<Record>>,
-        (made, wait): (u32, Duration),
+        made: u32,
     ) -> Report<W::Value> {
         debug_assert_eq!(
             Some((self.class.outcome(), self.class.effect())),
@@ -157,7 +164,7 @@ impl Deciding {
             (End::Landed | End::AsIs, _) => work.close(run, &self.class, end),
             (End::Settled, Some(record)) => work.settled(run, &self.class, &record),
             (end, _) => {
-                let stop = stop_for(run, end, &self.class, made, wait, &self.unsure, self.denied.take());
+                let stop = stop_for(run, end, &self.class, made, &self.unsure, self.denied.take());
                 work.stopped(run, stop)
             }
         }
@@ -167,15 +174,7 @@ impl Deciding {
 /// The stop the policy's `end` means after an attempt that ended as `class`: its outcome and effect
 /// are the machine's ([`Machine::ending`](super::machine::Machine::ending)), its words and reason are
 /// said here.
-fn stop_for(
-    run: &Run<'_>,
-    end: End,
-    class: &Class,
-    made: u32,
-    wait: Duration,
-    unsure: &str,
-    denied: Option<Stop>,
-) -> Stop {
+fn stop_for(run: &Run<'_>, end: End, class: &Class, made: u32, unsure: &str, denied: Option<Stop>) -> Stop {
     let name = run.spec().name();
     let (outcome, applied) = run.machine.ending(end, (class.outcome(), class.effect()));
     let said = |why: &str, wait, reason| Stop::said(outcome, applied, class, why, wait, reason);
@@ -194,7 +193,7 @@ fn stop_for(
         }
         End::ProbeFailed => said(&format!("the probe could not tell ({unsure})"), None, Reason::ProbeFailed),
         End::BeforeHorizon => {
-            let wait = run.machine.wait_left(tokio::time::Instant::now());
+            let wait = run.machine.wait_left(Instant::now());
             said(&before_horizon(run, wait), Some(wait), Reason::BeforeHorizon)
         }
         End::Unresolved => said("", None, Reason::InDoubt),
@@ -209,7 +208,11 @@ fn stop_for(
             let why = format!("gave up after {}", super::attempts_text(made));
             Stop::after(class, &why, class.wait(), Reason::GaveUp)
         }
-        End::OutOfBudget(room) => run.pace().out_of_budget(class, room, wait, run.task().remaining()),
+        // The wait that did not fit: the service's, when it asked for one too long.
+        End::OutOfBudget(room) => {
+            let asked = class.wait().unwrap_or_default();
+            run.pace().out_of_budget(class, room, asked, run.task().remaining())
+        }
         End::NoApprover => no_approver(run, class),
         End::RetryBudgetSpent => {
             let wait = run.task().budgets().room(run.spec().get_service()).err().and_then(|spent| spent.wait);

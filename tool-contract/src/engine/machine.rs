@@ -3,8 +3,9 @@
 //! a probe's verdict, an approver's or a person's answer, a waited-out horizon) does to that. No I/O, no
 //! clock: every instant is an argument, on whatever clock drives it ([`Time`]).
 //!
-//! The engine drives a `Machine<tokio::time::Instant>`: its executor carries out the step the machine
-//! names ([`Machine::next`]: probe, ask, wait, retry, stop) and feeds back what it found. The protocol
+//! The engine drives a `Machine<tokio::time::Instant>`: its executor carries out the action the machine
+//! names ([`Machine::next`]: probe, ask, wait until, attempt after a wait, stop) and feeds back what it
+//! found ([`Machine::on`], an [`Event`]). The protocol
 //! model (`tool-contract-model`) drives a `Machine<u8>` on its ticks, the same type, so a decision the
 //! machine takes is taken once, here, for both. Not public API: `tool_contract::unstable::machine`.
 
@@ -67,6 +68,99 @@ pub struct Setup<T> {
     pub deadline: T,
 }
 
+/// What happened to a call, fed to its machine ([`Machine::on`]): each finding of the runtime the
+/// call's decisions are taken from, with the instants they are judged by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event<T> {
+    /// The attempt's request may have reached the service by `by`: it is leaving then, or its call
+    /// ended then. Its landing horizon runs from the last such instant.
+    Reached {
+        /// The latest instant the request may have reached the service by.
+        by: T,
+    },
+    /// An attempt ended with its own effect `effect`: the call's effect may have landed from now on if
+    /// that one may have (an earlier one's doubt stays).
+    Ended {
+        /// The attempt's own effect.
+        effect: Applied,
+    },
+    /// The call has something to decide at `at`, which opens the machine's decision: its attempt ended
+    /// as `ended` without `ok` (or, with `made == 0`, it resumed an intent in doubt).
+    Undecided {
+        /// How the attempt ended (or how the intent's last record leaves it).
+        ended: (Outcome, Applied),
+        /// How many attempts this call made.
+        made: u32,
+        /// Who deduplicates a `create` for this call, and the landing horizon that goes with them.
+        dedupe: (Dedupe, Duration),
+        /// Whether the service's retry budget has room for a retry.
+        retry_budget: bool,
+        /// When.
+        at: T,
+    },
+    /// The probe's verdict.
+    Probed {
+        /// What it found ([`ProbeMark::Failed`] when it could not tell).
+        mark: ProbeMark,
+        /// Where the attempt stood against its landing horizon when the probe looked
+        /// ([`Machine::judge`]): a "not landed" counts only once the attempt could no longer land.
+        horizon: Horizon,
+    },
+    /// The approver's answer to a second attempt.
+    Approved {
+        /// Yes; `false` also when they did not answer in time.
+        yes: bool,
+    },
+    /// A person's answer, whether the attempt in doubt landed.
+    PersonSaid {
+        /// What they said (`None`: no answer, or "can't tell").
+        said: Option<Verdict>,
+        /// When they saw the attempt: their "not landed" counts only if seen once it could no longer
+        /// land.
+        seen: T,
+        /// When their answer came.
+        at: T,
+    },
+    /// The landing horizon was waited out ([`Action::WaitUntil`]): a "not landed" seen before it says
+    /// nothing of what landed since.
+    Waited,
+}
+
+/// What a call does next, named by its machine ([`Machine::next`]); the runtime carries it out and
+/// feeds back what it found ([`Event`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action<T> {
+    /// Run the probe; its verdict is [`Event::Probed`].
+    Probe,
+    /// Ask the approver before a second attempt; their answer is [`Event::Approved`].
+    Approve,
+    /// Ask a person whether the attempt in doubt landed; their answer is [`Event::PersonSaid`].
+    AskPerson,
+    /// Wait until the instant the attempt can no longer land, then [`Event::Waited`].
+    WaitUntil(T),
+    /// Wait `after` (the backoff, or the service's `Retry-After` when longer), then start the next
+    /// attempt, if the budget still lets it ([`Budget::may_start`]).
+    Attempt {
+        /// The wait before it.
+        after: Duration,
+    },
+    /// Stop, and report as `end` says ([`Machine::ending`]).
+    Stop(End),
+}
+
+/// How the next attempt is paced, from the tool's settings and the last answer: the wait the service
+/// asked for (`Retry-After`), the tool's backoff before that attempt, and its floor (the least budget an
+/// attempt starts with).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pacing {
+    /// The wait the service asked for, if it did.
+    pub asked: Option<Duration>,
+    /// The tool's backoff before the next attempt.
+    pub backoff: Duration,
+    /// The tool's deadline floor.
+    pub floor: Duration,
+}
+
 /// The functions on the machine's path that a test of the protocol may swap for a broken one, to see
 /// the model checker find the harm (with the feature `unstable`, [`Machine::with_hooks`]);
 /// [`Hooks::real`] is what runs, and all that a build without the feature can run.
@@ -115,19 +209,18 @@ impl<T: Time + 'static> Hooks<T> {
 /// A call sends its attempts itself, numbered and recorded by its
 /// [`Ledger`](crate::unstable::machine::Ledger); the machine keeps what those attempts leave to decide
 /// by: whether an earlier attempt may have landed, until when the last one may have reached the
-/// service, and when a "not landed" about it was seen. After an attempt that did not end `ok`, or at
-/// the start of a call that resumed an intent in doubt, [`Machine::open`] opens a [`Decision`], which the
-/// machine keeps, and [`Machine::next`] names each step until the step is a retry or a stop; each
-/// finding is fed back to it ([`Machine::probed`], [`Machine::approved`], [`Machine::person_said`],
-/// [`Machine::waited`]).
+/// service, and when a "not landed" about it was seen. Everything the runtime finds reaches it as an
+/// [`Event`] ([`Machine::on`]). After an attempt that did not end `ok`, or at the start of a call that
+/// resumed an intent in doubt ([`Event::Undecided`]), the machine opens a [`Decision`] and keeps it;
+/// [`Machine::next`] names each [`Action`] (probe, wait until, ask, attempt after a wait, stop) until
+/// the action is an attempt or a stop.
 ///
 /// ```
 /// use std::time::Duration;
 /// use tool_contract::effect::EffectKind;
-/// use tool_contract::policy::{Room, Step};
 /// use tool_contract::probe::ProbeMark;
 /// use tool_contract::spec::Dedupe;
-/// use tool_contract::unstable::machine::{Machine, Setup};
+/// use tool_contract::unstable::machine::{Action, Event, Machine, Pacing, Setup};
 /// use tool_contract::{Applied, Outcome};
 ///
 /// let setup = Setup {
@@ -140,20 +233,22 @@ impl<T: Time + 'static> Hooks<T> {
 ///     deadline: 30u8,
 /// };
 /// let mut call = Machine::new(setup);
+/// let pacing = Pacing { backoff: Duration::from_secs(1), ..Pacing::default() };
 /// // The attempt's request may reach the service until second 2, when its reply was lost.
-/// call.reach(2);
-/// let who = (Dedupe::Probe, Duration::from_secs(5));
-/// call.open((Outcome::Unknown, Applied::Unknown), 1, who, true, 2);
-/// assert_eq!(call.next(Room::Enough), Some(Step::Probe));
+/// call.on(Event::Reached { by: 2 });
+/// let ended = (Outcome::Unknown, Applied::Unknown);
+/// let dedupe = (Dedupe::Probe, Duration::from_secs(5));
+/// call.on(Event::Undecided { ended, made: 1, dedupe, retry_budget: true, at: 2 });
+/// assert_eq!(call.next(2, pacing), Some(Action::Probe));
 /// // The probe looked at second 3, before the request could no longer land (second 7).
 /// let horizon = call.judge(Applied::Unknown, 3, 4);
-/// call.probed(ProbeMark::NotLanded, horizon);
-/// assert_eq!(call.next(Room::Enough), Some(Step::WaitHorizon));
-/// assert_eq!(call.wait_left(4), Duration::from_secs(3));
-/// call.waited();
-/// assert_eq!(call.next(Room::Enough), Some(Step::Probe));
-/// call.probed(ProbeMark::NotLanded, call.judge(Applied::Unknown, 7, 7));
-/// assert_eq!(call.next(Room::Enough), Some(Step::Retry));
+/// call.on(Event::Probed { mark: ProbeMark::NotLanded, horizon });
+/// assert_eq!(call.next(4, pacing), Some(Action::WaitUntil(7)));
+/// call.on(Event::Waited);
+/// assert_eq!(call.next(7, pacing), Some(Action::Probe));
+/// let horizon = call.judge(Applied::Unknown, 7, 7);
+/// call.on(Event::Probed { mark: ProbeMark::NotLanded, horizon });
+/// assert_eq!(call.next(7, pacing), Some(Action::Attempt { after: Duration::from_secs(1) }));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Machine<T: 'static> {
@@ -237,11 +332,6 @@ impl<T: Time + 'static> Machine<T> {
         self
     }
 
-    /// The attempt's request may reach the service until `at` (the attempt is running, or just ended).
-    pub fn reach(&mut self, at: T) {
-        self.reached = Some(at);
-    }
-
     /// The budget's rules for this call, on its deadline ([`Budget`]).
     pub fn budget(&self) -> Budget<'_, T> {
         Budget(self)
@@ -277,12 +367,6 @@ impl<T: Time + 'static> Machine<T> {
         start
     }
 
-    /// An attempt ended with its own effect `effect`: the call's effect may have landed from now on if
-    /// that one may have (an earlier one's doubt stays).
-    pub fn ended(&mut self, effect: Applied) {
-        self.maybe_applied |= effect != Applied::No;
-    }
-
     /// The call's effect given its last attempt's: never `no` while an earlier attempt may have landed.
     pub fn call_effect(&self, attempt: Applied) -> Applied {
         if self.maybe_applied && attempt == Applied::No { Applied::Unknown } else { attempt }
@@ -303,78 +387,65 @@ impl<T: Time + 'static> Machine<T> {
         }
     }
 
-    /// Open the decision after an attempt that ended `ended` (or, with `made == 0`, at the start of a
-    /// call that resumed an intent in doubt), at `now`: `made` attempts made by this call, `dedupe` who
-    /// deduplicates a `create` for this call, `retry_budget` whether the service's retry budget has
-    /// room. A person may settle the intent only in a call that resumed it in doubt, and only a call
-    /// whose report can answer from one settlement.
-    pub fn open(
-        &mut self,
-        ended: (Outcome, Applied),
-        made: u32,
-        (dedupe, horizon): (Dedupe, Duration),
-        retry_budget: bool,
-        now: T,
-    ) {
-        // A receiver that may have forgotten the key deduplicates nothing: a request of it still held
-        // would be a new effect, so the horizon is at least the one that goes with who deduplicates now.
-        self.horizon_ns = self.horizon_ns.max(nanos(horizon));
-        let known = self.known_not_landed;
-        self.decision = Some(Decision::new(Facts {
-            kind: self.kind,
-            dedupe,
-            has_probe: self.has_probe,
-            has_approver: self.has_approver,
-            outcome: ended.0,
-            effect: ended.1,
-            // A person's "not landed" is the verdict a probe would give, and counts only if seen once
-            // the attempt could no longer land.
-            probe: known.then_some(ProbeMark::NotLanded),
-            approved: None,
-            made,
-            max_attempts: u32::from(self.max_attempts),
-            room: Room::Enough,
-            horizon: if known { judge_word(self, now) } else { Horizon::Passed },
-            retry_budget,
-            person: if made == 0 && self.asks_person && self.has_approver {
-                PersonFact::CanAsk
-            } else {
-                PersonFact::Nobody
-            },
-        }));
+    /// Feed the machine what happened ([`Event`]): the one way a finding of the runtime reaches the
+    /// call's decisions. What it changed of the outcome and effect the call would report, for the
+    /// runtime to say in its words.
+    pub fn on(&mut self, event: Event<T>) -> Change {
+        match event {
+            Event::Reached { by } => self.reached = Some(by),
+            Event::Ended { effect } => self.maybe_applied |= effect != Applied::No,
+            Event::Undecided { ended, made, dedupe, retry_budget, at } => {
+                open(self, ended, made, dedupe, retry_budget, at);
+            }
+            Event::Probed { mark, horizon } => {
+                let Some(decision) = self.decision.as_mut() else { return Change::None };
+                let change = decision.probed(mark, || horizon);
+                if change == Change::NotLanded {
+                    self.maybe_applied = false;
+                }
+                return change;
+            }
+            Event::Approved { yes } => {
+                if let Some(decision) = self.decision.as_mut() {
+                    decision.approved(yes);
+                }
+            }
+            Event::PersonSaid { said, seen, at } => return person_said(self, said, seen, at),
+            Event::Waited => {
+                let Some(decision) = self.decision.as_mut() else { return Change::None };
+                let change = decision.waited();
+                if change == Change::InDoubt {
+                    self.maybe_applied = true;
+                }
+                return change;
+            }
+        }
+        Change::None
     }
 
-    /// What the open decision knows: how the attempt ended, and what the probe, the approver and a
-    /// person have said since. `None` before any decision opened.
+    /// What the facts of the open decision are: how the attempt ended, and what the probe, the
+    /// approver and a person have said since. `None` before any decision opened.
     pub fn facts(&self) -> Option<&Facts> {
         self.decision.as_ref().map(Decision::facts)
     }
 
-    /// The open decision's next step, with `room` for another attempt in the budget left; `None` with
-    /// no decision open (the call attempts, or answers from the log).
-    pub fn next(&mut self, room: Room) -> Option<Step> {
+    /// The open decision's next action at `now`, the next attempt paced by `pacing`: `None` with no
+    /// decision open (the call attempts, or answers from the log). Whether the budget left can hold
+    /// the wait before another attempt and the tool's floor is the machine's rule ([`room`]), and so
+    /// is how long that wait is and until when the horizon is waited out.
+    pub fn next(&mut self, now: T, pacing: Pacing) -> Option<Action<T>> {
         let next = rules(self).next;
-        Some(self.decision.as_mut()?.next_by(room, next))
-    }
-
-    /// The probe's verdict `mark`; `horizon`: where the attempt stood against its landing horizon when
-    /// the probe looked ([`Machine::judge`]). A "not landed" counts only if the probe looked once the
-    /// attempt could no longer land: then nothing of it may have landed.
-    pub fn probed(&mut self, mark: ProbeMark, horizon: Horizon) -> Change {
-        let Some(decision) = self.decision.as_mut() else { return Change::None };
-        let change = decision.probed(mark, || horizon);
-        if change == Change::NotLanded {
-            self.maybe_applied = false;
-        }
-        change
-    }
-
-    /// The approver's answer to a second attempt: `yes`, or no (`false`, also when they did not answer
-    /// in time).
-    pub fn approved(&mut self, yes: bool) {
-        if let Some(decision) = self.decision.as_mut() {
-            decision.approved(yes);
-        }
+        let horizon_ends = self.reached.map_or(now, |at| at.plus(horizon(self)).max(now));
+        let decision = self.decision.as_mut()?;
+        let (room, after) = room(decision.facts().made, pacing, now.until(self.deadline));
+        Some(match decision.next_by(room, next) {
+            Step::Probe => Action::Probe,
+            Step::Approve => Action::Approve,
+            Step::AskPerson => Action::AskPerson,
+            Step::WaitHorizon => Action::WaitUntil(horizon_ends),
+            Step::Retry => Action::Attempt { after },
+            Step::Stop(end) => Action::Stop(end),
+        })
     }
 
     /// Where the attempt the service answered with `answered` stood against its landing horizon when a
@@ -398,30 +469,6 @@ impl<T: Time + 'static> Machine<T> {
         let horizon =
             if mark == ProbeMark::NotLanded { self.judge(ended.1, looked, now) } else { Horizon::Passed };
         (horizon, policy::verdict(mark, horizon, (ended.0, self.call_effect(ended.1))))
-    }
-
-    /// What the person asked said (`None`: no answer, or "can't tell"), at `now`; `seen`: when they saw
-    /// the attempt. Their "not landed" stands for the probe's, and counts only if they saw the attempt
-    /// once it could no longer land.
-    pub fn person_said(&mut self, said: Option<Verdict>, seen: T, now: T) -> Change {
-        if said == Some(Verdict::NotLanded) {
-            known_not_landed(self);
-            self.observed = Some(seen);
-        }
-        let horizon = judge_word(self, now);
-        let Some(decision) = self.decision.as_mut() else { return Change::None };
-        decision.person_said(said, || horizon)
-    }
-
-    /// The landing horizon was waited out: the probe looks again. A "not landed" seen before it says
-    /// nothing of what landed since.
-    pub fn waited(&mut self) -> Change {
-        let Some(decision) = self.decision.as_mut() else { return Change::None };
-        let change = decision.waited();
-        if change == Change::InDoubt {
-            self.maybe_applied = true;
-        }
-        change
     }
 
     /// How much longer the service may still apply the last attempt's request, at `now`: the rest of
@@ -506,6 +553,58 @@ impl<T: Time + 'static> Budget<'_, T> {
     }
 }
 
+/// Open the decision after an attempt that ended `ended` (or, with `made == 0`, at the start of a call
+/// that resumed an intent in doubt), at `now` ([`Event::Undecided`]). A person may settle the intent
+/// only in a call that resumed it in doubt, and only a call whose report can answer from one
+/// settlement.
+fn open<T: Time>(
+    m: &mut Machine<T>,
+    ended: (Outcome, Applied),
+    made: u32,
+    (dedupe, horizon): (Dedupe, Duration),
+    retry_budget: bool,
+    now: T,
+) {
+    // A receiver that may have forgotten the key deduplicates nothing: a request of it still held
+    // would be a new effect, so the horizon is at least the one that goes with who deduplicates now.
+    m.horizon_ns = m.horizon_ns.max(nanos(horizon));
+    let known = m.known_not_landed;
+    m.decision = Some(Decision::new(Facts {
+        kind: m.kind,
+        dedupe,
+        has_probe: m.has_probe,
+        has_approver: m.has_approver,
+        outcome: ended.0,
+        effect: ended.1,
+        // A person's "not landed" is the verdict a probe would give, and counts only if seen once
+        // the attempt could no longer land.
+        probe: known.then_some(ProbeMark::NotLanded),
+        approved: None,
+        made,
+        max_attempts: u32::from(m.max_attempts),
+        room: Room::Enough,
+        horizon: if known { judge_word(m, now) } else { Horizon::Passed },
+        retry_budget,
+        person: if made == 0 && m.asks_person && m.has_approver {
+            PersonFact::CanAsk
+        } else {
+            PersonFact::Nobody
+        },
+    }));
+}
+
+/// What a person asked said ([`Event::PersonSaid`]): their "not landed" stands for the probe's, and
+/// counts only if they saw the attempt once it could no longer land.
+fn person_said<T: Time>(m: &mut Machine<T>, said: Option<Verdict>, seen: T, now: T) -> Change {
+    if said == Some(Verdict::NotLanded) {
+        known_not_landed(m);
+        m.observed = Some(seen);
+    }
+    let horizon = judge_word(m, now);
+    let Some(decision) = m.decision.as_mut() else { return Change::None };
+    decision.person_said(said, || horizon)
+}
+
 /// The attempt resumed from is known not to have landed: nothing may have landed, and that stands for
 /// the probe the policy asks for before the next attempt.
 fn known_not_landed<T>(m: &mut Machine<T>) {
@@ -514,7 +613,7 @@ fn known_not_landed<T>(m: &mut Machine<T>) {
 }
 
 /// The outcome and effect a call that starts as `start` decides from, before any attempt of its own
-/// ([`Machine::open`] with `made == 0`): `None` when it has nothing to decide (it attempts at once, or
+/// ([`Event::Undecided`] with `made == 0`): `None` when it has nothing to decide (it attempts at once, or
 /// answers from the log).
 pub fn doubt(start: Start) -> Option<(Outcome, Applied)> {
     match start {
@@ -524,17 +623,12 @@ pub fn doubt(start: Start) -> Option<(Outcome, Applied)> {
     }
 }
 
-/// Whether `left` of the budget can hold the wait before the next attempt and the tool's `floor`, and
-/// that wait: the `backoff`, or the service's `asked` wait (`Retry-After`) when longer. A call resumed
-/// from the log (`made == 0`) has no earlier attempt of its own to back off from. A wait the service
-/// asked for that the budget cannot hold is [`Room::AskedTooLong`], so the report can say so.
-pub fn room(
-    made: u32,
-    asked: Option<Duration>,
-    backoff: Duration,
-    floor: Duration,
-    left: Duration,
-) -> (Room, Duration) {
+/// Whether `left` of the budget can hold the wait before the next attempt and the tool's floor, and
+/// that wait: the backoff, or the service's asked wait (`Retry-After`) when longer ([`Pacing`]). A call
+/// resumed from the log (`made == 0`) has no earlier attempt of its own to back off from. A wait the
+/// service asked for that the budget cannot hold is [`Room::AskedTooLong`], so the report can say so.
+pub fn room(made: u32, pacing: Pacing, left: Duration) -> (Room, Duration) {
+    let Pacing { asked, backoff, floor } = pacing;
     if made == 0 {
         return (Room::Enough, Duration::ZERO);
     }
@@ -584,6 +678,14 @@ mod tests {
 
     use super::*;
 
+    const P: Pacing = Pacing { asked: None, backoff: Duration::ZERO, floor: Duration::ZERO };
+
+    fn undecided(made: u32, horizon: u64, at: u8) -> Event<u8> {
+        let (ended, dedupe) =
+            ((Outcome::Unknown, Applied::Unknown), (Dedupe::Probe, Duration::from_secs(horizon)));
+        Event::Undecided { ended, made, dedupe, retry_budget: true, at }
+    }
+
     fn send(deadline: u8) -> Machine<u8> {
         Machine::new(Setup {
             kind: EffectKind::Send,
@@ -599,7 +701,7 @@ mod tests {
     #[test]
     fn a_verdict_counts_from_when_its_probe_looked() {
         let mut call = send(30);
-        call.reach(2);
+        call.on(Event::Reached { by: 2 });
         // The attempt can no longer land from second 7.
         assert_eq!(call.judge(Applied::Unknown, 6, 9), Horizon::Wait);
         assert_eq!(call.judge(Applied::Unknown, 7, 7), Horizon::Passed);
@@ -607,11 +709,11 @@ mod tests {
         assert_eq!(call.judge(Applied::No, 3, 3), Horizon::Passed);
         // Past the deadline, the rest of the horizon cannot be waited out.
         let mut short = send(6);
-        short.reach(2);
+        short.on(Event::Reached { by: 2 });
         assert_eq!(short.judge(Applied::Unknown, 3, 3), Horizon::TooLong);
         assert_eq!(call.wait_left(4), Duration::from_secs(3));
         // A decision opened for a receiver that may have forgotten the key widens the horizon.
-        call.open((Outcome::Unknown, Applied::Unknown), 1, (Dedupe::Probe, Duration::from_secs(8)), true, 4);
+        call.on(undecided(1, 8, 4));
         assert_eq!(call.wait_left(4), Duration::from_secs(6));
         assert_eq!(call.wait_left(12), Duration::ZERO);
     }
@@ -619,43 +721,51 @@ mod tests {
     #[test]
     fn an_attempt_that_applied_nothing_after_one_that_may_have_is_still_in_doubt() {
         let mut call = send(30);
-        call.ended(Applied::No);
+        call.on(Event::Ended { effect: Applied::No });
         assert_eq!(call.call_effect(Applied::No), Applied::No);
-        call.ended(Applied::Unknown);
-        call.ended(Applied::No);
+        call.on(Event::Ended { effect: Applied::Unknown });
+        call.on(Event::Ended { effect: Applied::No });
         assert_eq!(call.call_effect(Applied::No), Applied::Unknown);
         let refused = (Outcome::Retryable, Applied::No);
         assert_eq!(call.ending(End::ProbeFailed, refused), (Outcome::Unknown, Applied::Unknown));
         // A probe's "not landed", past the horizon, clears the doubt.
-        call.reach(2);
-        call.open((Outcome::Unknown, Applied::Unknown), 2, (Dedupe::Probe, Duration::ZERO), true, 3);
-        assert_eq!(call.next(Room::Enough), Some(Step::Probe));
-        assert_eq!(call.probed(ProbeMark::NotLanded, call.judge(Applied::Unknown, 8, 8)), Change::NotLanded);
+        call.on(Event::Reached { by: 2 });
+        call.on(undecided(2, 0, 3));
+        assert_eq!(call.next(3, P), Some(Action::Probe));
+        let horizon = call.judge(Applied::Unknown, 8, 8);
+        assert_eq!(call.on(Event::Probed { mark: ProbeMark::NotLanded, horizon }), Change::NotLanded);
         assert_eq!(call.call_effect(Applied::No), Applied::No);
-        assert_eq!(call.next(Room::Enough), Some(Step::Retry));
+        assert_eq!(call.next(8, P), Some(Action::Attempt { after: Duration::ZERO }));
+        // The wait before it is the service's when longer than the backoff, and one the budget cannot
+        // hold stops the call.
+        let asked = Pacing { asked: Some(Duration::from_secs(4)), backoff: Duration::from_secs(1), ..P };
+        assert_eq!(call.next(8, asked), Some(Action::Attempt { after: Duration::from_secs(4) }));
+        assert_eq!(call.next(27, asked), Some(Action::Stop(End::OutOfBudget(Room::AskedTooLong))));
     }
 
     #[test]
     fn a_persons_early_not_landed_is_waited_out_and_looked_at_again() {
         let mut call = send(30);
-        call.reach(2);
-        call.open((Outcome::Unknown, Applied::Unknown), 0, (Dedupe::Probe, Duration::ZERO), true, 3);
+        call.on(Event::Reached { by: 2 });
+        call.on(undecided(0, 0, 3));
         assert_eq!(
             call.facts().map(|f| f.person),
             Some(PersonFact::CanAsk),
             "a resumed call may ask a person"
         );
-        assert_eq!(call.next(Room::Enough), Some(Step::Probe));
-        call.probed(ProbeMark::Failed, call.judge(Applied::Unknown, 8, 8));
-        assert_eq!(call.next(Room::Enough), Some(Step::AskPerson));
+        assert_eq!(call.next(3, P), Some(Action::Probe));
+        call.on(Event::Probed { mark: ProbeMark::Failed, horizon: call.judge(Applied::Unknown, 8, 8) });
+        assert_eq!(call.next(8, P), Some(Action::AskPerson));
         // They saw the attempt at second 4, before it could no longer land (7).
-        assert_eq!(call.person_said(Some(Verdict::NotLanded), 4, 9), Change::NotLanded);
-        assert_eq!(call.next(Room::Enough), Some(Step::WaitHorizon));
-        assert_eq!(call.waited(), Change::InDoubt);
+        let said = Event::PersonSaid { said: Some(Verdict::NotLanded), seen: 4, at: 9 };
+        assert_eq!(call.on(said), Change::NotLanded);
+        // Second 9 is past the horizon, but what they saw was not: look again at once.
+        assert_eq!(call.next(9, P), Some(Action::WaitUntil(9)));
+        assert_eq!(call.on(Event::Waited), Change::InDoubt);
         assert_eq!(call.call_effect(Applied::No), Applied::Unknown);
-        assert_eq!(call.next(Room::Enough), Some(Step::Probe));
+        assert_eq!(call.next(9, P), Some(Action::Probe));
         // A call that made an attempt of its own asks nobody.
-        call.open((Outcome::Unknown, Applied::Unknown), 1, (Dedupe::Probe, Duration::ZERO), true, 3);
+        call.on(undecided(1, 0, 3));
         assert_eq!(call.facts().map(|f| f.person), Some(PersonFact::Nobody));
     }
 
@@ -730,7 +840,7 @@ mod tests {
         assert_eq!(call.unstarted(true), ((Outcome::Retryable, Applied::Unknown), false));
         assert_eq!(call.unstarted(false), ((Outcome::Retryable, Applied::No), true));
         // After an attempt that may have landed, the call's effect is not `no` either way.
-        call.ended(Applied::Unknown);
+        call.on(Event::Ended { effect: Applied::Unknown });
         assert_eq!(call.unstarted(false), ((Outcome::Retryable, Applied::Unknown), true));
     }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use super::attempts::Work;
 use super::execute;
 use super::log::{EndRecord, Pending};
+use super::machine::Event;
 use super::state::Run;
 use super::stop::Stop;
 use crate::call::Call;
@@ -221,7 +222,7 @@ where
             last: false,
         };
         *pending = run.log().end_now(end);
-        run.machine.ended(class.effect());
+        run.machine.on(Event::Ended { effect: class.effect() });
         self.last = Some(class);
         None
     }

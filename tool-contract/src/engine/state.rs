@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use super::claim::Claim;
 use super::ledger::Ledger;
-use super::machine::{Machine, Setup};
+use super::machine::{Event, Machine, Setup};
 use super::wait::KeySent;
 
 use crate::call::Call;
@@ -266,7 +266,7 @@ impl<'a> Run<'a> {
     pub(crate) fn attempt_over(&mut self) {
         if self.spec.effect().has_side_effect() {
             let now = tokio::time::Instant::now();
-            self.machine.reach(now);
+            self.machine.on(Event::Reached { by: now });
             if self.log().keeps_records() {
                 let by = crate::rules::stamp_up(crate::journal::wall_clock_at(now));
                 self.now.ledger.over(by.into_boxed_str());
@@ -298,7 +298,7 @@ impl<'a> Run<'a> {
         } else {
             let now = tokio::time::Instant::now();
             if self.spec.effect().has_side_effect() {
-                self.machine.reach(now);
+                self.machine.on(Event::Reached { by: now });
             }
             now.checked_add(limit).unwrap_or(now)
         };

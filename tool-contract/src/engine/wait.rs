@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::guard::secs;
+use super::machine::Pacing;
 use super::stop::Stop;
 use crate::classify::Class;
 use crate::key::IntentKey;
@@ -110,17 +111,17 @@ impl<'a> Pace<'a> {
         Stop::new(Outcome::Retryable, Applied::No, message, None, Reason::BudgetSpent)
     }
 
-    /// Whether `left` of the budget can hold the wait before attempt `number + 1` (backoff, or the
-    /// service's `Retry-After` when longer) and the tool's floor; the wait when it can. A call resumed
-    /// from the log (`made == 0`) has no earlier attempt of its own to back off from.
-    /// The rule is the call machine's ([`room`](super::machine::room)), which the protocol model runs
-    /// too; this gives it the tool's backoff, seeded by the intent, and its floor.
-    pub(crate) fn room(self, class: &Class, made: u32, number: u32, left: Duration) -> (Room, Duration) {
+    /// How attempt `number + 1` is paced after an attempt that ended as `class`: the service's
+    /// `Retry-After`, the tool's backoff (seeded by the intent, so a restart waits alike) and its floor.
+    /// Whether the budget can hold them is the call machine's rule ([`room`](super::machine::room)),
+    /// which the protocol model runs too.
+    pub(crate) fn pacing(self, class: &Class, number: u32) -> Pacing {
         let backoff = self.spec.get_backoff().wait(number.max(1), self.seed);
-        super::machine::room(made, class.wait(), backoff, self.spec.get_deadline_floor(), left)
+        Pacing { asked: class.wait(), backoff, floor: self.spec.get_deadline_floor() }
     }
 
-    /// Why `left` of the budget cannot hold another attempt, as [`Pace::room`] found.
+    /// Why `left` of the budget cannot hold another attempt, as the machine's [`room`](super::machine::room)
+    /// found.
     pub(crate) fn out_of_budget(self, class: &Class, room: Room, asked: Duration, left: Duration) -> Stop {
         if room == Room::AskedTooLong {
             let why = format!(
@@ -179,6 +180,7 @@ mod tests {
 
     use std::time::Duration;
 
+    use super::super::machine::room;
     use super::{Pace, ResumeWait};
     use crate::classify::Class;
     use crate::effect::EffectKind;
@@ -236,13 +238,14 @@ mod tests {
         let pace = Pace::of(&spec, &key(0));
         let plain = Class::retryable("503");
         let asked = Class::retryable("429").retry_after(S(6));
+        let room = |class: &Class, made, number, left| room(made, pace.pacing(class, number), left);
         // A call resumed from the log backs off from nothing of its own.
-        assert_eq!(pace.room(&asked, 0, 3, S(1)), (Room::Enough, Duration::ZERO));
-        assert_eq!(pace.room(&plain, 1, 1, S(10)), (Room::Enough, S(1)));
-        assert_eq!(pace.room(&plain, 3, 3, S(10)), (Room::Enough, S(4)));
-        assert_eq!(pace.room(&plain, 3, 3, S(4)), (Room::TooShort, S(4)));
-        assert_eq!(pace.room(&asked, 1, 1, S(10)), (Room::Enough, S(6)));
-        assert_eq!(pace.room(&asked, 1, 1, S(6)), (Room::AskedTooLong, S(6)));
+        assert_eq!(room(&asked, 0, 3, S(1)), (Room::Enough, Duration::ZERO));
+        assert_eq!(room(&plain, 1, 1, S(10)), (Room::Enough, S(1)));
+        assert_eq!(room(&plain, 3, 3, S(10)), (Room::Enough, S(4)));
+        assert_eq!(room(&plain, 3, 3, S(4)), (Room::TooShort, S(4)));
+        assert_eq!(room(&asked, 1, 1, S(10)), (Room::Enough, S(6)));
+        assert_eq!(room(&asked, 1, 1, S(6)), (Room::AskedTooLong, S(6)));
         let stop = pace.out_of_budget(&asked, Room::AskedTooLong, S(6), S(6));
         assert_eq!((stop.reason, stop.wait), (Reason::AskedToWait, Some(S(6))));
         let stop = pace.out_of_budget(&plain, Room::TooShort, S(4), S(4));
@@ -254,7 +257,7 @@ mod tests {
     fn the_jitter_is_drawn_from_the_intent_so_one_intent_waits_alike_every_time() {
         let spec = ToolSpec::new("get", EffectKind::Read).backoff(Backoff::DEFAULT);
         let class = Class::retryable("503");
-        let wait = |k: u8| Pace::of(&spec, &key(k)).room(&class, 2, 2, S(30)).1;
+        let wait = |k: u8| Pace::of(&spec, &key(k)).pacing(&class, 2).backoff;
         assert_eq!(wait(1), wait(1));
         let waits: std::collections::BTreeSet<Duration> = (0..16).map(wait).collect();
         assert!(waits.len() > 8, "sixteen intents drew {} waits: {waits:?}", waits.len());
