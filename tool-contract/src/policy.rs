@@ -48,7 +48,7 @@ mod batch;
 mod decision;
 mod start;
 
-pub use batch::{ItemStart, Shape, batch, batch_ended, batch_verdict, item};
+pub use batch::{Between, ItemStart, Shape, batch, batch_ended, batch_verdict, between, item};
 pub use decision::{Change, Decision, verdict};
 pub use start::{Start, start};
 

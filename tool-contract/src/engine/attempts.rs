@@ -55,10 +55,11 @@ pub(crate) trait Work {
         Shape::One
     }
 
-    /// Before every attempt, the first included: whether there is anything to decide (the last
-    /// attempt failed, or an earlier run left the intent in doubt), and if so what the policy decides,
-    /// carried out by [`super::execute::decide`]: `Continue` with the wait before the next attempt,
-    /// `Break` with the report.
+    /// Before every attempt, the first included: whether there is anything to decide (a single call:
+    /// the last attempt failed, or an earlier run left the intent in doubt; a batch: by
+    /// [`policy::between`](crate::policy::between)), and if so the machine's decision, carried out by
+    /// [`super::execute::decide`]: `Continue` with the wait before the next attempt, `Break` with the
+    /// report.
     async fn next(&mut self, run: &mut Run<'_>, made: u32) -> ControlFlow<Report<Self::Value>, Duration>;
 
     /// Ask the probe about what may have landed and log its verdict: the verdict in the policy's
@@ -335,7 +336,7 @@ async fn before_attempt(
     made: u32,
 ) -> Result<(tokio::time::Instant, Duration), Stop> {
     if let Some(wait) = asked {
-        let wait = run.pace().asked_before(&wait, run.task().remaining())?;
+        let wait = run.pace().asked_before(&run.machine, &wait)?;
         tokio::time::sleep(wait).await;
     }
     may_start(run, made)
@@ -347,7 +348,7 @@ async fn before_attempt(
 #[inline]
 fn may_start(run: &mut Run<'_>, made: u32) -> Result<(tokio::time::Instant, Duration), Stop> {
     let (task, spec) = (run.task(), run.spec());
-    let allowed = run.pace().allowed(&run.machine, task.deadline());
+    let allowed = run.pace().allowed(&run.machine);
     let (now, left) = allowed.inspect_err(|stop| observe::refused(spec, &stop.message))?;
     if made == 0 {
         task.budgets().first_attempt_at(spec.get_service(), now);
@@ -395,7 +396,7 @@ async fn attempt_once<W: Work>(
     // (One variable for both: the attempt's future keeps room for one.)
     recorded = run.machine.budget().recorded(recorded, left);
     run.now.started(started, recorded);
-    let limit = run.pace().attempt_limit(left, work.has_probe());
+    let limit = run.pace().attempt_limit(&run.machine, left);
     let call = run.call(limit, left);
     let deadline = call.deadline;
     let span = observe::attempt_span(run.now.number(), run.now.id());

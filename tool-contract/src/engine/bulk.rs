@@ -13,7 +13,7 @@ use crate::bulk::{BulkProber, ItemId};
 use crate::classify::{Class, Classify};
 use crate::journal::{LastWord, Recall};
 use crate::key::IntentKey;
-use crate::policy::{self, End, Horizon, ItemStart, Shape, Start};
+use crate::policy::{self, Between, End, Horizon, ItemStart, Shape, Start};
 use crate::probe::ProbeMark;
 use crate::report::{Applied, Item, Outcome, Reason, Report};
 use crate::spec::ToolSpec;
@@ -351,13 +351,14 @@ where
     }
 
     async fn next(&mut self, run: &mut Run<'_>, made: u32) -> ControlFlow<Report<()>, Duration> {
-        // Every item done or refused, none by a failure of the attempt as a whole: nothing to decide.
-        if !self.results.iter().any(is_open) && self.last.is_none() {
-            return ControlFlow::Break(self.summary(run));
-        }
-        if made == 0 && self.to_probe.is_empty() && self.last.is_none() {
-            self.pending = (0..self.results.len()).filter(|&i| is_open(&self.results[i])).collect();
-            return ControlFlow::Continue(Duration::ZERO);
+        let open = self.results.iter().any(is_open);
+        match policy::between(open, self.last.is_some(), !self.to_probe.is_empty(), made) {
+            Between::Done => return ControlFlow::Break(self.summary(run)),
+            Between::Attempt => {
+                self.pending = (0..self.results.len()).filter(|&i| is_open(&self.results[i])).collect();
+                return ControlFlow::Continue(Duration::ZERO);
+            }
+            Between::Decide => {}
         }
         let class = self.open_class();
         // Boxed, as a single call's decision is.

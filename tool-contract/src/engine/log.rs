@@ -338,7 +338,7 @@ pub(crate) async fn start_attempt(
         // Nothing was stored, or a read's start record, which never waits: `left` still holds.
         Ok(()) if !run.log().keeps_records() || !side => return Ok(left),
         // The machine's rule again, once the write is done: the attempt starts with what is left.
-        _ => match run.pace().allowed(&run.machine, run.task().deadline()) {
+        _ => match run.pace().allowed(&run.machine) {
             Ok((_, left)) => return Ok(left),
             Err(stop) => stop,
         },

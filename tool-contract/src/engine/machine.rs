@@ -537,6 +537,31 @@ impl<T: Time + 'static> Budget<'_, T> {
         (rules(self.0).recorded_budget)(at_start, after_write)
     }
 
+    /// The time an attempt that starts with `left` of the budget gets: all of it, but for a side effect
+    /// with a probe, `reserve` is kept back for the probe (a reserve of zero: a quarter of `left`),
+    /// never leaving the attempt less than the tool's `floor`, so an attempt that times out can still
+    /// be resolved inside the budget.
+    #[inline]
+    pub fn attempt_limit(self, left: Duration, reserve: Duration, floor: Duration) -> Duration {
+        let m = self.0;
+        if !m.kind.has_side_effect() || !m.has_probe {
+            return left;
+        }
+        let reserve = if reserve.is_zero() { left / 4 } else { reserve };
+        left.saturating_sub(reserve).max(floor).min(left)
+    }
+
+    /// The budget left at `now`: none at or past the deadline.
+    pub fn left(self, now: T) -> Duration {
+        now.until(self.0.deadline)
+    }
+
+    /// Whether the call waits `wait` at `now` before its next attempt (a wait the service asked an
+    /// earlier run for): only if the budget left can hold the wait and the tool's `floor` after it.
+    pub fn may_wait(self, now: T, wait: Duration, floor: Duration) -> bool {
+        wait.saturating_add(floor) <= self.left(now)
+    }
+
     /// The lease a claim taken at `now` asks the store for: the budget left (the call drops its attempt
     /// at the deadline), then the landing horizon (a request the service still holds may land that much
     /// later), then `margin` for the end record and for clocks. Whoever takes the intent over after it
@@ -884,6 +909,13 @@ mod tests {
             Start::Probe
         );
         assert_eq!(call.wait_left(4), Duration::from_secs(4));
+    }
+
+    #[test]
+    fn a_wait_is_waited_only_when_an_attempt_of_the_floor_can_follow_it() {
+        let call = send(10);
+        assert!(call.budget().may_wait(2, Duration::from_secs(6), Duration::from_secs(2)));
+        assert!(!call.budget().may_wait(3, Duration::from_secs(6), Duration::from_secs(2)));
     }
 
     #[test]

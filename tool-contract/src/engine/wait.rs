@@ -1,10 +1,12 @@
-//! The budget's rules: how long an attempt may run, whether one may start, whether the wait before
-//! the next fits (backoff and `Retry-After`), and a wait an earlier run was asked for.
+//! The budget's rules put to a tool: how long an attempt may run, whether one may start, how the next
+//! is paced (backoff and `Retry-After`), and a wait an earlier run was asked for. The rules are the
+//! call machine's ([`Budget`](super::machine::Budget), [`room`](super::machine::room)); this gives
+//! them the tool's settings and says in words why a call stops.
 
 use std::time::Duration;
 
 use super::guard::secs;
-use super::machine::Pacing;
+use super::machine::{Machine, Pacing};
 use super::stop::Stop;
 use crate::classify::Class;
 use crate::key::IntentKey;
@@ -46,9 +48,9 @@ pub(crate) enum KeySent {
     LongAgo,
 }
 
-/// The budget's rules for one call: how long an attempt may run, whether one may start, and whether
-/// the wait before the next fits. Pure: the budget left is given to every rule (time is an input here,
-/// never read), so each rule is a function of the tool, the intent and that figure.
+/// The budget's rules for one call of a tool, on the tool's settings (its floor, probe reserve,
+/// backoff, who deduplicates it) and the intent (the backoff's jitter): the machine decides, this
+/// gives it the figures and words the refusals.
 #[derive(Clone, Copy)]
 pub(crate) struct Pace<'a> {
     spec: &'a ToolSpec,
@@ -63,31 +65,20 @@ impl<'a> Pace<'a> {
         Pace { spec, seed }
     }
 
-    /// The time an attempt gets of `left`: all of it, but for a side effect with a probe, what the
-    /// probe needs is kept back (the reserve; without one, the floor; without a floor, a quarter of
-    /// `left`), so an attempt that times out can still be resolved inside the budget.
-    pub(crate) fn attempt_limit(self, left: Duration, has_probe: bool) -> Duration {
+    /// The time an attempt gets of `left`, by the call `machine`'s rule
+    /// ([`Budget::attempt_limit`](super::machine::Budget::attempt_limit)) on the tool's probe reserve
+    /// and floor.
+    pub(crate) fn attempt_limit(self, machine: &Machine<Instant>, left: Duration) -> Duration {
         let spec = self.spec;
-        if !spec.effect().has_side_effect() || !has_probe {
-            return left;
-        }
-        let reserve = match spec.get_probe_reserve() {
-            Duration::ZERO => left / 4,
-            reserve => reserve,
-        };
-        left.saturating_sub(reserve).max(spec.get_deadline_floor()).min(left)
+        machine.budget().attempt_limit(left, spec.get_probe_reserve(), spec.get_deadline_floor())
     }
 
-    /// Whether the call's `machine` lets an attempt start now, on a task whose deadline is `deadline`
+    /// Whether the call's `machine` lets an attempt start now
     /// ([`Budget::may_start`](super::machine::Budget::may_start)): the instant and the budget left it
     /// would start with, or why not.
-    pub(crate) fn allowed(
-        self,
-        machine: &super::machine::Machine<Instant>,
-        deadline: Instant,
-    ) -> Result<(Instant, Duration), Stop> {
+    pub(crate) fn allowed(self, machine: &Machine<Instant>) -> Result<(Instant, Duration), Stop> {
         let now = Instant::now();
-        let left = deadline.saturating_duration_since(now);
+        let left = machine.budget().left(now);
         if machine.budget().may_start(now, self.spec.get_deadline_floor()) {
             Ok((now, left))
         } else {
@@ -153,10 +144,17 @@ impl<'a> Pace<'a> {
         }
     }
 
-    /// Whether a wait the service asked of an earlier run fits `left` of the budget with the floor:
-    /// how long to wait, or why the attempt is not started.
-    pub(crate) fn asked_before(self, wait: &ResumeWait, left: Duration) -> Result<Duration, Stop> {
-        if wait.left.saturating_add(self.spec.get_deadline_floor()) > left {
+    /// Whether a wait the service asked of an earlier run may be waited now, by the call `machine`'s
+    /// rule ([`Budget::may_wait`](super::machine::Budget::may_wait)): how long to wait, or why the
+    /// attempt is not started.
+    pub(crate) fn asked_before(
+        self,
+        machine: &Machine<Instant>,
+        wait: &ResumeWait,
+    ) -> Result<Duration, Stop> {
+        let now = Instant::now();
+        if !machine.budget().may_wait(now, wait.left, self.spec.get_deadline_floor()) {
+            let left = machine.budget().left(now);
             let message = format!(
                 "the service asked an earlier run to wait until {}, longer than the {} left: not started",
                 wait.until,
@@ -181,6 +179,7 @@ mod tests {
     use std::time::Duration;
 
     use super::super::machine::room;
+    use super::super::machine::{Machine, Setup};
     use super::{Pace, ResumeWait};
     use crate::classify::Class;
     use crate::effect::EffectKind;
@@ -188,6 +187,7 @@ mod tests {
     use crate::policy::Room;
     use crate::report::{Outcome, Reason};
     use crate::spec::{Backoff, Jitter, ToolSpec};
+    use tokio::time::Instant;
 
     const S: fn(u64) -> Duration = Duration::from_secs;
     const FIXED: Backoff =
@@ -215,7 +215,7 @@ mod tests {
             (reserve, true, S(1), S(1)),
         ];
         for (spec, probe, left, limit) in rows {
-            let got = Pace::of(&spec, &key(0)).attempt_limit(left, probe);
+            let got = Pace::of(&spec, &key(0)).attempt_limit(&machine(&spec, probe, left), left);
             assert_eq!(got, limit, "{} with {left:?} left, probe {probe}", spec.effect());
         }
     }
@@ -264,13 +264,26 @@ mod tests {
         assert!(waits.iter().all(|w| *w <= Duration::from_millis(400)), "{waits:?}");
     }
 
-    #[test]
-    fn a_wait_asked_of_an_earlier_run_is_honoured_or_refuses_the_start() {
+    /// A call of `spec` with `left` of its budget, on the paused clock (`probe`: whether it has one).
+    fn machine(spec: &ToolSpec, probe: bool, left: Duration) -> Machine<Instant> {
+        Machine::new(Setup {
+            kind: spec.effect(),
+            has_probe: probe,
+            has_approver: false,
+            asks_person: false,
+            max_attempts: spec.get_max_attempts(),
+            horizon: spec.get_horizon(),
+            deadline: Instant::now() + left,
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_asked_of_an_earlier_run_is_honoured_or_refuses_the_start() {
         let spec = ToolSpec::new("post", EffectKind::Send).deadline_floor(S(2));
         let pace = Pace::of(&spec, &key(0));
         let wait = ResumeWait { until: "2026-12-05T06:00:00Z".to_owned(), left: S(5) };
-        assert_eq!(pace.asked_before(&wait, S(7)).ok(), Some(S(5)));
-        let stop = pace.asked_before(&wait, S(6)).unwrap_err();
+        assert_eq!(pace.asked_before(&machine(&spec, true, S(7)), &wait).ok(), Some(S(5)));
+        let stop = pace.asked_before(&machine(&spec, true, S(6)), &wait).unwrap_err();
         assert_eq!((stop.reason, stop.wait), (Reason::AskedToWait, Some(S(5))));
         assert!(stop.message.contains("until 2026-12-05T06:00:00Z"), "{}", stop.message);
     }

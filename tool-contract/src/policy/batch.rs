@@ -70,6 +70,33 @@ pub fn batch(start: Start, recall: Option<&crate::records::Recall>, shape: Shape
     }
 }
 
+/// What a batch call does between its attempts, and before its first ([`between`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Between {
+    /// Every item is done or refused: the call reports.
+    Done,
+    /// Send the items still open, at once: nothing is in doubt and nothing failed.
+    Attempt,
+    /// Decide by the policy ([`next`](super::next)) whether, when and what to send again.
+    Decide,
+}
+
+/// What a batch call does between its attempts (and before its first): `open`, whether an item is
+/// still to do (neither done nor refused); `failed`, whether the last attempt failed as a whole;
+/// `in_doubt`, whether an item may have landed with no probe to say otherwise; `made`, how many
+/// attempts this call made. A batch with nothing open and nothing failed is done. Before its first
+/// attempt, one with nothing failed and nothing in doubt sends what is open at once (an earlier run's
+/// items that applied nothing are sent as the intent's start decided). Every other is decided by the
+/// policy, the same as a single call's failure: an item still open after an attempt of this call is a
+/// retry, which waits, may need an approver, and counts against the attempt limit.
+pub fn between(open: bool, failed: bool, in_doubt: bool, made: u32) -> Between {
+    match (open, failed, in_doubt, made) {
+        (false, false, _, _) => Between::Done,
+        (_, false, false, 0) => Between::Attempt,
+        _ => Between::Decide,
+    }
+}
+
 /// How a batch's attempt ended as the policy is told, from how it ended as a whole (`whole`: its
 /// failure, or `retryable` with nothing applied when it answered item by item) and whether any item
 /// is still in doubt (`in_doubt`: it may have landed, and no probe has said otherwise). While an item
@@ -110,6 +137,26 @@ mod tests {
     use super::*;
     use crate::effect::EffectKind;
     use crate::policy::start;
+
+    /// What a batch does between its attempts, as a table.
+    #[test]
+    fn between_attempts_a_batch_reports_sends_or_decides() {
+        use Between::*;
+        // (open, failed, in doubt, made)
+        let rows = [
+            ((false, false, false, 0), Done),
+            ((false, false, false, 2), Done),
+            ((false, true, false, 1), Decide),
+            ((true, false, false, 0), Attempt),
+            ((true, false, true, 0), Decide),
+            ((true, true, false, 0), Decide),
+            ((true, false, false, 1), Decide),
+            ((true, false, true, 1), Decide),
+        ];
+        for ((open, failed, in_doubt, made), then) in rows {
+            assert_eq!(between(open, failed, in_doubt, made), then, "{:?}", (open, failed, in_doubt, made));
+        }
+    }
 
     /// A batch's start as a table: what its record lists, against the intent's start. A recorded item
     /// is sent again only when it applied nothing by the record's word, and a batch answers from the
