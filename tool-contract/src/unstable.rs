@@ -22,7 +22,9 @@ pub mod machine {
     pub use crate::engine::ledger::Ledger;
     #[cfg(feature = "unstable")]
     pub use crate::engine::machine::Hooks;
-    pub use crate::engine::machine::{Action, Budget, Event, Machine, Pacing, Setup, Time, doubt, room};
+    pub use crate::engine::machine::{
+        Action, Budget, Event, KeySent, Machine, Pacing, Setup, Time, doubt, room,
+    };
 }
 
 /// The `settle` command line, shared by the commands of this workspace (feature `cli`).

@@ -37,10 +37,11 @@ pub(crate) async fn decide<W: Work>(
 ) -> ControlFlow<Report<W::Value>, Duration> {
     // A receiver that may have forgotten the key deduplicates nothing: a request of it still held
     // would be a new create, so the horizon is that of a create only the probe deduplicates.
-    let dedupe = run.pace().dedupe(run.now.key_sent(), run.task().deadline());
+    let spec = run.spec();
+    let dedupe = run.machine.dedupes(spec.get_dedupe(), run.now.key_sent(), spec.get_key_lifetime());
     let retry_budget = run.task().budgets().room(run.spec().get_service()).is_ok();
     let (ended, at) = ((class.outcome(), class.effect()), Instant::now());
-    let dedupe = (dedupe, run.spec().dedupe(dedupe).get_horizon());
+    let dedupe = (dedupe, spec.dedupe(dedupe).get_horizon());
     run.machine.on(Event::Undecided { ended, made, dedupe, retry_budget, at });
     let mut call = Deciding { class, unsure: String::new(), denied: None };
     let mut settlement = None;

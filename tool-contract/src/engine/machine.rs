@@ -161,6 +161,19 @@ pub struct Pacing {
     pub floor: Duration,
 }
 
+/// When the intent's key may first have reached the service: its first attempt's start, on the
+/// machine's clock ([`Machine::dedupes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeySent<T> {
+    /// No attempt of the intent has started.
+    #[default]
+    Never,
+    /// No earlier than this.
+    At(T),
+    /// At an instant not known, or before any this process can tell: as long ago as can be.
+    LongAgo,
+}
+
 /// The functions on the machine's path that a test of the protocol may swap for a broken one, to see
 /// the model checker find the harm (with the feature `unstable`, [`Machine::with_hooks`]);
 /// [`Hooks::real`] is what runs, and all that a build without the feature can run.
@@ -421,6 +434,23 @@ impl<T: Time + 'static> Machine<T> {
             }
         }
         Change::None
+    }
+
+    /// Who deduplicates the call's next attempt, for its decision ([`Event::Undecided`]): the tool's
+    /// `dedupe`, but a receiver deduplicates only while it still keeps the key (for `lifetime` from
+    /// when the key first reached it, `sent`) for every request this call may send, until its
+    /// deadline; past that, nobody but the probe, and a request of it still held would be a second
+    /// effect.
+    pub fn dedupes(&self, dedupe: Dedupe, sent: KeySent<T>, lifetime: Duration) -> Dedupe {
+        let kept = match sent {
+            KeySent::Never => true,
+            KeySent::At(at) => self.deadline < at.plus(lifetime),
+            KeySent::LongAgo => false,
+        };
+        match dedupe {
+            Dedupe::Receiver if !kept => Dedupe::Probe,
+            dedupe => dedupe,
+        }
     }
 
     /// What the facts of the open decision are: how the attempt ended, and what the probe, the
@@ -916,6 +946,18 @@ mod tests {
         let call = send(10);
         assert!(call.budget().may_wait(2, Duration::from_secs(6), Duration::from_secs(2)));
         assert!(!call.budget().may_wait(3, Duration::from_secs(6), Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn a_receiver_deduplicates_only_while_it_keeps_the_key_for_every_request_the_call_may_send() {
+        let call = send(30);
+        let life = Duration::from_secs(20);
+        assert_eq!(call.dedupes(Dedupe::Receiver, KeySent::Never, life), Dedupe::Receiver);
+        assert_eq!(call.dedupes(Dedupe::Receiver, KeySent::At(11), life), Dedupe::Receiver);
+        // Kept until second 30, the call's deadline: a request sent at its last instant is not known.
+        assert_eq!(call.dedupes(Dedupe::Receiver, KeySent::At(10), life), Dedupe::Probe);
+        assert_eq!(call.dedupes(Dedupe::Receiver, KeySent::LongAgo, life), Dedupe::Probe);
+        assert_eq!(call.dedupes(Dedupe::Probe, KeySent::Never, life), Dedupe::Probe);
     }
 
     #[test]

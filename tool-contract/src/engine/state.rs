@@ -5,8 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use super::claim::Claim;
 use super::ledger::Ledger;
-use super::machine::{Event, Machine, Setup};
-use super::wait::KeySent;
+use super::machine::{Event, KeySent, Machine, Setup};
 
 use crate::call::Call;
 use crate::journal::Recall;
@@ -31,7 +30,7 @@ pub(crate) struct Attempt {
     approved: Option<Box<str>>,
     /// When the intent's key may first have reached the service, for how long a receiver that
     /// deduplicates by it still keeps it.
-    key_sent: KeySent,
+    key_sent: KeySent<tokio::time::Instant>,
 }
 
 impl Attempt {
@@ -83,7 +82,7 @@ impl Attempt {
     }
 
     /// When the intent's key may first have reached the service.
-    pub(crate) fn key_sent(&self) -> KeySent {
+    pub(crate) fn key_sent(&self) -> KeySent<tokio::time::Instant> {
         self.key_sent
     }
 
@@ -320,7 +319,7 @@ fn on_this_clock(recall: &Recall, now: tokio::time::Instant) -> crate::rules::St
 /// first attempt when that is the last one recorded (its stamp rounded down, and early by
 /// [`crate::rules::CLOCK_SKEW`] for a clock that may be another worker's); otherwise the first
 /// attempt's start is not in the record, and is taken as long ago.
-fn key_sent_before(recall: &Recall) -> KeySent {
+fn key_sent_before(recall: &Recall) -> KeySent<tokio::time::Instant> {
     if recall.attempts != 1 || recall.last.attempt != 1 {
         return KeySent::LongAgo;
     }

@@ -12,7 +12,7 @@ use crate::classify::Class;
 use crate::key::IntentKey;
 use crate::policy::Room;
 use crate::report::{Applied, Outcome, Reason};
-use crate::spec::{Dedupe, ToolSpec};
+use crate::spec::ToolSpec;
 use tokio::time::Instant;
 
 /// The instant a wait ends, as the log writes it: RFC 3339, rounded up to the second.
@@ -33,19 +33,6 @@ impl ResumeWait {
         let left = crate::journal::parse_rfc3339(until)?.duration_since(crate::journal::wall_clock()).ok()?;
         Some(Box::new(ResumeWait { until: until.to_owned(), left }))
     }
-}
-
-/// When the intent's key may first have reached the service: its first attempt's start, on this
-/// process's clock.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum KeySent {
-    /// No attempt of the intent has started.
-    #[default]
-    Never,
-    /// No earlier than this.
-    At(tokio::time::Instant),
-    /// At an instant not known, or before any this process can tell: as long ago as can be.
-    LongAgo,
 }
 
 /// The budget's rules for one call of a tool, on the tool's settings (its floor, probe reserve,
@@ -124,24 +111,6 @@ impl<'a> Pace<'a> {
         }
         let why = format!("not retried: {} left cannot hold the next wait and attempt", secs(left));
         Stop::after(class, &why, class.wait(), Reason::BudgetSpent)
-    }
-
-    /// Who deduplicates the next attempt of the intent, whose key may first have reached the service
-    /// at `sent`, in a call that may send until `deadline`: a receiver that deduplicates only while
-    /// it still keeps the key for every request the call may send ([`ToolSpec::key_lifetime`]); past
-    /// that, nobody but the probe.
-    pub(crate) fn dedupe(self, sent: KeySent, deadline: Instant) -> Dedupe {
-        let kept = match sent {
-            KeySent::Never => true,
-            KeySent::At(at) => {
-                at.checked_add(self.spec.get_key_lifetime()).is_some_and(|gone| deadline < gone)
-            }
-            KeySent::LongAgo => false,
-        };
-        match self.spec.get_dedupe() {
-            Dedupe::Receiver if !kept => Dedupe::Probe,
-            dedupe => dedupe,
-        }
     }
 
     /// Whether a wait the service asked of an earlier run may be waited now, by the call `machine`'s
