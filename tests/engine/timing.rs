@@ -93,6 +93,53 @@ async fn a_probe_is_judged_by_when_it_looked_not_when_it_answered() {
     assert_eq!((report.outcome, report.effect_applied), (Outcome::Ok, Applied::Yes), "{}", report.message);
 }
 
+/// T1 for a batch: each item's "not landed" is judged by when the probe looked, as a single call's
+/// verdict is. Row 2's reply is lost and its request, held by the service, lands at 3 s: after the
+/// probe looked (0 s), before it answered (6 s, past the 5 s horizon). Taken as of its answer, the
+/// probe's "not landed" would send row 2 again.
+#[tokio::test(start_paused = true)]
+async fn a_batch_probe_is_judged_item_by_item_by_when_it_looked() {
+    let service = Service::default();
+    let task = Task::new("t1-slow-batch-probe", "agent", Duration::from_secs(60))
+        .escalate_to(EscalationQueue::new());
+    let spec = send_spec();
+    let made = AtomicU32::new(0);
+    let report = engine::run_bulk(
+        &task,
+        &spec,
+        task.key(&spec, &"sheet-9", None),
+        vec!["row-1", "row-2"],
+        |_, rows: Vec<&'static str>| {
+            let first = made.fetch_add(1, Ordering::SeqCst) == 0;
+            // Every request that carries row 2 applies it once its caller lets go, 3 s later.
+            let request = rows.contains(&"row-2").then(|| service.request(Duration::from_secs(3)));
+            async move {
+                drop(request);
+                let items = rows.iter().map(|row| match (*row, first) {
+                    ("row-2", true) => Item::unknown("row-2", "reply lost"),
+                    (row, _) => Item::ok(row),
+                });
+                Ok::<_, Class>(items.collect::<Vec<_>>())
+            }
+        },
+        |_, rows: Vec<&'static str>| {
+            // The read happens now; the answer comes 6 s later.
+            let seen = service.landed();
+            async move {
+                tokio::time::sleep(Duration::from_secs(6)).await;
+                let found = |row| match seen {
+                    true => Item::ok(row),
+                    false => Item { applied: Applied::No, ..Item::retryable(row, "not found") },
+                };
+                rows.into_iter().map(found).collect::<Vec<_>>()
+            }
+        },
+    )
+    .await;
+    assert_eq!(service.effects(), 1, "row 2 was sent again: {}", report.message);
+    assert_eq!(report.outcome, Outcome::Ok, "{}", report.message);
+}
+
 /// A store whose start records take `slow` to be confirmed: a slow disk, a busy database.
 struct SlowStart {
     inner: MemoryJournal,
