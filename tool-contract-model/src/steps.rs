@@ -1,6 +1,6 @@
 //! What each actor does on each step: the workers as the engine does, the store as the stores do,
 //! the service, the network and a person. A worker's decisions are its call machine's (`Machine`),
-//! but for the steps docs/protocol.md lists as the model's own; the store decides by [`Rules`].
+//! but for the steps docs/protocol.md lists as the model's own; the store decides by [`Rules`](crate::Rules).
 
 use std::time::Duration;
 

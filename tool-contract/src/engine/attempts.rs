@@ -55,12 +55,15 @@ pub(crate) trait Work {
         Shape::One
     }
 
-    /// Before every attempt, the first included: whether there is anything to decide (a single call:
-    /// the last attempt failed, or an earlier run left the intent in doubt; a batch: by
-    /// [`policy::between`](crate::policy::between)), and if so the machine's decision, carried out by
-    /// [`super::execute::decide`]: `Continue` with the wait before the next attempt, `Break` with the
-    /// report.
-    async fn next(&mut self, run: &mut Run<'_>, made: u32) -> ControlFlow<Report<Self::Value>, Duration>;
+    /// Before every attempt, the first included: what there is to decide (a single call: how its last
+    /// attempt failed, or how an earlier run left the intent in doubt; a batch: by
+    /// [`policy::between`](crate::policy::between)). `Continue` with how the call stands, for its
+    /// machine to decide from ([`super::execute::decide`]), or with `None` when the next attempt goes
+    /// at once; `Break` with the report of a call with nothing left to do.
+    fn undecided(&mut self, run: &Run<'_>, made: u32) -> ControlFlow<Report<Self::Value>, Option<Class>>;
+
+    /// The next attempt goes: what it carries is set (a batch: the items still open).
+    fn attempting(&mut self) {}
 
     /// Ask the probe about what may have landed and log its verdict: the verdict in the policy's
     /// words, or why the probe could not tell. Run by the executor, when the policy says to probe;
@@ -307,9 +310,7 @@ async fn attempt_loop<W: Work>(
     };
     let mut made = 0u32;
     loop {
-        // The executor's own state (the class, why the probe could not tell) is taken apart before any
-        // wait, so the call's future holds no room for it while it waits; the decision is the machine's.
-        let wait = match work.next(&mut run, made).await {
+        let wait = match between(&mut run, work, made).await {
             ControlFlow::Continue(wait) => wait,
             ControlFlow::Break(report) => return (report, made),
         };
@@ -326,6 +327,30 @@ async fn attempt_loop<W: Work>(
             return (report, made);
         }
     }
+}
+
+/// Between attempts (and before the first, after `made`): what the shape leaves undecided goes to the
+/// call's machine, whose actions are carried out ([`super::execute::decide`]) until it names the next
+/// attempt, `Continue` with the wait before it, or a stop, `Break` with the report.
+async fn between<W: Work>(
+    run: &mut Run<'_>,
+    work: &mut W,
+    made: u32,
+) -> ControlFlow<Report<W::Value>, Duration> {
+    let wait = match work.undecided(run, made) {
+        ControlFlow::Continue(None) => Duration::ZERO,
+        // Boxed: only a call whose attempt failed (or that resumed an intent in doubt) decides, and the
+        // call's future would otherwise keep room for the decision through every attempt.
+        ControlFlow::Continue(Some(class)) => {
+            match Box::pin(super::execute::decide(work, run, class, made)).await {
+                ControlFlow::Continue(wait) => wait,
+                ControlFlow::Break(report) => return ControlFlow::Break(report),
+            }
+        }
+        ControlFlow::Break(report) => return ControlFlow::Break(report),
+    };
+    work.attempting();
+    ControlFlow::Continue(wait)
 }
 
 /// Before the next attempt (after `made`): honour, in a restarted process, the wait the service asked

@@ -195,7 +195,7 @@ impl<I, A, P> Parts<I, A, P> {
     /// A batch resumed after an attempt that applied nothing (by its own word, or a person's
     /// settlement): what the log says stands for the probe's "not landed", and the policy decides the
     /// next attempt as after a probe, for every kind, as for a single call: after the approver's yes
-    /// for `money` ([`policy::asks_approval`](crate::policy::asks_approval)), and, for a person's word,
+    /// for `money` ([`policy::asks_approval`]), and, for a person's word,
     /// only if they looked once the attempt could no longer land (given sooner, the call waits out the
     /// horizon and probes).
     fn second_attempt(&mut self, why: String) {
@@ -350,25 +350,19 @@ where
         None
     }
 
-    async fn next(&mut self, run: &mut Run<'_>, made: u32) -> ControlFlow<Report<()>, Duration> {
+    fn undecided(&mut self, run: &Run<'_>, made: u32) -> ControlFlow<Report<()>, Option<Class>> {
         let open = self.results.iter().any(is_open);
         match policy::between(open, self.last.is_some(), !self.to_probe.is_empty(), made) {
-            Between::Done => return ControlFlow::Break(self.summary(run)),
-            Between::Attempt => {
-                self.pending = (0..self.results.len()).filter(|&i| is_open(&self.results[i])).collect();
-                return ControlFlow::Continue(Duration::ZERO);
-            }
-            Between::Decide => {}
+            Between::Done => ControlFlow::Break(self.summary(run)),
+            Between::Attempt => ControlFlow::Continue(None),
+            Between::Decide => ControlFlow::Continue(Some(self.open_class())),
         }
-        let class = self.open_class();
-        // Boxed, as a single call's decision is.
-        let next = Box::pin(execute::decide(self, run, class, made)).await;
-        if next.is_continue() {
-            // The policy retries what is still open: what applied nothing, and what may have landed
-            // only where a retry is safe (a `create` the receiver deduplicates by the key).
-            self.pending = (0..self.results.len()).filter(|&i| is_open(&self.results[i])).collect();
-        }
-        next
+    }
+
+    fn attempting(&mut self) {
+        // The next attempt carries what is still open: what applied nothing, and what may have landed
+        // only where the machine let it be sent again (a `create` the receiver deduplicates by the key).
+        self.pending = (0..self.results.len()).filter(|&i| is_open(&self.results[i])).collect();
     }
 
     async fn probe(

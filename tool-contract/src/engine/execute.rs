@@ -1,7 +1,8 @@
-//! The one executor of the retry policy. After an attempt that did not end `ok`, [`policy::next`]
-//! names each step (probe, wait for the landing horizon, ask the approver, retry, stop) and this carries
-//! it out, the same way for every shape of call. A shape says only what its probe asks and how its
-//! report counts ([`Work::probe`], [`Work::close`]); it decides nothing.
+//! The one executor of the call machine's decisions. Between attempts, when a shape leaves something
+//! undecided ([`Work::undecided`]), the machine names each action (probe, wait until the landing horizon
+//! has passed, ask the approver or a person, attempt after a wait, stop) and this carries it out, the
+//! same way for every shape of call, feeding back what it found. A shape says only what its probe asks
+//! and how its report counts ([`Work::probe`], [`Work::close`]); it decides nothing.
 
 use std::future::Future;
 use std::ops::ControlFlow;

@@ -117,13 +117,10 @@ where
         None
     }
 
-    async fn next(&mut self, run: &mut Run<'_>, made: u32) -> ControlFlow<Report<T>, Duration> {
-        match self.last.take() {
-            // Boxed: only a call whose attempt failed (or that resumed an intent in doubt) decides, and
-            // the call's future would otherwise keep room for the decision through every attempt.
-            Some(class) => Box::pin(execute::decide(self, run, class, made)).await,
-            None => ControlFlow::Continue(Duration::ZERO),
-        }
+    fn undecided(&mut self, _run: &Run<'_>, _made: u32) -> ControlFlow<Report<T>, Option<Class>> {
+        // A failed attempt (or an earlier run that left the intent in doubt) is decided on; with none,
+        // the next attempt goes at once.
+        ControlFlow::Continue(self.last.take())
     }
 
     async fn probe(

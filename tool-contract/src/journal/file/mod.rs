@@ -502,7 +502,7 @@ impl FileJournal {
 }
 
 /// The settlement watcher: answers the requests of settlers in other processes
-/// ([`requests`](self::requests)) until the journal closes.
+/// ([`requests`]) until the journal closes.
 fn watch_requests(shared: &Arc<Shared>) {
     let mut first = true;
     loop {

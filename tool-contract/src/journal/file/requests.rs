@@ -4,7 +4,7 @@
 //! One process appends to a log at a time, so a settlement made while an agent runs cannot be written
 //! by the settler (nor an answer to an approval the agent waits for, [`crate::person::LogApprover`], by the
 //! person giving it). It leaves a request instead, a file in the directory beside the log named after it
-//! (`attempts.log.settle/`), and the holder settles it under its own lock, as [`settle`] would, then
+//! (`attempts.log.settle/`), and the holder settles it under its own lock, as [`settle`](fn@crate::journal::word::settle) would, then
 //! answers in a file beside the request:
 //!
 //! 1. The settler writes `{id}.request` (whole, by a rename) and waits for `{id}.answer`.
@@ -306,7 +306,7 @@ fn read_answer(key: &IntentKey, attempt: u32, answer: Answer) -> Result<Record, 
 
 /// The holder's side: answer every request waiting in the log's directory (and, on the first look,
 /// those a holder before this one took and never answered). A directory that is not safe to take
-/// requests from ([`unsafe_dir`]) is not read.
+/// requests from ([`RequestDir::open`](super::dir::RequestDir::open)) is not read.
 pub(super) fn answer_requests(shared: &Arc<Shared>, first: bool) {
     let Ok(dir) = RequestDir::open_existing(&requests_dir(&shared.path)) else { return };
     let Ok(names) = dir.names() else { return };

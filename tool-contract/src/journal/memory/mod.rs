@@ -41,7 +41,7 @@ struct Plain {
     /// Every record kept, in the order appended.
     records: Vec<Record>,
     /// Per intent, its highest attempt and where its last word is in `records` (the fold of
-    /// [`super::index_record`]).
+    /// [`index_record`](crate::journal::index::index_record)).
     index: HashMap<IntentKey, Kept>,
     /// Who holds which intent.
     leases: Leases,

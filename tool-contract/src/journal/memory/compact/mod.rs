@@ -59,7 +59,7 @@ struct MemoryState {
     /// The intent keys of the records, each kept once and referred to by its place here.
     keys: Vec<IntentKey>,
     /// Per intent, its highest attempt and where its last word is in `records`: the fold of
-    /// [`crate::journal::index_record`], kept without a second copy of each record.
+    /// [`index_record`](crate::journal::index::index_record), kept without a second copy of each record.
     index: HashMap<IntentKey, Kept, KeyHashing>,
     /// Who holds which intent.
     leases: Leases,
@@ -274,7 +274,7 @@ impl MemoryState {
         self.records.push(stored);
     }
 
-    /// Fold the record at `at` into the intent's index entry, by the rule of [`crate::journal::index_record`]:
+    /// Fold the record at `at` into the intent's index entry, by the rule of [`index_record`](crate::journal::index::index_record):
     /// the intent's place in `keys` (`u32::MAX` once it is full).
     fn index(
         &mut self,
