@@ -4,10 +4,11 @@ use std::future::Future;
 use std::ops::ControlFlow;
 use std::time::{Duration, SystemTime};
 
-use super::attempts::{Work, drive};
+use super::attempts::drive;
 use super::execute;
 use super::items::{ITEMS, Tally, Words, fold_answer, fold_verdict, honest, is_open, summarise, tally};
 use super::log::{Pending, end_record};
+use super::work::Work;
 use super::{Run, Stop, ceil_secs};
 use crate::bulk::{BulkProber, ItemId};
 use crate::classify::{Class, Classify};

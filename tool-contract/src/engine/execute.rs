@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::attempts::Work;
 use super::guard::{guarded, secs};
 use super::log::end_record;
 use super::machine::{Action, Event};
 use super::state::Run;
 use super::stop::Stop;
+use super::work::Work;
 use crate::classify::Class;
 use crate::journal::{Record, Verdict};
 use crate::policy::{Change, End};

@@ -26,6 +26,7 @@ pub(crate) mod machine;
 mod state;
 mod stop;
 mod wait;
+mod work;
 
 #[cfg(test)]
 pub(crate) use claim::LEASE_MARGIN;

@@ -5,12 +5,12 @@ use std::marker::PhantomData;
 use std::ops::ControlFlow;
 use std::time::{Duration, SystemTime};
 
-use super::attempts::Work;
 use super::execute;
 use super::log::{EndRecord, Pending};
 use super::machine::Event;
 use super::state::Run;
 use super::stop::Stop;
+use super::work::Work;
 use crate::call::Call;
 use crate::classify::{Class, Classify};
 use crate::journal::{LastWord, LogValue, Recall, Record};
