@@ -9,7 +9,7 @@ use tool_contract::probe::ProbeMark;
 use tool_contract::rules::Stamps;
 use tool_contract::spec::Dedupe;
 use tool_contract::unstable::machine::{self, Event, Pacing};
-use tool_contract::{Applied, Outcome};
+use tool_contract::{Applied, Outcome, classify};
 
 use crate::model::{Act, Action, Protocol, State, Worker, ghost};
 use crate::rules::ticks;
@@ -18,6 +18,13 @@ use crate::state::{Got, Msg, code};
 impl Protocol {
     fn worker<'s>(&self, s: &'s mut State, w: u8) -> &'s mut Worker {
         &mut s.workers[usize::from(w)]
+    }
+
+    /// How an attempt whose reply never came ends, as the engine classifies its timer
+    /// (`classify::no_reply`): for the model's side effects, `unknown` with its effect unknown.
+    fn no_reply(&self) -> (Outcome, Applied) {
+        let class = classify::no_reply(self.config.kind, "the attempt's time limit");
+        (class.outcome(), class.effect())
     }
 
     /// The call reports and gives its claim up.
@@ -175,10 +182,11 @@ impl Protocol {
                 // The budget is spent: what the engine does at its deadline, step by step.
                 let k = s.workers[usize::from(w)];
                 match k.act {
-                    // The attempt's time limit: no reply, its effect unknown.
+                    // The attempt's time limit: no reply.
                     Act::Calling => {
-                        self.end_attempt(s, w, Outcome::Unknown, Applied::Unknown);
-                        self.ended(s, w, (Outcome::Unknown, Applied::Unknown));
+                        let (outcome, effect) = self.no_reply();
+                        self.end_attempt(s, w, outcome, effect);
+                        self.ended(s, w, (outcome, effect));
                     }
                     // A start the store did not confirm in time may still be stored after the call gave
                     // up on it (`engine::log::start_attempt`).
@@ -221,9 +229,10 @@ impl Protocol {
                 (k.deadline, k.machine) = (deadline, machine);
             }
             Action::Timeout(w) => {
-                self.end_attempt(s, w, Outcome::Unknown, Applied::Unknown);
+                let (outcome, effect) = self.no_reply();
+                self.end_attempt(s, w, outcome, effect);
                 self.worker(s, w).lost_reply = true;
-                self.ended(s, w, (Outcome::Unknown, Applied::Unknown));
+                self.ended(s, w, (outcome, effect));
             }
             Action::Probe(w, verdict) => self.probe(s, w, verdict, s.now),
             Action::ProbeLooks(w) => {
