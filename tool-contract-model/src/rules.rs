@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use tool_contract::journal::{Phase, Recall};
 use tool_contract::rules::{self, Claiming, Fenced, Holder};
-use tool_contract::unstable::machine::{Hooks, Machine, Setup};
+use tool_contract::spec::ToolSpec;
+use tool_contract::unstable::machine::{Can, Hooks, Machine, Setup};
 
 use crate::state::Who;
 
@@ -52,16 +53,10 @@ impl Rules {
     /// A worker's call with `deadline`, by the model's bounds: its decisions are the engine's
     /// [`Machine`], run with these rules' hooks.
     pub fn machine(&self, config: &crate::Config, deadline: u8) -> Machine<u8> {
-        let setup = Setup {
-            kind: config.kind,
-            has_probe: true,
-            has_approver: true,
-            // The model's person settles through the store, not as a step of a call.
-            asks_person: false,
-            max_attempts: 3,
-            horizon: config.horizon(),
-            deadline,
-        };
+        // The model's tool: a probe, at most 3 attempts, the model's horizon; an approver to ask; its
+        // person settles through the store, not as a step of a call.
+        let tool = ToolSpec::new("post", config.kind).max_attempts(3).horizon(config.horizon());
+        let setup = Setup::of(&tool, Can { probe: true, approver: true, person: false }, deadline);
         Machine::new(setup).with_hooks(self.hooks)
     }
 }

@@ -68,6 +68,34 @@ pub struct Setup<T> {
     pub deadline: T,
 }
 
+impl<T> Setup<T> {
+    /// The setup of a call of the tool `spec` with `deadline`: its kind, attempt limit and landing
+    /// horizon are the tool's; `can` says whether it has a probe, an approver to ask before a second
+    /// attempt, and a report that can answer from a person's settlement.
+    pub fn of(spec: &crate::spec::ToolSpec, can: Can, deadline: T) -> Setup<T> {
+        Setup {
+            kind: spec.effect(),
+            has_probe: can.probe,
+            has_approver: can.approver,
+            asks_person: can.person,
+            max_attempts: spec.get_max_attempts(),
+            horizon: spec.get_horizon(),
+            deadline,
+        }
+    }
+}
+
+/// What a call can ask besides the service ([`Setup::of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Can {
+    /// The tool has a probe.
+    pub probe: bool,
+    /// The task has an approver.
+    pub approver: bool,
+    /// A person may settle the call's intent (its report can answer from one settlement).
+    pub person: bool,
+}
+
 /// What happened to a call, fed to its machine ([`Machine::on`]): each finding of the runtime the
 /// call's decisions are taken from, with the instants they are judged by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

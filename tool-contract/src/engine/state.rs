@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use super::claim::Claim;
 use super::ledger::Ledger;
-use super::machine::{Event, KeySent, Machine, Setup};
+use super::machine::{Can, Event, KeySent, Machine, Setup};
 
 use crate::call::Call;
 use crate::journal::Recall;
@@ -176,15 +176,8 @@ impl<'a> Run<'a> {
         escalation: &'a std::sync::Mutex<Option<Box<crate::task::Escalation>>>,
         (has_probe, asks_person): (bool, bool),
     ) -> Self {
-        let setup = Setup {
-            kind: spec.effect(),
-            has_probe,
-            has_approver: task.approver_ref().is_some(),
-            asks_person,
-            max_attempts: spec.get_max_attempts(),
-            horizon: spec.get_horizon(),
-            deadline: task.deadline(),
-        };
+        let can = Can { probe: has_probe, approver: task.approver_ref().is_some(), person: asks_person };
+        let setup = Setup::of(spec, can, task.deadline());
         Run {
             task,
             spec,

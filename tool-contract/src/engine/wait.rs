@@ -148,7 +148,7 @@ mod tests {
     use std::time::Duration;
 
     use super::super::machine::room;
-    use super::super::machine::{Machine, Setup};
+    use super::super::machine::{Can, Machine, Setup};
     use super::{Pace, ResumeWait};
     use crate::classify::Class;
     use crate::effect::EffectKind;
@@ -235,15 +235,8 @@ mod tests {
 
     /// A call of `spec` with `left` of its budget, on the paused clock (`probe`: whether it has one).
     fn machine(spec: &ToolSpec, probe: bool, left: Duration) -> Machine<Instant> {
-        Machine::new(Setup {
-            kind: spec.effect(),
-            has_probe: probe,
-            has_approver: false,
-            asks_person: false,
-            max_attempts: spec.get_max_attempts(),
-            horizon: spec.get_horizon(),
-            deadline: Instant::now() + left,
-        })
+        let can = Can { probe, approver: false, person: false };
+        Machine::new(Setup::of(spec, can, Instant::now() + left))
     }
 
     #[tokio::test(start_paused = true)]
