@@ -36,11 +36,11 @@ pub(crate) async fn decide<W: Work>(
     class: Class,
     made: u32,
 ) -> ControlFlow<Report<W::Value>, Duration> {
-    // A receiver that may have forgotten the key deduplicates nothing: a request of it still held
-    // would be a new create, so the horizon is that of a create only the probe deduplicates.
+    // Who deduplicates is the machine's rule; the horizon that goes with them is the tool's (by
+    // default none for a create the receiver deduplicates: a request it still holds is a repeat).
     let spec = run.spec();
     let dedupe = run.machine.dedupes(spec.get_dedupe(), run.now.key_sent(), spec.get_key_lifetime());
-    let retry_budget = run.task().budgets().room(run.spec().get_service()).is_ok();
+    let retry_budget = run.task().budgets().room(spec.get_service()).is_ok();
     let (ended, at) = ((class.outcome(), class.effect()), Instant::now());
     let dedupe = (dedupe, spec.dedupe(dedupe).get_horizon());
     run.machine.on(Event::Undecided { ended, made, dedupe, retry_budget, at });

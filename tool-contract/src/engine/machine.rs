@@ -5,9 +5,9 @@
 //!
 //! The engine drives a `Machine<tokio::time::Instant>`: its executor carries out the action the machine
 //! names ([`Machine::next`]: probe, ask, wait until, attempt after a wait, stop) and feeds back what it
-//! found ([`Machine::on`], an [`Event`]). The protocol
-//! model (`tool-contract-model`) drives a `Machine<u8>` on its ticks, the same type, so a decision the
-//! machine takes is taken once, here, for both. Not public API: `tool_contract::unstable::machine`.
+//! found ([`Machine::on`], an [`Event`]). The protocol model (`tool-contract-model`) drives a
+//! `Machine<u8>` on its ticks, the same type, so a decision the machine takes is taken once, here, for
+//! both. Not public API: `tool_contract::unstable::machine`.
 
 use std::time::Duration;
 
@@ -481,8 +481,8 @@ impl<T: Time + 'static> Machine<T> {
         }
     }
 
-    /// What the facts of the open decision are: how the attempt ended, and what the probe, the
-    /// approver and a person have said since. `None` before any decision opened.
+    /// What the open decision knows: how the attempt ended, and what the probe, the approver and a
+    /// person have said since. `None` before any decision opened.
     pub fn facts(&self) -> Option<&Facts> {
         self.decision.as_ref().map(Decision::facts)
     }
