@@ -35,9 +35,9 @@ impl ResumeWait {
     }
 }
 
-/// The budget's rules for one call of a tool, on the tool's settings (its floor, probe reserve,
-/// backoff, who deduplicates it) and the intent (the backoff's jitter): the machine decides, this
-/// gives it the figures and words the refusals.
+/// The budget's rules for one call of a tool, on the tool's settings (its floor, probe reserve and
+/// backoff) and the intent (the backoff's jitter): the machine decides, this gives it the figures and
+/// words the refusals.
 #[derive(Clone, Copy)]
 pub(crate) struct Pace<'a> {
     spec: &'a ToolSpec,
@@ -92,7 +92,7 @@ impl<'a> Pace<'a> {
     /// How attempt `number + 1` is paced after an attempt that ended as `class`: the service's
     /// `Retry-After`, the tool's backoff (seeded by the intent, so a restart waits alike) and its floor.
     /// Whether the budget can hold them is the call machine's rule ([`room`](super::machine::room)),
-    /// which the protocol model runs too.
+    /// which its `next` runs for the engine and the protocol model alike.
     pub(crate) fn pacing(self, class: &Class, number: u32) -> Pacing {
         let backoff = self.spec.get_backoff().wait(number.max(1), self.seed);
         Pacing { asked: class.wait(), backoff, floor: self.spec.get_deadline_floor() }
