@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use tool_contract::policy::{Horizon, Shape, Start};
+use tool_contract::policy::{Change, Horizon, Shape, Start};
 use tool_contract::probe::ProbeMark;
 use tool_contract::rules::Stamps;
 use tool_contract::spec::Dedupe;
-use tool_contract::unstable::machine::{self, Event, Pacing};
+use tool_contract::unstable::machine::{self, Event, Pacing, Write};
 use tool_contract::{Applied, Outcome, classify};
 
 use crate::model::{Act, Action, Protocol, State, Worker, ghost};
@@ -90,15 +90,31 @@ impl Protocol {
         });
     }
 
-    /// The attempt's start was not confirmed (`fenced`: the store refused it): the call reports what
-    /// the machine says (`Machine::unstarted`), after the end record that says it sent nothing unless
-    /// the fence refused the start, and gives the attempt's number back.
+    /// How the model's worker paces its attempts: its service asks for no wait (`Retry-After`), its tool
+    /// has no backoff and keeps the engine's default back for the probe.
+    fn pacing(&self) -> Pacing {
+        Pacing { floor: ticks(self.config.floor), ..Pacing::default() }
+    }
+
+    /// The attempt's start was not confirmed (`fenced`: the store refused it), told to its machine: the
+    /// end record it names, which says the attempt sent nothing (none when the fence refused the
+    /// start), then its stop, reported; the attempt's number is given back.
     fn unstarted(&self, s: &mut State, w: u8, fenced: bool) {
-        let ((outcome, effect), ends) = s.workers[usize::from(w)].machine.unstarted(fenced);
-        if ends {
+        let (now, pacing) = (s.now, self.pacing());
+        let k = self.worker(s, w);
+        k.machine.on(Event::Unwritten { fenced });
+        let mut action = k.machine.next(now, pacing);
+        if let Some(machine::Action::Record(Write::End { outcome, effect })) = action {
             self.end_record(s, w, (outcome, effect), None);
+            let k = self.worker(s, w);
+            k.machine.on(Event::Written);
+            action = k.machine.next(now, pacing);
         }
-        self.worker(s, w).ledger.give_back();
+        let Some(machine::Action::Stop(end)) = action else { return };
+        let k = self.worker(s, w);
+        k.ledger.give_back();
+        let (outcome, effect) = k.machine.ending(end, (Outcome::Retryable, Applied::Unknown));
+        let effect = k.machine.call_effect(effect);
         self.report(s, w, outcome, effect);
     }
 
@@ -117,9 +133,7 @@ impl Protocol {
 
     /// Ask the worker's machine for the next action of its open decision, and take it.
     fn decide(&self, s: &mut State, w: u8) {
-        // The model's service asks for no wait (`Retry-After`) and its tool has no backoff.
-        let pacing = Pacing { floor: ticks(self.config.floor), ..Pacing::default() };
-        let now = s.now;
+        let (now, pacing) = (s.now, self.pacing());
         let Some(action) = self.worker(s, w).machine.next(now, pacing) else { return };
         let k = s.workers[usize::from(w)];
         match action {
@@ -144,20 +158,32 @@ impl Protocol {
                 let (outcome, effect) = k.machine.ending(end, (facts.outcome, facts.effect));
                 self.report(s, w, outcome, k.machine.call_effect(effect));
             }
+            // A decision names neither: they follow the attempt it names.
+            machine::Action::Record(_) | machine::Action::Send { .. } => {}
         }
     }
 
-    /// Start the next attempt: its fenced start record first, if the budget can hold it.
+    /// Start the next attempt: its fenced start record first, as its machine names it if the budget
+    /// can hold it (the machine names the attempt first when nothing was open to decide).
     fn start_attempt(&self, s: &mut State, w: u8) {
-        let k = s.workers[usize::from(w)];
-        if !k.machine.budget().may_start(s.now, ticks(self.config.floor))
-            || usize::from(k.attempt()) + 1 >= s.starters.len()
-        {
-            let effect = k.machine.call_effect(Applied::No);
-            return self.report_holding(s, w, Outcome::Retryable, effect, true);
+        let (now, pacing) = (s.now, self.pacing());
+        let bound = usize::from(s.workers[usize::from(w)].attempt()) + 1 >= s.starters.len();
+        let machine = &mut self.worker(s, w).machine;
+        let mut action = machine.next(now, pacing);
+        if let Some(machine::Action::Attempt { .. }) = action {
+            action = machine.next(now, pacing);
         }
+        let k = s.workers[usize::from(w)];
+        let left = match action {
+            Some(machine::Action::Record(Write::Start { left })) if !bound => left,
+            // Not started: the budget cannot hold it, or the model's bound on attempts is reached.
+            _ => {
+                let effect = k.machine.call_effect(Applied::No);
+                return self.report_holding(s, w, Outcome::Retryable, effect, true);
+            }
+        };
         let who = s.who(w);
-        let (now, left) = (s.now, k.deadline.saturating_sub(s.now));
+        let left = u8::try_from(left.as_secs()).unwrap_or(u8::MAX);
         let k = self.worker(s, w);
         let next = k.ledger.next_attempt();
         k.ledger.started(now, ticks(left));
@@ -252,6 +278,7 @@ impl Protocol {
                 self.decide(s, w);
             }
             Action::Reclaim(w) => {
+                self.worker(s, w).machine.on(Event::Waited);
                 let k = s.workers[usize::from(w)];
                 let lease = self.config.budget + self.config.window + self.config.margin;
                 let who = s.who(w);
@@ -308,12 +335,8 @@ impl Protocol {
         match (msg, k.act) {
             (Msg::Claimed { got, .. }, Act::Claiming) => self.claimed(s, w, got),
             (Msg::Started { ok: true, attempt, .. }, Act::Starting)
-                if attempt == k.attempt() && k.machine.budget().may_leave(s.now, k.deadline) =>
+                if attempt == k.attempt() && self.leaves(s, w) =>
             {
-                // The engine checks the budget's floor again once the start is written, then lets the
-                // request out only before its deadline (`Budget::may_leave`). A worker paused between
-                // the two passes the first and fails the second: the model's one step stands for that
-                // pause, so it makes only the last check (leaving the first out only adds sends).
                 let left = ticks(k.deadline.saturating_sub(s.now));
                 self.acted_on_not_landed(s, attempt);
                 if s.starters.get(usize::from(attempt)).copied().flatten() != Some(who) {
@@ -353,6 +376,33 @@ impl Protocol {
         }
     }
 
+    /// The start record is written, told to the worker's machine: whether the request it then names
+    /// leaves now, before the last instant the machine names for it (`Budget::may_leave`). The engine
+    /// asks its machine once the write is done (the floor's check, then the request and its last
+    /// instant), and lets the request out only before that instant; a worker paused between the two
+    /// passes the first and fails the second. The model's one step stands for the write and that
+    /// pause: the write is taken as done at the latest instant, from the start to now, at which the
+    /// machine still names the request (now, unless the floor's check fails by then), and the last
+    /// check is made now.
+    fn leaves(&self, s: &mut State, w: u8) -> bool {
+        let (now, pacing) = (s.now, self.pacing());
+        let k = self.worker(s, w);
+        let started = k.ledger.stamp().map_or(now, |(at, _)| at);
+        k.machine.on(Event::Written);
+        let mut done = now;
+        loop {
+            let mut machine = k.machine;
+            match machine.next(done, pacing) {
+                Some(machine::Action::Send { not_after }) => {
+                    k.machine = machine;
+                    return k.machine.budget().may_leave(now, not_after);
+                }
+                _ if done > started => done -= 1,
+                _ => return false,
+            }
+        }
+    }
+
     /// Ghost check: a next attempt's request goes out only when no earlier one can still land.
     fn acted_on_not_landed(&self, s: &mut State, attempt: u8) {
         let early = s.net.iter().any(|m| matches!(m, Msg::Request { attempt: a, .. } if *a < attempt));
@@ -363,15 +413,21 @@ impl Protocol {
 
     /// The store's answer to a claim reaches the call: the start-of-call decision.
     fn claimed(&self, s: &mut State, w: u8, got: Got) {
-        let k = s.workers[usize::from(w)];
         let word = match got {
             Got::Held(word) => word,
-            Got::Busy if k.machine.budget().may_wait_for_claim(s.now, ticks(1), ticks(self.config.floor)) => {
-                // It waits a tick (the engine's poll), then claims again.
-                self.worker(s, w).act = Act::Backoff(s.now.saturating_add(1));
-                return;
+            Got::Busy => {
+                // Told the claim is held, its machine names a wait of a tick (the engine's poll), then
+                // a claim again; or, if no attempt could follow the wait, the stop.
+                let (now, pacing) = (s.now, self.pacing());
+                let k = self.worker(s, w);
+                k.machine.on(Event::ClaimHeld { nap: ticks(1) });
+                if let Some(machine::Action::WaitUntil(until)) = k.machine.next(now, pacing) {
+                    k.act = Act::Backoff(until);
+                    return;
+                }
+                return self.report_holding(s, w, Outcome::Retryable, Applied::Unknown, false);
             }
-            Got::Busy | Got::Late => {
+            Got::Late => {
                 return self.report_holding(s, w, Outcome::Retryable, Applied::Unknown, false);
             }
         };
@@ -391,7 +447,8 @@ impl Protocol {
         let now = s.now;
         let k = self.worker(s, w);
         k.ledger.resume(u32::from(attempts), last.map(|l| (l.started, ticks(l.left))), sent_by);
-        let start = k.machine.start(recall.as_ref(), Shape::One, stamps, now);
+        let claimed = Event::Claimed { recall: recall.as_ref(), shape: Shape::One, stamps, at: now };
+        let Change::Began(start) = k.machine.on(claimed) else { return };
         match start {
             Start::Fresh => self.start_attempt(s, w),
             Start::Replay => self.report(s, w, Outcome::Ok, Applied::Yes),

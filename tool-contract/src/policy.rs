@@ -220,6 +220,16 @@ pub enum End {
     Denied,
     /// The service's retry budget is spent: a storm of retries against it is under way.
     RetryBudgetSpent,
+    /// The budget left cannot hold an attempt of the tool's floor: none is started.
+    NotStarted,
+    /// The store did not confirm the attempt's start record, so it was not sent: the fence refused it
+    /// (`fenced`: another owner holds the intent, and what it did is its own), or the store failed.
+    Unstarted {
+        /// The store's fence refused the record.
+        fenced: bool,
+    },
+    /// Another owner holds the intent's claim longer than the budget can wait: nothing is started.
+    Busy,
 }
 
 /// The next step after an attempt that did not end `ok`: the policy table of [`EffectKind::policy`],

@@ -23,7 +23,7 @@ pub mod machine {
     #[cfg(feature = "unstable")]
     pub use crate::engine::machine::Hooks;
     pub use crate::engine::machine::{
-        Action, Budget, Can, Event, KeySent, Machine, Pacing, Setup, Time, doubt,
+        Action, Budget, Can, Event, KeySent, Machine, Pacing, Setup, Time, Write, doubt,
     };
 }
 

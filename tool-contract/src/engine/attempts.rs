@@ -11,6 +11,7 @@ use std::future::Future;
 use std::ops::ControlFlow;
 use std::time::{Duration, SystemTime};
 
+use super::machine::Time;
 use super::work::Work;
 use super::{Run, Stop, guarded, normalise, secs, take_claim, within};
 use crate::classify::{self, Class, Classify};
@@ -108,7 +109,13 @@ fn resume_from<W: Work>(
     work: &mut W,
     recall: Option<Recall>,
 ) -> Result<Option<Box<super::ResumeWait>>, Report<W::Value>> {
-    let Some(recall) = recall else { return Ok(None) };
+    let Some(recall) = recall else {
+        // A claim on an intent the log knows nothing of: a fresh start.
+        let (shape, stamps) = (crate::policy::Shape::One, crate::rules::Stamps::new(None, None, None, None));
+        let at = tokio::time::Instant::now();
+        run.machine.on(super::machine::Event::Claimed { recall: None, shape, stamps, at });
+        return Ok(None);
+    };
     let (wait, start) = run.resume(&recall, work.shape(&recall));
     match work.resume(run, recall, start) {
         Some(report) => Err(report),
@@ -171,7 +178,7 @@ async fn attempt_loop<W: Work>(
     let mut resume_wait = {
         let begun = if spec.effect().has_side_effect() {
             // Boxed: a read's future does not carry room for a claim it never takes.
-            let (taken, recall) = match Box::pin(take_claim(task, spec, key, run.machine)).await {
+            let (taken, recall) = match Box::pin(take_claim(task, spec, key, &mut run.machine)).await {
                 Ok(claimed) => claimed,
                 Err(stop) => return (work.refused(&run, stop), 0),
             };
@@ -245,13 +252,14 @@ async fn before_attempt(
     may_start(run, made)
 }
 
-/// Whether the next attempt (after `made`) may start now: the instant and the budget left it starts
-/// with, numbered; or why not. A first attempt makes room for retries in the service's budget; a retry
+/// Whether the next attempt (after `made`) may start now, as the call's machine says (its start record
+/// named, [`Pace::start`](super::wait::Pace::start)): the instant and the budget left it starts with,
+/// numbered; or why not. A first attempt makes room for retries in the service's budget; a retry
 /// took its own.
 #[inline]
 fn may_start(run: &mut Run<'_>, made: u32) -> Result<(tokio::time::Instant, Duration), Stop> {
     let (task, spec) = (run.task(), run.spec());
-    let allowed = run.pace().allowed(&run.machine);
+    let allowed = run.pace().start(&mut run.machine);
     let (now, left) = allowed.inspect_err(|stop| observe::refused(spec, &stop.message))?;
     if made == 0 {
         task.budgets().first_attempt_at(spec.get_service(), now);
@@ -262,8 +270,8 @@ fn may_start(run: &mut Run<'_>, made: u32) -> Result<(tokio::time::Instant, Dura
 }
 
 /// One attempt, numbered and allowed to start with `left` of the budget at `now`: its start record,
-/// the call under its time limit, its classification (an error, a panic, a timeout), its end record.
-/// `Some` when the call is over.
+/// its request under the last instant the machine lets it leave, its classification (an error, a
+/// panic, a timeout), its end record. `Some` when the call is over.
 async fn attempt_once<W: Work>(
     run: &mut Run<'_>,
     work: &mut W,
@@ -278,16 +286,17 @@ async fn attempt_once<W: Work>(
     // runs. The budget left once a slow start write is done would end it early.
     let mut recorded = left;
     run.now.started(started, recorded);
+    // The start record the machine named, then its request, named with the last instant it may leave.
     // What the start record carries is used up in this block: the attempt's future keeps no room for it.
-    let left = {
+    let (now, left, not_after) = {
         let before = work.before();
-        let read = if before.is_none() { run.start_read(left, started) } else { None };
+        let read = if before.is_none() { run.start_read(now, left, started) } else { None };
         match read {
-            Some(left) => left,
+            Some(sent) => sent,
             // Boxed: only a side effect writes its start record before the call, and a read's future
             // (boxed whole for every call by name) then keeps no room for the write.
-            None => match Box::pin(super::log::start_attempt(run, left, started, before)).await {
-                Ok(left) => left,
+            None => match Box::pin(super::log::start_attempt(run, (now, left), started, before)).await {
+                Ok(sent) => sent,
                 Err(stop) => {
                     observe::refused(spec, &stop.message);
                     return Some(work.stopped(run, stop));
@@ -299,13 +308,12 @@ async fn attempt_once<W: Work>(
     // (One variable for both: the attempt's future keeps room for one.)
     recorded = run.machine.budget().recorded(recorded, left);
     run.now.started(started, recorded);
-    let limit = run.pace().attempt_limit(&run.machine, left);
-    let call = run.call(limit, left);
+    let call = run.call(now, not_after);
     let deadline = call.deadline;
     let span = observe::attempt_span(run.now.number(), run.now.id());
     let strict = spec.effect().has_side_effect().then_some(&run.machine);
     let attempt = within(deadline, guarded(|| work.attempt(call)), strict, || run.log().flush_held_start());
-    let answer = classified(spec, limit, observe::within_span(&span, attempt).await);
+    let answer = classified(spec, now, observe::within_span(&span, attempt).await);
     run.attempt_over();
     match &answer {
         Ok(_) => span.classified(Outcome::Ok, super::ending::applied_on_ok(spec.effect()), "answered"),
@@ -320,12 +328,13 @@ async fn attempt_once<W: Work>(
 }
 
 /// An attempt's answer, classified: the tool's error by the tool, a panic as a bug (or, for a side
-/// effect, an effect that may have landed), the time limit as no reply.
+/// effect, an effect that may have landed), the time limit (from `sent` to the deadline the attempt
+/// was given up at) as no reply.
 #[inline]
 fn classified<T, E: Classify>(
     spec: &ToolSpec,
-    limit: Duration,
-    answer: Result<Result<Result<T, E>, String>, ()>,
+    sent: tokio::time::Instant,
+    answer: Result<Result<Result<T, E>, String>, tokio::time::Instant>,
 ) -> Result<T, Class> {
     match answer {
         Ok(Ok(Ok(answer))) => Ok(answer),
@@ -336,6 +345,9 @@ fn classified<T, E: Classify>(
         Ok(Err(panic)) => {
             Err(Class::permanent(format!("the tool panicked ({panic}); this is a bug in the tool")))
         }
-        Err(()) => Err(classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit)))),
+        Err(not_after) => {
+            let limit = sent.until(not_after);
+            Err(classify::no_reply(spec.effect(), format_args!("timed out after {}", secs(limit))))
+        }
     }
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::guard::{ready_or_within, secs};
-use super::machine::Machine;
+use super::machine::{Action, Event, Machine, Pacing};
 use super::stop::Stop;
 use crate::journal::{Claimed, Journal, Owner, Recall, RecordRef};
 use crate::key::IntentKey;
@@ -27,7 +27,7 @@ pub(crate) async fn take_claim<'a>(
     task: &'a Task,
     spec: &ToolSpec,
     key: IntentKey,
-    machine: Machine<tokio::time::Instant>,
+    machine: &mut Machine<tokio::time::Instant>,
 ) -> Result<(Claim<'a>, Option<Recall>), Stop> {
     let mut claim = Claim::turn(task.turns(), key).await;
     let Some(store) = task.journal_ref() else {
@@ -35,7 +35,7 @@ pub(crate) async fn take_claim<'a>(
         return Ok((claim, word));
     };
     let recall = claim
-        .in_store(store, || task.remaining(), (&machine, spec.get_deadline_floor()), task.worker_name())
+        .in_store(store, || task.remaining(), (machine, spec.get_deadline_floor()), task.worker_name())
         .await?;
     Ok((claim, recall))
 }
@@ -73,15 +73,15 @@ impl<'a> Claim<'a> {
 
     /// Claim the intent in `store` for a call with `budget` left, waiting within `budget` while another
     /// owner holds it; what the store knows of the intent, or why the call may not start: the store
-    /// failed, or another owner holds the intent longer than the budget can wait. The lease, and whether
-    /// to wait, are the call's `machine`'s ([`Budget::lease`](super::machine::Budget::lease),
-    /// [`Budget::may_wait_for_claim`](super::machine::Budget::may_wait_for_claim), for a
-    /// tool whose floor is `floor`); how often to look again is this loop's.
+    /// failed, or another owner holds the intent longer than the budget can wait. The lease is the call's
+    /// `machine`'s ([`Budget::lease`](super::machine::Budget::lease)), and so is whether to wait: told
+    /// the claim is held ([`Event::ClaimHeld`]), it names the wait or the stop, for a tool whose floor is
+    /// `floor`; how often to look again is this loop's.
     pub(crate) async fn in_store(
         &mut self,
         store: &'a dyn Journal,
         budget: impl Fn() -> Duration,
-        (machine, floor): (&Machine<tokio::time::Instant>, Duration),
+        (machine, floor): (&mut Machine<tokio::time::Instant>, Duration),
         worker: Option<&str>,
     ) -> Result<Option<Recall>, Stop> {
         let owner = worker.map_or_else(Owner::unique, Owner::of_worker);
@@ -105,11 +105,14 @@ impl<'a> Claim<'a> {
                 }
                 Ok(Claimed::Busy { holder, left }) => {
                     // Wait while the budget can hold the wait and still start an attempt.
-                    let nap = left.min(poll);
-                    if !machine.budget().may_wait_for_claim(tokio::time::Instant::now(), nap, floor) {
+                    let (nap, at) = (left.min(poll), tokio::time::Instant::now());
+                    machine.on(Event::ClaimHeld { nap });
+                    let pacing = Pacing { floor, ..Pacing::default() };
+                    let Some(Action::WaitUntil(until)) = machine.next(at, pacing) else {
                         return Err(busy(&holder, left, budget()));
-                    }
-                    tokio::time::sleep(nap).await;
+                    };
+                    tokio::time::sleep_until(until).await;
+                    machine.on(Event::Waited);
                     poll = (poll * 2).min(Duration::from_secs(1));
                 }
                 // Nothing was started, and what an earlier attempt did is in a log that could not be read.

@@ -65,6 +65,11 @@ pub(crate) async fn decide<W: Work>(
                 };
             }
             Action::Stop(end) => return ControlFlow::Break(call.end(work, run, end, settlement, made)),
+            // An open decision names neither a record nor a request (they follow the attempt it names):
+            // were it to, the call would end as its attempt did, nothing sent again.
+            Action::Record(_) | Action::Send { .. } => {
+                return ControlFlow::Break(call.end(work, run, End::AsIs, settlement, made));
+            }
         };
     }
 }
@@ -224,6 +229,19 @@ fn stop_for(run: &Run<'_>, end: End, class: &Class, made: u32, unsure: &str, den
         // A settlement not at hand leaves the intent in doubt.
         End::Settled => Stop::said(Outcome::Unknown, Applied::Unknown, class, "", None, Reason::InDoubt),
         End::Landed | End::AsIs => Stop::after(class, "", class.wait(), Reason::Answered),
+        // A call's start, which no decision names: the attempt loop and its claim stop it so.
+        End::NotStarted | End::Unstarted { .. } | End::Busy => {
+            Stop::said(outcome, applied, class, "not started", None, not_started(end))
+        }
+    }
+}
+
+/// Why a call that stopped at its start (`end`) sent nothing: its budget, its store, or another owner.
+fn not_started(end: End) -> Reason {
+    match end {
+        End::NotStarted => Reason::BudgetSpent,
+        End::Unstarted { fenced: false } => Reason::StoreFailed,
+        _ => Reason::Busy,
     }
 }
 

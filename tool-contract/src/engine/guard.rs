@@ -56,14 +56,15 @@ pin_project_lite::pin_project! {
 }
 
 impl<F: Future, W: FnOnce()> Future for Within<'_, F, W> {
-    type Output = Result<F::Output, ()>;
+    /// The future's output, or the deadline it was given up at.
+    type Output = Result<F::Output, tokio::time::Instant>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         if let Some(machine) = this.strict
             && !machine.budget().may_leave(tokio::time::Instant::now(), *this.deadline)
         {
-            return Poll::Ready(Err(()));
+            return Poll::Ready(Err(*this.deadline));
         }
         if let Poll::Ready(value) = this.fut.poll(cx) {
             return Poll::Ready(Ok(value));
@@ -77,7 +78,7 @@ impl<F: Future, W: FnOnce()> Future for Within<'_, F, W> {
             Box::pin(tokio::time::sleep_until(deadline))
         });
         match sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(())),
+            Poll::Ready(()) => Poll::Ready(Err(deadline)),
             Poll::Pending => Poll::Pending,
         }
     }

@@ -3,8 +3,11 @@
 
 use std::time::{Duration, SystemTime};
 
+use tokio::time::Instant;
+
 use super::claim::Claim;
 use super::guard::ready_or_within;
+use super::machine::{Action, Event, Write};
 use super::state::{Attempts, Run};
 use super::stop::Stop;
 use crate::journal::{Durability, Phase, RecordRef, with_stamp};
@@ -291,76 +294,77 @@ impl<'r, 'a> Log<'r, 'a> {
     }
 }
 
-/// Write the attempt's start record, then check the budget again: a side effect whose start record
-/// cannot be stored, or whose storing left less than the attempt may start with, is not started.
-/// A start the store did not confirm (refused, failed, or not answered within the budget) makes no
-/// attempt: the call speaks for the attempt before it (its id is never given to a request that was
-/// not sent). A start the store failed or did not answer may still be stored after the call gave up
-/// on it (a synced write that outlives its wait on a stalled disk): the call hands the store an end
-/// record saying the attempt was not started, fenced like every record about an attempt, so it is
-/// taken only after this owner's start of that attempt and the log never shows a call that sent
-/// nothing as one in doubt. A start that was stored and then found the budget too short gets its end
-/// record too, so the log says what the report says. `Ok` with the budget left for the attempt.
+/// Write the attempt's start record the call's machine named ([`Write::Start`]), started at `now` with
+/// `left` of the budget, and tell the machine what the store said: it then names the request, with the
+/// last instant it may leave, or the end record of an attempt not sent ([`Write::End`]) and the stop.
+/// A side effect whose start record cannot be stored, or whose storing left less than the attempt may
+/// start with, is not started. A start the store did not confirm (refused, failed, or not answered
+/// within the budget) makes no attempt: the call speaks for the attempt before it (its id is never given
+/// to a request that was not sent). A start the store failed or did not answer may still be stored
+/// after the call gave up on it (a synced write that outlives its wait on a stalled disk): the call hands
+/// the store an end record saying the attempt was not started, fenced like every record about an
+/// attempt, so it is taken only after this owner's start of that attempt and the log never shows a call
+/// that sent nothing as one in doubt. A start that was stored and then found the budget too short gets
+/// its end record too, so the log says what the report says. `Ok` with the instant the request may
+/// leave from, the budget left then, and the instant it may no longer leave at.
 pub(crate) async fn start_attempt(
     run: &mut Run<'_>,
-    left: Duration,
+    (now, left): (Instant, Duration),
     started: SystemTime,
     value: Option<serde_json::Value>,
-) -> Result<Duration, Stop> {
+) -> Result<(Instant, Duration, Instant), Stop> {
     let side = run.spec().effect().has_side_effect();
-    let started_record = run.log().start(left, started, value.as_ref()).await;
+    let written = run.log().start(left, started, value.as_ref()).await;
     // The approval, if any, was for this attempt: used, whatever the store said.
     run.now.approval_used();
-    let stop = match started_record {
-        Err(err) if side => {
-            // The machine's rule: a start the fence refused gets no end of ours; any other start not
-            // confirmed gets the end that says nothing was sent.
-            let fenced = matches!(err, crate::journal::JournalError::Conflict { .. });
-            let (said, ends) = run.machine.unstarted(fenced);
-            let stop = unstarted(&err, said);
-            if ends {
-                let end = EndRecord {
-                    left,
-                    started,
-                    outcome: stop.outcome,
-                    applied: stop.applied,
-                    probe: None,
-                    message: &stop.message,
-                    value: value.as_ref(),
-                    last: false,
-                };
-                Box::pin(run.log().end(end)).await;
-            }
-            let (task, key) = (run.task(), run.key());
-            run.now.unnumber(task, &key);
-            return Err(stop);
-        }
-        // Nothing was stored, or a read's start record, which never waits: `left` still holds.
-        Ok(()) if !run.log().keeps_records() || !side => return Ok(left),
-        // The machine's rule again, once the write is done: the attempt starts with what is left.
-        _ => match run.pace().allowed(&run.machine) {
-            Ok((_, left)) => return Ok(left),
-            Err(stop) => stop,
-        },
+    let refused = written.err().filter(|_| side);
+    let fenced = matches!(refused, Some(crate::journal::JournalError::Conflict { .. }));
+    run.machine.on(if refused.is_some() { Event::Unwritten { fenced } } else { Event::Written });
+    // Nothing was stored, or a read's start record, which never waits: the budget is as it was at the
+    // start. Otherwise the machine checks it again, once the write is done.
+    let (now, after) = if refused.is_none() && (!run.log().keeps_records() || !side) {
+        (now, left)
+    } else {
+        let now = Instant::now();
+        (now, run.machine.budget().left(now))
     };
-    // Stored, but the write left too little budget: the same end as a start never confirmed.
-    let ((outcome, applied), _) = run.machine.unstarted(false);
-    let end = EndRecord {
-        left,
-        started,
-        outcome,
-        applied,
-        probe: None,
-        message: &stop.message,
-        value: value.as_ref(),
-        last: false,
+    let pacing = run.pace().starting();
+    // Not sent: the end record that says so, unless the fence refused the start (another owner's
+    // business: an end of this call's would be refused the same way), then the stop.
+    let (said, ends) = match run.machine.next(now, pacing) {
+        Some(Action::Send { not_after }) => return Ok((now, after, not_after)),
+        Some(Action::Record(Write::End { outcome, effect })) => ((outcome, effect), true),
+        Some(Action::Stop(end)) => (run.machine.ending(end, (Outcome::Retryable, Applied::Unknown)), false),
+        _ => ((Outcome::Retryable, Applied::Unknown), false),
     };
-    Box::pin(run.log().end(end)).await;
+    let stop = match &refused {
+        Some(err) => unstarted(err, said),
+        None => run.pace().refusal(after),
+    };
+    if ends {
+        let end = EndRecord {
+            left,
+            started,
+            outcome: said.0,
+            applied: said.1,
+            probe: None,
+            message: &stop.message,
+            value: value.as_ref(),
+            last: false,
+        };
+        Box::pin(run.log().end(end)).await;
+        run.machine.on(Event::Written);
+    }
+    if refused.is_some() {
+        let (task, key) = (run.task(), run.key());
+        run.now.unnumber(task, &key);
+    }
     Err(stop)
 }
 
 /// The stop of a side effect whose start record the store did not take, reporting the outcome and
-/// effect the machine says ([`super::machine::Machine::unstarted`]). Refused by the fence: another
+/// effect the machine says (its [`Write::End`], or
+/// [`Machine::ending`](super::machine::Machine::ending) of the stop it names). Refused by the fence: another
 /// owner took the intent over (or started it first), and what it did is its own; this call sent
 /// nothing, the intent's effect is not known here.
 fn unstarted(err: &crate::journal::JournalError, (outcome, applied): (Outcome, Applied)) -> Stop {

@@ -1,11 +1,12 @@
 //! The call's decisions as one pure state machine: what a call knows of its effect, where its attempt
-//! stands against its landing horizon, and what each finding (the start of the call, an attempt's end,
-//! a probe's verdict, an approver's or a person's answer, a waited-out horizon) does to that. No I/O, no
-//! clock: every instant is an argument, on whatever clock drives it ([`Time`]).
+//! stands against its landing horizon, and what each finding (its claim granted or held, a record
+//! written or refused, an attempt's end, a probe's verdict, an approver's or a person's answer, a
+//! waited-out instant) does to that. No I/O, no clock: every instant is an argument, on whatever clock
+//! drives it ([`Time`]).
 //!
-//! The engine drives a `Machine<tokio::time::Instant>`: its executor carries out the action the machine
-//! names ([`Machine::next`]: probe, ask, wait until, attempt after a wait, stop) and feeds back what it
-//! found ([`Machine::on`], an [`Event`]). The protocol model (`tool-contract-model`) drives a
+//! The engine drives a `Machine<tokio::time::Instant>`: its runtime carries out the action the machine
+//! names ([`Machine::next`]: write this record, send the request before an instant, probe, ask, wait
+//! until, attempt after a wait, stop) and feeds back what it found ([`Machine::on`], an [`Event`]). The protocol model (`tool-contract-model`) drives a
 //! `Machine<u8>` on its ticks, the same type, so a decision the machine takes is taken once, here, for
 //! both. Not public API: `tool_contract::unstable::machine`.
 
@@ -98,8 +99,39 @@ pub struct Can {
 
 /// What happened to a call, fed to its machine ([`Machine::on`]): each finding of the runtime the
 /// call's decisions are taken from, with the instants they are judged by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event<T> {
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Event<'a, T> {
+    /// The intent's claim was granted at `at` (a read, which claims nothing, begins so too): what the
+    /// log holds of the intent (`recall`), what the call resumes (`shape`), and the last record's
+    /// stamps on this call's clock ([`crate::rules::stamps`]). The machine answers with what the call
+    /// does first ([`Change::Began`]: [`policy::start`], refined for a batch by [`policy::batch`]).
+    Claimed {
+        /// What the log holds of the intent, if anything.
+        recall: Option<&'a Recall>,
+        /// One call, or a batch with the items the last record lists.
+        shape: Shape<'a>,
+        /// The last record's stamps.
+        stamps: Stamps<T>,
+        /// When.
+        at: T,
+    },
+    /// Another owner holds the intent's claim; the runtime would look again after `nap`. The machine
+    /// names the wait, from when it is next asked ([`Action::WaitUntil`], then [`Event::Waited`] and a
+    /// claim again), only while an attempt could still follow it ([`Budget::may_wait_for_claim`]);
+    /// otherwise the call stops ([`End::Busy`]).
+    ClaimHeld {
+        /// How long until the runtime looks again (up to 65 s: a longer nap is cut to that).
+        nap: Duration,
+    },
+    /// The record the machine named ([`Action::Record`]) is written (a read's start record: held, to
+    /// go to the log with its end).
+    Written,
+    /// The record the machine named was not confirmed: `fenced` when the store's fence refused it
+    /// (another owner holds the intent), otherwise the store failed or did not answer in time.
+    Unwritten {
+        /// The store's fence refused it.
+        fenced: bool,
+    },
     /// The attempt's request may have reached the service by `by`: it is leaving then, or its call
     /// ended then. Its landing horizon runs from the last such instant.
     Reached {
@@ -172,8 +204,36 @@ pub enum Action<T> {
         /// The wait before it.
         after: Duration,
     },
+    /// Write this record; what the store said is [`Event::Written`] or [`Event::Unwritten`].
+    Record(Write),
+    /// Send the attempt's request, which may leave only before `not_after` ([`Budget::may_leave`]): the
+    /// end of the time the attempt gets ([`Budget::attempt_limit`]), never past the task's deadline.
+    /// Its request may reach the service from now ([`Event::Reached`]).
+    Send {
+        /// The instant from which the request may no longer leave.
+        not_after: T,
+    },
     /// Stop, and report as `end` says ([`Machine::ending`]).
     Stop(End),
+}
+
+/// A record the machine names ([`Action::Record`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// The attempt's start record, written before its request may leave: it carries the budget left at
+    /// the attempt's start ([`Budget::recorded`]).
+    Start {
+        /// The budget left at the attempt's start.
+        left: Duration,
+    },
+    /// The end record of an attempt that was not sent (its start not confirmed, or the budget too
+    /// short once it was): what the call reports, so the log never shows it in doubt.
+    End {
+        /// The outcome the call reports.
+        outcome: Outcome,
+        /// The effect the call reports.
+        effect: Applied,
+    },
 }
 
 /// How the next attempt is paced, from the tool's settings and the last answer: the wait the service
@@ -187,6 +247,9 @@ pub struct Pacing {
     pub backoff: Duration,
     /// The tool's deadline floor.
     pub floor: Duration,
+    /// The time a side effect's attempt keeps back for its probe (zero: a quarter of what is left;
+    /// [`Budget::attempt_limit`]).
+    pub reserve: Duration,
 }
 
 /// When the intent's key may first have reached the service: its first attempt's start, on the
@@ -251,17 +314,20 @@ impl<T: Time + 'static> Hooks<T> {
 /// [`Ledger`](crate::unstable::machine::Ledger); the machine keeps what those attempts leave to decide
 /// by: whether an earlier attempt may have landed, until when the last one may have reached the
 /// service, and when a "not landed" about it was seen. Everything the runtime finds reaches it as an
-/// [`Event`] ([`Machine::on`]). After an attempt that did not end `ok`, or at the start of a call that
-/// resumed an intent in doubt ([`Event::Undecided`]), the machine opens a [`Decision`] and keeps it;
-/// [`Machine::next`] names each [`Action`] (probe, wait until, ask, attempt after a wait, stop) until
-/// the action is an attempt or a stop.
+/// [`Event`] ([`Machine::on`]), and [`Machine::next`] names each [`Action`]. Its claim granted
+/// ([`Event::Claimed`]), a call begins as the log's last word says; an attempt goes as its start record
+/// (named, then [`Event::Written`] or [`Event::Unwritten`]), then its request, named with the last
+/// instant it may leave ([`Action::Send`]). After an attempt that did not end `ok`, or at the start of a
+/// call that resumed an intent in doubt ([`Event::Undecided`]), the machine opens a [`Decision`] and
+/// names its actions (probe, wait until, ask, attempt after a wait, stop) until one is an attempt or a
+/// stop.
 ///
 /// ```
 /// use std::time::Duration;
 /// use tool_contract::effect::EffectKind;
 /// use tool_contract::probe::ProbeMark;
 /// use tool_contract::spec::Dedupe;
-/// use tool_contract::unstable::machine::{Action, Event, Machine, Pacing, Setup};
+/// use tool_contract::unstable::machine::{Action, Event, Machine, Pacing, Setup, Write};
 /// use tool_contract::{Applied, Outcome};
 ///
 /// let setup = Setup {
@@ -290,6 +356,12 @@ impl<T: Time + 'static> Hooks<T> {
 /// let horizon = call.judge(Applied::Unknown, 7, 7);
 /// call.on(Event::Probed { mark: ProbeMark::NotLanded, horizon });
 /// assert_eq!(call.next(7, pacing), Some(Action::Attempt { after: Duration::from_secs(1) }));
+/// // Second 8: its start record first, then its request, which keeps a quarter of the 22 s left back
+/// // for the probe and may leave until second 24.
+/// let start = Write::Start { left: Duration::from_secs(22) };
+/// assert_eq!(call.next(8, pacing), Some(Action::Record(start)));
+/// call.on(Event::Written);
+/// assert_eq!(call.next(8, pacing), Some(Action::Send { not_after: 24 }));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Machine<T: 'static> {
@@ -317,10 +389,59 @@ pub struct Machine<T: 'static> {
     /// were asked during this call): it counts only if seen once the attempt could no longer land.
     observed: Option<T>,
     /// The decision open after an attempt that did not end `ok` (or at the start of a call that resumed
-    /// an intent in doubt), until the next opens.
+    /// an intent in doubt), until it names the next attempt or another opens.
     decision: Option<Decision>,
+    /// Where the call stands outside a decision: its claim, its next attempt's start record, its send.
+    stage: Stage,
     #[cfg(feature = "unstable")]
     hooks: HookRef<T>,
+}
+
+/// Where a call stands outside a decision ([`Machine::next`] names its actions from here): waiting for
+/// a claim another owner holds, an attempt named and due, its start record written or not, its request
+/// out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+enum Stage {
+    /// Nothing under way: an open decision names what comes next; with none, the next attempt goes.
+    #[default]
+    Idle,
+    /// Another owner holds the intent's claim: claim again after a nap of this many milliseconds, if
+    /// an attempt could follow (narrow, so the stage fits in the machine's padding).
+    ClaimHeld(u16),
+    /// An attempt was named: once its wait is over, the budget's check and its start record.
+    Due,
+    /// Its start record is being written.
+    Starting,
+    /// Its start record is written: the budget's check again, then its request.
+    Started,
+    /// Its request was named ([`Action::Send`]).
+    Sending,
+    /// Not sent: the end record that says so goes first, then the call stops.
+    Unsent(Unsent),
+    /// Not sent, and nothing more to write: the call stops.
+    Stopping(Unsent),
+}
+
+/// Why an attempt was not sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Unsent {
+    /// Its start record was written, and the budget then left was under the floor.
+    Short,
+    /// The store failed its start record, or did not answer in time.
+    Failed,
+    /// The store's fence refused its start record.
+    Fenced,
+}
+
+impl Unsent {
+    /// How the call stops.
+    fn end(self) -> End {
+        match self {
+            Unsent::Short => End::NotStarted,
+            Unsent::Failed => End::Unstarted { fenced: false },
+            Unsent::Fenced => End::Unstarted { fenced: true },
+        }
+    }
 }
 
 /// The hooks a machine runs with: the same for every state of one check, so no part of its state (equal
@@ -360,6 +481,7 @@ impl<T: Time + 'static> Machine<T> {
             reached: None,
             observed: None,
             decision: None,
+            stage: Stage::Idle,
             #[cfg(feature = "unstable")]
             hooks: HookRef(None),
         }
@@ -378,54 +500,9 @@ impl<T: Time + 'static> Machine<T> {
         Budget(self)
     }
 
-    /// The start of a call of the shape `shape` at `now`, from what the log holds of its intent
-    /// ([`policy::start`], which a batch refines from its recorded items, [`policy::batch`]): a call
-    /// that resumes an attempt which may have landed keeps that in mind, one whose last attempt
-    /// applied nothing for sure takes that for the probe's "not landed". `stamps`: the last record's
-    /// ([`crate::rules::stamps`]) on this call's clock, from which the machine takes until when that
-    /// attempt may have reached the service and when a person's "not landed" about it was seen. The
-    /// attempt reached the service no later than its last possible send, than when its call ended or
-    /// a person's settlement was written, nor than now: whoever made it is gone (a process killed, a
-    /// call dropped, or a claim whose lease, which outlasts the attempt, ran out), since this call holds
-    /// the intent ([`crate::rules::reached_by`]). A last word that says the attempt applied nothing by
-    /// the service's own answer leaves nothing that can land; a person's `not_landed` does not, and
-    /// waits for the horizon like a probe's.
-    pub fn start(&mut self, recall: Option<&Recall>, shape: Shape<'_>, stamps: Stamps<T>, now: T) -> Start {
-        let start = policy::batch((rules(self).start)(recall, self.kind), recall, shape);
-        // A batch whose record says it applied nothing but lists an item in doubt is probed: its
-        // request is taken as in flight as any other's.
-        let nothing = recall.is_none_or(|recall| {
-            recall.settlement().is_none() && recall.last.effect_applied == Some(Applied::No)
-        }) && start != Start::Probe;
-        self.reached =
-            (!nothing).then(|| crate::rules::reached_by(stamps.ran, stamps.sent, stamps.settled, now));
-        self.observed = (rules(self).settlement_seen)(stamps.seen, stamps.settled);
-        match start {
-            Start::SecondAttempt => known_not_landed(self),
-            Start::Probe => self.maybe_applied = true,
-            Start::Fresh | Start::Replay | Start::Settled => {}
-        }
-        start
-    }
-
     /// The call's effect given its last attempt's: never `no` while an earlier attempt may have landed.
     pub fn call_effect(&self, attempt: Applied) -> Applied {
         if self.maybe_applied && attempt == Applied::No { Applied::Unknown } else { attempt }
-    }
-
-    /// A side effect's start the store did not confirm: what the call reports, and whether it writes
-    /// an end record saying the same. A start the fence refused (`fenced`) is another owner's business:
-    /// the intent was taken over or started first, what it did is its own, so the call's effect is not
-    /// known here, and an end of this call's would be refused the same way. A start the store failed or
-    /// did not answer may still be stored after the call gave up on it (a synced write that outlives
-    /// its wait): the call writes the end that says it sent nothing, with its effect as it stood, so
-    /// the log never shows a call that sent nothing as one in doubt.
-    pub fn unstarted(&self, fenced: bool) -> ((Outcome, Applied), bool) {
-        if fenced {
-            ((Outcome::Retryable, Applied::Unknown), false)
-        } else {
-            ((Outcome::Retryable, self.call_effect(Applied::No)), true)
-        }
     }
 
     /// Feed the machine what happened ([`Event`]): the one way a finding of the runtime reaches the
@@ -433,9 +510,31 @@ impl<T: Time + 'static> Machine<T> {
     /// runtime to say in its words.
     pub fn on(&mut self, event: Event<T>) -> Change {
         match event {
+            Event::Claimed { recall, shape, stamps, at } => {
+                self.stage = Stage::Idle;
+                return Change::Began(begin(self, recall, shape, stamps, at));
+            }
+            Event::ClaimHeld { nap } => {
+                self.stage = Stage::ClaimHeld(u16::try_from(nap.as_millis()).unwrap_or(u16::MAX));
+            }
+            Event::Written => {
+                self.stage = match self.stage {
+                    Stage::Starting => Stage::Started,
+                    Stage::Unsent(why) => Stage::Stopping(why),
+                    stage => stage,
+                };
+            }
+            Event::Unwritten { fenced } => {
+                self.stage = match self.stage {
+                    Stage::Unsent(why) => Stage::Stopping(why),
+                    _ if fenced => Stage::Stopping(Unsent::Fenced),
+                    _ => Stage::Unsent(Unsent::Failed),
+                };
+            }
             Event::Reached { by } => self.reached = Some(by),
             Event::Ended { effect } => self.maybe_applied |= effect != Applied::No,
             Event::Undecided { ended, made, dedupe, retry_budget, at } => {
+                self.stage = Stage::Idle;
                 open(self, ended, made, dedupe, retry_budget, at);
             }
             Event::Probed { mark, horizon } => {
@@ -452,6 +551,7 @@ impl<T: Time + 'static> Machine<T> {
                 }
             }
             Event::PersonSaid { said, seen, at } => return person_said(self, said, seen, at),
+            Event::Waited if matches!(self.stage, Stage::ClaimHeld(_)) => self.stage = Stage::Idle,
             Event::Waited => {
                 let Some(decision) = self.decision.as_mut() else { return Change::None };
                 let change = decision.waited();
@@ -487,23 +587,25 @@ impl<T: Time + 'static> Machine<T> {
         self.decision.as_ref().map(Decision::facts)
     }
 
-    /// The open decision's next action at `now`, the next attempt paced by `pacing`: `None` with no
-    /// decision open (the call attempts, or answers from the log). Whether the budget left can hold
-    /// the wait before another attempt and the tool's floor is the machine's rule ([`room`]), and so
-    /// is how long that wait is and until when the horizon is waited out.
+    /// The call's next action at `now`, the next attempt paced by `pacing`; `None` only while a record
+    /// the machine named is being written. Outside a decision: a claim another owner holds is waited
+    /// for only while an attempt could follow; an attempt starts (its start record named) only with
+    /// the tool's floor left, and its request goes (named with the last instant it may leave) only if
+    /// the floor is still left once that record is written; one not sent has its end record named,
+    /// then stops. An open decision names its actions until one is an attempt, which closes it; with
+    /// none open, the next attempt goes at once. Whether the budget left can hold the wait before
+    /// another attempt and the tool's floor is the machine's rule (`room`), and so is how long that
+    /// wait is and until when the horizon is waited out.
+    #[inline]
     pub fn next(&mut self, now: T, pacing: Pacing) -> Option<Action<T>> {
-        let next = rules(self).next;
-        let horizon_ends = self.reached.map_or(now, |at| at.plus(horizon(self)).max(now));
-        let decision = self.decision.as_mut()?;
-        let (room, after) = room(decision.facts().made, pacing, now.until(self.deadline));
-        Some(match decision.next_by(room, next) {
-            Step::Probe => Action::Probe,
-            Step::Approve => Action::Approve,
-            Step::AskPerson => Action::AskPerson,
-            Step::WaitHorizon => Action::WaitUntil(horizon_ends),
-            Step::Retry => Action::Attempt { after },
-            Step::Stop(end) => Action::Stop(end),
-        })
+        if let Some(action) = staged(self, now, pacing) {
+            return action;
+        }
+        if self.decision.is_none() {
+            self.stage = Stage::Due;
+            return Some(Action::Attempt { after: Duration::ZERO });
+        }
+        decided(self, now, pacing)
     }
 
     /// Where the attempt the service answered with `answered` stood against its landing horizon when a
@@ -553,6 +655,9 @@ impl<T: Time + 'static> Machine<T> {
                 policy::verdict(ProbeMark::Failed, Horizon::Passed, (ended.0, self.call_effect(ended.1)))
             }
             End::Denied => (Outcome::Permanent, Applied::No),
+            End::NotStarted | End::Unstarted { fenced: false } => (Outcome::Retryable, Applied::No),
+            // Fenced out, or another owner's claim: what that owner did is its own, and not known here.
+            End::Unstarted { fenced: true } | End::Busy => (Outcome::Retryable, Applied::Unknown),
             End::AsIs
             | End::NeverRetried
             | End::GaveUp
@@ -636,6 +741,111 @@ impl<T: Time + 'static> Budget<'_, T> {
     }
 }
 
+/// The start of a call ([`Event::Claimed`]) of the shape `shape` at `now`, from what the log holds of its intent
+/// ([`policy::start`], which a batch refines from its recorded items, [`policy::batch`]): a call
+/// that resumes an attempt which may have landed keeps that in mind, one whose last attempt
+/// applied nothing for sure takes that for the probe's "not landed". `stamps`: the last record's
+/// ([`crate::rules::stamps`]) on this call's clock, from which the machine takes until when that
+/// attempt may have reached the service and when a person's "not landed" about it was seen. The
+/// attempt reached the service no later than its last possible send, than when its call ended or
+/// a person's settlement was written, nor than now: whoever made it is gone (a process killed, a
+/// call dropped, or a claim whose lease, which outlasts the attempt, ran out), since this call holds
+/// the intent ([`crate::rules::reached_by`]). A last word that says the attempt applied nothing by
+/// the service's own answer leaves nothing that can land; a person's `not_landed` does not, and
+/// waits for the horizon like a probe's.
+fn begin<T: Time>(
+    m: &mut Machine<T>,
+    recall: Option<&Recall>,
+    shape: Shape<'_>,
+    stamps: Stamps<T>,
+    now: T,
+) -> Start {
+    let start = policy::batch((rules(m).start)(recall, m.kind), recall, shape);
+    // A batch whose record says it applied nothing but lists an item in doubt is probed: its
+    // request is taken as in flight as any other's.
+    let nothing = recall.is_none_or(|recall| {
+        recall.settlement().is_none() && recall.last.effect_applied == Some(Applied::No)
+    }) && start != Start::Probe;
+    m.reached = (!nothing).then(|| crate::rules::reached_by(stamps.ran, stamps.sent, stamps.settled, now));
+    m.observed = (rules(m).settlement_seen)(stamps.seen, stamps.settled);
+    match start {
+        Start::SecondAttempt => known_not_landed(m),
+        Start::Probe => m.maybe_applied = true,
+        Start::Fresh | Start::Replay | Start::Settled => {}
+    }
+    start
+}
+
+/// The open decision's next action at `now` ([`Machine::next`]): naming the next attempt closes it.
+fn decided<T: Time>(m: &mut Machine<T>, now: T, pacing: Pacing) -> Option<Action<T>> {
+    let next = rules(m).next;
+    let horizon_ends = m.reached.map_or(now, |at| at.plus(horizon(m)).max(now));
+    let decision = m.decision.as_mut()?;
+    let (room, after) = room(decision.facts().made, pacing, now.until(m.deadline));
+    Some(match decision.next_by(room, next) {
+        Step::Probe => Action::Probe,
+        Step::Approve => Action::Approve,
+        Step::AskPerson => Action::AskPerson,
+        Step::WaitHorizon => Action::WaitUntil(horizon_ends),
+        Step::Retry => {
+            (m.stage, m.decision) = (Stage::Due, None);
+            Action::Attempt { after }
+        }
+        Step::Stop(end) => Action::Stop(end),
+    })
+}
+
+/// The action the call's stage names at `now` outside a decision ([`Machine::next`]): `None` when it
+/// names none (nothing under way, or the request out), `Some(None)` while a record is being written.
+#[inline]
+fn staged<T: Time>(m: &mut Machine<T>, now: T, pacing: Pacing) -> Option<Option<Action<T>>> {
+    let floor = pacing.floor;
+    // Whether an attempt may start with the budget left at `now` (`Budget::may_start`), read once.
+    let may_start = |m: &Machine<T>| {
+        let left = now.until(m.deadline);
+        ((rules(m).may_start)(left, floor), left)
+    };
+    let action = match m.stage {
+        Stage::Idle | Stage::Sending => return None,
+        Stage::Starting => return Some(None),
+        Stage::ClaimHeld(nap) => {
+            let nap = Duration::from_millis(u64::from(nap));
+            match m.budget().may_wait_for_claim(now, nap, floor) {
+                true => Action::WaitUntil(now.plus(nap)),
+                false => Action::Stop(End::Busy),
+            }
+        }
+        Stage::Due => match may_start(m) {
+            (true, left) => {
+                m.stage = Stage::Starting;
+                Action::Record(Write::Start { left })
+            }
+            (false, _) => Action::Stop(End::NotStarted),
+        },
+        Stage::Started => match may_start(m) {
+            (true, left) => {
+                let limit = m.budget().attempt_limit(left, pacing.reserve, floor);
+                m.stage = Stage::Sending;
+                // All that is left ends at the deadline: no sum to take.
+                let not_after = if limit >= left { m.deadline } else { now.plus(limit).min(m.deadline) };
+                Action::Send { not_after }
+            }
+            (false, _) => {
+                m.stage = Stage::Unsent(Unsent::Short);
+                unsent(m)
+            }
+        },
+        Stage::Unsent(_) => unsent(m),
+        Stage::Stopping(why) => Action::Stop(why.end()),
+    };
+    Some(Some(action))
+}
+
+/// The end record of an attempt not sent: it says what the call reports.
+fn unsent<T: Time>(m: &Machine<T>) -> Action<T> {
+    Action::Record(Write::End { outcome: Outcome::Retryable, effect: m.call_effect(Applied::No) })
+}
+
 /// Open the decision after an attempt that ended `ended` (or, with `made == 0`, at the start of a call
 /// that resumed an intent in doubt), at `now` ([`Event::Undecided`]). A person may settle the intent
 /// only in a call that resumed it in doubt, and only a call whose report can answer from one
@@ -711,7 +921,7 @@ pub fn doubt(start: Start) -> Option<(Outcome, Applied)> {
 /// resumed from the log (`made == 0`) has no earlier attempt of its own to back off from. A wait the
 /// service asked for that the budget cannot hold is [`Room::AskedTooLong`], so the report can say so.
 pub fn room(made: u32, pacing: Pacing, left: Duration) -> (Room, Duration) {
-    let Pacing { asked, backoff, floor } = pacing;
+    let Pacing { asked, backoff, floor, .. } = pacing;
     if made == 0 {
         return (Room::Enough, Duration::ZERO);
     }
@@ -761,9 +971,10 @@ mod tests {
 
     use super::*;
 
-    const P: Pacing = Pacing { asked: None, backoff: Duration::ZERO, floor: Duration::ZERO };
+    const P: Pacing =
+        Pacing { asked: None, backoff: Duration::ZERO, floor: Duration::ZERO, reserve: Duration::ZERO };
 
-    fn undecided(made: u32, horizon: u64, at: u8) -> Event<u8> {
+    fn undecided(made: u32, horizon: u64, at: u8) -> Event<'static, u8> {
         let (ended, dedupe) =
             ((Outcome::Unknown, Applied::Unknown), (Dedupe::Probe, Duration::from_secs(horizon)));
         Event::Undecided { ended, made, dedupe, retry_budget: true, at }
@@ -818,12 +1029,15 @@ mod tests {
         let horizon = call.judge(Applied::Unknown, 8, 8);
         assert_eq!(call.on(Event::Probed { mark: ProbeMark::NotLanded, horizon }), Change::NotLanded);
         assert_eq!(call.call_effect(Applied::No), Applied::No);
+        // Naming the attempt closes the decision (each alternative below on a copy of the call).
+        let decided = call;
         assert_eq!(call.next(8, P), Some(Action::Attempt { after: Duration::ZERO }));
+        assert_eq!(call.facts(), None);
         // The wait before it is the service's when longer than the backoff, and one the budget cannot
         // hold stops the call.
         let asked = Pacing { asked: Some(Duration::from_secs(4)), backoff: Duration::from_secs(1), ..P };
-        assert_eq!(call.next(8, asked), Some(Action::Attempt { after: Duration::from_secs(4) }));
-        assert_eq!(call.next(27, asked), Some(Action::Stop(End::OutOfBudget(Room::AskedTooLong))));
+        assert_eq!({ decided }.next(8, asked), Some(Action::Attempt { after: Duration::from_secs(4) }));
+        assert_eq!({ decided }.next(27, asked), Some(Action::Stop(End::OutOfBudget(Room::AskedTooLong))));
     }
 
     #[test]
@@ -918,13 +1132,79 @@ mod tests {
     }
 
     #[test]
-    fn a_start_not_confirmed_writes_its_end_unless_the_fence_refused_it() {
+    fn an_attempt_is_sent_only_once_its_start_record_is_written_with_the_floor_still_left() {
+        let floor = Pacing { floor: Duration::from_secs(2), ..P };
         let mut call = send(30);
-        assert_eq!(call.unstarted(true), ((Outcome::Retryable, Applied::Unknown), false));
-        assert_eq!(call.unstarted(false), ((Outcome::Retryable, Applied::No), true));
+        // Nothing to decide: the attempt goes at once, its start record first.
+        assert_eq!(call.next(4, floor), Some(Action::Attempt { after: Duration::ZERO }));
+        let start = Action::Record(Write::Start { left: Duration::from_secs(26) });
+        assert_eq!(call.next(4, floor), Some(start));
+        assert_eq!(call.next(4, floor), None, "the record is being written");
+        call.on(Event::Written);
+        // A quarter of the 25 s left kept back for the probe: the request leaves before second 23.
+        assert_eq!(call.next(5, floor), Some(Action::Send { not_after: 23 }));
+        // Written, then the floor no longer left: the end record that says nothing was sent, then stop.
+        let mut late = send(30);
+        late.next(27, floor);
+        late.next(27, floor);
+        late.on(Event::Written);
+        let unsent = Write::End { outcome: Outcome::Retryable, effect: Applied::No };
+        assert_eq!(late.next(29, floor), Some(Action::Record(unsent)));
+        late.on(Event::Written);
+        assert_eq!(late.next(29, floor), Some(Action::Stop(End::NotStarted)));
+        // No attempt starts below the floor.
+        let mut spent = send(30);
+        spent.next(29, floor);
+        assert_eq!(spent.next(29, floor), Some(Action::Stop(End::NotStarted)));
+    }
+
+    #[test]
+    fn a_start_not_confirmed_writes_its_end_unless_the_fence_refused_it() {
+        let started = |call: &mut Machine<u8>| {
+            call.next(0, P);
+            call.next(0, P);
+        };
+        let mut fenced = send(30);
+        started(&mut fenced);
+        fenced.on(Event::Unwritten { fenced: true });
+        assert_eq!(fenced.next(1, P), Some(Action::Stop(End::Unstarted { fenced: true })));
+        let stop = fenced.ending(End::Unstarted { fenced: true }, (Outcome::Unknown, Applied::Unknown));
+        assert_eq!(stop, (Outcome::Retryable, Applied::Unknown));
+        let mut failed = send(30);
+        started(&mut failed);
+        failed.on(Event::Unwritten { fenced: false });
+        let unsent = Write::End { outcome: Outcome::Retryable, effect: Applied::No };
+        assert_eq!(failed.next(1, P), Some(Action::Record(unsent)));
+        // The end record fails too: the call stops all the same.
+        failed.on(Event::Unwritten { fenced: false });
+        assert_eq!(failed.next(1, P), Some(Action::Stop(End::Unstarted { fenced: false })));
         // After an attempt that may have landed, the call's effect is not `no` either way.
-        call.on(Event::Ended { effect: Applied::Unknown });
-        assert_eq!(call.unstarted(false), ((Outcome::Retryable, Applied::Unknown), true));
+        let mut doubt = send(30);
+        doubt.on(Event::Ended { effect: Applied::Unknown });
+        started(&mut doubt);
+        doubt.on(Event::Unwritten { fenced: false });
+        let unsent = Write::End { outcome: Outcome::Retryable, effect: Applied::Unknown };
+        assert_eq!(doubt.next(1, P), Some(Action::Record(unsent)));
+    }
+
+    #[test]
+    fn a_claim_another_owner_holds_is_waited_for_only_while_an_attempt_could_follow() {
+        let floor = Pacing { floor: Duration::from_secs(4), ..P };
+        let mut call = send(10);
+        call.on(Event::ClaimHeld { nap: Duration::from_secs(1) });
+        assert_eq!(call.next(4, floor), Some(Action::WaitUntil(5)));
+        call.on(Event::Waited);
+        call.on(Event::ClaimHeld { nap: Duration::from_secs(2) });
+        assert_eq!(call.next(5, floor), Some(Action::Stop(End::Busy)));
+        assert_eq!(
+            call.ending(End::Busy, (Outcome::Ok, Applied::Yes)),
+            (Outcome::Retryable, Applied::Unknown)
+        );
+        // Granted: the call begins from what the log holds.
+        let stamps = Stamps::new(None, None, None, None);
+        let claimed = Event::Claimed { recall: None, shape: Shape::One, stamps, at: 6 };
+        assert_eq!(call.on(claimed), Change::Began(Start::Fresh));
+        assert_eq!(call.next(6, floor), Some(Action::Attempt { after: Duration::ZERO }));
     }
 
     #[test]
@@ -936,25 +1216,27 @@ mod tests {
             );
             Recall { attempts: 1, last: serde_json::from_str(&json).unwrap() }
         };
+        use {Change::Began, Start::Fresh, Start::Probe};
+        let claimed = |recall, shape, stamps| Event::Claimed { recall: Some(recall), shape, stamps, at: 4 };
         // A start, its request sent by second 9 at the latest (its start plus its budget): this call,
         // holding the intent at second 4, bounds it by now.
         let started = record("start", "");
         let mut call = send(30);
         assert_eq!(
-            call.start(Some(&started), Shape::One, Stamps::new(Some(9), None, None, None), 4),
-            Start::Probe
+            call.on(claimed(&started, Shape::One, Stamps::new(Some(9), None, None, None))),
+            Began(Probe)
         );
         assert_eq!(call.wait_left(4), Duration::from_secs(5));
         // When its call ended, by 3, bounds it sooner.
         let mut call = send(30);
-        call.start(Some(&started), Shape::One, Stamps::new(Some(9), Some(3), None, None), 4);
+        call.on(claimed(&started, Shape::One, Stamps::new(Some(9), Some(3), None, None)));
         assert_eq!(call.wait_left(4), Duration::from_secs(4));
         // The service's own answer that it applied nothing leaves nothing in flight.
         let refused = record("end", r#","outcome":"retryable","effect_applied":"no""#);
         let mut call = send(30);
         assert_eq!(
-            call.start(Some(&refused), Shape::One, Stamps::new(Some(9), Some(3), None, None), 4),
-            Start::Fresh
+            call.on(claimed(&refused, Shape::One, Stamps::new(Some(9), Some(3), None, None))),
+            Began(Fresh)
         );
         assert_eq!(call.wait_left(4), Duration::ZERO);
         // A batch whose record says the same but lists an item in doubt is probed, and its request is
@@ -963,8 +1245,8 @@ mod tests {
         let mut call = send(30);
         let batch = Shape::Batch(Some(&doubt));
         assert_eq!(
-            call.start(Some(&refused), batch, Stamps::new(Some(9), Some(3), None, None), 4),
-            Start::Probe
+            call.on(claimed(&refused, batch, Stamps::new(Some(9), Some(3), None, None))),
+            Began(Probe)
         );
         assert_eq!(call.wait_left(4), Duration::from_secs(4));
     }

@@ -5,7 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use super::claim::Claim;
 use super::ledger::Ledger;
-use super::machine::{Can, Event, KeySent, Machine, Setup};
+use super::machine::{Action, Can, Event, KeySent, Machine, Setup};
+use crate::policy::Change;
 
 use crate::call::Call;
 use crate::journal::Recall;
@@ -232,7 +233,8 @@ impl<'a> Run<'a> {
 
     /// Continue from what the log knows of the intent: its attempt numbers, the attempt that may have
     /// reached the service (its landing horizon, from its records' stamps), and a wait the service asked
-    /// an earlier run for; with what the call does first, the machine's [`Machine::start`].
+    /// an earlier run for; with what the call does first, as its machine says once told of the claim
+    /// ([`Event::Claimed`]).
     pub(crate) fn resume(
         &mut self,
         recall: &Recall,
@@ -249,8 +251,10 @@ impl<'a> Run<'a> {
         if wait.is_some() {
             self.now.retry_at = recall.last.retry_at.as_deref().map(Box::from);
         }
-        let now = tokio::time::Instant::now();
-        (wait, self.machine.start(Some(recall), shape, on_this_clock(recall, now), now))
+        let at = tokio::time::Instant::now();
+        let stamps = on_this_clock(recall, at);
+        let began = self.machine.on(Event::Claimed { recall: Some(recall), shape, stamps, at });
+        (wait, if let Change::Began(start) = began { start } else { crate::policy::Start::Fresh })
     }
 
     /// The attempt's call is over (answered, failed, timed out): its request reaches the service no
@@ -267,9 +271,16 @@ impl<'a> Run<'a> {
     }
 
     /// A read's start, when nothing needs waiting for: its record is held (see `held_start`), or not
-    /// kept at all without a log. `Some` with the budget left for the attempt; `None` for any other
-    /// start, which [`super::log::start_attempt`] makes.
-    pub(crate) fn start_read(&mut self, left: Duration, started: SystemTime) -> Option<Duration> {
+    /// kept at all without a log, and its request named at once ([`Action::Send`]). `Some` with the
+    /// instant it may leave from (`now`, when it started with `left` of the budget), the budget left then
+    /// and the instant it may no longer leave at; `None` for any other start, which
+    /// [`super::log::start_attempt`] makes.
+    pub(crate) fn start_read(
+        &mut self,
+        now: tokio::time::Instant,
+        left: Duration,
+        started: SystemTime,
+    ) -> Option<(tokio::time::Instant, Duration, tokio::time::Instant)> {
         if self.spec.effect().has_side_effect() || self.claim.is_some() {
             return None;
         }
@@ -278,23 +289,21 @@ impl<'a> Run<'a> {
             debug_assert_eq!(self.now.stamp(), Some((started, left)));
             self.held.hold();
         }
-        Some(left)
+        self.machine.on(Event::Written);
+        match self.machine.next(now, self.pace().starting()) {
+            Some(Action::Send { not_after }) => Some((now, left, not_after)),
+            // The budget is as it was a moment ago, when the start was allowed: the request goes.
+            _ => Some((now, left, self.task.deadline())),
+        }
     }
 
-    /// The attempt's call context; from now on its request may reach the service.
-    /// `left` is the budget the limit was taken from, just now.
-    pub(crate) fn call(&mut self, limit: Duration, left: Duration) -> Call {
-        let deadline = if limit >= left && !self.spec.effect().has_side_effect() {
-            // A read given all that is left ends with the task's budget: no clock to read.
-            self.task.deadline()
-        } else {
-            let now = tokio::time::Instant::now();
-            if self.spec.effect().has_side_effect() {
-                self.machine.on(Event::Reached { by: now });
-            }
-            now.checked_add(limit).unwrap_or(now)
-        };
-        Call::of(self.task.id(), &self.now.id, self.key, self.now.number(), deadline)
+    /// The attempt's call context, its request named by the machine at `now` to leave before
+    /// `not_after`: from now on it may reach the service.
+    pub(crate) fn call(&mut self, now: tokio::time::Instant, not_after: tokio::time::Instant) -> Call {
+        if self.spec.effect().has_side_effect() {
+            self.machine.on(Event::Reached { by: now });
+        }
+        Call::of(self.task.id(), &self.now.id, self.key, self.now.number(), not_after)
     }
 }
 

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::guard::secs;
-use super::machine::{Machine, Pacing};
+use super::machine::{Action, Machine, Pacing, Write};
 use super::stop::Stop;
 use crate::classify::Class;
 use crate::key::IntentKey;
@@ -52,29 +52,24 @@ impl<'a> Pace<'a> {
         Pace { spec, seed }
     }
 
-    /// The time an attempt gets of `left`, by the call `machine`'s rule
-    /// ([`Budget::attempt_limit`](super::machine::Budget::attempt_limit)) on the tool's probe reserve
-    /// and floor.
-    pub(crate) fn attempt_limit(self, machine: &Machine<Instant>, left: Duration) -> Duration {
-        let spec = self.spec;
-        machine.budget().attempt_limit(left, spec.get_probe_reserve(), spec.get_deadline_floor())
-    }
-
-    /// Whether the call's `machine` lets an attempt start now
-    /// ([`Budget::may_start`](super::machine::Budget::may_start)): the instant and the budget left it
-    /// would start with, or why not.
-    pub(crate) fn allowed(self, machine: &Machine<Instant>) -> Result<(Instant, Duration), Stop> {
-        let now = Instant::now();
-        let left = machine.budget().left(now);
-        if machine.budget().may_start(now, self.spec.get_deadline_floor()) {
-            Ok((now, left))
-        } else {
-            Err(self.refusal(left))
+    /// Whether the call's `machine` lets an attempt start now: its start record named
+    /// ([`Write::Start`], by [`Budget::may_start`](super::machine::Budget::may_start)), with the instant
+    /// and the budget left it starts with, or why not. A call with nothing open to decide has its
+    /// attempt named first, with no wait.
+    pub(crate) fn start(self, machine: &mut Machine<Instant>) -> Result<(Instant, Duration), Stop> {
+        let (now, pacing) = (Instant::now(), self.starting());
+        let mut action = machine.next(now, pacing);
+        if let Some(Action::Attempt { .. }) = action {
+            action = machine.next(now, pacing);
+        }
+        match action {
+            Some(Action::Record(Write::Start { left })) => Ok((now, left)),
+            _ => Err(self.refusal(machine.budget().left(now))),
         }
     }
 
     /// Why an attempt may not start with `left` of the budget.
-    fn refusal(self, left: Duration) -> Stop {
+    pub(crate) fn refusal(self, left: Duration) -> Stop {
         let spec = self.spec;
         let message = if left.is_zero() {
             format!("budget spent: nothing left for {}; not started", spec.name())
@@ -95,7 +90,13 @@ impl<'a> Pace<'a> {
     /// which its `next` runs for the engine and the protocol model alike.
     pub(crate) fn pacing(self, class: &Class, number: u32) -> Pacing {
         let backoff = self.spec.get_backoff().wait(number.max(1), self.seed);
-        Pacing { asked: class.wait(), backoff, floor: self.spec.get_deadline_floor() }
+        Pacing { asked: class.wait(), backoff, ..self.starting() }
+    }
+
+    /// How an attempt starts: the tool's floor, and the time it keeps back for its probe.
+    pub(crate) fn starting(self) -> Pacing {
+        let spec = self.spec;
+        Pacing { floor: spec.get_deadline_floor(), reserve: spec.get_probe_reserve(), ..Pacing::default() }
     }
 
     /// Why `left` of the budget cannot hold another attempt, as the machine's [`room`](super::machine::room)
@@ -148,7 +149,7 @@ mod tests {
     use std::time::Duration;
 
     use super::super::machine::room;
-    use super::super::machine::{Can, Machine, Setup};
+    use super::super::machine::{Action, Can, Machine, Setup, Write};
     use super::{Pace, ResumeWait};
     use crate::classify::Class;
     use crate::effect::EffectKind;
@@ -166,25 +167,43 @@ mod tests {
         IntentKey::derive("task", "agent", "verb", &n, None)
     }
 
-    #[test]
-    fn an_attempt_keeps_back_what_its_probe_needs_and_a_read_keeps_nothing() {
+    /// The start of a call's first attempt as its machine names it, with `left` of the budget: the time
+    /// its request gets (until the last instant it may leave), or `None` when it is not started.
+    #[tokio::test(start_paused = true)]
+    async fn an_attempt_keeps_back_what_its_probe_needs_and_a_read_keeps_nothing() {
         let send = ToolSpec::new("post", EffectKind::Send);
         let read = ToolSpec::new("get", EffectKind::Read);
         let floor = send.deadline_floor(S(2));
         let reserve = send.deadline_floor(S(2)).probe_reserve(S(5));
         let rows = [
-            (read, true, S(8), S(8)),
-            (send, false, S(8), S(8)),
-            (send, true, S(8), S(6)),
-            (floor, true, S(8), S(6)),
-            (floor, true, S(3), S(2)),
-            (floor, true, S(2), S(2)),
-            (reserve, true, S(8), S(3)),
-            (reserve, true, S(6), S(2)),
-            (reserve, true, S(1), S(1)),
+            (read, true, S(8), Some(S(8))),
+            (send, false, S(8), Some(S(8))),
+            (send, true, S(8), Some(S(6))),
+            (floor, true, S(8), Some(S(6))),
+            (floor, true, S(3), Some(S(2))),
+            (floor, true, S(2), Some(S(2))),
+            (reserve, true, S(8), Some(S(3))),
+            (reserve, true, S(6), Some(S(2))),
+            (reserve, true, S(1), None),
         ];
         for (spec, probe, left, limit) in rows {
-            let got = Pace::of(&spec, &key(0)).attempt_limit(&machine(&spec, probe, left), left);
+            let mut call = machine(&spec, probe, left);
+            let (now, pacing) = (Instant::now(), Pace::of(&spec, &key(0)).starting());
+            let got = match call.next(now, pacing) {
+                Some(Action::Attempt { after }) if after.is_zero() => match call.next(now, pacing) {
+                    Some(Action::Record(Write::Start { left: recorded })) => {
+                        assert_eq!(recorded, left);
+                        call.on(super::super::machine::Event::Written);
+                        match call.next(now, pacing) {
+                            Some(Action::Send { not_after }) => Some(not_after - now),
+                            other => panic!("{other:?} after the start record"),
+                        }
+                    }
+                    Some(Action::Stop(crate::policy::End::NotStarted)) => None,
+                    other => panic!("{other:?} to start"),
+                },
+                other => panic!("{other:?} with nothing to decide"),
+            };
             assert_eq!(got, limit, "{} with {left:?} left, probe {probe}", spec.effect());
         }
     }

@@ -9,7 +9,7 @@ use crate::report::{Applied, Outcome};
 
 /// What a call resumes: one call, or a batch with the items its intent's last record lists (`None`
 /// when that record lists none the call can read).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Shape<'a> {
     /// A single call: [`start`](fn@super::start) decides.
     One,

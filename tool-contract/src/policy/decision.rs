@@ -63,6 +63,8 @@ pub enum Change {
     NotLanded,
     /// A "not landed" seen too early no longer stands: the effect is unknown again.
     InDoubt,
+    /// The call began (its claim granted): what it does first, from what the log holds of its intent.
+    Began(crate::policy::Start),
 }
 
 impl Decision {
