@@ -257,6 +257,39 @@ async fn a_later_calls_horizon_runs_from_the_attempts_latest_possible_send() {
     assert_eq!((report.outcome, report.effect_applied), (Outcome::Ok, Applied::Yes), "{}", report.message);
 }
 
+/// A start record whose write leaves less than the tool's floor (7 s of a 10 s budget, a 4 s floor):
+/// the machine checks the budget again once the write is done and names the end record that says
+/// nothing was sent, then the stop. The tool is never called, and the log's last word is that end,
+/// not an attempt in doubt that a later call would have to probe.
+#[tokio::test(start_paused = true)]
+async fn a_start_written_too_slowly_for_the_floor_sends_nothing_and_says_so() {
+    let log: Arc<dyn Journal> =
+        Arc::new(SlowStart { inner: MemoryJournal::new(), slow: Duration::from_secs(7) });
+    let spec = send_spec().deadline_floor(Duration::from_secs(4));
+    let task = Task::new("slow-start-floor", "agent", Duration::from_secs(10)).journal(log.clone());
+    let key = task.key(&spec, &"thread-9", None);
+    let calls = AtomicU32::new(0);
+    let report = engine::run(
+        &task,
+        &spec,
+        key,
+        |_| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            async { Ok::<u64, Class>(7) }
+        },
+        |_| async { Probe::<u64>::NotLanded },
+    )
+    .await;
+    assert_eq!(calls.load(Ordering::Relaxed), 0, "{}", report.message);
+    let said = (report.outcome, report.effect_applied, report.reason);
+    assert_eq!(said, (Outcome::Retryable, Applied::No, tool_contract::Reason::BudgetSpent));
+    assert!(report.message.contains("needs at least 4.0s"), "{}", report.message);
+    let recall = log.recall(&key).ready().expect("the memory store answers at once").unwrap();
+    let last = recall.expect("the intent is recorded").last;
+    assert_eq!((last.outcome, last.effect_applied), (Some(Outcome::Retryable), Some(Applied::No)));
+    assert_eq!(last.phase, tool_contract::journal::Phase::End);
+}
+
 /// Sleep until the wall clock (the one the log's stamps come from) reads `frac` past a whole second.
 async fn to_fraction(frac: Duration) {
     let now = wall_clock().duration_since(UNIX_EPOCH).unwrap();
