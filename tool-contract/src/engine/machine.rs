@@ -6,9 +6,10 @@
 //!
 //! The engine drives a `Machine<tokio::time::Instant>`: its runtime carries out the action the machine
 //! names ([`Machine::next`]: write this record, send the request before an instant, probe, ask, wait
-//! until, attempt after a wait, stop) and feeds back what it found ([`Machine::on`], an [`Event`]). The protocol model (`tool-contract-model`) drives a
-//! `Machine<u8>` on its ticks, the same type, so a decision the machine takes is taken once, here, for
-//! both. Not public API: `tool_contract::unstable::machine`.
+//! until, attempt after a wait, stop) and feeds back what it found ([`Machine::on`], an [`Event`]).
+//! The protocol model (`tool-contract-model`) drives a `Machine<u8>` on its ticks, the same type, so a
+//! decision the machine takes is taken once, here, for both. Not public API:
+//! `tool_contract::unstable::machine`.
 
 use std::time::Duration;
 
@@ -507,7 +508,7 @@ impl<T: Time + 'static> Machine<T> {
 
     /// Feed the machine what happened ([`Event`]): the one way a finding of the runtime reaches the
     /// call's decisions. What it changed of the outcome and effect the call would report, for the
-    /// runtime to say in its words.
+    /// runtime to say in its words; told of the claim, how the call begins ([`Change::Began`]).
     pub fn on(&mut self, event: Event<T>) -> Change {
         match event {
             Event::Claimed { recall, shape, stamps, at } => {
@@ -741,9 +742,9 @@ impl<T: Time + 'static> Budget<'_, T> {
     }
 }
 
-/// The start of a call ([`Event::Claimed`]) of the shape `shape` at `now`, from what the log holds of its intent
-/// ([`policy::start`], which a batch refines from its recorded items, [`policy::batch`]): a call
-/// that resumes an attempt which may have landed keeps that in mind, one whose last attempt
+/// The start of a call of the shape `shape` at `now` ([`Event::Claimed`]), from what the log holds of
+/// its intent ([`policy::start`], which a batch refines from its recorded items, [`policy::batch`]): a
+/// call that resumes an attempt which may have landed keeps that in mind, one whose last attempt
 /// applied nothing for sure takes that for the probe's "not landed". `stamps`: the last record's
 /// ([`crate::rules::stamps`]) on this call's clock, from which the machine takes until when that
 /// attempt may have reached the service and when a person's "not landed" about it was seen. The
