@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tool_contract::policy::{Change, Horizon, Shape, Start};
+use tool_contract::policy::{Change, End, Horizon, Shape, Start};
 use tool_contract::probe::ProbeMark;
 use tool_contract::rules::Stamps;
 use tool_contract::spec::Dedupe;
@@ -176,10 +176,15 @@ impl Protocol {
         let k = s.workers[usize::from(w)];
         let left = match action {
             Some(machine::Action::Record(Write::Start { left })) if !bound => left,
-            // Not started: the budget cannot hold it, or the model's bound on attempts is reached.
+            // Not started: the budget cannot hold it (the stop the machine names, reported as it
+            // says), or the model's bound on attempts is reached (as the same stop).
             _ => {
-                let effect = k.machine.call_effect(Applied::No);
-                return self.report_holding(s, w, Outcome::Retryable, effect, true);
+                let end = match action {
+                    Some(machine::Action::Stop(end)) => end,
+                    _ => End::NotStarted,
+                };
+                let (outcome, effect) = k.machine.ending(end, (Outcome::Retryable, Applied::Unknown));
+                return self.report_holding(s, w, outcome, k.machine.call_effect(effect), true);
             }
         };
         let who = s.who(w);
