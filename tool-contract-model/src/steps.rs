@@ -426,11 +426,16 @@ impl Protocol {
                 let (now, pacing) = (s.now, self.pacing());
                 let k = self.worker(s, w);
                 k.machine.on(Event::ClaimHeld { nap: ticks(1) });
-                if let Some(machine::Action::WaitUntil(until)) = k.machine.next(now, pacing) {
-                    k.act = Act::Backoff(until);
-                    return;
-                }
-                return self.report_holding(s, w, Outcome::Retryable, Applied::Unknown, false);
+                let end = match k.machine.next(now, pacing) {
+                    Some(machine::Action::WaitUntil(until)) => {
+                        k.act = Act::Backoff(until);
+                        return;
+                    }
+                    Some(machine::Action::Stop(end)) => end,
+                    _ => End::Busy,
+                };
+                let (outcome, effect) = k.machine.ending(end, (Outcome::Retryable, Applied::Unknown));
+                return self.report_holding(s, w, outcome, effect, false);
             }
             Got::Late => {
                 return self.report_holding(s, w, Outcome::Retryable, Applied::Unknown, false);

@@ -36,8 +36,9 @@ pub(crate) struct Inner {
     pool: Pool,
     pub(crate) label: String,
     options: PgOptions,
-    /// [`Durability::Lazy`](tool_contract::journal::Durability::Lazy) records not yet written (reads' start records): each is written before
-    /// the next record of its intent, so a read's start never lands after its end.
+    /// [`Durability::Lazy`](tool_contract::journal::Durability::Lazy) records not yet written (reads'
+    /// start records): each is written before the next record of its intent, so a read's start never
+    /// lands after its end.
     pending: std::sync::Mutex<Vec<Fields>>,
 }
 

@@ -403,7 +403,8 @@ pub struct Machine<T: 'static> {
 /// out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 enum Stage {
-    /// Nothing under way: an open decision names what comes next; with none, the next attempt goes.
+    /// Nothing under way (or the last attempt's request out): an open decision names what comes next;
+    /// with none, the next attempt goes.
     #[default]
     Idle,
     /// Another owner holds the intent's claim: claim again after a nap of this many milliseconds, if
@@ -415,8 +416,6 @@ enum Stage {
     Starting,
     /// Its start record is written: the budget's check again, then its request.
     Started,
-    /// Its request was named ([`Action::Send`]).
-    Sending,
     /// Not sent: the end record that says so goes first, then the call stops.
     Unsent(Unsent),
     /// Not sent, and nothing more to write: the call stops.
@@ -681,7 +680,7 @@ impl<T: Time + 'static> Budget<'_, T> {
     /// An attempt that could land and never be resolved is not started.
     #[inline]
     pub fn may_start(self, now: T, floor: Duration) -> bool {
-        (rules(self.0).may_start)(now.until(self.0.deadline), floor)
+        starts(self.0, now, floor).0
     }
 
     /// Whether the attempt's request may leave at `now`, the last check before it does: only before
@@ -801,13 +800,8 @@ fn decided<T: Time>(m: &mut Machine<T>, now: T, pacing: Pacing) -> Option<Action
 #[inline]
 fn staged<T: Time>(m: &mut Machine<T>, now: T, pacing: Pacing) -> Option<Option<Action<T>>> {
     let floor = pacing.floor;
-    // Whether an attempt may start with the budget left at `now` (`Budget::may_start`), read once.
-    let may_start = |m: &Machine<T>| {
-        let left = now.until(m.deadline);
-        ((rules(m).may_start)(left, floor), left)
-    };
     let action = match m.stage {
-        Stage::Idle | Stage::Sending => return None,
+        Stage::Idle => return None,
         Stage::Starting => return Some(None),
         Stage::ClaimHeld(nap) => {
             let nap = Duration::from_millis(u64::from(nap));
@@ -816,17 +810,17 @@ fn staged<T: Time>(m: &mut Machine<T>, now: T, pacing: Pacing) -> Option<Option<
                 false => Action::Stop(End::Busy),
             }
         }
-        Stage::Due => match may_start(m) {
+        Stage::Due => match starts(m, now, floor) {
             (true, left) => {
                 m.stage = Stage::Starting;
                 Action::Record(Write::Start { left })
             }
             (false, _) => Action::Stop(End::NotStarted),
         },
-        Stage::Started => match may_start(m) {
+        Stage::Started => match starts(m, now, floor) {
             (true, left) => {
                 let limit = m.budget().attempt_limit(left, pacing.reserve, floor);
-                m.stage = Stage::Sending;
+                m.stage = Stage::Idle;
                 // All that is left ends at the deadline: no sum to take.
                 let not_after = if limit >= left { m.deadline } else { now.plus(limit).min(m.deadline) };
                 Action::Send { not_after }
@@ -840,6 +834,14 @@ fn staged<T: Time>(m: &mut Machine<T>, now: T, pacing: Pacing) -> Option<Option<
         Stage::Stopping(why) => Action::Stop(why.end()),
     };
     Some(Some(action))
+}
+
+/// Whether an attempt may start at `now` ([`Budget::may_start`]), with the budget left then: the budget
+/// read once for both.
+#[inline]
+fn starts<T: Time>(m: &Machine<T>, now: T, floor: Duration) -> (bool, Duration) {
+    let left = now.until(m.deadline);
+    ((rules(m).may_start)(left, floor), left)
 }
 
 /// The end record of an attempt not sent: it says what the call reports.

@@ -67,7 +67,8 @@ impl Entry {
         Entry { attempts: attempt, phase, open, line: line.to_vec() }
     }
 
-    /// Fold the intent's next record in, by the rule of [`index_record`](crate::journal::index::index_record).
+    /// Fold the intent's next record in, by the rule of
+    /// [`index_record`](crate::journal::index::index_record).
     pub(super) fn update(
         &mut self,
         attempt: u32,
@@ -334,9 +335,10 @@ pub(super) type Index = HashMap<IntentKey, Entry, KeyHashing>;
 /// when its lines are checked and the kept ones copied, large enough to be split between two threads.
 pub(super) const CHUNK: usize = 1 << 20;
 
-/// Index a log with the header by intent key, as [`index_record`](crate::journal::index::index_record) folding every record in order
-/// would, streamed from `file` `chunk` bytes of whole lines at a time: the memory it takes is the index
-/// and one chunk (or the longest line, when a line is longer), never the whole file.
+/// Index a log with the header by intent key, as [`index_record`](crate::journal::index::index_record)
+/// folding every record in order would, streamed from `file` `chunk` bytes of whole lines at a time:
+/// the memory it takes is the index and one chunk (or the longest line, when a line is longer), never
+/// the whole file.
 ///
 /// Every line this crate writes is checked without allocating ([`quick_check`]; any other form is read
 /// as a [`Record`]); each piece of a

@@ -4,8 +4,8 @@
 //! One process appends to a log at a time, so a settlement made while an agent runs cannot be written
 //! by the settler (nor an answer to an approval the agent waits for, [`crate::person::LogApprover`], by the
 //! person giving it). It leaves a request instead, a file in the directory beside the log named after it
-//! (`attempts.log.settle/`), and the holder settles it under its own lock, as [`settle`](fn@crate::journal::word::settle) would, then
-//! answers in a file beside the request:
+//! (`attempts.log.settle/`), and the holder settles it under its own lock, as
+//! [`settle`](fn@crate::journal::word::settle) would, then answers in a file beside the request:
 //!
 //! 1. The settler writes `{id}.request` (whole, by a rename) and waits for `{id}.answer`.
 //! 2. The holder's watcher (a thread of [`FileJournal`], looking every 200 ms) renames the request to

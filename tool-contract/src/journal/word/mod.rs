@@ -1,7 +1,8 @@
-//! A person's word, written to the log: a settlement of an attempt in doubt ([`settle`](fn@settle)), an answer to
-//! a question ([`answer_approval`]), and the questions the engine records before it asks (`question`).
-//! What may be written, and how, is here, beside the stores that hold it; asking people, and what
-//! they are shown, is [`crate::person`]'s work. Their public paths are under [`crate::person`].
+//! A person's word, written to the log: a settlement of an attempt in doubt ([`settle`](fn@settle)), an
+//! answer to a question ([`answer_approval`]), and the questions the engine records before it asks
+//! (`question`). What may be written, and how, is here, beside the stores that hold it; asking people,
+//! and what they are shown, is [`crate::person`]'s work. Their public paths are under
+//! [`crate::person`].
 
 mod answer;
 pub(crate) mod question;

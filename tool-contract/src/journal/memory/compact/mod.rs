@@ -274,8 +274,9 @@ impl MemoryState {
         self.records.push(stored);
     }
 
-    /// Fold the record at `at` into the intent's index entry, by the rule of [`index_record`](crate::journal::index::index_record):
-    /// the intent's place in `keys` (`u32::MAX` once it is full).
+    /// Fold the record at `at` into the intent's index entry, by the rule of
+    /// [`index_record`](crate::journal::index::index_record): the intent's place in `keys` (`u32::MAX`
+    /// once it is full).
     fn index(
         &mut self,
         at: usize,
